@@ -1,0 +1,51 @@
+# gpu-trace: `make demo` and `make test` work on a fresh machine with only Python 3.11+.
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+STORE  ?= data/store
+SITE   ?= reports/site
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install gpu-trace with dev tools
+
+demo: $(STAMP) ## Ingest the bundled samples into data/store and build the report
+	$(BIN)/gpu-trace ingest openb data/samples/openb --store $(STORE)
+	$(BIN)/gpu-trace sql "select source, dataset, count(*) as jobs from jobs group by all order by all" --store $(STORE)
+	@$(BIN)/gpu-trace report --store $(STORE) --out $(SITE) > /dev/null
+	@echo "Report: $(abspath $(SITE))/index.html"
+
+lint: $(STAMP) ## ruff format check, ruff lint, mypy
+	$(BIN)/ruff format --check gpu_trace tests bench
+	$(BIN)/ruff check gpu_trace tests bench
+	$(BIN)/mypy
+
+fmt: $(STAMP) ## Format and autofix
+	$(BIN)/ruff format gpu_trace tests bench
+	$(BIN)/ruff check --fix gpu_trace tests bench
+
+test: $(STAMP) lint ## Lint, type-check and run the test suite
+	$(BIN)/python -m pytest -q
+
+test-all: $(STAMP) ## Tests including slow ones
+	$(BIN)/python -m pytest -q -m 'not gpu'
+
+schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
+	$(BIN)/python -m gpu_trace.schemas.export schemas
+
+bench: $(STAMP) ## Benchmarks (results: BENCHMARKS.md)
+	$(BIN)/python -m bench.run
+
+clean: ## Remove the venv, caches, the local store and built reports
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis data/store reports build
+
+.PHONY: help install demo lint fmt test test-all schemas bench clean

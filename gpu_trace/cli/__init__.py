@@ -1,0 +1,68 @@
+"""The ``gpu-trace`` command line: a thin typer skin over the library.
+
+Data goes to stdout, progress and logs to stderr; user errors are one line with exit
+code 1, usage errors exit 2 (see ``_boundary``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gpu_trace import __version__
+from gpu_trace.cli import ingest as ingest_cli
+from gpu_trace.cli.report import report
+from gpu_trace.cli.schema import schema
+from gpu_trace.cli.sql import sql
+
+app = typer.Typer(
+    name="gpu-trace",
+    help="Load, query, analyse and replay GPU-cluster traces and GPU telemetry.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpu-trace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """gpu-trace: one data model for Philly, Helios, Alibaba PAI 2020, openb and live GPUs."""
+
+
+def _group(help_text: str) -> typer.Typer:
+    return typer.Typer(help=help_text, no_args_is_help=True)
+
+
+app.add_typer(ingest_cli.app, name="ingest")
+app.command("sql")(sql)
+app.command("schema")(schema)
+app.command("report")(report)
+app.add_typer(
+    _group("Public trace registry: list, fetch and verify the official downloads."),
+    name="datasets",
+)
+app.add_typer(
+    _group("Live GPU telemetry: NVML sampling, dcgm-exporter scraping."), name="telemetry"
+)
+app.add_typer(_group("Characterization analyses over the store."), name="analyze")
+app.add_typer(
+    _group("Re-schedule a trace under allocation policies and score them."), name="replay"
+)
+app.add_typer(_group("Generate raw-format synthetic traces at any scale."), name="synth")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

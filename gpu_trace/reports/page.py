@@ -1,0 +1,84 @@
+"""Page assembly: one HTML document with the Vega runtime inlined once and one
+``<div>`` + JSON spec per chart. Everything that comes from a trace is escaped."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+import altair as alt
+import polars as pl
+import vl_convert as vlc
+
+from gpu_trace import __version__
+
+
+@cache
+def vega_bundle() -> str:
+    """The Vega + Vega-Lite + vega-embed JavaScript, from vl-convert (no CDN)."""
+    bundle: str = vlc.javascript_bundle()  # type: ignore[call-arg]
+    return bundle.replace("</script", "<\\/script")
+
+
+def esc(value: object) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
+    """An HTML table of an already-small frame, every cell escaped."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in frame.iter_rows()
+    )
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@dataclass
+class Section:
+    title: str
+    html: str = ""
+    charts: list[alt.TopLevelMixin] = field(default_factory=list)
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:70rem;
+color:#222;padding:0 1rem}
+h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
+th,td{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}th{background:#f5f5f5}
+caption{text-align:left;font-weight:600;padding:.2rem 0}
+.chart{margin:1rem 0}.meta{color:#555;font-size:.85rem}footer{margin-top:3rem;font-size:.8rem;color:#555}
+code{font-size:.85em}
+"""
+
+
+def render_page(title: str, sections: Sequence[Section], footer_html: str, built: str) -> str:
+    """The whole HTML document."""
+    parts: list[str] = []
+    specs: list[tuple[str, str]] = []
+    for i, sec in enumerate(sections):
+        parts.append(f"<section><h2>{esc(sec.title)}</h2>{sec.html}")
+        for j, chart in enumerate(sec.charts):
+            cid = f"chart-{i}-{j}"
+            spec = json.dumps(chart.to_dict(), sort_keys=True).replace("</", "<\\/")
+            specs.append((cid, spec))
+            parts.append(f'<div class="chart" id="{cid}"></div>')
+        parts.append("</section>")
+    embeds = "\n".join(
+        f'vegaEmbed("#{cid}", {spec}, {{"renderer": "svg", "actions": false}})'
+        f".catch(function(e){{console.error(e);}});"
+        for cid, spec in specs
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="generator" content="gpu-trace {esc(__version__)}">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style>"
+        f"<script>{vega_bundle()}</script></head><body>"
+        f'<h1>{esc(title)}</h1><p class="meta">Built {esc(built)} by gpu-trace {esc(__version__)}.</p>'
+        + "".join(parts)
+        + f"<footer>{footer_html}</footer><script>{embeds}</script></body></html>\n"
+    )

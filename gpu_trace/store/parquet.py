@@ -1,0 +1,279 @@
+"""The one Parquet writer of gpu-trace.
+
+Every canonical table is written here and nowhere else, so every file in the store has
+the same guarantees:
+
+- validated against the canonical pyarrow schema (names, order, types, non-null columns);
+- zstd compression, an explicit row-group size, column statistics on;
+- key-value metadata: table, schema version, loader and its version, source, dataset,
+  the input file's sha256 and the source time zone (no wall-clock times, so rebuilds
+  are byte-stable);
+- atomic: files are staged as hidden temporaries next to their destination and moved
+  into place with ``os.replace`` only when every file of an ingest is staged; an
+  interrupted ingest leaves the previous data untouched.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gpu_trace import __version__
+from gpu_trace.errors import SchemaMismatch, StoreError
+from gpu_trace.schemas import TABLES, Table
+
+ROW_GROUP_SIZE = 256 * 1024
+"""Rows per row group: large enough for good zstd ratios, small enough that DuckDB and
+polars can prune by the min/max statistics of time columns."""
+
+EMPTY_SOURCE = "_empty"
+"""Partition holding one zero-row file per table, so views always bind with the right
+types even before anything is ingested."""
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def _check_slug(kind: str, value: str) -> None:
+    if not _SLUG.match(value):
+        raise StoreError(
+            f"{kind} {value!r} must be a lower-case slug (letters, digits, '_', '.', '-')"
+        )
+
+
+def dataset_path(store: Path, table: str, source: str, dataset: str) -> Path:
+    """Where one (table, source, dataset) lives in the store."""
+    return store / table / f"source={source}" / f"{dataset}.parquet"
+
+
+def kv_metadata(table: Table, **extra: str | None) -> dict[str, str]:
+    """The namespaced key-value metadata written into every Parquet footer."""
+    meta = {
+        "gpu_trace.table": table.name,
+        "gpu_trace.schema_version": str(table.version),
+        "gpu_trace.version": __version__,
+    }
+    for key, value in sorted(extra.items()):
+        if value is not None:
+            meta[f"gpu_trace.{key}"] = value
+    return meta
+
+
+def polars_schema(table: Table) -> pl.Schema:
+    """The canonical schema as polars dtypes (derived from the Arrow schema)."""
+    frame = pl.from_arrow(table.schema.empty_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame.schema
+
+
+def conform(frame: pl.LazyFrame | pl.DataFrame, table: Table) -> pl.LazyFrame:
+    """Select, order and cast a loader's frame to the canonical schema.
+
+    Missing nullable columns are added as nulls (a source simply lacks them); a missing
+    non-nullable column or an unknown extra column is a loader bug and raises.
+    """
+    lf = frame.lazy()
+    have = lf.collect_schema()
+    extra = [c for c in have.names() if c not in table.column_names]
+    if extra:
+        raise SchemaMismatch(f"{table.name}: columns not in the canonical schema: {extra}")
+    exprs: list[pl.Expr] = []
+    for name, dtype in polars_schema(table).items():
+        col = table.column(name)
+        if name in have:
+            exprs.append(pl.col(name).cast(dtype, strict=True))
+        elif col.nullable:
+            exprs.append(pl.lit(None, dtype=dtype).alias(name))
+        else:
+            raise SchemaMismatch(f"{table.name}: required column {name!r} is missing")
+    return lf.select(exprs)
+
+
+def _empty_file(table: Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    pq.write_table(
+        table.schema.empty_table().replace_schema_metadata(
+            {
+                **(table.schema.metadata or {}),
+                **{k.encode(): v.encode() for k, v in kv_metadata(table).items()},
+            }
+        ),
+        tmp,
+        compression="zstd",
+    )
+    tmp.replace(path)
+
+
+def ensure_layout(store: Path) -> None:
+    """Create the store folders and one zero-row file per table (idempotent)."""
+    for table in TABLES.values():
+        path = dataset_path(store, table.name, EMPTY_SOURCE, "empty")
+        current = None
+        if path.exists():
+            current = pq.read_schema(path).metadata or {}
+        if (
+            current is None
+            or current.get(b"gpu_trace.schema_version") != str(table.version).encode()
+        ):
+            _empty_file(table, path)
+
+
+@dataclass
+class Staged:
+    """A file written to a temporary name, waiting for commit."""
+
+    table: str
+    source: str
+    dataset: str
+    tmp: Path
+    dest: Path
+    rows: int
+
+
+@dataclass
+class StoreTransaction:
+    """Stage every file of one ingest, then move them all into place at once.
+
+    Use as a context manager: files are committed when the block exits normally and
+    deleted when it raises, so a failed or interrupted ingest never leaves half a
+    dataset behind.
+    """
+
+    store: Path
+    staged: list[Staged] = field(default_factory=list)
+
+    def __enter__(self) -> StoreTransaction:
+        self.store.mkdir(parents=True, exist_ok=True)
+        ensure_layout(self.store)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def write(
+        self,
+        table_name: str,
+        frame: pl.LazyFrame | pl.DataFrame,
+        *,
+        source: str,
+        dataset: str,
+        metadata: Mapping[str, str | None] | None = None,
+        sort: bool = True,
+    ) -> Staged:
+        """Validate ``frame`` against the canonical table and stage it as
+        ``<table>/source=<source>/<dataset>.parquet``. Returns the staged file with its
+        row count (read back from the Parquet footer, not trusted from the frame)."""
+        _check_slug("source", source)
+        _check_slug("dataset", dataset)
+        table = TABLES[table_name]
+        lf = conform(frame, table)
+        if sort and table.sort_by:
+            lf = lf.sort(list(table.sort_by), nulls_last=True, maintain_order=True)
+        dest = dataset_path(self.store, table.name, source, dataset)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
+        meta = kv_metadata(table, source=source, dataset=dataset, **dict(metadata or {}))
+        try:
+            lf.sink_parquet(
+                tmp,
+                compression="zstd",
+                row_group_size=ROW_GROUP_SIZE,
+                statistics=True,
+                metadata=meta,
+                arrow_schema=writer_schema(table.schema),
+            )
+            rows = _check_written(tmp, table)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        staged = Staged(table.name, source, dataset, tmp, dest, rows)
+        self.staged.append(staged)
+        return staged
+
+    def commit(self) -> None:
+        for s in self.staged:
+            s.tmp.replace(s.dest)
+        self.staged.clear()
+
+    def abort(self) -> None:
+        for s in self.staged:
+            s.tmp.unlink(missing_ok=True)
+        self.staged.clear()
+
+
+def _polars_arrow_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_string(t):
+        return pa.large_string()
+    if pa.types.is_list(t):
+        return pa.large_list(_polars_arrow_type(t.value_type))
+    return t
+
+
+def writer_schema(schema: pa.Schema) -> pa.Schema:
+    """The canonical schema as polars' writer takes it: polars' own string and list
+    layouts, all fields nullable (polars tracks no nullability; :func:`_check_written`
+    enforces the non-null columns), column descriptions and units kept as metadata."""
+    return pa.schema(
+        [pa.field(f.name, _polars_arrow_type(f.type), True, f.metadata) for f in schema],
+        metadata=schema.metadata,
+    )
+
+
+def _canonical_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_list(t) or pa.types.is_list(t):
+        return pa.list_(_canonical_type(t.value_type))
+    return t
+
+
+def _check_written(path: Path, table: Table) -> int:
+    """Read the footer back: the schema must be the canonical one and non-nullable
+    columns must hold no nulls. Returns the row count."""
+    meta = pq.read_metadata(path)
+    schema = meta.schema.to_arrow_schema()
+    got = [(f.name, _canonical_type(f.type)) for f in schema]
+    want = [(f.name, f.type) for f in table.schema]
+    if got != want:
+        raise SchemaMismatch(f"{table.name}: written schema {got} differs from {want}")
+    required = {c.name for c in table.columns if not c.nullable}
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for i in range(group.num_columns):
+            chunk = group.column(i)
+            name = chunk.path_in_schema.split(".")[0]
+            stats = chunk.statistics
+            if name in required and stats is not None and stats.null_count:
+                raise SchemaMismatch(
+                    f"{table.name}: column {name!r} must not be null "
+                    f"({stats.null_count} nulls in row group {rg})"
+                )
+    return int(meta.num_rows)
+
+
+def read_table(store: Path, table_name: str, source: str | None = None) -> pa.Table:
+    """Read one canonical table (optionally one source) into Arrow; for tests and small
+    tables. Analyses should go through the DuckDB catalog or ``pl.scan_parquet``."""
+    table = TABLES[table_name]
+    root = store / table.name
+    pattern = f"source={source}/*.parquet" if source else "source=*/*.parquet"
+    files = sorted(p for p in root.glob(pattern) if not p.name.startswith("."))
+    if not files:
+        return table.schema.empty_table()
+    return pa.concat_tables([pq.read_table(f, schema=table.schema) for f in files])

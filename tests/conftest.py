@@ -1,0 +1,37 @@
+"""Shared fixtures: the bundled real samples and stores built from them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpu_trace.loaders import LOADERS, ingest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "data" / "samples"
+OPENB = SAMPLES / "openb"
+
+
+@pytest.fixture(scope="session")
+def openb_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the real openb default pod list and both node lists.
+
+    Session-scoped and read-only for tests: copy it (``store_copy``) to modify.
+    """
+    store = tmp_path_factory.mktemp("openb") / "store"
+    ingest(LOADERS["openb"], OPENB, store)
+    return store
+
+
+@pytest.fixture
+def store_copy(openb_store: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "store"
+    shutil.copytree(openb_store, dest)
+    return dest
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"

@@ -15,6 +15,7 @@ from gpu_trace.cli import ingest as ingest_cli
 from gpu_trace.cli.report import report
 from gpu_trace.cli.schema import schema
 from gpu_trace.cli.sql import sql
+from gpu_trace.cli.synth import synth
 
 app = typer.Typer(
     name="gpu-trace",
@@ -60,7 +61,7 @@ app.add_typer(_group("Characterization analyses over the store."), name="analyze
 app.add_typer(
     _group("Re-schedule a trace under allocation policies and score them."), name="replay"
 )
-app.add_typer(_group("Generate raw-format synthetic traces at any scale."), name="synth")
+app.command("synth")(synth)
 
 
 def main() -> None:

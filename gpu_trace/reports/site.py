@@ -83,7 +83,7 @@ def _provenance(con: duckdb.DuckDBPyConnection) -> Section:
 def _jobs(con: duckdb.DuckDBPyConnection) -> Section:
     status = _frame(
         con,
-        "SELECT source, dataset, status, count(*) AS jobs, sum(gpus) AS gpus_requested "
+        "SELECT source, dataset, status, count(*) AS jobs, round(sum(gpus), 2) AS gpus_requested "
         "FROM jobs GROUP BY ALL ORDER BY source, dataset, status",
     )
     sec = Section("Jobs by status")

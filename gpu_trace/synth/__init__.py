@@ -1,0 +1,32 @@
+"""Synthetic traces in each family's **raw** format, at any scale.
+
+A generator writes files byte-compatible with the real trace (same names, columns,
+units, missing markers and quirks), so the very same loaders read them; distributions
+are calibrated to the published statistics in ``docs/analyses.md``. They feed the
+loader tests and every benchmark.
+
+``SYNTHS`` maps a family to ``"module:function"``; the function has the signature
+``write(out: Path, *, jobs: int, seed: int) -> list[Path]`` and returns the files it wrote.
+Modules are imported on use so the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+SYNTHS: dict[str, str] = {
+    "philly": "gpu_trace.synth.philly:write",
+    "helios": "gpu_trace.synth.helios:write",
+    "pai2020": "gpu_trace.synth.pai2020:write",
+    "openb": "gpu_trace.synth.openb:write",
+}
+
+Writer = Callable[..., list[Path]]
+
+
+def get_writer(family: str) -> Writer:
+    module, _, func = SYNTHS[family].partition(":")
+    writer: Writer = getattr(importlib.import_module(module), func)
+    return writer

@@ -129,7 +129,7 @@ def test_report_command(openb_store: Path, tmp_path: Path) -> None:
 
 
 def test_empty_groups_show_usage() -> None:
-    for group in ("datasets", "telemetry", "analyze", "replay"):
+    for group in ("datasets", "telemetry", "replay"):
         assert run(group, "--help").exit_code == 0
 
 
@@ -161,3 +161,45 @@ def test_real_subprocess(tmp_path: Path) -> None:
         check=False,
     )
     assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+ANALYZE = [
+    ["summary"],
+    ["summary", "--by-dataset"],
+    ["utilization", "--freq", "1d"],
+    ["utilization", "--freq", "1h", "--view", "diurnal"],
+    ["utilization", "--freq", "1d", "--view", "monthly"],
+    ["utilization", "--freq", "1d", "--by", "gpu_type"],
+    ["utilization", "--view", "measured"],
+    ["queueing"],
+    ["queueing", "--by", "hour"],
+    ["queueing", "--requeue"],
+    ["failures", "--by", "gpus"],
+    ["failures", "--lost"],
+    ["jobs", "--view", "cdf"],
+    ["jobs", "--view", "sizes"],
+    ["users"],
+    ["arrivals", "--weekly"],
+    ["sharing"],
+    ["sharing", "--view", "qos"],
+    ["sharing", "--view", "constraints"],
+    ["fragmentation"],
+    ["per-job"],
+]
+
+
+@pytest.mark.parametrize("args", ANALYZE, ids=[" ".join(a) for a in ANALYZE])
+def test_analyze_commands(openb_store: Path, args: list[str]) -> None:
+    result = run("analyze", *args, "--store", openb_store, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") >= 1  # header at least
+
+
+def test_analyze_values_and_errors(openb_store: Path) -> None:
+    js = json.loads(run("analyze", "summary", "--store", openb_store, "-f", "json").stdout)
+    assert js[0]["jobs"] == 8152 and js[0]["gpu_jobs"] == 7064
+    bad = run("analyze", "utilization", "--freq", "5parsecs", "--store", openb_store)
+    assert bad.exit_code == 1 and "frequency" in bad.stderr
+    assert run("analyze", "queueing", "--by", "nope", "--store", openb_store).exit_code == 1
+    none = run("analyze", "summary", "--source", "helios", "--store", openb_store)
+    assert none.exit_code == 1 and "no jobs" in none.stderr

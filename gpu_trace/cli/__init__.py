@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from gpu_trace import __version__
+from gpu_trace.cli import analyze as analyze_cli
 from gpu_trace.cli import ingest as ingest_cli
 from gpu_trace.cli.report import report
 from gpu_trace.cli.schema import schema
@@ -57,7 +58,7 @@ app.add_typer(
 app.add_typer(
     _group("Live GPU telemetry: NVML sampling, dcgm-exporter scraping."), name="telemetry"
 )
-app.add_typer(_group("Characterization analyses over the store."), name="analyze")
+app.add_typer(analyze_cli.app, name="analyze")
 app.add_typer(
     _group("Re-schedule a trace under allocation policies and score them."), name="replay"
 )

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import polars as pl
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli._boundary import domain_errors
 from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.catalog import check_read_only, connect, query, store_views_sql
-
-
-class Format(StrEnum):
-    table = "table"
-    csv = "csv"
-    json = "json"
-    parquet = "parquet"
 
 
 @domain_errors
@@ -64,43 +57,4 @@ def sql(
         return
     frame = pl.from_arrow(rel.to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
-    _emit(frame, fmt, output, max_rows)
-
-
-def _emit(frame: pl.DataFrame, fmt: Format, output: Path | None, max_rows: int) -> None:
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(f".{output.name}.tmp")
-        if fmt is Format.parquet:
-            frame.write_parquet(tmp, compression="zstd")
-        elif fmt is Format.json:
-            frame.write_json(tmp)
-        elif fmt is Format.csv:
-            frame.write_csv(tmp)
-        else:
-            tmp.write_text(_table_text(frame, max_rows), encoding="utf-8")
-        tmp.replace(output)
-        err.print(f"wrote {frame.height} rows to {output}")
-        return
-    if fmt is Format.csv:
-        sys.stdout.write(frame.write_csv())
-    elif fmt is Format.json:
-        sys.stdout.write(frame.write_json() + "\n")
-    else:
-        sys.stdout.write(_table_text(frame, max_rows))
-        if max_rows and frame.height > max_rows:
-            err.print(f"showing {max_rows} of {frame.height} rows (use --max-rows 0 for all)")
-
-
-def _table_text(frame: pl.DataFrame, max_rows: int) -> str:
-    shown = frame.head(max_rows) if max_rows else frame
-    with pl.Config(
-        tbl_rows=-1,
-        tbl_cols=-1,
-        tbl_width_chars=10_000,
-        fmt_str_lengths=200,
-        tbl_hide_dataframe_shape=True,
-        tbl_formatting="ASCII_MARKDOWN",
-        tbl_hide_column_data_types=True,
-    ):
-        return str(shown) + "\n"
+    emit(frame, fmt, output, max_rows)

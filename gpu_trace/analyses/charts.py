@@ -1,0 +1,265 @@
+"""Altair chart builders for the analyses, used by the report.
+
+Every builder takes an **already aggregated** frame (the output of the matching analysis)
+so charts stay far below Vega's 5,000-row comfort zone and pages stay small; builders
+that could receive long series thin them first (:func:`thin`).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+MAX_POINTS = 4000
+WIDTH = 640
+
+
+def thin(frame: pl.DataFrame, max_points: int = MAX_POINTS, by: str = "series") -> pl.DataFrame:
+    """Keep at most ``max_points`` rows by taking every k-th row per ``by`` group."""
+    if frame.height <= max_points:
+        return frame
+    groups = frame[by].n_unique() if by in frame.columns else 1
+    step = -(-frame.height // (max_points // max(groups, 1) or 1) // max(groups, 1)) or 1
+    if by in frame.columns:
+        return frame.filter((pl.int_range(pl.len()).over(by) % step) == 0)
+    return frame.gather_every(step)
+
+
+def _label(frame: pl.DataFrame, *cols: str) -> pl.DataFrame:
+    present = [c for c in cols if c in frame.columns]
+    return frame.with_columns(
+        pl.concat_str([pl.col(c).cast(pl.String) for c in present], separator="/").alias("series")
+    )
+
+
+def status_shares(summary: pl.DataFrame) -> alt.Chart:
+    """Completed / cancelled / failed shares of jobs and of GPU time per trace."""
+    rows = []
+    for status in ("completed", "cancelled", "failed"):
+        rows.append(
+            summary.select(
+                pl.concat_str("source", pl.lit("/"), "cluster").alias("trace"),
+                pl.lit(status).alias("status"),
+                pl.col(f"{status}_rate_gpu").alias("GPU jobs"),
+                pl.col(f"{status}_gpu_time_share").alias("GPU time"),
+            )
+        )
+    long = pl.concat(rows).unpivot(
+        index=["trace", "status"], variable_name="measure", value_name="share"
+    )
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("trace:N", title=None),
+            x=alt.X("share:Q", stack="normalize", title="share", axis=alt.Axis(format="%")),
+            color=alt.Color(
+                "status:N", scale=alt.Scale(domain=["completed", "cancelled", "failed"])
+            ),
+            row=alt.Row("measure:N", title=None),
+            tooltip=["trace:N", "status:N", "measure:N", alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width=WIDTH, title="Final status of GPU jobs and GPU time")
+    )
+
+
+def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart:
+    """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom."""
+    frame = thin(_label(series, "source", group if group in series.columns else "cluster"))
+    brush = alt.selection_interval(encodings=["x"])
+    base = alt.Chart(frame).encode(
+        x=alt.X("time:T", title=None),
+        y=alt.Y("allocation_pct:Q", title="GPUs allocated (%)"),
+        color=alt.Color("series:N", title=None),
+        tooltip=[
+            "series:N",
+            "time:T",
+            alt.Tooltip("allocation_pct:Q", format=".1f"),
+            alt.Tooltip("allocated_gpus:Q", format=",.1f"),
+        ],
+    )
+    upper = (
+        base.mark_line()
+        .encode(x=alt.X("time:T", title=None, scale=alt.Scale(domain=brush)))
+        .properties(width=WIDTH, height=220, title="GPU allocation over time")
+    )
+    lower = base.mark_area(opacity=0.4).add_params(brush).properties(width=WIDTH, height=60)
+    return alt.vconcat(upper, lower)  # type: ignore[return-value]
+
+
+def diurnal(profile: pl.DataFrame) -> alt.Chart:
+    """Mean allocation by local hour of day, one line per trace."""
+    frame = (
+        _label(profile, "source", "cluster")
+        .group_by("series", "hour")
+        .agg(pl.col("allocation_pct").mean())
+        .sort("series", "hour")
+    )
+    return (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("hour:O", title="local hour of day"),
+            y=alt.Y("allocation_pct:Q", title="GPUs allocated (%)"),
+            color=alt.Color("series:N", title=None),
+            tooltip=["series:N", "hour:O", alt.Tooltip("allocation_pct:Q", format=".1f")],
+        )
+        .properties(width=WIDTH, title="Diurnal allocation profile")
+    )
+
+
+def duration_cdf(cdf: pl.DataFrame) -> alt.Chart:
+    """CDF of run time at powers of two, GPU vs CPU jobs per trace (log x)."""
+    frame = _label(cdf, "source", "cluster", "job_class")
+    sel = alt.selection_point(fields=["series"], bind="legend")
+    return (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("x_s:Q", scale=alt.Scale(type="log", base=2), title="run time (s, log2)"),
+            y=alt.Y("cdf:Q", title="fraction of jobs", axis=alt.Axis(format="%")),
+            color=alt.Color("series:N", title=None),
+            opacity=alt.condition(sel, alt.value(1), alt.value(0.15)),
+            tooltip=["series:N", "x_s:Q", alt.Tooltip("cdf:Q", format=".1%"), "n:Q"],
+        )
+        .add_params(sel)
+        .properties(width=WIDTH, title="Job duration CDF (click the legend)")
+    )
+
+
+def size_shares(sizes: pl.DataFrame) -> alt.Chart:
+    """Share of GPU jobs vs share of GPU time per size bucket."""
+    long = (
+        _label(sizes, "source", "cluster")
+        .select(
+            "series",
+            "size_bucket",
+            pl.col("job_share").alias("jobs"),
+            pl.col("gpu_time_share").alias("GPU time"),
+        )
+        .unpivot(index=["series", "size_bucket"], variable_name="measure", value_name="share")
+    )
+    order = sizes["size_bucket"].unique(maintain_order=True).to_list()
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("size_bucket:N", sort=order, title="GPUs requested"),
+            xOffset="measure:N",
+            y=alt.Y("share:Q", axis=alt.Axis(format="%")),
+            color=alt.Color("measure:N", title=None),
+            column=alt.Column("series:N", title=None),
+            tooltip=[
+                "series:N",
+                "size_bucket:N",
+                "measure:N",
+                alt.Tooltip("share:Q", format=".1%"),
+            ],
+        )
+        .properties(width=260, title="Jobs vs GPU time by job size")
+    )
+
+
+def queue_by(frame: pl.DataFrame, key: str) -> alt.Chart:
+    """Median and p90 queueing delay per group."""
+    long = (
+        _label(frame, "source", "cluster")
+        .select("series", pl.col(key).cast(pl.String).alias("group"), "median_s", "p90_s")
+        .unpivot(index=["series", "group"], variable_name="stat", value_name="seconds")
+    )
+    order = frame[key].cast(pl.String).unique(maintain_order=True).to_list()
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("group:N", sort=order, title=key),
+            xOffset="stat:N",
+            y=alt.Y("seconds:Q", title="queueing delay (s)"),
+            color=alt.Color("stat:N", title=None),
+            column=alt.Column("series:N", title=None),
+            tooltip=["series:N", "group:N", "stat:N", alt.Tooltip("seconds:Q", format=",.0f")],
+        )
+        .properties(width=260, title=f"Queueing delay by {key}")
+    )
+
+
+def lorenz(curve: pl.DataFrame) -> alt.Chart:
+    """Cumulative share of GPU time vs share of users (top users first)."""
+    frame = thin(_label(curve, "source", "cluster"))
+    return (
+        alt.Chart(frame)
+        .mark_line()
+        .encode(
+            x=alt.X(
+                "user_share:Q", title="share of users (heaviest first)", axis=alt.Axis(format="%")
+            ),
+            y=alt.Y("value_share:Q", title="share of GPU time", axis=alt.Axis(format="%")),
+            color=alt.Color("series:N", title=None),
+            tooltip=[
+                "series:N",
+                alt.Tooltip("user_share:Q", format=".1%"),
+                alt.Tooltip("value_share:Q", format=".1%"),
+            ],
+        )
+        .properties(width=WIDTH, title="User concentration of GPU time")
+    )
+
+
+def arrivals_heatmap(weekly: pl.DataFrame) -> alt.Chart:
+    """Mean submissions per local weekday x hour (one panel per trace)."""
+    frame = _label(weekly, "source", "cluster")
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("hour:O", title="local hour"),
+            y=alt.Y("weekday:O", title="weekday (1 = Mon)"),
+            color=alt.Color("jobs_per_hour:Q", title="jobs / hour"),
+            row=alt.Row("series:N", title=None),
+            tooltip=[
+                "series:N",
+                "weekday:O",
+                "hour:O",
+                alt.Tooltip("jobs_per_hour:Q", format=",.1f"),
+            ],
+        )
+        .properties(width=WIDTH, title="Submissions by weekday and hour")
+    )
+
+
+def request_mix(mix: pl.DataFrame) -> alt.Chart:
+    """Share of jobs by request kind (CPU-only, fractional, whole, multi-GPU)."""
+    frame = _label(mix, "source", "cluster")
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("series:N", title=None),
+            x=alt.X(
+                "job_share:Q", stack="normalize", axis=alt.Axis(format="%"), title="share of jobs"
+            ),
+            color=alt.Color("request:N", title=None),
+            tooltip=["series:N", "request:N", "jobs:Q", alt.Tooltip("job_share:Q", format=".1%")],
+        )
+        .properties(width=WIDTH, title="GPU request mix")
+    )
+
+
+def fragmentation(by_type: pl.DataFrame) -> alt.Chart:
+    """Expected fragmented GPUs per GPU type."""
+    frame = by_type.filter(pl.col("gpu_type") != "(all)")
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("gpu_type:N", title="GPU type"),
+            y=alt.Y("fragmented_pct:Q", title="free GPU capacity fragmented (%)"),
+            tooltip=[
+                "gpu_type:N",
+                "machines:Q",
+                "gpus:Q",
+                alt.Tooltip("fragmented_gpus:Q", format=".2f"),
+            ],
+        )
+        .properties(width=WIDTH, title="Fragmentation given the request mix (FGD measure)")
+    )

@@ -1,0 +1,93 @@
+"""The definitions every analysis shares — one place, so "GPU job", "GPU time" and
+"failed" mean the same thing in the summary, the failure breakdown and the report.
+
+Glossary (also in docs/metrics.md):
+
+- **GPU job**: a job with ``gpus > 0`` (fractional shares count). CPU job: ``gpus == 0``.
+- **GPU time** (``gpu_time_s``, GPU-seconds): ``gpus x run_s``. Philly ``run_s`` includes
+  the gaps between attempts (the trace owners' rule).
+- **Queueing delay** (``queue_s``): first start - submission.
+- **Final status classes** (Helios convention): ``completed``; ``cancelled`` (user kill,
+  Philly ``Killed``); ``failed`` = failed + timeout + node_fail; everything else
+  (running, pending, unknown) is ``unfinished`` and excluded from status *rates*.
+- **Allocation** (``allocation_pct``): GPUs held by running jobs / GPUs installed, time-
+  weighted over each bin. This is what Helios calls "utilization"; it says nothing about
+  whether kernels ran.
+- **Measured utilization** (``gpu_util_pct``): the device's own activity counter
+  (nvidia-smi / NVML / DCGM), from ``gpu_samples``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+GPU_JOB = pl.col("gpus") > 0
+CPU_JOB = pl.col("gpus").fill_null(0) == 0
+
+STATUS_CLASSES = ("completed", "cancelled", "failed")
+
+
+def status_class() -> pl.Expr:
+    """Map canonical status to completed / cancelled / failed / unfinished."""
+    return (
+        pl.when(pl.col("status") == "completed")
+        .then(pl.lit("completed"))
+        .when(pl.col("status") == "cancelled")
+        .then(pl.lit("cancelled"))
+        .when(pl.col("status").is_in(["failed", "timeout", "node_fail"]))
+        .then(pl.lit("failed"))
+        .otherwise(pl.lit("unfinished"))
+        .alias("status_class")
+    )
+
+
+def gpu_time_s() -> pl.Expr:
+    """GPU-seconds held by a job (null when its run time is unknown)."""
+    return (pl.col("gpus") * pl.col("run_s")).alias("gpu_time_s")
+
+
+SIZE_EDGES = (1, 2, 4, 8, 16, 32, 64)
+"""Upper edges of the job-size buckets (GPUs): <1 (shared), 1, 2, 3-4, 5-8, 9-16, ...,
+>64 — the Helios buckets, with fractional requests kept apart."""
+
+
+def size_bucket() -> pl.Expr:
+    """Human-readable GPU-count bucket for a job."""
+    g = pl.col("gpus")
+    expr = pl.when(g.is_null()).then(pl.lit("unknown")).when(g == 0).then(pl.lit("0 (CPU)"))
+    expr = expr.when(g < 1).then(pl.lit("<1 (shared)"))
+    low = 1
+    for edge in SIZE_EDGES:
+        label = str(edge) if low == edge else f"{low}-{edge}"
+        expr = expr.when(g <= edge).then(pl.lit(label))
+        low = edge + 1
+    return expr.otherwise(pl.lit(f">{SIZE_EDGES[-1]}")).alias("size_bucket")
+
+
+def size_labels() -> list[str]:
+    """All :func:`size_bucket` labels, smallest first."""
+    labels = ["0 (CPU)", "<1 (shared)"]
+    low = 1
+    for edge in SIZE_EDGES:
+        labels.append(str(edge) if low == edge else f"{low}-{edge}")
+        low = edge + 1
+    return [*labels, f">{SIZE_EDGES[-1]}", "unknown"]
+
+
+def size_rank() -> pl.Expr:
+    """Sort key of the ``size_bucket`` column (0 = CPU jobs)."""
+    return pl.col("size_bucket").replace_strict(
+        {label: i for i, label in enumerate(size_labels())}, return_dtype=pl.Int32
+    )
+
+
+def freq_to_polars(freq: str) -> tuple[str, int]:
+    """'1min' / '10min' / '1h' / '1d' / '30s' -> (polars duration string, seconds)."""
+    units = {"s": ("s", 1), "min": ("m", 60), "m": ("m", 60), "h": ("h", 3600), "d": ("d", 86400)}
+    text = freq.strip().lower()
+    num = "".join(ch for ch in text if ch.isdigit()) or "1"
+    unit = text[len(num) :] if text.startswith(num) else text
+    if unit not in units or int(num) <= 0:
+        raise ValueError(f"frequency {freq!r}: use e.g. 30s, 1min, 10min, 1h, 1d")
+    pl_unit, seconds = units[unit]
+    return f"{int(num)}{pl_unit}", int(num) * seconds

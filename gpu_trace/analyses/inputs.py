@@ -1,0 +1,45 @@
+"""The canonical tables an analysis reads, as lazy frames over one store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+
+from gpu_trace.analyses.arrivals import tz_by_source
+from gpu_trace.store.scan import scan
+
+
+@dataclass
+class Inputs:
+    """Lazy scans of every table an analysis may need, optionally restricted to some
+    sources. Nothing is read until an analysis collects."""
+
+    jobs: pl.LazyFrame
+    placements: pl.LazyFrame
+    machines: pl.LazyFrame
+    capacity: pl.LazyFrame
+    gpu_samples: pl.LazyFrame
+    host_samples: pl.LazyFrame
+    events: pl.LazyFrame
+
+    @classmethod
+    def from_store(cls, store: Path, sources: Sequence[str] | None = None) -> Inputs:
+        src = list(sources) if sources else None
+        return cls(
+            jobs=scan(store, "jobs", src),
+            placements=scan(store, "placements", src),
+            machines=scan(store, "machines", src),
+            capacity=scan(store, "capacity", src),
+            gpu_samples=scan(store, "gpu_samples", src),
+            host_samples=scan(store, "host_samples", src),
+            events=scan(store, "events", src),
+        )
+
+    @cached_property
+    def tz(self) -> dict[str, str | None]:
+        """Each source's time zone, for local-time analyses."""
+        return tz_by_source(self.jobs)

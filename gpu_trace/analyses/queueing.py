@@ -1,0 +1,113 @@
+"""Queueing delay: by requested GPUs, VC, GPU type and hour of submission; queueing as a
+share of completion time; and Philly's per-attempt requeue gaps (every wait before an
+attempt counts, as in the Philly paper's Fig. 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from gpu_trace.analyses.definitions import GPU_JOB, size_bucket, size_rank
+
+BY_CHOICES = ("gpus", "vc", "gpu_type", "hour")
+
+
+def _stats(col: str) -> list[pl.Expr]:
+    c = pl.col(col)
+    return [
+        pl.len().alias("jobs"),
+        c.mean().alias("mean_s"),
+        c.median().alias("median_s"),
+        c.quantile(0.9, interpolation="linear").alias("p90_s"),
+        c.quantile(0.99, interpolation="linear").alias("p99_s"),
+        c.max().alias("max_s"),
+        (c == 0).mean().alias("zero_wait_share"),
+    ]
+
+
+def queue_by(
+    jobs: pl.LazyFrame,
+    by: str = "gpus",
+    *,
+    base: Sequence[str] = ("source", "cluster"),
+    tz_by_source: dict[str, str | None] | None = None,
+    gpu_only: bool = True,
+) -> pl.LazyFrame:
+    """Queueing-delay statistics per group. ``by``: ``gpus`` (size bucket), ``vc``,
+    ``gpu_type`` or ``hour`` (local hour of submission, in each source's time zone)."""
+    if by not in BY_CHOICES:
+        raise ValueError(f"by must be one of {BY_CHOICES}")
+    lf = jobs.filter(pl.col("queue_s").is_not_null())
+    if gpu_only:
+        lf = lf.filter(GPU_JOB.fill_null(False))
+    if by == "gpus":
+        lf, key = lf.with_columns(size_bucket()), "size_bucket"
+    elif by == "hour":
+        from gpu_trace.analyses.arrivals import local_submit
+
+        lf, key = lf.with_columns(local_submit(tz_by_source or {}).dt.hour().alias("hour")), "hour"
+    else:
+        key = by
+    out = lf.group_by([*base, key]).agg(_stats("queue_s"))
+    if key == "size_bucket":
+        return out.sort([*base, size_rank()])
+    return out.sort([*base, key], nulls_last=True)
+
+
+def queue_share(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
+    """Queueing as a share of completion time, ``queue_s / (queue_s + run_s)``, split at
+    the group's median run time into short and long jobs (PAI Fig. 4b)."""
+    lf = jobs.filter(
+        GPU_JOB.fill_null(False) & pl.col("queue_s").is_not_null() & pl.col("run_s").is_not_null()
+    ).with_columns(
+        (pl.col("queue_s") / (pl.col("queue_s") + pl.col("run_s")))
+        .fill_nan(0.0)
+        .alias("queue_share"),
+        pl.when(pl.col("run_s") <= pl.col("run_s").median().over(list(base)))
+        .then(pl.lit("short 50%"))
+        .otherwise(pl.lit("long 50%"))
+        .alias("half"),
+    )
+    c = pl.col("queue_share")
+    return (
+        lf.group_by([*base, "half"])
+        .agg(pl.len().alias("jobs"), c.mean().alias("mean"), c.median().alias("median"))
+        .sort([*base, "half"])
+    )
+
+
+def requeue_gaps(jobs: pl.LazyFrame, placements: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per wait before an attempt: the initial wait (submit -> first start) and
+    every requeue gap (end of attempt k -> start of attempt k+1). Columns: ``source,
+    cluster, vc, job_id, attempt, kind, wait_s``."""
+    attempts = (
+        placements.group_by("source", "cluster", "job_id", "attempt")
+        .agg(pl.col("start_time").min(), pl.col("end_time").max())
+        .sort("source", "cluster", "job_id", "attempt")
+        .with_columns(
+            pl.col("end_time").shift(1).over("source", "cluster", "job_id").alias("prev_end")
+        )
+        .join(
+            jobs.select("source", "cluster", "job_id", "vc", "submit_time"),
+            on=["source", "cluster", "job_id"],
+            how="left",
+        )
+    )
+    prev = pl.when(pl.col("attempt") == pl.col("attempt").min().over("source", "cluster", "job_id"))
+    return attempts.select(
+        "source",
+        "cluster",
+        "vc",
+        "job_id",
+        "attempt",
+        prev.then(pl.lit("initial")).otherwise(pl.lit("requeue")).alias("kind"),
+        (
+            prev.then(pl.col("start_time") - pl.col("submit_time")).otherwise(
+                pl.col("start_time") - pl.col("prev_end")
+            )
+        )
+        .dt.total_microseconds()
+        .truediv(1e6)
+        .alias("wait_s"),
+    ).filter(pl.col("wait_s").is_not_null())

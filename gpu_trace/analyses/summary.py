@@ -1,0 +1,60 @@
+"""Cross-trace summary in the Helios / Acme ``cluster_summary`` format.
+
+One row per group (default: source and cluster): job counts, mean/median run and
+queue time of GPU and CPU jobs, GPUs per GPU job, final-status rates for all and for
+GPU jobs, and the share of GPU time by final status. Definitions:
+:mod:`gpu_trace.analyses.definitions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
+
+DEFAULT_BY = ("source", "cluster")
+
+
+def _rate(mask: pl.Expr, among: pl.Expr) -> pl.Expr:
+    """Share of rows matching ``mask`` among the rows matching ``among``."""
+    return (mask & among).sum() / among.sum()
+
+
+def summary(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
+    """The summary table; rates are fractions 0-1 over jobs with a final status."""
+    gpu = GPU_JOB.fill_null(False)
+    cpu = ~gpu
+    final = pl.col("status_class") != "unfinished"
+    sc = pl.col("status_class")
+    gt = pl.col("gpu_time_s")
+    gt_final = gt.filter(final & gpu).sum()
+    aggs: list[pl.Expr] = [
+        pl.len().alias("jobs"),
+        cpu.sum().alias("cpu_jobs"),
+        gpu.sum().alias("gpu_jobs"),
+        (gpu.sum() / pl.len()).alias("gpu_job_share"),
+        pl.col("run_s").filter(gpu).mean().alias("avg_run_s_gpu"),
+        pl.col("run_s").filter(gpu).median().alias("med_run_s_gpu"),
+        pl.col("run_s").filter(cpu).mean().alias("avg_run_s_cpu"),
+        pl.col("run_s").filter(cpu).median().alias("med_run_s_cpu"),
+        pl.col("queue_s").filter(gpu).mean().alias("avg_queue_s_gpu"),
+        pl.col("queue_s").filter(gpu).median().alias("med_queue_s_gpu"),
+        pl.col("queue_s").filter(cpu).mean().alias("avg_queue_s_cpu"),
+        pl.col("queue_s").filter(cpu).median().alias("med_queue_s_cpu"),
+        pl.col("gpus").filter(gpu).mean().alias("avg_gpus"),
+        pl.col("gpus").filter(gpu).median().alias("med_gpus"),
+        pl.col("gpus").filter(gpu).max().alias("max_gpus"),
+        (~final).sum().alias("unfinished_jobs"),
+    ]
+    for s in ("completed", "cancelled", "failed"):
+        aggs.append(_rate(sc == s, final).alias(f"{s}_rate"))
+        aggs.append(_rate(sc == s, final & gpu).alias(f"{s}_rate_gpu"))
+        aggs.append(_rate(sc == s, final & cpu).alias(f"{s}_rate_cpu"))
+    aggs.append((gt.filter(gpu).sum() / 3600).alias("gpu_hours"))
+    for s in ("completed", "cancelled", "failed"):
+        aggs.append((gt.filter((sc == s) & gpu).sum() / gt_final).alias(f"{s}_gpu_time_share"))
+    return (
+        jobs.with_columns(status_class(), gpu_time_s()).group_by(list(by)).agg(aggs).sort(list(by))
+    )

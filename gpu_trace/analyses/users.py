@@ -1,0 +1,78 @@
+"""Users: how concentrated GPU time and queueing are (Lorenz curve, top-k shares, Gini),
+and each user's GPU-job completion rate (Helios Figs. 8-9)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
+
+TOP_FRACTIONS = (0.01, 0.05, 0.1, 0.2)
+
+
+def per_user(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
+    """One row per user: jobs, GPU jobs, GPU hours, GPU-job queue hours, completion rate
+    of finished GPU jobs."""
+    gpu = GPU_JOB.fill_null(False)
+    sc = pl.col("status_class")
+    finished_gpu = gpu & (sc != "unfinished")
+    return (
+        jobs.filter(pl.col("user").is_not_null())
+        .with_columns(status_class(), gpu_time_s())
+        .group_by([*base, "user"])
+        .agg(
+            pl.len().alias("jobs"),
+            gpu.sum().alias("gpu_jobs"),
+            (pl.col("gpu_time_s").filter(gpu).sum() / 3600).alias("gpu_hours"),
+            (pl.col("queue_s").filter(gpu).sum() / 3600).alias("gpu_queue_hours"),
+            ((sc == "completed") & finished_gpu)
+            .sum()
+            .truediv(finished_gpu.sum())
+            .alias("completion_rate"),
+        )
+        .sort([*base, "gpu_hours"], descending=[False] * len(base) + [True])
+    )
+
+
+def lorenz(
+    users: pl.LazyFrame, value: str = "gpu_hours", base: Sequence[str] = ("source", "cluster")
+) -> pl.LazyFrame:
+    """Users sorted by descending ``value``: cumulative share of users vs cumulative share
+    of ``value`` (every user counts, including those with zero)."""
+    keys = list(base)
+    return (
+        users.sort([*keys, value], descending=[False] * len(keys) + [True])
+        .with_columns(
+            (pl.int_range(1, pl.len() + 1).over(keys) / pl.len().over(keys)).alias("user_share"),
+            (pl.col(value).cum_sum().over(keys) / pl.col(value).sum().over(keys)).alias(
+                "value_share"
+            ),
+        )
+        .select(*keys, "user", "user_share", "value_share")
+    )
+
+
+def concentration(
+    users: pl.LazyFrame, value: str = "gpu_hours", base: Sequence[str] = ("source", "cluster")
+) -> pl.LazyFrame:
+    """Per group: number of users, share of ``value`` held by the top 1/5/10/20 % of
+    users (rounded up to whole users), and the Gini coefficient."""
+    keys = list(base)
+    ranked = users.sort([*keys, value], descending=[False] * len(keys) + [True]).with_columns(
+        pl.int_range(1, pl.len() + 1).over(keys).alias("rank"), pl.len().over(keys).alias("n")
+    )
+    total = pl.col(value).sum()
+    tops = [
+        (pl.col(value).filter(pl.col("rank") <= (pl.col("n") * f).ceil()).sum() / total).alias(
+            f"top{round(f * 100)}pct_share"
+        )
+        for f in TOP_FRACTIONS
+    ]
+    # Gini over ascending order: G = 2*sum(i*x_i)/(n*sum x) - (n+1)/n, i = 1..n
+    asc_rank = pl.col("n") + 1 - pl.col("rank")
+    gini = (2 * (asc_rank * pl.col(value)).sum() / (pl.col("n").first() * total)) - (
+        (pl.col("n").first() + 1) / pl.col("n").first()
+    )
+    return ranked.group_by(keys).agg(pl.len().alias("users"), *tops, gini.alias("gini")).sort(keys)

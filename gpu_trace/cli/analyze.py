@@ -1,0 +1,295 @@
+"""``gpu-trace analyze ...``: the characterization analyses, printed as tables or
+written as CSV / JSON / Parquet. Each command is a thin wrapper over a function in
+:mod:`gpu_trace.analyses` (usable from Python as LazyFrame -> LazyFrame)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+
+from gpu_trace.analyses import arrivals as arr
+from gpu_trace.analyses import failures as fail
+from gpu_trace.analyses import jobs as jb
+from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import queueing as que
+from gpu_trace.analyses import sharing as shr
+from gpu_trace.analyses import users as usr
+from gpu_trace.analyses import utilization as utl
+from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.summary import summary as summary_table
+from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.output import Format, emit
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.settings import resolve_store
+from gpu_trace.store.catalog import connect
+
+app = typer.Typer(help="Characterization analyses over the store.", no_args_is_help=True)
+
+SourceOpt = Annotated[
+    list[str] | None, typer.Option("--source", "-s", help="Only these sources (repeatable).")
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")]
+MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Rows shown as a table (0 = all).")]
+
+
+def _inputs(store: Path | None, source: list[str] | None) -> Inputs:
+    inputs = Inputs.from_store(resolve_store(store), source)
+    if inputs.jobs.select(pl.len()).collect().item() == 0 and source:
+        raise GpuTraceError(f"no jobs in the store for source(s) {', '.join(source)}")
+    return inputs
+
+
+def _run(
+    frame: pl.LazyFrame | pl.DataFrame, fmt: Format, output: Path | None, max_rows: int
+) -> None:
+    emit(frame.lazy().collect(), fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def summary(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    by_dataset: Annotated[bool, typer.Option(help="One row per dataset, not per cluster.")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Cross-trace summary (Helios/Acme format): counts, run and queue times, GPUs per job,
+    status rates, GPU time by status."""
+    inp = _inputs(store, source)
+    by = ("source", "dataset") if by_dataset else ("source", "cluster")
+    _run(summary_table(inp.jobs, by=by), fmt, output, max_rows)
+
+
+class View(StrEnum):
+    series = "series"
+    diurnal = "diurnal"
+    monthly = "monthly"
+    measured = "measured"
+
+
+@app.command()
+@domain_errors
+def utilization(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    freq: Annotated[str, typer.Option(help="Bin width: 30s, 1min, 10min, 1h, 1d.")] = "1h",
+    by: Annotated[str, typer.Option(help="cluster, vc or gpu_type.")] = "cluster",
+    view: Annotated[
+        View,
+        typer.Option(
+            help="series (allocation per bin), diurnal (weekday x hour profile), monthly, "
+            "or measured (device activity from gpu_samples)."
+        ),
+    ] = View.series,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """GPU allocation over time (allocated / installed GPUs) or measured utilization."""
+    inp = _inputs(store, source)
+    if view is View.measured:
+        _run(utl.sample_distribution(inp.gpu_samples), fmt, output, max_rows)
+        return
+    try:
+        series = occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq, by=by)
+    except ValueError as exc:
+        raise GpuTraceError(str(exc)) from None
+    if view is View.diurnal:
+        series = occ.profiles(series, inp.tz)
+    elif view is View.monthly:
+        series = occ.monthly(series)
+    _run(series, fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def queueing(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    by: Annotated[str, typer.Option(help="gpus, vc, gpu_type or hour.")] = "gpus",
+    requeue: Annotated[bool, typer.Option(help="Per-attempt waits (Philly requeue gaps).")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Queueing delay of GPU jobs by requested GPUs, VC, GPU type or hour of submission."""
+    inp = _inputs(store, source)
+    if requeue:
+        gaps = que.requeue_gaps(inp.jobs, inp.placements)
+        frame = gaps.group_by("source", "cluster", "vc", "kind").agg(
+            pl.len().alias("waits"),
+            pl.col("wait_s").mean().alias("mean_s"),
+            pl.col("wait_s").median().alias("median_s"),
+        )
+        _run(frame.sort("source", "cluster", "vc", "kind", nulls_last=True), fmt, output, max_rows)
+        return
+    try:
+        frame = que.queue_by(inp.jobs, by, tz_by_source=inp.tz)
+    except ValueError as exc:
+        raise GpuTraceError(str(exc)) from None
+    _run(frame, fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def failures(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    by: Annotated[str, typer.Option(help="status, gpus, user or vc.")] = "status",
+    lost: Annotated[bool, typer.Option(help="GPU hours lost to failed/cancelled jobs.")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Final-status mix of jobs and GPU time; with --lost, GPU time lost per group."""
+    inp = _inputs(store, source)
+    try:
+        frame = fail.lost_gpu_time(inp.jobs, by) if lost else fail.status_mix(inp.jobs, by)
+    except ValueError as exc:
+        raise GpuTraceError(str(exc)) from None
+    _run(frame, fmt, output, max_rows)
+
+
+class JobsView(StrEnum):
+    quantiles = "quantiles"
+    cdf = "cdf"
+    sizes = "sizes"
+
+
+@app.command()
+@domain_errors
+def jobs(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    view: Annotated[
+        JobsView,
+        typer.Option(help="quantiles of run time, cdf at 2^i s, or sizes (job vs GPU-time share)."),
+    ] = JobsView.quantiles,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Job durations (GPU vs CPU jobs) and sizes."""
+    inp = _inputs(store, source)
+    frame = {
+        JobsView.quantiles: jb.duration_quantiles,
+        JobsView.cdf: jb.duration_cdf,
+        JobsView.sizes: jb.size_shares,
+    }[view](inp.jobs)
+    _run(frame, fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def users(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    per_user: Annotated[bool, typer.Option("--per-user", help="One row per user instead.")] = False,
+    value: Annotated[str, typer.Option(help="gpu_hours or gpu_queue_hours.")] = "gpu_hours",
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Concentration of GPU time (or queueing) across users: top-k shares and Gini."""
+    inp = _inputs(store, source)
+    if value not in ("gpu_hours", "gpu_queue_hours"):
+        raise GpuTraceError("--value must be gpu_hours or gpu_queue_hours")
+    table = usr.per_user(inp.jobs)
+    _run(table if per_user else usr.concentration(table, value), fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def arrivals(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    weekly: Annotated[bool, typer.Option(help="Weekday x hour instead of hour of day.")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Submissions per local hour of day (and day of week), in each trace's time zone."""
+    inp = _inputs(store, source)
+    frame = arr.arrivals(inp.jobs, inp.tz) if weekly else arr.hourly_profile(inp.jobs, inp.tz)
+    _run(frame, fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def sharing(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    view: Annotated[
+        str,
+        typer.Option(
+            help="requests (mix), shares (fractional histogram), constraints, qos, inventory."
+        ),
+    ] = "requests",
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """GPU sharing: request mix, fractional shares, GPU-type constraints, QoS/phase mix,
+    machine inventory."""
+    inp = _inputs(store, source)
+    views = {
+        "requests": lambda: shr.request_mix(inp.jobs),
+        "shares": lambda: shr.share_histogram(inp.jobs),
+        "constraints": lambda: shr.constraints(inp.jobs),
+        "qos": lambda: shr.qos_phase_mix(inp.jobs),
+        "inventory": lambda: shr.inventory(inp.machines),
+    }
+    if view not in views:
+        raise GpuTraceError(f"--view must be one of {', '.join(views)}")
+    _run(views[view](), fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def fragmentation(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    inventory: Annotated[
+        str | None, typer.Option(help="Machine inventory (dataset) to use; default: the largest.")
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Expected unallocatable GPUs on an empty cluster given the request mix (FGD measure)."""
+    inp = _inputs(store, source)
+    machines = inp.machines
+    if inventory is None:
+        sizes = (
+            machines.group_by("dataset")
+            .agg(pl.col("gpus").sum())
+            .sort("gpus", "dataset", descending=[True, False])
+            .collect()
+        )
+        if sizes.height == 0:
+            raise GpuTraceError("no machine inventory in the store")
+        inventory = str(sizes["dataset"][0])
+    machines = machines.filter(pl.col("dataset") == inventory)
+    frag = shr.fragmentation(machines, shr.task_classes(inp.jobs))
+    _run(shr.fragmentation_by_type(frag), fmt, output, max_rows)
+
+
+@app.command("per-job")
+@domain_errors
+def per_job(
+    store: StoreOpt = None,
+    metric: Annotated[str, typer.Option(help="gpu_samples metric.")] = "gpu_util_pct",
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held."""
+    _run(utl.per_job(connect(resolve_store(store)), metric), fmt, output, max_rows)

@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 
 from gpu_trace import __version__
 from gpu_trace.cli import app
+from gpu_trace.schemas import TABLES
+from gpu_trace.schemas.views import derived_views
 from tests.conftest import OPENB
 
 runner = CliRunner()
@@ -91,7 +93,7 @@ def test_sql_env_store_and_views(openb_store: Path) -> None:
     views = run("sql", "--views", "--store", openb_store)
     assert views.exit_code == 0
     assert f"{openb_store.resolve()}/jobs/source=*/*.parquet" in views.stdout
-    assert views.stdout.count("CREATE OR REPLACE VIEW") == 11
+    assert views.stdout.count("CREATE OR REPLACE VIEW") == len(TABLES) + len(derived_views())
 
 
 def test_sql_errors(openb_store: Path) -> None:

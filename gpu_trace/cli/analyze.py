@@ -173,17 +173,23 @@ def jobs(
         JobsView,
         typer.Option(help="quantiles of run time, cdf at 2^i s, or sizes (job vs GPU-time share)."),
     ] = JobsView.quantiles,
+    by: Annotated[str, typer.Option(help="Split durations by job_class (GPU/CPU), size or gpu_type.")] = "job_class",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     max_rows: MaxRowsOpt = 100,
 ) -> None:
-    """Job durations (GPU vs CPU jobs) and sizes."""
+    """Job durations (GPU vs CPU jobs, by size or GPU type) and sizes."""
     inp = _inputs(store, source)
-    frame = {
-        JobsView.quantiles: jb.duration_quantiles,
-        JobsView.cdf: jb.duration_cdf,
-        JobsView.sizes: jb.size_shares,
-    }[view](inp.jobs)
+    keys = {"job_class": "job_class", "size": "size_bucket", "gpu_type": "gpu_type"}
+    if by not in keys:
+        raise GpuTraceError(f"--by must be one of {', '.join(keys)}")
+    group = ("source", "cluster", keys[by])
+    if view is JobsView.sizes:
+        frame = jb.size_shares(inp.jobs)
+    elif view is JobsView.cdf:
+        frame = jb.duration_cdf(inp.jobs, by=group)
+    else:
+        frame = jb.duration_quantiles(inp.jobs, by=group)
     _run(frame, fmt, output, max_rows)
 
 

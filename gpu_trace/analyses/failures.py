@@ -67,11 +67,11 @@ def lost_gpu_time(
             pl.col("gpu_hours").sum().alias("gpu_hours"),
         )
         .with_columns(
-            (
-                (pl.col("failed_gpu_hours") + pl.col("cancelled_gpu_hours")) / pl.col("gpu_hours")
-            ).alias("lost_share")
+            ((pl.col("failed_gpu_hours") + pl.col("cancelled_gpu_hours")) / pl.col("gpu_hours"))
+            .fill_nan(None)
+            .alias("lost_share")
         )
-        .sort(keys)
+        .sort([size_rank() if k == "size_bucket" else pl.col(k) for k in keys])
     )
 
 

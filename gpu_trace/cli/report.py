@@ -10,6 +10,7 @@ import typer
 
 from gpu_trace.cli._boundary import domain_errors, err
 from gpu_trace.cli.options import StoreOpt
+from gpu_trace.errors import GpuTraceError
 from gpu_trace.reports import build_site
 from gpu_trace.settings import resolve_store
 
@@ -21,8 +22,22 @@ def report(
         "reports/site"
     ),
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "gpu-trace report",
+    source: Annotated[
+        list[str] | None, typer.Option("--source", "-s", help="Only these sources (repeatable).")
+    ] = None,
+    images: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--images",
+            help="Also export every chart as svg and/or png into OUT/charts/ (repeatable).",
+        ),
+    ] = None,
 ) -> None:
-    """Build a self-contained HTML report (works offline, from a file:// URL)."""
+    """Build a self-contained HTML report site (works offline, from a file:// URL)."""
+    formats = [f.lower() for f in images or []]
+    bad = [f for f in formats if f not in ("svg", "png")]
+    if bad:
+        raise GpuTraceError(f"--images takes svg or png, not {', '.join(bad)}")
     with err.status("building report"):
-        index = build_site(resolve_store(store), out, title=title)
+        index = build_site(resolve_store(store), out, title=title, sources=source, images=formats)
     sys.stdout.write(f"{index}\n")

@@ -27,6 +27,16 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+def spec_json(chart: alt.TopLevelMixin) -> str:
+    """The chart's Vega-Lite spec as JSON safe inside a ``<script>``: no ``$schema`` URL
+    (nothing on the page refers to the network) and ``<``, ``>``, ``&`` escaped so
+    trace-supplied strings cannot close the script or open a comment."""
+    spec = chart.to_dict()
+    spec.pop("$schema", None)
+    text = json.dumps(spec, sort_keys=True, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
     """An HTML table of an already-small frame, every cell escaped."""
     head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
@@ -52,11 +62,13 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
 th,td{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}th{background:#f5f5f5}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
 .chart{margin:1rem 0}.meta{color:#555;font-size:.85rem}footer{margin-top:3rem;font-size:.8rem;color:#555}
-code{font-size:.85em}
+code{font-size:.85em}nav{font-size:.9rem;margin-bottom:1rem}
 """
 
 
-def render_page(title: str, sections: Sequence[Section], footer_html: str, built: str) -> str:
+def render_page(
+    title: str, sections: Sequence[Section], footer_html: str, built: str, nav: str = ""
+) -> str:
     """The whole HTML document."""
     parts: list[str] = []
     specs: list[tuple[str, str]] = []
@@ -64,7 +76,7 @@ def render_page(title: str, sections: Sequence[Section], footer_html: str, built
         parts.append(f"<section><h2>{esc(sec.title)}</h2>{sec.html}")
         for j, chart in enumerate(sec.charts):
             cid = f"chart-{i}-{j}"
-            spec = json.dumps(chart.to_dict(), sort_keys=True).replace("</", "<\\/")
+            spec = spec_json(chart)
             specs.append((cid, spec))
             parts.append(f'<div class="chart" id="{cid}"></div>')
         parts.append("</section>")
@@ -78,7 +90,7 @@ def render_page(title: str, sections: Sequence[Section], footer_html: str, built
         f'<meta name="generator" content="gpu-trace {esc(__version__)}">'
         f"<title>{esc(title)}</title><style>{_CSS}</style>"
         f"<script>{vega_bundle()}</script></head><body>"
-        f'<h1>{esc(title)}</h1><p class="meta">Built {esc(built)} by gpu-trace {esc(__version__)}.</p>'
+        f'{nav}<h1>{esc(title)}</h1><p class="meta">Built {esc(built)} by gpu-trace {esc(__version__)}.</p>'
         + "".join(parts)
         + f"<footer>{footer_html}</footer><script>{embeds}</script></body></html>\n"
     )

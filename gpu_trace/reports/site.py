@@ -1,22 +1,33 @@
 """``gpu-trace report``: build the report site from the store.
 
-The first page shows what the store holds and where it came from: row counts per table,
-source and dataset; every ingested file with its checksum and reconciliation; the
-quarantine by reason; the job status mix and GPU inventory per source. Later sections
-(analyses, telemetry, replay scorecards) plug in as further :class:`Section` builders.
+The site is one overview page (``index.html``: every trace side by side) and one page
+per source (``<source>.html``) with the analysis sections of
+:mod:`gpu_trace.reports.sections`. Every page names the data it was built from (files,
+checksums, rows read / written / quarantined, schema and tool versions, build time) and
+credits each trace's licence and citation. Charts can also be exported as SVG/PNG
+(vl-convert) into ``charts/`` for papers.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import altair as alt
 import duckdb
 import polars as pl
+import vl_convert as vlc
 
+from gpu_trace import __version__
+from gpu_trace.analyses import charts
+from gpu_trace.analyses import jobs as jb
+from gpu_trace.analyses import sharing as shr
+from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.summary import summary
 from gpu_trace.reports.page import Section, esc, render_page, table_html
+from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
 
@@ -60,16 +71,34 @@ def _inventory(con: duckdb.DuckDBPyConnection) -> Section:
     return Section("What the store holds", html)
 
 
-def _provenance(con: duckdb.DuckDBPyConnection) -> Section:
+def _footer(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> str:
+    credits = "".join(
+        f"<li><b>{esc(src)}</b>: {esc(CREDITS.get(src, 'see the source documentation'))}</li>"
+        for src in sources
+    )
+    schema = ", ".join(f"{t.name} v{t.version}" for t in TABLES.values())
+    return (
+        f"<p>Data sources and licences:</p><ul>{credits}</ul>" if credits else ""
+    ) + f"<p>Schemas: {esc(schema)}. Built with gpu-trace {esc(__version__)}.</p>"
+
+
+def _where(sources: Sequence[str]) -> str:
+    quoted = ", ".join("'" + s.replace("'", "''") + "'" for s in sources)
+    return f"WHERE source IN ({quoted})"
+
+
+def _provenance_for(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> Section:
+    where = _where(sources)
     ingests = _frame(
         con,
         'SELECT source, dataset, file, "table", rows_read, rows_written, rows_quarantined, '
-        'file_bytes, file_sha256, gpu_trace_version FROM ingests ORDER BY source, dataset, file, "table"',
+        f"file_bytes, file_sha256, gpu_trace_version FROM ingests {where} "
+        'ORDER BY source, dataset, file, "table"',
     )
     reasons = _frame(
         con,
         'SELECT source, dataset, file, "table", reason, count(*) AS rows FROM quarantine '
-        "GROUP BY ALL ORDER BY rows DESC, source, dataset, file LIMIT 50",
+        f"{where} GROUP BY ALL ORDER BY rows DESC, source, dataset, file LIMIT 50",
     )
     html = table_html(ingests, caption="Ingested files: rows read = written + quarantined")
     html += (
@@ -80,75 +109,74 @@ def _provenance(con: duckdb.DuckDBPyConnection) -> Section:
     return Section("Data provenance", html)
 
 
-def _jobs(con: duckdb.DuckDBPyConnection) -> Section:
-    status = _frame(
-        con,
-        "SELECT source, dataset, status, count(*) AS jobs, round(sum(gpus), 2) AS gpus_requested "
-        "FROM jobs GROUP BY ALL ORDER BY source, dataset, status",
-    )
-    sec = Section("Jobs by status")
-    if status.height == 0:
-        sec.html = "<p>No jobs ingested.</p>"
-        return sec
-    sec.html = table_html(status)
-    sec.charts.append(
-        alt.Chart(
-            status.with_columns(pl.concat_str("source", pl.lit("/"), "dataset").alias("trace"))
+def _page_name(source: str) -> str:
+    return re.sub(r"[^a-z0-9_.-]", "-", source.lower()) + ".html"
+
+
+def _nav(sources: Sequence[str], current: str | None) -> str:
+    links = ['<a href="index.html">overview</a>' if current else "<b>overview</b>"]
+    for src in sources:
+        links.append(
+            f"<b>{esc(src)}</b>"
+            if src == current
+            else f'<a href="{_page_name(src)}">{esc(src)}</a>'
         )
-        .mark_bar()
-        .encode(
-            y=alt.Y("trace:N", title=None),
-            x=alt.X("jobs:Q", stack="normalize", title="share of jobs"),
-            color=alt.Color("status:N"),
-            tooltip=[
-                "trace:N",
-                "status:N",
-                "jobs:Q",
-                alt.Tooltip("gpus_requested:Q", format=",.1f"),
-            ],
+    return "<nav>" + " · ".join(links) + "</nav>"
+
+
+def _overview_sections(inp: Inputs, sources: Sequence[str]) -> list[Section]:
+    table = summary(inp.jobs).collect()
+    overview = Section("Traces side by side")
+    if table.height:
+        overview.html = table_html(
+            _rounded(table.select(SUMMARY_COLUMNS)), caption="Summary per trace"
         )
-        .properties(width=600, title="Job status mix")
-    )
-    return sec
+        overview.charts.append(charts.status_shares(table))
+        overview.charts.append(charts.duration_cdf(jb.duration_cdf(inp.jobs).collect()))
+        overview.charts.append(charts.size_shares(jb.size_shares(inp.jobs).collect()))
+        overview.charts.append(charts.request_mix(shr.request_mix(inp.jobs).collect()))
+    else:
+        overview.html = "<p>No jobs in the store yet: run <code>gpu-trace ingest</code>.</p>"
+    return [overview]
 
 
-def _machines(con: duckdb.DuckDBPyConnection) -> Section:
-    gpus = _frame(
-        con,
-        "SELECT source, dataset, coalesce(gpu_type, '(none)') AS gpu_type, count(*) AS machines, "
-        "sum(gpus)::BIGINT AS gpus FROM machines GROUP BY ALL ORDER BY source, dataset, gpus DESC",
-    )
-    sec = Section("GPU inventory")
-    if gpus.height == 0:
-        sec.html = "<p>No machine inventory ingested.</p>"
-        return sec
-    sec.html = table_html(gpus)
-    sec.charts.append(
-        alt.Chart(
-            gpus.with_columns(pl.concat_str("source", pl.lit("/"), "dataset").alias("inventory"))
-        )
-        .mark_bar()
-        .encode(
-            y=alt.Y("inventory:N", title=None),
-            x=alt.X("gpus:Q", title="GPUs"),
-            color=alt.Color("gpu_type:N", title="GPU type"),
-            tooltip=["inventory:N", "gpu_type:N", "machines:Q", "gpus:Q"],
-        )
-        .properties(width=600, title="GPUs by type")
-    )
-    return sec
+SectionBuilder = Callable[[Inputs], Section]
+EXTRA_SOURCE_SECTIONS: list[SectionBuilder] = []
+"""Further per-source sections (telemetry, replay scorecards) registered by their modules."""
 
 
-def _footer(con: duckdb.DuckDBPyConnection) -> str:
-    sources = [r[0] for r in con.sql("SELECT DISTINCT source FROM ingests ORDER BY 1").fetchall()]
-    credits = "".join(
-        f"<li><b>{esc(s)}</b>: {esc(CREDITS.get(s, 'see the source documentation'))}</li>"
-        for s in sources
-    )
-    return f"<p>Data sources and licences:</p><ul>{credits}</ul>" if credits else ""
+def _export_images(pages: dict[str, list[Section]], out: Path, formats: Sequence[str]) -> None:
+    """Write every chart as SVG and/or PNG into ``out/charts/`` (names: page-section-n)."""
+    if not formats:
+        return
+    folder = out / "charts"
+    folder.mkdir(parents=True, exist_ok=True)
+    for page, sections in pages.items():
+        for i, sec in enumerate(sections):
+            for j, chart in enumerate(sec.charts):
+                spec = chart.to_dict()
+                stem = f"{page}-{i}-{j}"
+                if "svg" in formats:
+                    _atomic_write(folder / f"{stem}.svg", vlc.vegalite_to_svg(spec).encode())
+                if "png" in formats:
+                    _atomic_write(folder / f"{stem}.png", vlc.vegalite_to_png(spec, scale=2))
 
 
-def build_site(store: Path, out: Path, *, title: str = "gpu-trace report") -> Path:
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def build_site(
+    store: Path,
+    out: Path,
+    *,
+    title: str = "gpu-trace report",
+    sources: Sequence[str] | None = None,
+    images: Sequence[str] = (),
+    extra_sections: Sequence[SectionBuilder] = (),
+) -> Path:
     """Build the site into ``out`` and return the path of ``index.html``.
 
     The build time comes from ``$SOURCE_DATE_EPOCH`` when set, so CI builds can be
@@ -158,11 +186,34 @@ def build_site(store: Path, out: Path, *, title: str = "gpu-trace report") -> Pa
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
     built = when.strftime("%Y-%m-%d %H:%M UTC")
-    sections = [_inventory(con), _jobs(con), _machines(con), _provenance(con)]
-    page = render_page(title, sections, _footer(con), built)
+    present = [
+        r[0] for r in con.execute("SELECT DISTINCT source FROM ingests ORDER BY 1").fetchall()
+    ]
+    chosen = [s for s in present if not sources or s in sources]
     out.mkdir(parents=True, exist_ok=True)
-    index = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(index)
-    return index
+    pages: dict[str, list[Section]] = {}
+    all_inputs = Inputs.from_store(store, chosen or None)
+    index_sections = [_inventory(con), *_overview_sections(all_inputs, chosen)]
+    if chosen:
+        index_sections.append(_provenance_for(con, chosen))
+    pages["index"] = index_sections
+    _write(
+        out / "index.html",
+        render_page(title, index_sections, _footer(con, chosen), built, nav=_nav(chosen, None)),
+    )
+    for src in chosen:
+        inp = Inputs.from_store(store, [src])
+        sections = [b(inp) for b in (*SOURCE_SECTIONS, *EXTRA_SOURCE_SECTIONS, *extra_sections)]
+        sections.append(_provenance_for(con, [src]))
+        name = _page_name(src)
+        pages[name.removesuffix(".html")] = sections
+        page = render_page(
+            f"{title}: {src}", sections, _footer(con, [src]), built, nav=_nav(chosen, src)
+        )
+        _write(out / name, page)
+    _export_images(pages, out, images)
+    return out / "index.html"
+
+
+def _write(path: Path, text: str) -> None:
+    _atomic_write(path, text.encode("utf-8"))

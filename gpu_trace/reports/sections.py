@@ -1,0 +1,224 @@
+"""Report sections built from the analyses: each takes the store's lazy inputs (already
+restricted to the page's sources) and returns a :class:`Section` with escaped tables and
+charts of aggregated data. A section with nothing to show says so instead of vanishing."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpu_trace.analyses import arrivals as arr
+from gpu_trace.analyses import charts
+from gpu_trace.analyses import failures as fail
+from gpu_trace.analyses import jobs as jb
+from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import queueing as que
+from gpu_trace.analyses import sharing as shr
+from gpu_trace.analyses import users as usr
+from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.summary import summary
+from gpu_trace.reports.page import Section, table_html
+
+TOP_N = 10
+
+SUMMARY_COLUMNS = (
+    "source",
+    "cluster",
+    "jobs",
+    "gpu_jobs",
+    "med_run_s_gpu",
+    "avg_run_s_gpu",
+    "med_queue_s_gpu",
+    "avg_queue_s_gpu",
+    "avg_gpus",
+    "max_gpus",
+    "completed_rate_gpu",
+    "cancelled_rate_gpu",
+    "failed_rate_gpu",
+    "gpu_hours",
+    "completed_gpu_time_share",
+    "cancelled_gpu_time_share",
+    "failed_gpu_time_share",
+)
+
+
+def _rounded(frame: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
+    return frame.with_columns(pl.selectors.float().round(digits))
+
+
+def _empty(title: str, why: str) -> Section:
+    return Section(title, f"<p>{why}</p>")
+
+
+def has_jobs(inp: Inputs) -> bool:
+    return bool(inp.jobs.select(pl.len()).collect().item())
+
+
+def summary_section(inp: Inputs) -> Section:
+    table = summary(inp.jobs).collect()
+    if table.height == 0:
+        return _empty("Summary", "No jobs in the store.")
+    sec = Section(
+        "Summary",
+        table_html(
+            _rounded(table.select(SUMMARY_COLUMNS)),
+            caption="Helios/Acme-style summary (rates over finished jobs; times in seconds)",
+        ),
+    )
+    sec.charts.append(charts.status_shares(table))
+    return sec
+
+
+def choose_freq(inp: Inputs, points: int = 2000) -> str:
+    """A bin width giving about ``points`` bins over the jobs' time span."""
+    span = (
+        inp.jobs.select((pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds())
+        .collect()
+        .item()
+    )
+    if span is None:
+        return "1h"
+    for freq, seconds in (("1min", 60), ("10min", 600), ("1h", 3600), ("1d", 86400)):
+        if span / seconds <= points:
+            return freq
+    return "1d"
+
+
+def utilization_section(inp: Inputs) -> Section:
+    freq = choose_freq(inp)
+    series = occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq).collect()
+    if series.height == 0:
+        return _empty("Utilization (allocation)", "No GPU job with both a start and an end time.")
+    stats = (
+        series.group_by("source", "cluster")
+        .agg(
+            pl.col("allocation_pct").mean().alias("mean_allocation_pct"),
+            pl.col("allocation_pct").median().alias("median_allocation_pct"),
+            pl.col("allocated_gpus").max().alias("peak_allocated_gpus"),
+            pl.col("capacity_gpus").max().alias("capacity_gpus"),
+        )
+        .sort("source", "cluster")
+    )
+    sec = Section(
+        "Utilization (allocation)",
+        "<p>GPUs held by running jobs as a share of installed GPUs, time-weighted per "
+        f"{freq} bin (allocation, not kernel activity; see the metric glossary).</p>"
+        + table_html(_rounded(stats, 2)),
+    )
+    sec.charts.append(charts.allocation_series(series))
+    hourly = (
+        series
+        if freq in ("1min", "10min", "1h")
+        else occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq="1h").collect()
+    )
+    sec.charts.append(charts.diurnal(occ.profiles(hourly.lazy(), inp.tz).collect()))
+    return sec
+
+
+def queueing_section(inp: Inputs) -> Section:
+    by_size = que.queue_by(inp.jobs, "gpus").collect()
+    if by_size.height == 0:
+        return _empty("Queueing", "No GPU job with a queueing delay.")
+    sec = Section(
+        "Queueing",
+        table_html(
+            _rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested (s)"
+        ),
+    )
+    sec.charts.append(charts.queue_by(by_size, "size_bucket"))
+    by_vc = que.queue_by(inp.jobs, "vc").collect()
+    if by_vc.height > 1 or (by_vc.height == 1 and by_vc["vc"][0] is not None):
+        top = by_vc.sort("jobs", descending=True).filter(
+            pl.int_range(pl.len()).over("source", "cluster") < TOP_N
+        )
+        sec.html += table_html(
+            _rounded(top, 1), caption=f"Queueing delay by virtual cluster (top {TOP_N} by jobs)"
+        )
+    return sec
+
+
+def failures_section(inp: Inputs) -> Section:
+    lost = fail.lost_gpu_time(inp.jobs, "gpus").collect()
+    if lost.height == 0:
+        return _empty("Failures", "No jobs.")
+    return Section(
+        "Failures",
+        table_html(
+            _rounded(lost, 3), caption="GPU hours of jobs that ended failed or cancelled, by size"
+        ),
+    )
+
+
+def jobs_users_section(inp: Inputs) -> Section:
+    sec = Section("Jobs and users")
+    cdf = jb.duration_cdf(inp.jobs).collect()
+    sizes = jb.size_shares(inp.jobs).collect()
+    per_user = usr.per_user(inp.jobs)
+    conc = usr.concentration(per_user).collect()
+    if conc.height:
+        sec.html += table_html(_rounded(conc), caption="Concentration of GPU time across users")
+        top = per_user.filter(pl.int_range(pl.len()).over("source", "cluster") < TOP_N).collect()
+        sec.html += table_html(
+            _rounded(top, 2), caption=f"Top {TOP_N} users by GPU hours per cluster"
+        )
+    if cdf.height:
+        sec.charts.append(charts.duration_cdf(cdf))
+    if sizes.height:
+        sec.charts.append(charts.size_shares(sizes))
+    if conc.height:
+        sec.charts.append(charts.lorenz(usr.lorenz(per_user).collect()))
+    if not sec.html and not sec.charts:
+        sec.html = "<p>No jobs.</p>"
+    return sec
+
+
+def arrivals_section(inp: Inputs) -> Section:
+    weekly = arr.arrivals(inp.jobs, inp.tz).collect()
+    if weekly.height == 0:
+        return _empty("Arrivals", "No submission times.")
+    zones = ", ".join(
+        f"{s}: {tz or 'relative times (hours since trace start)'}"
+        for s, tz in sorted(inp.tz.items())
+    )
+    sec = Section("Arrivals", f"<p>Local time per source — {zones}.</p>")
+    sec.charts.append(charts.arrivals_heatmap(weekly))
+    return sec
+
+
+def sharing_section(inp: Inputs) -> Section:
+    mix = shr.request_mix(inp.jobs).collect()
+    if mix.height == 0:
+        return _empty("GPU sharing and fragmentation", "No jobs.")
+    sec = Section("GPU sharing and fragmentation", table_html(_rounded(mix), caption="Request mix"))
+    sec.charts.append(charts.request_mix(mix))
+    cons = shr.constraints(inp.jobs).collect()
+    if cons.height and (cons["constrained"] > 0).any():
+        sec.html += table_html(_rounded(cons), caption="GPU-type constraints")
+    sizes = (
+        inp.machines.group_by("dataset")
+        .agg(pl.col("gpus").sum())
+        .sort("gpus", "dataset", descending=[True, False])
+        .collect()
+    )
+    if sizes.height:
+        machines = inp.machines.filter(pl.col("dataset") == sizes["dataset"][0])
+        frag = shr.fragmentation_by_type(
+            shr.fragmentation(machines, shr.task_classes(inp.jobs))
+        ).collect()
+        sec.html += table_html(
+            _rounded(frag),
+            caption=f"Expected fragmented GPUs on the empty cluster ({sizes['dataset'][0]} inventory)",
+        )
+        sec.charts.append(charts.fragmentation(frag))
+    return sec
+
+
+SOURCE_SECTIONS = (
+    summary_section,
+    utilization_section,
+    queueing_section,
+    failures_section,
+    jobs_users_section,
+    arrivals_section,
+    sharing_section,
+)
+"""Analysis sections of a source page, in order."""

@@ -1,0 +1,174 @@
+"""The report site: pages, provenance, offline guarantee, escaping, size, image export,
+and a real headless-Chromium render."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gpu_trace.reports import build_site
+from gpu_trace.store.parquet import StoreTransaction
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# URL-shaped strings inside the vendored Vega bundle: XML namespace identifiers (never
+# fetched) and text in error/help messages. Anything else is a failure.
+BUNDLE_URLS = {
+    "http://www.w3.org/2000/svg",
+    "http://www.w3.org/1999/xlink",
+    "http://www.w3.org/2000/xmlns/",
+    "https://github.com/vega/vega-lite/issues/2415",
+    "https://vega.github.io/schema/vega/v6.json",
+    "https://vega.github.io/editor/",
+}
+
+
+@pytest.fixture(scope="module")
+def site(openb_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build_site(openb_store, out, title="demo", images=["svg"])
+    return out
+
+
+def test_pages_and_provenance(site: Path) -> None:
+    index = (site / "index.html").read_text()
+    page = (site / "openb.html").read_text()
+    assert 'href="openb.html"' in index and 'href="index.html"' in page
+    for text in (index, page):
+        assert text.count("window.vegaEmbed=") == 1  # the runtime is inlined exactly once
+        assert "openb_pod_list_default.csv" in text and "8152" in text  # provenance
+        assert "Beware of Fragmentation" in text  # citation credited
+    for title in (
+        "Summary",
+        "Utilization (allocation)",
+        "Queueing",
+        "Failures",
+        "Jobs and users",
+        "Arrivals",
+        "GPU sharing and fragmentation",
+        "Data provenance",
+    ):
+        assert f"<h2>{title}</h2>" in page
+
+
+def test_no_external_urls(site: Path) -> None:
+    for html in site.glob("*.html"):
+        text = html.read_text()
+        assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", text), html
+        assert "@import" not in text and "url(http" not in text
+        found = set(re.findall(r"""https?://[^\s"'\\)<>]+""", text))
+        assert found <= BUNDLE_URLS, found - BUNDLE_URLS
+
+
+def test_pages_stay_small(site: Path) -> None:
+    for html in site.glob("*.html"):
+        assert html.stat().st_size < 5 * 1024 * 1024
+
+
+def test_svg_export(site: Path) -> None:
+    svgs = sorted((site / "charts").glob("*.svg"))
+    assert len(svgs) >= 10
+    for svg in svgs:
+        assert ET.parse(svg).getroot().tag.endswith("svg")
+
+
+def hostile_store(root: Path) -> Path:
+    evil = "<script>alert(1)</script>"
+    now = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    jobs = pl.DataFrame(
+        {
+            "source": ["evil"] * 2,
+            "dataset": ["d"] * 2,
+            "cluster": ["c"] * 2,
+            "job_id": [evil, "j2"],
+            "name": [evil, "</script><!--"],
+            "user": [evil, '"><img src=x onerror=alert(2)>'],
+            "vc": [evil, "v"],
+            "gpus": [1.0, 2.0],
+            "submit_time": [now, now],
+            "start_time": [now, now],
+            "end_time": [now + dt.timedelta(hours=1)] * 2,
+            "queue_s": [0.0, 0.0],
+            "run_s": [3600.0, 3600.0],
+            "status": ["completed", "failed"],
+            "time_basis": ["absolute"] * 2,
+        }
+    )
+    ingests = pl.DataFrame(
+        {
+            "source": ["evil"],
+            "dataset": ["d"],
+            "table": ["jobs"],
+            "file": [evil],
+            "rows_read": [2],
+            "rows_written": [2],
+            "rows_quarantined": [0],
+            "loader": ["test"],
+            "gpu_trace_version": ["x"],
+        }
+    )
+    with StoreTransaction(root) as tx:
+        tx.write("jobs", jobs, source="evil", dataset="d")
+        tx.write("ingests", ingests, source="evil", dataset="d")
+    return root
+
+
+def test_trace_strings_are_escaped(tmp_path: Path) -> None:
+    store = hostile_store(tmp_path / "store")
+    build_site(store, tmp_path / "site", title="<b>x</b>")
+    for html in (tmp_path / "site").glob("*.html"):
+        text = html.read_text()
+        assert "<script>alert(1)" not in text
+        assert "<img src=x" not in text
+        assert "</script><!--" not in text
+        assert "<b>x</b>" not in text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text  # shown, escaped, in a table
+
+
+def chromium_render(page: Path, tmp_path: Path) -> tuple[str, str]:
+    assert CHROMIUM
+    profile = tmp_path / "profile"
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "--host-resolver-rules=MAP * ~NOTFOUND",  # any network access would fail
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc.stdout, proc.stderr
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"), reason="chromium not installed (CI installs it)"
+)
+@pytest.mark.parametrize("name", ["index.html", "openb.html"])
+def test_charts_render_in_chromium(site: Path, tmp_path: Path, name: str) -> None:
+    assert CHROMIUM, "CI must install chromium (.ci/run does)"
+    dom, log = chromium_render(site / name, tmp_path)
+    charts = re.findall(r'<div class="chart[^"]*" id="(chart-[0-9-]+)"', dom)
+    assert charts, "no chart containers in the rendered DOM"
+    for cid in charts:
+        body = dom.split(f'id="{cid}"', 1)[1][:3000]
+        assert "<svg" in body, f"{cid} did not render"
+    console = [line for line in log.splitlines() if "CONSOLE" in line]
+    assert not [c for c in console if "rror" in c], console

@@ -49,9 +49,337 @@ def openb_query() -> dict[str, object]:
     return {"groups": len(rows), "query_s": round(elapsed, 4)}
 
 
+def openb_synth_ingest() -> dict[str, object]:
+    """Write 1,000,000 synthetic openb pods (+ node lists) and ingest them."""
+    from gpu_trace.synth.openb import write
+
+    pods = 1_000_000
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        files = write(Path(tmp), jobs=pods, seed=0)
+        synth_s = time.perf_counter() - start
+        raw_mib = sum(f.stat().st_size for f in files) / 2**20
+        start = time.perf_counter()
+        report = ingest(LOADERS["openb"], Path(tmp), Path(tmp) / "store")
+        ingest_s = time.perf_counter() - start
+    read, written, quarantined = report.totals
+    return {
+        "pods": pods,
+        "raw_mib": round(raw_mib, 1),
+        "synth_s": round(synth_s, 3),
+        "rows_read": read,
+        "rows_written": written,
+        "quarantined": quarantined,
+        "ingest_s": round(ingest_s, 3),
+        "ingest_rows_per_s": round(read / ingest_s),
+    }
+
+
+def _child(args: list[str]) -> tuple[str, float, float]:
+    """Run a child process; return its stdout, wall seconds and own peak RSS (MiB)."""
+    import os
+    import subprocess
+
+    with tempfile.TemporaryFile("w+") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{args} failed")
+        out.seek(0)
+        return out.read(), wall, usage.ru_maxrss / 1024
+
+
+def helios_full() -> dict[str, object]:
+    """Synthesize the full Helios scale (3,362,981 jobs over the four clusters) in a
+    child process, ingest it here (so this process's peak RSS is the ingest's), then run
+    the owners' pandas recipe (bench/baseline_helios.py) on the same files in another
+    child, with its own timing and peak RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "raw"
+        script = (
+            "import sys; from pathlib import Path; from gpu_trace.synth.helios import write; "
+            "write(Path(sys.argv[1]), jobs=3_362_981, seed=0)"
+        )
+        _, synth_s, synth_rss = _child([sys.executable, "-c", script, str(raw)])
+        start = time.perf_counter()
+        report = ingest(LOADERS["helios"], raw, Path(tmp) / "store")
+        elapsed = time.perf_counter() - start
+        out, _, base_rss = _child(
+            [sys.executable, "-m", "bench.baseline_helios", str(raw / "data"), str(Path(tmp))]
+        )
+        baseline = json.loads(out.strip().splitlines()[-1])
+    read, written, quarantined = report.totals
+    jobs = sum(r.rows_written for r in report.lines if r.table == "jobs")
+    return {
+        "synth_s": round(synth_s, 3),
+        "synth_peak_rss_mib": round(synth_rss, 1),
+        "rows_read": read,
+        "rows_written": written,
+        "quarantined": quarantined,
+        "jobs": jobs,
+        "ingest_s": round(elapsed, 3),
+        **baseline,
+        "baseline_peak_rss_mib": round(base_rss, 1),
+        "speedup": round(float(baseline["baseline_s"]) / elapsed, 2),
+    }
+
+
+def nvml_sampler_overhead() -> dict[str, object]:
+    """CPU time of the NVML sampler per tick at 1 Hz on 8 GPUs, through the NVML
+    stand-in (fake clock, so 600 ticks = 10 simulated minutes, 10 flushes included).
+    Goal: < 1 % of one core, i.e. < 10 ms of CPU per 1-second tick."""
+    from gpu_trace.telemetry.fake_nvml import Clock, FakeNvml, eight_gpus
+    from gpu_trace.telemetry.nvml import Sampler
+
+    clock = Clock()
+    with tempfile.TemporaryDirectory() as tmp:
+        sampler = Sampler(
+            FakeNvml(eight_gpus(), clock),
+            store=Path(tmp) / "store",
+            host="bench",
+            interval_s=1.0,
+            flush_s=60.0,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+        sampler.open()
+        start = time.process_time()
+        sampler.run(600)
+        cpu = time.process_time() - start
+    return {
+        "case": "nvml_sampler_overhead",
+        "gpus": 8,
+        "ticks": sampler.ticks,
+        "flushes": sampler.writer.flushes,
+        "rows": sampler.writer.rows_written,
+        "cpu_ms_per_tick": round(cpu / sampler.ticks * 1000, 3),
+        "core_share_pct_at_1hz": round(cpu / sampler.ticks * 100, 3),
+    }
+
+
+def _replay(n: int, gpus: int, policy: str) -> dict[str, object]:
+    from gpu_trace.replay import ReplayConfig, replay
+    from gpu_trace.replay.cluster import parse_spec
+    from gpu_trace.replay.synthetic import pai_like_jobs
+
+    jobs = pai_like_jobs(n, cluster_gpus=gpus, seed=0)
+    start = time.perf_counter()
+    config = ReplayConfig(source="synthetic", scheduler=policy, estimator="oracle")
+    r = replay(jobs, parse_spec(f"{gpus}x8"), config)
+    elapsed = time.perf_counter() - start
+    row = r.runs.row(0, named=True)
+    return {
+        "jobs": n,
+        "gpus": gpus,
+        "replay_s": round(elapsed, 2),
+        "jobs_per_s": round(n / elapsed),
+        "jct_mean_s": round(row["jct_mean_s"], 1),
+        "queue_mean_s": round(row["queue_mean_s"], 1),
+        "alloc_mean_ratio": round(row["alloc_mean_ratio"], 3),
+        "preemptions": row["preemptions"],
+    }
+
+
+def replay_fifo_1m() -> dict[str, object]:
+    """FIFO + consolidate, 1,000,000 PAI-like jobs on 6,500 GPUs (target < 60 s)."""
+    return _replay(1_000_000, 6500, "fifo")
+
+
+def replay_las_100k() -> dict[str, object]:
+    """LAS (discretized 2D-LAS, preemptive) on 100,000 jobs over 1,000 GPUs (< 60 s)."""
+    return _replay(100_000, 1000, "las")
+
+
+def replay_baseline_20k() -> dict[str, object]:
+    """The PAI simulator's 1-s tick FIFO vs our engine on the same 20,000 jobs, 6,500
+    GPUs, 1,000 arrivals per minute (the published setup)."""
+    import numpy as np
+    import polars as pl
+
+    from bench.baseline_replay import tick_fifo
+    from gpu_trace.replay import ReplayConfig, replay
+    from gpu_trace.replay.cluster import parse_spec
+    from gpu_trace.replay.synthetic import pai_like_jobs
+
+    n = 20_000
+    jobs = pai_like_jobs(n, cluster_gpus=6500, seed=0).with_columns(
+        (
+            pl.col("submit_time").min() + pl.duration(seconds=pl.int_range(pl.len()) * 60 // 1000)
+        ).alias("submit_time")
+    )
+    start = time.perf_counter()
+    r = replay(jobs, parse_spec("6500x1"), ReplayConfig(source="synthetic"))
+    ours = time.perf_counter() - start
+    sub = ((jobs["submit_time"] - jobs["submit_time"].min()).dt.total_seconds()).to_numpy()
+    base = tick_fifo(
+        sub.astype(np.int64),
+        jobs["run_s"].to_numpy().astype(np.int64),
+        jobs["gpus"].to_numpy().astype(np.int64),
+        6500,
+    )
+    return {
+        "jobs": n,
+        "ours_s": round(ours, 3),
+        "ours_jobs_per_s": round(n / ours),
+        "ours_jct_mean_s": round(r.runs["jct_mean_s"][0], 1),
+        "baseline_s": base["wall_s"],
+        "baseline_jobs_done": base["jobs_done"],
+        "baseline_jobs_per_s": base["jobs_per_s"],
+        "baseline_jct_mean_s": round(base["jct_mean_s"], 1),
+        "speedup": round(base["wall_s"] / ours * n / max(base["jobs_done"], 1), 1),
+    }
+
+
+def _philly_child(args: list[str]) -> tuple[str, float, float]:
+    """Run a child process; return its stdout, wall seconds and peak RSS (MiB)."""
+    import os
+    import subprocess
+
+    with tempfile.TemporaryFile("w+") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{args} failed")
+        out.seek(0)
+        return out.read(), wall, usage.ru_maxrss / 1024
+
+
+def philly_full() -> dict[str, object]:
+    """Synthesize the full Philly job log (117,325 jobs) plus one day of per-minute util
+    rows for all 552 machines, in a child process. Run the owners' notebook recipe
+    (bench/baseline_philly.py: json.load + Python Job objects -> pandas -> Parquet) on
+    that job log in another child, for the speed-up. Then ingest the job log (with
+    the machine list) and the three util files separately here, timing each. ``ingest_peak_rss_mib`` is this process's own peak: the ingest only
+    (the runner's peak RSS for the case is the largest of this process and its
+    children)."""
+    import resource
+
+    from gpu_trace.store.parquet import ensure_layout
+
+    jobs = 117_325
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "trace-data"
+        script = (
+            "import sys; from pathlib import Path; from gpu_trace.synth.philly import write; "
+            f"write(Path(sys.argv[1]), jobs={jobs}, seed=0, util_days=1)"
+        )
+        _, synth_s, _ = _philly_child([sys.executable, "-c", script, str(raw)])
+        # The baseline runs first, while this process is still small: a child's
+        # peak-RSS counter starts from its parent's at fork.
+        out, _, base_rss = _philly_child(
+            [
+                sys.executable,
+                "-m",
+                "bench.baseline_philly",
+                str(raw / "cluster_job_log"),
+                str(Path(tmp) / "baseline.parquet"),
+            ]
+        )
+        baseline = json.loads(out.strip().splitlines()[-1])
+        log_only = Path(tmp) / "log-only"
+        log_only.mkdir()
+        for name in ("cluster_job_log", "cluster_machine_list"):
+            (log_only / name).symlink_to(raw / name)
+        store = Path(tmp) / "store"
+        # An empty store (one zero-row file per table, which imports pandas through
+        # pyarrow: ~0.5 s) is set up once per store, not per ingest: keep it out of
+        # the job-log timing.
+        ensure_layout(store)
+        start = time.perf_counter()
+        log_report = ingest(LOADERS["philly"], log_only, store)
+        log_s = time.perf_counter() - start
+        util_rows = {}
+        start = time.perf_counter()
+        for name in ("cluster_gpu_util", "cluster_cpu_util", "cluster_mem_util"):
+            report = ingest(LOADERS["philly"], raw / name, store)
+            util_rows[name] = (
+                sum(r.rows_written for r in report.lines if r.table.endswith("_samples")),
+                (raw / name).stat().st_size,
+            )
+        util_s = time.perf_counter() - start
+        own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        log_mib = (raw / "cluster_job_log").stat().st_size / 2**20
+    lines = {r.table: r for r in log_report.lines if r.file == "cluster_job_log"}
+    return {
+        "jobs": lines["jobs"].rows_written,
+        "placements": lines["placements"].rows_written,
+        "job_log_mib": round(log_mib, 1),
+        "synth_s": round(synth_s, 3),
+        "job_log_ingest_s": round(log_s, 3),
+        "gpu_samples": util_rows["cluster_gpu_util"][0],
+        "host_samples": util_rows["cluster_cpu_util"][0] + util_rows["cluster_mem_util"][0],
+        "util_mib": round(sum(size for _, size in util_rows.values()) / 2**20, 1),
+        "util_ingest_s": round(util_s, 3),
+        "ingest_peak_rss_mib": round(own_rss, 1),
+        **baseline,
+        "baseline_peak_rss_mib": round(base_rss, 1),
+        "speedup_vs_baseline": round(baseline["baseline_s"] / log_s, 1),
+    }
+
+
+def live_emulated_200() -> dict[str, object]:
+    """Live replay of 200 PAI-like jobs on 16 emulated devices (FIFO, time scale 1000),
+    then ``validate``: average-JCT error against the simulator and executor overhead
+    (~7 min of wall time: the trace spans ~430,000 s).
+    Durations are clipped to 0.5-20 s of wall time: a job shorter than a worker's
+    start-up (~0.1 s) cannot be timed faithfully by any process-based executor."""
+    import tempfile
+
+    import polars as pl
+
+    from gpu_trace.replay import ReplayConfig
+    from gpu_trace.replay.live.executor import LiveOptions, run_live
+    from gpu_trace.replay.live.validate import validate
+    from gpu_trace.replay.synthetic import pai_like_jobs
+
+    scale = 1000.0
+    jobs = pai_like_jobs(200, cluster_gpus=16, seed=3).with_columns(
+        pl.col("run_s").clip(0.5 * scale, 20 * scale), pl.col("gpus").clip(upper_bound=8)
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        start = time.perf_counter()
+        live = run_live(
+            jobs,
+            ReplayConfig(source="synthetic", scheduler="fifo", run_id="bench-live"),
+            LiveOptions(devices="emulated:16x8", time_scale=scale),
+            out,
+        )
+        wall = time.perf_counter() - start
+        v = validate(out)
+    row = live.result.runs.row(0, named=True)
+    return {
+        "jobs": 200,
+        "devices": "emulated:16x8",
+        "time_scale": scale,
+        "wall_s": round(wall, 1),
+        "jobs_finished": row["jobs_finished"],
+        "jct_mean_live_s": round(v.summary["jct_mean_live_s"], 1),
+        "jct_mean_sim_s": round(v.summary["jct_mean_sim_s"], 1),
+        "jct_mean_rel_error": round(v.summary["jct_mean_rel_error"], 4),
+        "queue_mae_s": round(v.summary["queue_mae_s"], 1),
+        "overhead_mean_ms": round(row["overhead_mean_ms"], 2),
+        "overhead_p99_ms": round(row["overhead_p99_ms"], 2),
+        "wake_lag_mean_ms": round(row["wake_lag_mean_ms"], 2),
+        "wakeups": row["wakeups"],
+    }
+
+
 CASES: dict[str, Callable[[], dict[str, object]]] = {
     "openb_ingest": openb_ingest,
     "openb_query": openb_query,
+    "openb_synth_ingest": openb_synth_ingest,
+    "helios_full": helios_full,
+    "nvml_sampler_overhead": nvml_sampler_overhead,
+    "replay_fifo_1m": replay_fifo_1m,
+    "replay_las_100k": replay_las_100k,
+    "replay_baseline_20k": replay_baseline_20k,
+    "philly_full": philly_full,
+    "live_emulated_200": live_emulated_200,
 }
 
 if __name__ == "__main__":

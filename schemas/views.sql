@@ -6,10 +6,18 @@ CREATE OR REPLACE VIEW placements AS SELECT * FROM read_parquet('data/store/plac
 CREATE OR REPLACE VIEW machines AS SELECT * FROM read_parquet('data/store/machines/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW capacity AS SELECT * FROM read_parquet('data/store/capacity/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW gpu_samples AS SELECT * FROM read_parquet('data/store/gpu_samples/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW gpu_processes AS SELECT * FROM read_parquet('data/store/gpu_processes/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW host_samples AS SELECT * FROM read_parquet('data/store/host_samples/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW events AS SELECT * FROM read_parquet('data/store/events/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW quarantine AS SELECT * FROM read_parquet('data/store/quarantine/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW ingests AS SELECT * FROM read_parquet('data/store/ingests/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW replay_runs AS SELECT * FROM read_parquet('data/store/replay_runs/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW replay_jobs AS SELECT * FROM read_parquet('data/store/replay_jobs/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW replay_timeseries AS SELECT * FROM read_parquet('data/store/replay_timeseries/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW replay_validation AS SELECT * FROM read_parquet('data/store/replay_validation/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW tasks AS SELECT * FROM read_parquet('data/store/tasks/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW job_tags AS SELECT * FROM read_parquet('data/store/job_tags/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW usage AS SELECT * FROM read_parquet('data/store/usage/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW gpu_samples_wide AS
 SELECT source, dataset, cluster, time, host, gpu_index, gpu_uuid, mig_instance,
     max(value) FILTER (WHERE metric = 'gpu_util_pct') AS gpu_util_pct,
@@ -39,7 +47,14 @@ SELECT source, dataset, cluster, time, host, gpu_index, gpu_uuid, mig_instance,
     max(value) FILTER (WHERE metric = 'fp16_active_ratio') AS fp16_active_ratio,
     max(value) FILTER (WHERE metric = 'nvlink_tx_bytes_per_s') AS nvlink_tx_bytes_per_s,
     max(value) FILTER (WHERE metric = 'nvlink_rx_bytes_per_s') AS nvlink_rx_bytes_per_s,
-    max(value) FILTER (WHERE metric = 'gpu_sm_share_pct') AS gpu_sm_share_pct
+    max(value) FILTER (WHERE metric = 'gpu_sm_share_pct') AS gpu_sm_share_pct,
+    max(value) FILTER (WHERE metric = 'mem_reserved_bytes') AS mem_reserved_bytes,
+    max(value) FILTER (WHERE metric = 'jpg_util_pct') AS jpg_util_pct,
+    max(value) FILTER (WHERE metric = 'ofa_util_pct') AS ofa_util_pct,
+    max(value) FILTER (WHERE metric = 'pstate') AS pstate,
+    max(value) FILTER (WHERE metric = 'clock_event_reasons') AS clock_event_reasons,
+    max(value) FILTER (WHERE metric = 'pcie_replay_count') AS pcie_replay_count,
+    max(value) FILTER (WHERE metric = 'slowdown_temp_c') AS slowdown_temp_c
 FROM gpu_samples
 GROUP BY source, dataset, cluster, time, host, gpu_index, gpu_uuid, mig_instance;
 CREATE OR REPLACE VIEW host_samples_wide AS

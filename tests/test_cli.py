@@ -131,7 +131,7 @@ def test_report_command(openb_store: Path, tmp_path: Path) -> None:
 
 
 def test_empty_groups_show_usage() -> None:
-    for group in ("datasets", "telemetry", "replay"):
+    for group in ("telemetry", "replay"):
         assert run(group, "--help").exit_code == 0
 
 

@@ -172,3 +172,20 @@ def test_charts_render_in_chromium(site: Path, tmp_path: Path, name: str) -> Non
         assert "<svg" in body, f"{cid} did not render"
     console = [line for line in log.splitlines() if "CONSOLE" in line]
     assert not [c for c in console if "rror" in c], console
+
+
+def test_replay_scorecard(store_copy: Path, tmp_path: Path) -> None:
+    from gpu_trace.replay import ReplayConfig, run
+
+    for scheduler in ("fifo", "sjf"):
+        run(
+            store_copy,
+            ReplayConfig(
+                source="openb", scheduler=scheduler, cluster="64x8", run_id=f"r-{scheduler}"
+            ),
+        )
+    index = build_site(store_copy, tmp_path / "site", replay=["all"])
+    text = index.read_text()
+    assert "Policy scorecard" in text and "r-fifo" in text and "r-sjf" in text
+    assert text.count("★") >= len(("jct_mean_s", "jct_p50_s"))  # best values marked
+    assert "JCT CDF per run" in text and "Allocation over time per run" in text

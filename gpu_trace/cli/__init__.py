@@ -12,7 +12,10 @@ import typer
 
 from gpu_trace import __version__
 from gpu_trace.cli import analyze as analyze_cli
+from gpu_trace.cli import datasets as datasets_cli
 from gpu_trace.cli import ingest as ingest_cli
+from gpu_trace.cli import replay as replay_cli
+from gpu_trace.cli import telemetry as telemetry_cli
 from gpu_trace.cli.report import report
 from gpu_trace.cli.schema import schema
 from gpu_trace.cli.sql import sql
@@ -51,17 +54,10 @@ app.add_typer(ingest_cli.app, name="ingest")
 app.command("sql")(sql)
 app.command("schema")(schema)
 app.command("report")(report)
-app.add_typer(
-    _group("Public trace registry: list, fetch and verify the official downloads."),
-    name="datasets",
-)
-app.add_typer(
-    _group("Live GPU telemetry: NVML sampling, dcgm-exporter scraping."), name="telemetry"
-)
+app.add_typer(datasets_cli.app, name="datasets")
+app.add_typer(telemetry_cli.app, name="telemetry")
 app.add_typer(analyze_cli.app, name="analyze")
-app.add_typer(
-    _group("Re-schedule a trace under allocation policies and score them."), name="replay"
-)
+app.add_typer(replay_cli.app, name="replay")
 app.command("synth")(synth)
 
 

@@ -173,7 +173,9 @@ def jobs(
         JobsView,
         typer.Option(help="quantiles of run time, cdf at 2^i s, or sizes (job vs GPU-time share)."),
     ] = JobsView.quantiles,
-    by: Annotated[str, typer.Option(help="Split durations by job_class (GPU/CPU), size or gpu_type.")] = "job_class",
+    by: Annotated[
+        str, typer.Option(help="Split durations by job_class (GPU/CPU), size or gpu_type.")
+    ] = "job_class",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     max_rows: MaxRowsOpt = 100,

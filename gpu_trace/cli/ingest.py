@@ -74,3 +74,162 @@ def ingest_openb(
 ) -> None:
     """Alibaba 2023 openb: pod lists -> jobs, node lists -> machines."""
     run_ingest("openb", path, store, variant=variant)
+
+
+HELIOS_CLUSTERS = ("venus", "earth", "saturn", "uranus", "all")
+
+
+def _helios_cluster(value: str) -> str:
+    if value not in HELIOS_CLUSTERS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(HELIOS_CLUSTERS)}")
+    return value
+
+
+@app.command("helios")
+@domain_errors
+def ingest_helios(
+    path: PathArg,
+    store: StoreOpt = None,
+    cluster: Annotated[
+        str,
+        typer.Option(
+            callback=_helios_cluster,
+            help="Cluster to read: venus, earth, saturn, uranus or all (every one present).",
+        ),
+    ] = "all",
+    tz: Annotated[
+        str,
+        typer.Option(
+            "--tz",
+            help="IANA zone of the naive timestamps (undocumented upstream; the datacenter "
+            "is in China). Recorded in jobs.source_tz.",
+        ),
+    ] = "Asia/Shanghai",
+) -> None:
+    """SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.
+
+    PATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip."""
+    run_ingest("helios", path, store, cluster=cluster, tz=tz)
+
+
+@app.command("pai2020")
+@domain_errors
+def ingest_pai2020(
+    path: PathArg,
+    store: StoreOpt = None,
+    tables: Annotated[
+        str,
+        typer.Option(
+            help="PAI tables to read (comma-separated): job, task, instance, sensor, "
+            "group_tag, machine_spec, machine_metric, or all (every one present).",
+        ),
+    ] = "all",
+) -> None:
+    """Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags
+    (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.
+
+    PATH: folder with the headerless pai_<table>.csv files (.header files beside them or
+    in headers/), or one of those CSVs."""
+    run_ingest("pai2020", path, store, tables=tables)
+
+
+TzOpt = Annotated[
+    str,
+    typer.Option(help="IANA zone of the tool's local timestamps (recorded as source_tz)."),
+]
+HostOpt = Annotated[
+    str | None,
+    typer.Option(help="Host name (default: the hostname field/label, else the file name)."),
+]
+StartOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="ISO-8601 time of the first tick for outputs without timestamps "
+        "(default: the last tick is the file's mtime)."
+    ),
+]
+IntervalOpt = Annotated[
+    float, typer.Option("--interval", help="Seconds between ticks (dmon -d / dcgmi -d).")
+]
+
+
+@app.command("nvidia-smi")
+@domain_errors
+def ingest_nvidia_smi(
+    path: PathArg,
+    store: StoreOpt = None,
+    tz: TzOpt = "UTC",
+    host: HostOpt = None,
+    query: Annotated[
+        str | None,
+        typer.Option(help="The --query-gpu field list, for CSV written with noheader."),
+    ] = None,
+    start: StartOpt = None,
+    interval: IntervalOpt = 1.0,
+) -> None:
+    """nvidia-smi --query-gpu / --query-compute-apps CSV, dmon and pmon -> gpu_samples,
+    events, gpu_processes."""
+    run_ingest(
+        "nvidia-smi", path, store, tz=tz, host=host, query=query, start=start, interval_s=interval
+    )
+
+
+@app.command("dcgmi")
+@domain_errors
+def ingest_dcgmi(
+    path: PathArg,
+    store: StoreOpt = None,
+    host: HostOpt = None,
+    start: StartOpt = None,
+    interval: IntervalOpt = 1.0,
+) -> None:
+    """`dcgmi dmon` text -> gpu_samples (XID/ECC -> events)."""
+    run_ingest("dcgmi", path, store, host=host, start=start, interval_s=interval)
+
+
+@app.command("prometheus")
+@domain_errors
+def ingest_prometheus(
+    path: PathArg,
+    store: StoreOpt = None,
+    host: HostOpt = None,
+    time: Annotated[
+        str | None,
+        typer.Option(help="ISO-8601 scrape time (default: the file's mtime)."),
+    ] = None,
+) -> None:
+    """A saved dcgm-exporter /metrics exposition -> gpu_samples (XID/ECC -> events)."""
+    run_ingest("prometheus", path, store, host=host, time=time)
+
+
+PHILLY_BASES = ("machine_list", "inferred_jobs", "inferred_util")
+
+
+def _philly_bases(values: list[str] | None) -> list[str]:
+    for value in values or []:
+        if value not in PHILLY_BASES:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(PHILLY_BASES)}")
+    return values or list(PHILLY_BASES)
+
+
+@app.command("philly")
+@domain_errors
+def ingest_philly(
+    path: PathArg,
+    store: StoreOpt = None,
+    capacity: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--capacity",
+            callback=_philly_bases,
+            help="Inventory to write a capacity row for (repeatable): machine_list, "
+            "inferred_jobs, inferred_util. Default: all three. Analyses should use "
+            "inferred_util: the shipped machine list is wrong (philly-traces#8).",
+        ),
+    ] = None,
+) -> None:
+    """Microsoft Philly: cluster_job_log -> jobs, placements; cluster_machine_list and
+    inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.
+
+    PATH: the unpacked trace-data/ folder (or a folder holding it, or one of its files)."""
+    run_ingest("philly", path, store, capacity=tuple(capacity or PHILLY_BASES))

@@ -25,6 +25,12 @@ def report(
     source: Annotated[
         list[str] | None, typer.Option("--source", "-s", help="Only these sources (repeatable).")
     ] = None,
+    replay: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replay", help="Add a policy scorecard for these replay run ids (repeatable; 'all')."
+        ),
+    ] = None,
     images: Annotated[
         list[str] | None,
         typer.Option(
@@ -39,5 +45,12 @@ def report(
     if bad:
         raise GpuTraceError(f"--images takes svg or png, not {', '.join(bad)}")
     with err.status("building report"):
-        index = build_site(resolve_store(store), out, title=title, sources=source, images=formats)
+        index = build_site(
+            resolve_store(store),
+            out,
+            title=title,
+            sources=source,
+            images=formats,
+            replay=replay or (),
+        )
     sys.stdout.write(f"{index}\n")

@@ -6,10 +6,22 @@
 from __future__ import annotations
 
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
+from gpu_trace.loaders.helios import HeliosLoader
 from gpu_trace.loaders.openb import OpenbLoader
+from gpu_trace.loaders.pai2020 import Pai2020Loader
+from gpu_trace.loaders.philly import PhillyLoader
+from gpu_trace.telemetry.dcgmi import DcgmiLoader
+from gpu_trace.telemetry.prometheus import PrometheusLoader
+from gpu_trace.telemetry.smi import NvidiaSmiLoader
 
 LOADERS: dict[str, Loader] = {
     "openb": OpenbLoader(),
+    "philly": PhillyLoader(),
+    "helios": HeliosLoader(),
+    "pai2020": Pai2020Loader(),
+    "nvidia-smi": NvidiaSmiLoader(),
+    "dcgmi": DcgmiLoader(),
+    "prometheus": PrometheusLoader(),
 }
 
 __all__ = ["LOADERS", "Batch", "IngestReport", "Loader", "ingest"]

@@ -27,7 +27,9 @@ from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
 from gpu_trace.reports.page import Section, esc, render_page, table_html
+from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
+from gpu_trace.reports.telemetry_section import telemetry_section
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
 
@@ -141,7 +143,7 @@ def _overview_sections(inp: Inputs, sources: Sequence[str]) -> list[Section]:
 
 
 SectionBuilder = Callable[[Inputs], Section]
-EXTRA_SOURCE_SECTIONS: list[SectionBuilder] = []
+EXTRA_SOURCE_SECTIONS: list[SectionBuilder] = [telemetry_section]
 """Further per-source sections (telemetry, replay scorecards) registered by their modules."""
 
 
@@ -176,6 +178,7 @@ def build_site(
     sources: Sequence[str] | None = None,
     images: Sequence[str] = (),
     extra_sections: Sequence[SectionBuilder] = (),
+    replay: Sequence[str] = (),
 ) -> Path:
     """Build the site into ``out`` and return the path of ``index.html``.
 
@@ -194,6 +197,9 @@ def build_site(
     pages: dict[str, list[Section]] = {}
     all_inputs = Inputs.from_store(store, chosen or None)
     index_sections = [_inventory(con), *_overview_sections(all_inputs, chosen)]
+    run_ids = resolve_runs(con, replay) if replay else []
+    if replay:
+        index_sections.append(replay_section(con, run_ids))
     if chosen:
         index_sections.append(_provenance_for(con, chosen))
     pages["index"] = index_sections

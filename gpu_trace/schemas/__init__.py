@@ -11,14 +11,23 @@ from gpu_trace.schemas.jobs import JOB_STATUSES, JOBS, PLACEMENTS, TIME_BASES
 from gpu_trace.schemas.machines import CAPACITY, MACHINES
 from gpu_trace.schemas.model import TS_UTC, Column, Table
 from gpu_trace.schemas.provenance import INGESTS, QUARANTINE
+from gpu_trace.schemas.replay import (
+    REPLAY_JOBS,
+    REPLAY_RUNS,
+    REPLAY_TIMESERIES,
+    REPLAY_VALIDATION,
+)
+from gpu_trace.schemas.tasks import JOB_TAGS, TASKS
 from gpu_trace.schemas.telemetry import (
     EVENT_KINDS,
     EVENTS,
     GPU_METRICS,
+    GPU_PROCESSES,
     GPU_SAMPLES,
     HOST_METRICS,
     HOST_SAMPLES,
 )
+from gpu_trace.schemas.usage import USAGE, USAGE_METRICS
 
 TABLES: dict[str, Table] = {
     t.name: t
@@ -28,10 +37,18 @@ TABLES: dict[str, Table] = {
         MACHINES,
         CAPACITY,
         GPU_SAMPLES,
+        GPU_PROCESSES,
         HOST_SAMPLES,
         EVENTS,
         QUARANTINE,
         INGESTS,
+        REPLAY_RUNS,
+        REPLAY_JOBS,
+        REPLAY_TIMESERIES,
+        REPLAY_VALIDATION,
+        TASKS,
+        JOB_TAGS,
+        USAGE,
     )
 }
 
@@ -40,18 +57,27 @@ __all__ = [
     "EVENTS",
     "EVENT_KINDS",
     "GPU_METRICS",
+    "GPU_PROCESSES",
     "GPU_SAMPLES",
     "HOST_METRICS",
     "HOST_SAMPLES",
     "INGESTS",
     "JOBS",
     "JOB_STATUSES",
+    "JOB_TAGS",
     "MACHINES",
     "PLACEMENTS",
     "QUARANTINE",
+    "REPLAY_JOBS",
+    "REPLAY_RUNS",
+    "REPLAY_TIMESERIES",
+    "REPLAY_VALIDATION",
     "TABLES",
+    "TASKS",
     "TIME_BASES",
     "TS_UTC",
+    "USAGE",
+    "USAGE_METRICS",
     "Column",
     "Table",
 ]

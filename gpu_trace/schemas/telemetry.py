@@ -47,6 +47,13 @@ GPU_METRICS: dict[str, tuple[str, str]] = {
         "pct",
         "Share of one GPU requested/used by a job (PAI gpu_wrk_util, percent of one GPU).",
     ),
+    "mem_reserved_bytes": ("bytes", "Device memory reserved by the driver (not usable)."),
+    "jpg_util_pct": ("pct", "JPEG decoder utilization, 0-100."),
+    "ofa_util_pct": ("pct", "Optical-flow accelerator utilization, 0-100."),
+    "pstate": ("state", "Performance state number (P0 = 0, fastest)."),
+    "clock_event_reasons": ("bitmask", "Active clock event (throttle) reasons, NVML bitmask."),
+    "pcie_replay_count": ("count", "PCIe replays since the driver loaded (a counter)."),
+    "slowdown_temp_c": ("C", "Temperature at which the GPU slows down."),
 }
 """The fixed vocabulary of ``gpu_samples.metric``: canonical name -> (unit, meaning)."""
 
@@ -58,12 +65,20 @@ HOST_METRICS: dict[str, tuple[str, str]] = {
 }
 """The fixed vocabulary of ``host_samples.metric``."""
 
-EVENT_KINDS = ("xid", "ecc_sbe", "ecc_dbe", "retired_page", "gpu_lost", "driver_reload")
+EVENT_KINDS = (
+    "xid",
+    "ecc_sbe",
+    "ecc_dbe",
+    "retired_page",
+    "gpu_lost",
+    "driver_reload",
+    "energy_reset",
+)
 """Kinds of discrete device events kept as rows, never averaged into gauges."""
 
 GPU_SAMPLES = Table(
     name="gpu_samples",
-    version=1,
+    version=2,
     description="GPU telemetry in long form: one row per time x GPU x metric.",
     sort_by=("host", "gpu_index", "time", "metric"),
     columns=(
@@ -85,6 +100,33 @@ GPU_SAMPLES = Table(
         Column("unit", pa.string(), "Unit of `value` (fixed per metric).", nullable=False),
         Column(
             "raw_field", pa.string(), "The source's own field name (e.g. DCGM_FI_DEV_GPU_UTIL)."
+        ),
+        Column("pod", pa.string(), "Kubernetes pod holding the GPU (dcgm-exporter label)."),
+        Column("namespace", pa.string(), "Kubernetes namespace of `pod`."),
+        Column("container", pa.string(), "Container within `pod`."),
+        Column("job_id", pa.string(), "Job holding the GPU, when the source says (hpc_job)."),
+    ),
+)
+
+GPU_PROCESSES = Table(
+    name="gpu_processes",
+    version=1,
+    description="Processes on a GPU: one row per time x GPU x process (NVML, nvidia-smi).",
+    sort_by=("host", "gpu_index", "time", "pid"),
+    columns=(
+        *source_columns(),
+        Column("time", TS_UTC, "Sample time (UTC).", nullable=False),
+        Column("host", pa.string(), "Host / machine id.", nullable=False),
+        Column("gpu_index", pa.int16(), "GPU index on the host."),
+        Column("gpu_uuid", pa.string(), "GPU UUID, when the source gives it."),
+        Column("mig_instance", pa.string(), "MIG GPU/compute instance `gi/ci`; null if not MIG."),
+        Column("pid", pa.int64(), "Host process id.", nullable=False),
+        Column("process_name", pa.string(), "Process name or command as the source prints it."),
+        Column("process_type", pa.string(), "C (compute), G (graphics) or C+G."),
+        Column("used_mem_bytes", pa.int64(), "Device memory used by the process.", unit="bytes"),
+        Column("sm_util_pct", pa.float64(), "SM utilization of the process, 0-100.", unit="pct"),
+        Column(
+            "mem_util_pct", pa.float64(), "Memory utilization of the process, 0-100.", unit="pct"
         ),
     ),
 )

@@ -1,0 +1,362 @@
+"""``gpu-trace replay ...``: re-schedule a trace under policies and score them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any
+
+import polars as pl
+import typer
+
+from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.output import Format, emit
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay import interchange
+from gpu_trace.replay.policies import base
+from gpu_trace.replay.run import ReplayConfig, run
+from gpu_trace.settings import resolve_store
+from gpu_trace.store.scan import scan
+
+app = typer.Typer(
+    help="Re-schedule a trace under allocation policies and score them.", no_args_is_help=True
+)
+
+SUMMARY_COLUMNS = [
+    "run_id",
+    "scheduler",
+    "placement",
+    "jobs_finished",
+    "jobs_rejected",
+    "jobs_skipped",
+    "jct_mean_s",
+    "jct_p50_s",
+    "jct_p99_s",
+    "queue_mean_s",
+    "bsld_mean",
+    "makespan_s",
+    "alloc_mean_ratio",
+    "preemptions",
+    "jain_slowdown",
+    "wall_s",
+]
+
+SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option("--cluster", help="Cluster file (.toml/.json/.csv) or `from-trace`."),
+]
+GpusOpt = Annotated[
+    str | None, typer.Option("--gpus", help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8.")
+]
+LoadOpt = Annotated[float, typer.Option("--load", help="Arrival-rate multiplier.")]
+WindowOpt = Annotated[
+    str | None, typer.Option("--window", help="Submit-time window START..END (ISO dates).")
+]
+OptionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help="Policy option KEY=VALUE (repeatable; see `policies`)."),
+]
+
+
+def _opts(items: list[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    sched: dict[str, Any] = {}
+    place: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise GpuTraceError(f"option {item!r} is not KEY=VALUE")
+        if key.startswith("placement."):
+            place[key.removeprefix("placement.")] = value
+        else:
+            sched[key.removeprefix("scheduler.")] = value
+    return sched, place
+
+
+def _window(text: str | None) -> tuple[str | None, str | None]:
+    if not text:
+        return None, None
+    start, sep, end = text.partition("..")
+    if not sep:
+        raise GpuTraceError("--window must be START..END (either side may be empty)")
+    return start or None, end or None
+
+
+def _cluster(cluster: str | None, gpus: str | None) -> str:
+    if cluster and gpus:
+        raise GpuTraceError("give --cluster or --gpus, not both")
+    return gpus or cluster or "from-trace"
+
+
+@app.command("run")
+@domain_errors
+def run_cmd(
+    source: SourceArg,
+    store: StoreOpt = None,
+    cluster: ClusterOpt = None,
+    gpus: GpusOpt = None,
+    policy: Annotated[str, typer.Option("--policy", help="Scheduling policy.")] = "fifo",
+    placement: Annotated[
+        str, typer.Option("--placement", help="Placement policy.")
+    ] = "consolidate",
+    load: LoadOpt = 1.0,
+    window: WindowOpt = None,
+    estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    restore_s: Annotated[float, typer.Option(help="Restore cost after preemption (s).")] = 0.0,
+    multinode_slowdown: Annotated[
+        float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
+    ] = 1.0,
+    packing: Annotated[
+        bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
+    ] = False,
+    inflate_to: Annotated[
+        float | None, typer.Option(help="Packing: clone jobs until demand = X x capacity.")
+    ] = None,
+    option: OptionOpt = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
+) -> None:
+    """Replay one source under one policy; results go to the store and --out."""
+    sched_opts, place_opts = _opts(option)
+    start, end = _window(window)
+    config = ReplayConfig(
+        source=source,
+        scheduler="packing" if packing else policy,
+        placement=placement,
+        scheduler_options=sched_opts,
+        placement_options=place_opts,
+        cluster=_cluster(cluster, gpus),
+        load=load,
+        window_start=start,
+        window_end=end,
+        estimator=estimator,
+        seed=seed,
+        restore_s=restore_s,
+        multinode_slowdown=multinode_slowdown,
+        departures=not packing,
+        inflate_to=inflate_to,
+        run_id=run_id,
+    )
+    result = run(resolve_store(store), config, out)
+    if result.accuracy is not None:
+        a = result.accuracy
+        err.print(
+            f"estimator {a.method}: trained on {a.train_jobs} jobs, MAE {a.mae_s:.1f} s, "
+            f"within 10/50/100 %: {a.within_10:.1%} / {a.within_50:.1%} / {a.within_100:.1%}"
+        )
+    emit(result.runs.select(SUMMARY_COLUMNS), Format.table)
+    if "packing" in result.extra:
+        emit(result.extra["packing"], Format.table)
+
+
+@app.command()
+@domain_errors
+def compare(
+    source: SourceArg,
+    store: StoreOpt = None,
+    policies: Annotated[
+        str, typer.Option(help="Comma-separated scheduling policies.")
+    ] = "fifo,sjf",
+    placements: Annotated[str, typer.Option(help="Comma-separated placements.")] = "consolidate",
+    cluster: ClusterOpt = None,
+    gpus: GpusOpt = None,
+    load: LoadOpt = 1.0,
+    window: WindowOpt = None,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    by: Annotated[
+        str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+) -> None:
+    """Replay under every policy x placement and print one row per run."""
+    from gpu_trace.replay.metrics import breakdown
+
+    start, end = _window(window)
+    rows = []
+    parts = []
+    for p in [x.strip() for x in policies.split(",") if x.strip()]:
+        for pl_name in [x.strip() for x in placements.split(",") if x.strip()]:
+            config = ReplayConfig(
+                source=source,
+                scheduler=p,
+                placement=pl_name,
+                cluster=_cluster(cluster, gpus),
+                load=load,
+                window_start=start,
+                window_end=end,
+                seed=seed,
+            )
+            result = run(resolve_store(store), config)
+            rows.append(result.runs.select(SUMMARY_COLUMNS))
+            if by:
+                parts.append(
+                    breakdown(result.jobs, by).with_columns(
+                        pl.lit(p).alias("scheduler"), pl.lit(pl_name).alias("placement")
+                    )
+                )
+    emit(pl.concat(rows), fmt)
+    if by:
+        emit(pl.concat(parts), fmt)
+
+
+@app.command()
+@domain_errors
+def policies() -> None:
+    """List the registered policies with their options."""
+    lines = []
+    kinds: tuple[base.Kind, ...] = ("scheduler", "placement", "admission")
+    for kind in kinds:
+        lines.append(f"{kind} policies:")
+        for name in base.names(kind):
+            cls = base.get(kind, name)
+            doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            lines.append(f"  {name:<12} {doc}")
+            for field_name, default, help_text in base.config_help(cls.Config):
+                lines.append(f"      {field_name} = {default}  {help_text}")
+    typer.echo("\n".join(lines))
+
+
+@app.command("export")
+@domain_errors
+def export_cmd(
+    source: SourceArg,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="chronus, gavel or openb.")],
+    output: Annotated[Path, typer.Option("--output", help="File to write.")],
+    store: StoreOpt = None,
+) -> None:
+    """Export a source's jobs to another simulator's trace format."""
+    jobs = scan(resolve_store(store), "jobs", [source]).collect()
+    n = interchange.export(jobs, fmt, output)
+    err.print(f"wrote {n} jobs to {output}")
+
+
+LIVE_COLUMNS = [
+    "run_id",
+    "scheduler",
+    "devices",
+    "time_scale",
+    "jobs_finished",
+    "jobs_failed",
+    "jobs_crashed",
+    "jobs_unfinished",
+    "jct_mean_s",
+    "queue_mean_s",
+    "preemptions",
+    "overhead_mean_ms",
+    "overhead_p99_ms",
+    "wake_lag_mean_ms",
+    "wakeups",
+    "wall_s",
+]
+
+
+@app.command("live")
+@domain_errors
+def live_cmd(
+    source: SourceArg,
+    out: Annotated[Path, typer.Option("--out", help="Run directory (required).")],
+    store: StoreOpt = None,
+    devices: Annotated[
+        str, typer.Option("--devices", help="cuda:0-7 | cuda:0,2 | emulated:16 | emulated:16x8.")
+    ] = "emulated:8",
+    time_scale: Annotated[
+        float, typer.Option("--time-scale", help="Trace seconds per wall second.")
+    ] = 3600.0,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", help="First N replayable jobs by submit time.")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Only this dataset of the source.")
+    ] = None,
+    policy: Annotated[str, typer.Option("--policy", help="Scheduling policy.")] = "fifo",
+    placement: Annotated[
+        str, typer.Option("--placement", help="Placement policy.")
+    ] = "consolidate",
+    option: OptionOpt = None,
+    seed: Annotated[int, typer.Option(help="Random seed (failure draw, random placement).")] = 0,
+    restore_s: Annotated[float, typer.Option(help="Restore cost after preemption (s).")] = 0.0,
+    fail_rate: Annotated[
+        float, typer.Option(help="Share of jobs whose worker fails part-way (seeded).")
+    ] = 0.0,
+    duty: Annotated[
+        float | None,
+        typer.Option(help="Busy share per 100 ms (emulated default 0, cuda default 0.8)."),
+    ] = None,
+    gpu_mem_mb: Annotated[float, typer.Option(help="cuda: MiB held per GPU per job.")] = 1024.0,
+    keep_gpu_type: Annotated[
+        bool, typer.Option(help="Keep the trace's GPU-type constraints.")
+    ] = False,
+    telemetry: Annotated[bool, typer.Option(help="cuda: sample NVML during the run.")] = True,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
+) -> None:
+    """Run a trace's schedule for real: each job a process on its devices, in wall-clock
+    time scaled by --time-scale; results go to the store and --out."""
+    from gpu_trace.replay.live.executor import LiveOptions, live_from_store
+
+    sched_opts, place_opts = _opts(option)
+    config = ReplayConfig(
+        source=source,
+        scheduler=policy,
+        placement=placement,
+        scheduler_options=sched_opts,
+        placement_options=place_opts,
+        estimator="oracle",
+        seed=seed,
+        restore_s=restore_s,
+        run_id=run_id,
+    )
+    if run_id is None:
+        config = dataclasses.replace(config, run_id=_live_id(config, devices))
+    live = LiveOptions(
+        devices=devices,
+        time_scale=time_scale,
+        jobs=jobs,
+        dataset=dataset,
+        fail_rate=fail_rate,
+        duty=duty,
+        gpu_mem_mb=gpu_mem_mb,
+        telemetry=telemetry,
+        keep_gpu_type=keep_gpu_type,
+    )
+    result = live_from_store(resolve_store(store), config, live, out)
+    if result.engine.interrupted:
+        err.print("interrupted: workers stopped, results so far written")
+    emit(result.result.runs.select(LIVE_COLUMNS), Format.table)
+    if result.usage is not None:
+        emit(result.usage, Format.table)
+
+
+@app.command("validate")
+@domain_errors
+def validate_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A `replay live` run directory.")],
+    store: StoreOpt = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+) -> None:
+    """Compare a live run with the simulation of the same jobs and policies, job by job."""
+    from gpu_trace.replay.live.validate import validate
+
+    v = validate(run_dir, resolve_store(store))
+    summary = pl.DataFrame([v.summary]).select(
+        "run_id",
+        "jobs_compared",
+        "jobs_not_compared",
+        "jct_mean_live_s",
+        "jct_mean_sim_s",
+        "jct_mean_rel_error",
+        "jct_mae_s",
+        "queue_mae_s",
+        "start_mae_s",
+        "finish_mae_s",
+        "jobs_jct_within_5pct_ratio",
+    )
+    emit(summary, fmt)
+
+
+def _live_id(config: ReplayConfig, devices: str) -> str:
+    """``live-<scheduler>-<placement>-<hash>-<devices>``: the sim id with the devices,
+    slug-safe (the store uses it as a dataset name)."""
+    slug = devices.replace(":", "").replace(",", "_")
+    return f"live-{config.resolved_run_id()}-{slug}"

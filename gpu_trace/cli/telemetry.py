@@ -1,0 +1,133 @@
+"""``gpu-trace telemetry``: live NVML sampling, dcgm-exporter scraping, per-job usage."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.output import Format, emit
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.settings import resolve_store
+
+app = typer.Typer(
+    help="Live GPU telemetry: NVML sampling, dcgm-exporter scraping, per-job GPU usage.",
+    no_args_is_help=True,
+)
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def seconds(text: str) -> float:
+    """``500ms``, ``1s``, ``15s``, ``10m``, ``1h`` or a bare number of seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", text)
+    if not m:
+        raise GpuTraceError(f"{text!r} is not a duration (e.g. 1s, 15s, 10m, 1h)")
+    return float(m[1]) * _UNITS[m[2] or "s"]
+
+
+Duration = Annotated[str | None, typer.Option(help="Stop after this long (default: Ctrl-C).")]
+
+
+@app.command()
+@domain_errors
+def sample(
+    interval: Annotated[str, typer.Option(help="Time between samples.")] = "1s",
+    duration: Duration = None,
+    flush: Annotated[str, typer.Option(help="Write to the store this often.")] = "60s",
+    fields: Annotated[
+        str | None, typer.Option(help="Comma-separated metrics to keep (default: all).")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Host name (default: this host).")] = None,
+    processes: Annotated[bool, typer.Option(help="Record running compute processes.")] = True,
+    store: StoreOpt = None,
+) -> None:
+    """Sample this host's GPUs through NVML (nvidia-ml-py) into the store."""
+    from gpu_trace.telemetry.nvml import Sampler, load_nvml
+
+    nvml = load_nvml()
+    sampler = Sampler(
+        nvml,
+        store=resolve_store(store),
+        host=host or socket.gethostname(),
+        interval_s=seconds(interval),
+        flush_s=seconds(flush),
+        fields=[f.strip() for f in fields.split(",")] if fields else None,
+        processes=processes,
+    )
+    sampler.open()
+    err.print(f"sampling {len(sampler.devices)} GPU device(s); Ctrl-C stops")
+    sampler.run(seconds(duration) if duration else None)
+    err.print(
+        f"{sampler.ticks} ticks, {sampler.writer.rows_written} rows in "
+        f"{sampler.writer.flushes} flush(es) to {sampler.writer.store}"
+    )
+
+
+@app.command()
+@domain_errors
+def scrape(
+    url: Annotated[str, typer.Argument(help="dcgm-exporter /metrics URL.")],
+    interval: Annotated[str, typer.Option(help="Time between scrapes.")] = "15s",
+    duration: Duration = None,
+    timeout: Annotated[str, typer.Option(help="Give up on one scrape after this.")] = "5s",
+    flush: Annotated[str, typer.Option(help="Write to the store this often.")] = "5m",
+    host: Annotated[
+        str | None, typer.Option(help="Host name (default: the hostname label, else URL host).")
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Scrape a Prometheus exposition (dcgm-exporter) into the store."""
+    from gpu_trace.telemetry.scrape import Scraper
+
+    scraper = Scraper(
+        url,
+        resolve_store(store),
+        interval_s=seconds(interval),
+        timeout_s=seconds(timeout),
+        flush_s=seconds(flush),
+        host=host,
+        log=lambda m: err.print(m, markup=False),
+    )
+    scraper.run(seconds(duration) if duration else None)
+    ok = sum(r.ok for r in scraper.results)
+    err.print(f"{ok}/{len(scraper.results)} scrapes ok; {scraper.flushes} flush(es)")
+
+
+@app.command()
+@domain_errors
+def jobs(
+    jobs_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--jobs",
+            help="CSV job_id,host,gpu_indices,start,end (gpu_indices like 0;1; ISO times). "
+            "Default: the store's placements.",
+        ),
+    ] = None,
+    by: Annotated[
+        str | None, typer.Option(help="Attribute by a sample label instead: pod or job_id.")
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Each job's mean/p50/p95 GPU utilization, memory and power from telemetry."""
+    from gpu_trace.store.catalog import connect
+    from gpu_trace.telemetry import jobs as tj
+
+    root = resolve_store(store)
+    if by is not None:
+        if by not in ("pod", "job_id"):
+            raise GpuTraceError("--by must be pod or job_id")
+        frame = tj.usage_by_label(connect(root), by)
+    elif jobs_file is not None:
+        frame = tj.usage_from_file(root, jobs_file)
+    else:
+        frame = tj.usage_from_store(connect(root))
+    emit(frame, fmt, output, 100)

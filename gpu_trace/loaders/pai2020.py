@@ -1,0 +1,454 @@
+"""Alibaba PAI GPU trace 2020 (alibaba/clusterdata ``cluster-trace-gpu-v2020``).
+
+Input: a folder with the seven headerless CSVs ``pai_<table>.csv`` (and their ``.header``
+files, beside them or in ``headers/``), or one of those CSVs. Any subset loads; what each
+file becomes (``docs/trace-formats.md`` section 3):
+
+=====================  ==========================================  ================
+file                   canonical table(s)                          dataset
+=====================  ==========================================  ================
+pai_job_table          ``jobs`` (one row per job_name)             ``trace``
+pai_task_table         ``tasks`` (one row per job_name, task_name)  ``trace``
+pai_instance_table     ``placements`` (one row per worker_name)     ``trace``
+pai_group_tag_table    ``job_tags``; its group fills ``jobs.vc``    ``trace``
+pai_sensor_table       ``usage``, scope instance (long form)        ``sensor``
+pai_machine_metric     ``usage``, scope machine (long form)         ``machine_metric``
+pai_machine_spec       ``machines`` + one ``capacity`` row          ``machine_spec``
+=====================  ==========================================  ================
+
+Conventions (each recorded in the written files' metadata too):
+
+- Times are float seconds since a hidden epoch; stored as 1970-01-01T00:00:00Z + seconds
+  with ``time_basis = hidden_epoch`` and ``source_tz = Asia/Shanghai``: viewed in UTC+8
+  the time of day and weekday are the real ones, the dates are not. ``0`` means unknown:
+  as in the owners' ``utils.py``, ``start_time == 0`` makes both start and end null;
+  ``end_time == 0`` (a record still running) makes the end null; an empty field is null.
+- ``jobs``: ``submit_time`` is the job table's ``start_time`` (the submission), the
+  job's ``start_time`` its earliest task start (else its earliest instance start, when
+  the task table lacks it), ``end_time`` the job table's ``end_time``. ``gpus`` is
+  ``sum(inst_num x plan_gpu) / 100`` over the job's tasks (``plan_gpu`` is per
+  instance, issue #129); ``gpus_raw`` keeps that sum in percent. ``cpus`` likewise,
+  ``mem_bytes`` from GB x 2^30. Null when the job has no task with a value (no task
+  table, or tasks missing); ``gpu_type`` is the tasks' distinct types joined with ``|``.
+  ``vc`` is the group tag's ``group``, else the user (``utils.py``); ``nodes`` the
+  distinct machines of its instances; ``attempts`` 1.
+- Duplicates: instances follow the owners' rule (see ``pai2020_instances``); a repeated
+  job_name, (job_name, task_name), inst_id in group tags or machine keeps its last line.
+  Every dropped line is quarantined with ``duplicate ..., superseded by line N``.
+- Instances whose job (or task) is not in the job (task) table are kept.
+- Status: Terminated -> completed, Failed -> failed, Running -> running, Waiting ->
+  pending, anything else -> unknown; the raw value is kept.
+- Machine spec: ``gpu_type`` as written (``CPU`` for the 83 GPU-less machines), GPU
+  memory where the model fixes it (V100M32 32 GiB, V100 and T4 16 GiB), ``cap_mem`` GB
+  x 2^30. The capacity row (basis ``machine_list``) holds the GPUs of the machines
+  written, at the hidden epoch's origin with no period (it holds for the whole trace).
+
+Sanity bounds (values past them are quarantined, never silently capped): times below
+1e10 s, ``inst_num`` below 1e6, plans and capacities below 1e6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpu_trace.errors import InputError
+from gpu_trace.loaders.base import Batch
+from gpu_trace.loaders.pai2020_files import (
+    CLUSTER,
+    GIB,
+    GROUP_TAG,
+    INSTANCE,
+    JOB,
+    MACHINE_METRIC_SPEC,
+    MACHINE_SPEC,
+    MACHINE_SPEC_SPEC,
+    SENSOR_SPEC,
+    SOURCE,
+    TASK,
+    TRACE,
+    Input,
+    find_inputs,
+    first,
+    instant,
+    metadata,
+    number_checks,
+    parse,
+    provenance,
+    rejects,
+    seconds,
+    select_tables,
+    status,
+    supersede,
+    time_checks,
+    time_columns,
+)
+from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_hash
+from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
+from gpu_trace.loaders.textfile import LINE, REASON
+from gpu_trace.loaders.units import per
+
+TIME_MAX_S = 1e10
+AMOUNT_MAX = 1e6
+GPU_MEM_GIB = {"V100M32": 32, "V100": 16, "T4": 16}
+"""GPU memory where the model name fixes it; P100 (12 or 16 GiB) and MISC (K40m, K80,
+M60) stay null rather than guessed."""
+
+
+def _bounded(names: Sequence[str], limit: float) -> list[tuple[pl.Expr, pl.Expr | str]]:
+    return [
+        (pl.col(n) >= limit, pl.format(f"{n} {{}} is out of range (>= {limit:g})", pl.col(n)))
+        for n in names
+    ]
+
+
+def _read(inp: Input, *checks: tuple[pl.Expr, pl.Expr | str]) -> pl.DataFrame:
+    """Parse and check a small table (at most a few hundred MB) into memory."""
+    return parse(inp).with_columns(first(*checks)).collect()
+
+
+def _time_checks() -> list[tuple[pl.Expr, pl.Expr | str]]:
+    return [*time_checks(), *_bounded(["start_time", "end_time"], TIME_MAX_S)]
+
+
+def read_jobs(inp: Input) -> pl.DataFrame:
+    return supersede(_read(inp, *_time_checks()), ["job_name"], "job_name")
+
+
+def read_tasks(inp: Input) -> pl.DataFrame:
+    plans = ["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]
+    task_mem = pl.col("inst_num") * pl.col("plan_mem")
+    frame = _read(
+        inp,
+        *number_checks(plans, whole=["inst_num"]),
+        *_bounded(plans, AMOUNT_MAX),
+        (
+            task_mem * GIB >= 2.0**63,
+            pl.format("inst_num x plan_mem = {} GB does not fit in 64-bit bytes", task_mem),
+        ),
+        *_time_checks(),
+    )
+    return supersede(frame, ["job_name", "task_name"], "task (job_name, task_name)")
+
+
+def read_tags(inp: Input) -> pl.DataFrame:
+    return supersede(_read(inp), ["inst_id"], "inst_id")
+
+
+def _bytes(gb: pl.Expr) -> pl.Expr:
+    """GB (2^30 bytes) -> whole bytes; beyond int64 (only absurd sums) -> null."""
+    return (gb * GIB).round().cast(pl.Int64, strict=False)
+
+
+def _good(frame: pl.DataFrame) -> pl.LazyFrame:
+    return frame.lazy().filter(pl.col(REASON).is_null())
+
+
+def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
+    inst = pl.col("inst_num")
+    rows = _good(tasks).select(
+        *provenance(TRACE),
+        pl.col("job_name").alias("job_id"),
+        pl.col("task_name").alias("task"),
+        inst.cast(pl.Int32).alias("instances"),
+        status().alias("status"),
+        pl.col("status").alias("raw_status"),
+        instant(seconds("start_time")).alias("start_time"),
+        instant(seconds("end_time")).alias("end_time"),
+        (seconds("end_time") - seconds("start_time")).alias("run_s"),
+        per(inst * pl.col("plan_gpu"), 100).alias("gpus"),
+        per(pl.col("plan_gpu"), 100).alias("gpus_per_instance"),
+        per(inst * pl.col("plan_cpu"), 100).alias("cpus"),
+        per(pl.col("plan_cpu"), 100).alias("cpus_per_instance"),
+        _bytes(inst * pl.col("plan_mem")).alias("mem_bytes"),
+        _bytes(pl.col("plan_mem")).alias("mem_bytes_per_instance"),
+        pl.col("plan_gpu").alias("plan_gpu_pct"),
+        pl.col("plan_cpu").alias("plan_cpu_pct"),
+        pl.col("plan_mem").alias("plan_mem_gb"),
+        pl.col("gpu_type"),
+        *time_columns(),
+    )
+    return Batch(
+        "tasks",
+        TRACE,
+        inp.info,
+        rows,
+        rejects(tasks, inp, "tasks", TRACE),
+        cluster=CLUSTER,
+        metadata=metadata(
+            inp,
+            units=(
+                "plan_gpu and plan_cpu are percent of one GPU / core per instance; plan_mem "
+                "is GB (2^30 bytes) per instance; task totals multiply by inst_num"
+            ),
+        ),
+    )
+
+
+def task_gpus(tasks: pl.DataFrame) -> pl.DataFrame:
+    """(job_name, task_name) hash -> GPUs per instance, for placements."""
+    return (
+        _good(tasks)
+        .select(*task_hash(), per(pl.col("plan_gpu"), 100).alias("gpus_per_instance"))
+        .collect()
+    )
+
+
+def _task_totals(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per job (keyed by the job-name hashes ``_j1, _j2``, which group twice as fast as
+    the strings): summed requests in source units, GPU types, earliest task start."""
+
+    def total(plan: str) -> pl.Expr:
+        amount = pl.col("inst_num") * pl.col(plan)
+        return pl.when(amount.count() > 0).then(amount.sum())
+
+    good = _good(tasks).with_columns(job_hash()).collect()
+    keys = ["_j1", "_j2"]
+    types = pl.col("gpu_type").drop_nulls()
+    totals = good.group_by(keys).agg(
+        total("plan_gpu").alias("_gpu_pct"),
+        total("plan_cpu").alias("_cpu_pct"),
+        total("plan_mem").alias("_mem_gb"),
+        types.first().alias("gpu_type"),
+        types.n_unique().alias("_types"),
+        seconds("start_time").min().alias("_task_start_s"),
+    )
+    # the few jobs whose tasks got different GPU types list them all, sorted
+    several = totals.filter(pl.col("_types") > 1).select(keys)
+    if several.height:
+        joined = (
+            good.join(several, on=keys, how="semi")
+            .group_by(keys)
+            .agg(types.unique().sort().str.join("|").alias("_joined"))
+        )
+        totals = totals.join(joined, on=keys, how="left").with_columns(
+            pl.coalesce("_joined", "gpu_type").alias("gpu_type")
+        )
+    return totals.select(*keys, "_gpu_pct", "_cpu_pct", "_mem_gb", "gpu_type", "_task_start_s")
+
+
+def jobs_batch(
+    inp: Input,
+    jobs: pl.DataFrame,
+    tasks: pl.DataFrame | None,
+    per_job: pl.DataFrame | None,
+    tags: pl.DataFrame | None,
+    notes: dict[str, str],
+) -> Batch:
+    frame = _good(jobs).with_columns(job_hash())
+    if tasks is not None:
+        frame = frame.join(
+            _task_totals(tasks).lazy(), on=["_j1", "_j2"], how="left", maintain_order="left"
+        )
+    else:
+        frame = frame.with_columns(
+            *(pl.lit(None, dtype=pl.Float64).alias(c) for c in ("_gpu_pct", "_cpu_pct")),
+            pl.lit(None, dtype=pl.Float64).alias("_mem_gb"),
+            pl.lit(None, dtype=pl.String).alias("gpu_type"),
+            pl.lit(None, dtype=pl.Float64).alias("_task_start_s"),
+        )
+    if per_job is not None:
+        frame = frame.join(per_job.lazy(), on=["_j1", "_j2"], how="left", maintain_order="left")
+    else:
+        frame = frame.with_columns(
+            pl.lit(None, dtype=pl.Float64).alias("inst_start_s"),
+            pl.lit(None, dtype=pl.UInt32).alias("nodes"),
+        )
+    if tags is not None:
+        groups = _good(tags).select("inst_id", pl.col("group").alias("_group"))
+        frame = frame.join(groups, on="inst_id", how="left", maintain_order="left")
+    else:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("_group"))
+    submit = seconds("start_time")
+    start = pl.coalesce("_task_start_s", "inst_start_s")
+    end = seconds("end_time")
+    rows = frame.select(
+        *provenance(TRACE),
+        pl.col("job_name").alias("job_id"),
+        pl.col("user"),
+        pl.coalesce("_group", "user").alias("vc"),
+        instant(submit).alias("submit_time"),
+        instant(start).alias("start_time"),
+        instant(end).alias("end_time"),
+        (start - submit).alias("queue_s"),
+        (end - start).alias("run_s"),
+        per(pl.col("_gpu_pct"), 100).alias("gpus"),
+        pl.col("_gpu_pct").alias("gpus_raw"),
+        pl.when(pl.col("_gpu_pct").is_not_null()).then(pl.lit("percent")).alias("gpus_raw_unit"),
+        per(pl.col("_cpu_pct"), 100).alias("cpus"),
+        _bytes(pl.col("_mem_gb")).alias("mem_bytes"),
+        pl.col("gpu_type"),
+        pl.when(pl.col("nodes") > 0).then(pl.col("nodes")).cast(pl.Int32).alias("nodes"),
+        pl.lit(1, dtype=pl.Int32).alias("attempts"),
+        status().alias("status"),
+        pl.col("status").alias("raw_status"),
+        *time_columns(),
+    )
+    return Batch(
+        "jobs",
+        TRACE,
+        inp.info,
+        rows,
+        rejects(jobs, inp, "jobs", TRACE),
+        cluster=CLUSTER,
+        metadata=metadata(inp, **notes),
+    )
+
+
+def tags_batch(inp: Input, tags: pl.DataFrame, jobs: pl.DataFrame | None) -> Batch:
+    frame = _good(tags)
+    if jobs is not None:
+        owners = (
+            _good(jobs)
+            .filter(pl.col("inst_id").is_not_null())
+            .sort(LINE)
+            .unique("inst_id", keep="last", maintain_order=True)
+            .select("inst_id", pl.col("job_name").alias("_job"))
+        )
+        frame = frame.join(owners, on="inst_id", how="left", maintain_order="left")
+    else:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("_job"))
+    rows = frame.select(
+        *provenance(TRACE),
+        pl.col("inst_id").alias("job_key"),
+        pl.col("_job").alias("job_id"),
+        pl.col("user"),
+        pl.col("group").alias("group_tag"),
+        pl.col("workload"),
+        pl.col("gpu_type_spec").alias("gpu_type_request"),
+    )
+    note = "job table's inst_id" if jobs is not None else "null: pai_job_table.csv not read"
+    return Batch(
+        "job_tags",
+        TRACE,
+        inp.info,
+        rows,
+        rejects(tags, inp, "job_tags", TRACE),
+        cluster=CLUSTER,
+        metadata=metadata(inp, job_id_from=note),
+    )
+
+
+def machine_batches(inp: Input) -> Iterator[Batch]:
+    caps = ["cap_cpu", "cap_mem", "cap_gpu"]
+    frame = _read(
+        inp,
+        *number_checks(caps, whole=["cap_gpu"]),
+        *_bounded(caps, AMOUNT_MAX),
+    )
+    frame = supersede(frame, ["machine"], "machine")
+    machines = (
+        _good(frame)
+        .select(
+            *provenance(MACHINE_SPEC),
+            pl.col("machine").alias("machine_id"),
+            pl.col("cap_gpu").cast(pl.Int32).alias("gpus"),
+            pl.col("gpu_type"),
+            (
+                pl.col("gpu_type").replace_strict(GPU_MEM_GIB, default=None, return_dtype=pl.Int64)
+                * GIB
+            ).alias("gpu_mem_bytes"),
+            pl.col("cap_cpu").alias("cpus"),
+            _bytes(pl.col("cap_mem")).alias("mem_bytes"),
+        )
+        .collect()
+    )
+    meta = metadata(inp, gpu_mem="V100M32 32 GiB, V100 and T4 16 GiB, P100 and MISC unknown")
+    yield Batch(
+        "machines",
+        MACHINE_SPEC,
+        inp.info,
+        machines,
+        rejects(frame, inp, "machines", MACHINE_SPEC),
+        cluster=CLUSTER,
+        metadata=meta,
+    )
+    capacity = pl.DataFrame(
+        {
+            "source": [SOURCE],
+            "dataset": [MACHINE_SPEC],
+            "cluster": [CLUSTER],
+            "time": [0.0],
+            "period_s": [None],
+            "vc": [None],
+            "gpus": [int(machines.get_column("gpus").fill_null(0).sum())],
+            "basis": ["machine_list"],
+        },
+        schema_overrides={"period_s": pl.Float64, "vc": pl.String},
+    ).with_columns(instant(pl.col("time")).alias("time"))
+    yield Batch(
+        "capacity",
+        MACHINE_SPEC,
+        inp.info,
+        capacity,
+        rows_read=1,
+        cluster=CLUSTER,
+        metadata={
+            **meta,
+            "derived": (
+                f"one row: the cap_gpu sum of the {machines.height} machines written; time "
+                "= the hidden epoch's origin, period_s null = the whole trace"
+            ),
+        },
+    )
+
+
+def _note(inp: Input | None, what: str, absent: str) -> str:
+    return f"{what} from {inp.path.name}" if inp is not None else f"{absent} (no {what} input)"
+
+
+class Pai2020Loader:
+    """Loader for the Alibaba PAI 2020 trace (a folder of ``pai_*.csv``, or one file)."""
+
+    name = SOURCE
+    version = "1"
+
+    def batches(
+        self, path: Path, *, tables: str | Sequence[str] | None = None, **_: Any
+    ) -> Iterator[Batch]:
+        """Yield machines/capacity, tasks, placements, jobs, job_tags and usage batches
+        for the tables found (``tables`` restricts them: ``job,task,instance``...)."""
+        specs = select_tables(tables)
+        found = {i.spec.short: i for i in find_inputs(path, specs)}
+        if not found:
+            wanted = ", ".join(s.csv for s in specs)
+            raise InputError(path, f"no PAI 2020 input found (looked for {wanted})")
+
+        if spec_in := found.get(MACHINE_SPEC_SPEC.short):
+            yield from machine_batches(spec_in)
+
+        job_in, task_in = found.get(JOB.short), found.get(TASK.short)
+        inst_in, tag_in = found.get(INSTANCE.short), found.get(GROUP_TAG.short)
+        jobs = read_jobs(job_in) if job_in else None
+        tasks = read_tasks(task_in) if task_in else None
+        tags = read_tags(tag_in) if tag_in else None
+        if task_in and tasks is not None:
+            yield tasks_batch(task_in, tasks)
+        per_job = None
+        if inst_in:
+            instances = read_instances(inst_in, task_gpus(tasks) if tasks is not None else None)
+            per_job = instances.per_job
+            yield instances.batch
+        if job_in and jobs is not None:
+            notes = {
+                "requests": _note(
+                    task_in, "pai_task_table.csv", "gpus, cpus, mem_bytes, gpu_type null"
+                ),
+                "start_time": (
+                    "earliest task start_time, else earliest instance start_time "
+                    f"[{_note(task_in, 'tasks', 'no task starts')}; "
+                    f"{_note(inst_in, 'instances', 'no instance starts, nodes null')}]"
+                ),
+                "vc": _note(tag_in, "group", "user (no group tags)"),
+            }
+            yield jobs_batch(job_in, jobs, tasks, per_job, tags, notes)
+        if tag_in and tags is not None:
+            yield tags_batch(tag_in, tags, jobs)
+        del jobs, tasks, tags, per_job
+        if sensor_in := found.get(SENSOR_SPEC.short):
+            yield sensor(sensor_in)
+        if metric_in := found.get(MACHINE_METRIC_SPEC.short):
+            yield machine_metric(metric_in)

@@ -1,0 +1,568 @@
+"""Philly's ``cluster_job_log``: one JSON array of job records, read without ``json.load``.
+
+The real file is a single JSON array of hundreds of MB. Loading it with ``json.load``
+builds millions of Python objects, and one broken byte loses the whole file. Instead
+every record keeps its own number and raw text, so a bad record can be quarantined
+alone:
+
+1. :func:`read_records` turns the array into one row per record (``_record``,
+   ``_raw``). A streaming pass first hashes the file, checks that it is UTF-8 and
+   checks that it starts with ``[``. A well-formed file (the normal case) is then
+   split by DuckDB's ``read_json_objects(format='array')`` (C++, about 100 MB/s).
+   Otherwise :func:`split_array` does it. It streams the bytes in chunks and uses
+   numpy to find the top-level commas (outside strings, at bracket depth 1), so the
+   records around a broken one survive, and a truncated file keeps everything before
+   the cut.
+2. :func:`decode_records` validates and types every record in one DuckDB query.
+   Well-formed records take the fast path: ``TRY(json_transform_strict(...))`` checks
+   every JSON type in one parse. Only the records it rejects are examined field by
+   field with ``json_type``, which finds the reason. This per-row work is needed
+   because polars' ``str.json_decode`` fails the whole column on one bad record and
+   quietly turns a number into a string. The good records come back as polars nested
+   types.
+
+Record numbers are **1-based** (``record 1`` is the first element of the array), in
+line with the 1-based ``line N`` of the CSV loaders. The raw text of a record
+quarantined on the fast path is DuckDB's compact rendering of the element, which
+parses to the same JSON value.
+
+In the fallback split, a bracket left open inside a record (``{"a": [1}``) keeps the
+depth above 1, so the records after it merge into that one until the brackets
+balance again. The merged text fails to decode and is quarantined as one record:
+nothing is silently lost, but the count of records read is then lower than the array
+really had.
+
+Whole-file problems raise :class:`InputError` with a byte offset (0-based). These are:
+no ``[`` at the start, an empty file, a bracket that closes the array with the wrong
+kind, and data after the closing ``]``. A file that ends before the array is closed
+(a truncated download) is not rejected as a whole. The records before the break are
+kept, and the broken tail is quarantined as the last record. The only exception is a
+file cut exactly between two records, so no tail record exists: that is an
+:class:`InputError`, because nothing in the quarantine would show the cut.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from gpu_trace.errors import InputError
+from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, FileInfo
+
+RECORD = "_record"
+"""Column with the 1-based position of a record in the array."""
+
+_CHUNK = 1 << 24
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_LBRACE, _RBRACE, _LBRACKET, _RBRACKET = ord("{"), ord("}"), ord("["), ord("]")
+_COMMA, _LF, _CR, _SPACE = ord(","), ord("\n"), ord("\r"), ord(" ")
+_BOM = b"\xef\xbb\xbf"
+
+_SPECIAL = np.zeros(256, dtype=bool)
+_SPECIAL[[_QUOTE, _LBRACE, _RBRACE, _LBRACKET, _RBRACKET, _COMMA, _LF, _CR]] = True
+_BLANK = np.zeros(256, dtype=bool)
+_BLANK[[_SPACE, ord("\t"), _LF, _CR]] = True
+_DELTA = np.zeros(256, dtype=np.int64)
+_DELTA[[_LBRACE, _LBRACKET]] = 1
+_DELTA[[_RBRACE, _RBRACKET]] = -1
+
+
+@dataclass(frozen=True)
+class SplitArray:
+    """The result of :func:`split_array`."""
+
+    info: FileInfo
+    """The job log itself; ``records`` is the number of elements in the array."""
+    lines: Path
+    """Temporary file with record N of the array on line N (newlines inside a record
+    replaced by spaces, invalid UTF-8 by U+FFFD)."""
+    closed: bool
+    """Whether the array's closing ``]`` was found; if not, the last record is the
+    truncated tail."""
+
+
+@dataclass
+class _State:
+    """What the scan carries from one chunk to the next."""
+
+    depth: int = 1
+    in_string: bool = False
+    backslashes: int = 0
+    """Backslashes that end the previous chunk (they may escape a quote in this one)."""
+    separators: int = 0
+    last_separator: int = -1
+    last_nonblank: int = -1
+    closed_at: int = -1
+
+
+def _escaped(
+    buf: npt.NDArray[np.uint8], quotes: npt.NDArray[np.int64], carry: int
+) -> npt.NDArray[np.bool_]:
+    """Which quotes are escaped: preceded by an odd run of backslashes. The run is
+    counted with one vectorized step per backslash of run length, so a clean chunk
+    costs a single comparison."""
+    run = np.zeros(len(quotes), dtype=np.int64)
+    active = np.ones(len(quotes), dtype=bool)
+    k = 1
+    while active.any():
+        idx = quotes - k
+        inside = idx >= 0
+        at_start = active & ~inside
+        run[at_start] += carry
+        hit = np.zeros(len(quotes), dtype=bool)
+        hit[inside] = buf[idx[inside]] == _BACKSLASH
+        active &= inside & hit
+        run[active] += 1
+        k += 1
+    return (run & 1).astype(bool)
+
+
+def _last(mask: npt.NDArray[np.bool_]) -> int:
+    """Index of the last True in ``mask``, -1 if none (argmax on the reversed view:
+    no index array as long as the chunk)."""
+    if len(mask) == 0:
+        return -1
+    back = int(np.argmax(mask[::-1]))
+    return -1 if not mask[len(mask) - 1 - back] else len(mask) - 1 - back
+
+
+def _trailing_backslashes(buf: npt.NDArray[np.uint8], carry: int) -> int:
+    other = _last(buf != _BACKSLASH)
+    if other < 0:
+        return carry + len(buf)
+    return len(buf) - 1 - other
+
+
+def _scan_chunk(
+    buf: npt.NDArray[np.uint8], base: int, state: _State, path: Path
+) -> npt.NDArray[np.uint8]:
+    """Scan one chunk (``base`` = its byte offset in the file) and return it rewritten
+    as record lines: top-level commas become newlines, other line breaks spaces, and
+    the closing bracket and everything after it are cut off."""
+    out = buf.copy()
+    pos = np.flatnonzero(_SPECIAL[buf])
+    ch = buf[pos]
+    is_quote = ch == _QUOTE
+    real_quote = is_quote.copy()
+    if is_quote.any():
+        quotes = pos[is_quote]
+        real_quote[is_quote] = ~_escaped(buf, quotes, state.backslashes)
+    toggles = np.cumsum(real_quote, dtype=np.int64)
+    in_string = ((toggles - real_quote + int(state.in_string)) & 1).astype(bool)
+    structural = ~in_string & ~is_quote
+    delta = np.where(structural, _DELTA[ch], 0)
+    depth = state.depth + np.cumsum(delta)
+    breaks = (ch == _LF) | (ch == _CR)
+    out[pos[breaks]] = _SPACE
+    closing = np.flatnonzero(structural & (delta < 0) & (depth == 0))
+    end = len(buf)
+    if len(closing):
+        first = int(closing[0])
+        if ch[first] != _RBRACKET:
+            raise InputError(
+                path,
+                f"mismatched {chr(ch[first])!r} closes the JSON array",
+                f"byte {base + int(pos[first])}",
+            )
+        end = int(pos[first])
+        state.closed_at = base + end
+        rest = buf[end + 1 :]
+        extra = np.flatnonzero(~_BLANK[rest])
+        if len(extra):
+            raise InputError(
+                path,
+                "unexpected data after the end of the JSON array",
+                f"byte {base + end + 1 + int(extra[0])}",
+            )
+        keep = pos < end
+        pos, ch, structural, depth = pos[keep], ch[keep], structural[keep], depth[keep]
+    seps = pos[structural & (ch == _COMMA) & (depth == 1)]
+    out[seps] = _LF
+    if len(seps):
+        state.separators += len(seps)
+        state.last_separator = base + int(seps[-1])
+    nonblank = _last(~_BLANK[out[:end]])
+    if nonblank >= 0:
+        state.last_nonblank = base + nonblank
+    if len(depth):
+        state.depth = int(depth[-1])
+    state.in_string = bool((int(state.in_string) + int(real_quote.sum())) & 1)
+    state.backslashes = _trailing_backslashes(buf, state.backslashes)
+    return out[:end]
+
+
+def _start(head: bytes, path: Path) -> int | None:
+    """Offset just after the opening ``[`` in ``head``, None if ``head`` is all blank
+    (read more), InputError if the first non-blank byte is not ``[``."""
+    body = head[len(_BOM) :] if head.startswith(_BOM) else head
+    skip = len(head) - len(body)
+    stripped = body.lstrip(b" \t\r\n")
+    if not stripped:
+        return None
+    at = skip + len(body) - len(stripped)
+    if stripped[:1] != b"[":
+        found = stripped[:20].decode("utf-8", errors="replace")
+        raise InputError(path, f"not a JSON array: expected '[', found {found!r}", f"byte {at}")
+    return at + 1
+
+
+def split_array(path: Path, workdir: Path) -> SplitArray:
+    """Split the JSON array in ``path`` into one record per line (see the module doc).
+
+    Streams the file in 16 MiB chunks, so memory stays flat however big the log is.
+    """
+    digest = hashlib.sha256()
+    strict = codecs.getincrementaldecoder("utf-8")()
+    lenient = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    utf8 = True
+    size = 0
+    state = _State()
+    started = False
+    lines = workdir / "records.ndjson"
+    try:
+        with path.open("rb") as src, lines.open("w", encoding="utf-8", newline="") as dst:
+            head = b""
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                if utf8:
+                    try:
+                        strict.decode(chunk)
+                    except UnicodeDecodeError:
+                        utf8 = False
+                base = size
+                size += len(chunk)
+                if state.closed_at >= 0:
+                    extra = np.flatnonzero(~_BLANK[np.frombuffer(chunk, dtype=np.uint8)])
+                    if len(extra):
+                        raise InputError(
+                            path,
+                            "unexpected data after the end of the JSON array",
+                            f"byte {base + int(extra[0])}",
+                        )
+                    continue
+                if not started:
+                    head += chunk
+                    at = _start(head, path)
+                    if at is None:
+                        continue
+                    started = True
+                    base = size - len(head) + at
+                    chunk = head[at:]
+                    state.last_nonblank = base - 1
+                    state.last_separator = base - 1
+                buf = np.frombuffer(chunk, dtype=np.uint8)
+                dst.write(lenient.decode(_scan_chunk(buf, base, state, path).tobytes()))
+            dst.write(lenient.decode(b"", final=True))
+            if utf8:
+                try:
+                    strict.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    utf8 = False
+            if not started:
+                raise InputError(path, "file is empty (expected a JSON array)", "byte 0")
+            tail_blank = state.last_nonblank <= state.last_separator
+            closed = state.closed_at >= 0
+            if not closed and tail_blank:
+                raise InputError(
+                    path, "the JSON array is not closed (truncated file?)", f"byte {size}"
+                )
+            records = 0 if state.separators == 0 and tail_blank else state.separators + 1
+            if records:
+                dst.write("\n")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    info = FileInfo(path, digest.hexdigest(), size, records, utf8)
+    return SplitArray(info, lines, closed)
+
+
+ATTEMPT_TYPE = pl.Struct(
+    {
+        "start_time": pl.String,
+        "end_time": pl.String,
+        "detail": pl.List(pl.Struct({"ip": pl.String, "gpus": pl.List(pl.String)})),
+    }
+)
+RECORD_TYPE = pl.Struct(
+    {
+        "jobid": pl.String,
+        "status": pl.String,
+        "vc": pl.String,
+        "user": pl.String,
+        "submitted_time": pl.String,
+        "attempts": pl.List(ATTEMPT_TYPE),
+    }
+)
+"""The decoded shape of one job record (keys not listed here are ignored)."""
+
+_STRUCTURE = (
+    '{"jobid": "VARCHAR", "status": "VARCHAR", "vc": "VARCHAR", "user": "VARCHAR", '
+    '"submitted_time": "VARCHAR", "attempts": [{"start_time": "VARCHAR", '
+    '"end_time": "VARCHAR", "detail": [{"ip": "VARCHAR", "gpus": ["VARCHAR"]}]}]}'
+)
+
+
+def _kind(t: str) -> str:
+    """SQL turning a DuckDB JSON type name into the word a user knows."""
+    return (
+        f"CASE WHEN {t} IN ('UBIGINT', 'BIGINT', 'DOUBLE', 'HUGEINT') THEN 'a number' "
+        f"WHEN {t} = 'VARCHAR' THEN 'a string' WHEN {t} = 'ARRAY' THEN 'a list' "
+        f"WHEN {t} = 'OBJECT' THEN 'an object' WHEN {t} = 'BOOLEAN' THEN 'a boolean' "
+        f"ELSE 'null' END"
+    )
+
+
+def _all(types: str, allowed: tuple[str, ...]) -> str:
+    """SQL: every type in the list ``types`` is one of ``allowed``."""
+    ok = " OR ".join(f"t = '{a}'" for a in allowed)
+    return f"list_bool_and(list_transform({types}, lambda t: {ok}))"
+
+
+def _checks() -> list[tuple[str, str]]:
+    """(SQL condition that is true for a bad record, SQL reason), first match wins."""
+    checks: list[tuple[str, str]] = [
+        ("trim(txt, ' \t\n\r') = ''", "'empty record (stray comma in the array)'"),
+        ("NOT ok", "'not valid JSON'"),
+        ("ty <> 'OBJECT'", f"'record is ' || {_kind('ty')} || ', not an object'"),
+        ("t_jobid IS NULL", "'jobid is missing'"),
+        ("t_jobid <> 'VARCHAR'", f"'jobid is ' || {_kind('t_jobid')} || ', not a string'"),
+        ("json_extract_string(j, '$.jobid') = ''", "'jobid is empty'"),
+        ("t_attempts IS NULL", "'attempts is missing'"),
+        (
+            "t_attempts <> 'ARRAY'",
+            f"'attempts is ' || {_kind('t_attempts')} || ', not a list'",
+        ),
+    ]
+    for key in ("status", "vc", "user", "submitted_time"):
+        checks.append(
+            (
+                f"t_{key} NOT IN ('VARCHAR', 'NULL')",
+                f"'{key} is ' || {_kind(f't_{key}')} || ', not a string'",
+            )
+        )
+    checks += [
+        (
+            f"NOT {_all('t_att', ('OBJECT',))}",
+            "'attempts[' || (list_position(list_transform(t_att, lambda t: t = 'OBJECT'), false)"
+            " - 1) || '] is not an object'",
+        ),
+        (
+            f"NOT {_all('t_start', ('VARCHAR', 'NULL'))}",
+            "'an attempt start_time is not a string'",
+        ),
+        (f"NOT {_all('t_end', ('VARCHAR', 'NULL'))}", "'an attempt end_time is not a string'"),
+        (
+            f"NOT {_all('t_detail', ('ARRAY', 'NULL'))}",
+            "'an attempt detail is not a list'",
+        ),
+        (f"NOT {_all('t_entry', ('OBJECT',))}", "'an attempt detail entry is not an object'"),
+        (
+            f"NOT {_all('t_ip', ('VARCHAR',))} OR len(t_ip) <> len(t_entry)",
+            "'an attempt detail entry has no ip string'",
+        ),
+        (
+            f"NOT {_all('t_gpus', ('ARRAY',))} OR len(t_gpus) <> len(t_entry)",
+            "'an attempt detail entry has no gpus list'",
+        ),
+        (f"NOT {_all('t_gpu', ('VARCHAR',))}", "'a gpu id is not a string'"),
+    ]
+    return checks
+
+
+_TYPES = {
+    "t_jobid": "$.jobid",
+    "t_attempts": "$.attempts",
+    "t_status": "$.status",
+    "t_vc": "$.vc",
+    "t_user": "$.user",
+    "t_submitted_time": "$.submitted_time",
+    "t_att": "$.attempts[*]",
+    "t_start": "$.attempts[*].start_time",
+    "t_end": "$.attempts[*].end_time",
+    "t_detail": "$.attempts[*].detail",
+    "t_entry": "$.attempts[*].detail[*]",
+    "t_ip": "$.attempts[*].detail[*].ip",
+    "t_gpus": "$.attempts[*].detail[*].gpus",
+    "t_gpu": "$.attempts[*].detail[*].gpus[*]",
+}
+
+
+def _query(truncated: int | None, check_utf8: bool) -> str:
+    types = ", ".join(f"json_type(j, '{p}') AS {name}" for name, p in _TYPES.items())
+    slow = " ".join(f"WHEN {cond} THEN {why}" for cond, why in _checks())
+    tail = (
+        f"WHEN {RECORD} = {truncated} THEN "
+        "'file ends before the JSON array is closed: truncated record' "
+        if truncated is not None
+        else ""
+    )
+    bad_utf8 = "WHEN contains(txt, '\ufffd') THEN 'invalid UTF-8' " if check_utf8 else ""
+    return f"""
+        WITH src AS (
+            SELECT {RECORD}, {RAW} AS txt FROM lines
+        ), fast AS MATERIALIZED (
+            SELECT *, TRY(json_transform_strict(txt, '{_STRUCTURE}')) AS strict FROM src
+        ), good AS (
+            SELECT {RECORD}, txt, strict, NULL::JSON AS j,
+                CASE {tail} {bad_utf8} WHEN strict.jobid = '' THEN 'jobid is empty' END
+                    AS {REASON}
+            FROM fast WHERE strict IS NOT NULL
+        ), parsed AS (
+            SELECT {RECORD}, txt, strict, json_valid(txt) AS ok,
+                CASE WHEN json_valid(txt) THEN json(txt) END AS j
+            FROM fast WHERE strict IS NULL
+        ), typed AS (
+            SELECT *, json_type(j) AS ty, {types} FROM parsed
+        ), bad AS (
+            SELECT {RECORD}, txt, strict, j, CASE {tail} {bad_utf8} {slow} END AS {REASON}
+            FROM typed
+        ), judged AS (
+            SELECT * FROM good UNION ALL SELECT * FROM bad
+        )
+        SELECT {RECORD},
+            CASE WHEN {REASON} IS NOT NULL THEN left(trim(txt, ' \t\n\r'), {RAW_LIMIT}) END
+                AS {RAW},
+            {REASON},
+            CASE WHEN {REASON} IS NOT NULL THEN NULL
+                WHEN strict IS NOT NULL THEN strict
+                ELSE from_json(j, '{_STRUCTURE}') END AS rec
+        FROM judged
+    """
+
+
+@dataclass(frozen=True)
+class Records:
+    """The job log as one row per array element."""
+
+    info: FileInfo
+    """The job log itself; ``records`` is the number of elements in the array."""
+    lines: pl.DataFrame
+    """``_record`` (1-based) and ``_raw`` (the element's text)."""
+    closed: bool
+    """False when the file ends before the array is closed: the last record is the
+    truncated tail."""
+    strict: pl.Series | None = None
+    """On the fast path: each record decoded with ``json_transform_strict`` (null where
+    any JSON type is off), aligned with ``lines``."""
+
+
+def _precheck(path: Path) -> tuple[str, int, bool]:
+    """Stream the file once for its sha256 and size, and check that the first
+    non-blank byte is ``[`` (InputError otherwise). Also returns whether the last
+    non-blank byte is ``]``. DuckDB accepts an array cut just after a comma, so such a
+    file must take the numpy split, which reports the cut. UTF-8 validity is left to
+    the split: DuckDB rejects invalid UTF-8, which sends the file to the numpy split,
+    and that checks it."""
+    digest = hashlib.sha256()
+    size = 0
+    head = tail = b""
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+                if len(head) < 4096:
+                    head += chunk[:4096]
+                tail = (tail + chunk[-4096:])[-4096:]
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if _start(head, path) is None and len(head) == size:
+        raise InputError(path, "file is empty (expected a JSON array)", "byte 0")
+    return digest.hexdigest(), size, tail.rstrip(b" \t\r\n").endswith(b"]")
+
+
+def read_records(path: Path, workdir: Path) -> Records:
+    """One row per element of the JSON array in ``path`` (see the module doc)."""
+    sha, size, ends_closed = _precheck(path)
+    table = None
+    if ends_closed:
+        con = duckdb.connect()
+        try:
+            # No join, sort or aggregate: rows come back in file order.
+            table = con.sql(
+                f"SELECT json::VARCHAR AS {RAW}, "
+                f"TRY(json_transform_strict(json, '{_STRUCTURE}')) AS rec "
+                "FROM read_json_objects(?, format = 'array')",
+                params=[str(path)],
+            ).to_arrow_table()
+        except duckdb.Error:
+            table = None  # malformed somewhere: the numpy split localizes the damage
+        finally:
+            con.close()
+    if table is not None:
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        lines = frame.select(
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(RECORD), pl.col(RAW)
+        )
+        strict = frame["rec"].cast(RECORD_TYPE)
+        return Records(FileInfo(path, sha, size, lines.height, True), lines, True, strict)
+    split = split_array(path, workdir)
+    lines = (
+        pl.scan_lines(split.lines, name=RAW)
+        .with_row_index(RECORD, offset=1)
+        .with_columns(pl.col(RECORD).cast(pl.Int64))
+        .collect()
+        .head(split.info.records)
+    )
+    if lines.height != split.info.records:
+        raise InputError(
+            path, f"found {lines.height} records after splitting, expected {split.info.records}"
+        )
+    return Records(split.info, lines, split.closed)
+
+
+def decode_records(records: Records) -> pl.DataFrame:
+    """Validate and decode every record.
+
+    Returns one row per record, in no particular order: ``_record``, ``_raw`` (the
+    text, only for rejected records), ``_reason`` (null when the record is structurally
+    sound) and ``rec`` (the decoded record of type :data:`RECORD_TYPE`, null when
+    rejected). On the fast path only the records the strict decode refused go through
+    the field-by-field query.
+    """
+    info = records.info
+    schema: dict[str, pl.DataType] = {
+        RECORD: pl.Int64(),
+        RAW: pl.String(),
+        REASON: pl.String(),
+        "rec": RECORD_TYPE,
+    }
+    if info.records == 0:
+        return pl.DataFrame(schema=schema)
+    lines = records.lines
+    good = None
+    if records.strict is not None:
+        rec = records.strict
+        ok = rec.is_not_null() & (rec.struct.field("jobid") != "")
+        good = (
+            lines.filter(ok)
+            .select(
+                RECORD,
+                pl.lit(None, dtype=pl.String).alias(RAW),
+                pl.lit(None, dtype=pl.String).alias(REASON),
+            )
+            .with_columns(rec.filter(ok).alias("rec"))
+        )
+        lines = lines.filter(~ok)
+        if lines.height == 0:
+            return good
+    query = _query(None if records.closed else info.records, check_utf8=not info.utf8)
+    con = duckdb.connect()
+    try:
+        con.register("lines", lines.to_arrow())
+        table = con.sql(query).to_arrow_table()
+    except duckdb.Error as exc:  # a JSON value DuckDB cannot represent
+        raise InputError(info.path, f"cannot decode the job records: {exc}") from None
+    finally:
+        con.close()
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    frame = frame.with_columns(pl.col("rec").cast(RECORD_TYPE))
+    return frame if good is None else pl.concat([good, frame.select(list(schema))])

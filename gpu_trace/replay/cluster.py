@@ -1,0 +1,333 @@
+"""The emulated cluster: its static shape (:class:`ClusterSpec`) and its mutable
+allocation state (:class:`ClusterState`).
+
+A cluster is nodes x GPUs x GPU type, plus optional per-VC GPU quotas. It comes from a
+spec string (``6500x8``: 6,500 GPUs in nodes of 8), a file (TOML / JSON / CSV), or the
+trace's own ``machines`` / ``capacity`` tables (``from-trace``).
+
+GPU capacity is tracked per GPU in milli-GPU integers (1000 = one whole GPU), so openb's
+fractional sharing (a 0.47-GPU pod) and whole-GPU jobs use one exact representation with
+no float drift. Whole-GPU placement must be O(node size), not O(nodes): nodes are
+bucketed by their count of wholly free GPUs per GPU type, so a best-fit lookup is a scan
+over at most ``max GPUs per node`` buckets. A numpy mirror of the per-GPU free matrix
+serves the vectorized policies (random, best-fit, FGD) that score every node at once.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from gpu_trace.errors import GpuTraceError, InputError
+
+MILLI = 1000
+"""Milli-GPU per GPU."""
+
+ANY_TYPE = -1
+"""Type mask meaning "any GPU type" (all bits set)."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Static cluster shape: one entry per node."""
+
+    node_gpus: tuple[int, ...]
+    node_type: tuple[int, ...]
+    type_names: tuple[str, ...]
+    vc_quota_gpus: dict[str, float] = field(default_factory=dict)
+    name: str = "cluster"
+
+    def __post_init__(self) -> None:
+        if not self.node_gpus:
+            raise GpuTraceError("the cluster has no GPU nodes")
+        if len(self.type_names) > 62:
+            raise GpuTraceError("at most 62 GPU types are supported")
+
+    @property
+    def nodes(self) -> int:
+        return len(self.node_gpus)
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.node_gpus)
+
+    @property
+    def max_node_gpus(self) -> int:
+        return max(self.node_gpus)
+
+    def type_mask(self, constraint: str | None) -> int:
+        """Bit mask of the type codes a ``A|B`` constraint allows (``ANY_TYPE`` for
+        none); 0 when none of the named types exists in this cluster."""
+        if constraint is None or constraint == "":
+            return ANY_TYPE
+        mask = 0
+        for name in constraint.split("|"):
+            if name in self.type_names:
+                mask |= 1 << self.type_names.index(name)
+        return mask
+
+    def describe(self) -> dict[str, Any]:
+        by_type: dict[str, dict[str, int]] = {}
+        for g, t in zip(self.node_gpus, self.node_type, strict=True):
+            d = by_type.setdefault(self.type_names[t], {"nodes": 0, "gpus": 0})
+            d["nodes"] += 1
+            d["gpus"] += g
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "types": by_type,
+            "vc_quota_gpus": dict(sorted(self.vc_quota_gpus.items())),
+        }
+
+
+def from_groups(
+    groups: Sequence[tuple[int, int, str]],
+    vc_quota_gpus: dict[str, float] | None = None,
+    name: str = "cluster",
+) -> ClusterSpec:
+    """Build a spec from ``(node count, GPUs per node, GPU type)`` groups."""
+    types: list[str] = []
+    gpus: list[int] = []
+    kinds: list[int] = []
+    for count, per_node, gpu_type in groups:
+        if count < 0 or per_node < 0:
+            raise GpuTraceError(f"negative node or GPU count in cluster group {count}x{per_node}")
+        if per_node == 0:
+            continue
+        if gpu_type not in types:
+            types.append(gpu_type)
+        gpus.extend([per_node] * count)
+        kinds.extend([types.index(gpu_type)] * count)
+    return ClusterSpec(tuple(gpus), tuple(kinds), tuple(types), dict(vc_quota_gpus or {}), name)
+
+
+_SPEC = re.compile(r"^(?P<gpus>\d+)x(?P<per>\d+)(?::(?P<type>[A-Za-z0-9_.-]+))?$")
+
+
+def parse_spec(text: str) -> ClusterSpec:
+    """``N x G[:TYPE]``: N GPUs in nodes of G (a last, smaller node takes the remainder);
+    several groups joined with ``+`` (``64x8:V100+32x4:P100``)."""
+    groups: list[tuple[int, int, str]] = []
+    for part in text.split("+"):
+        m = _SPEC.match(part.strip())
+        if not m:
+            raise GpuTraceError(f"cluster spec {part!r} is not NxG or NxG:TYPE (e.g. 6500x8)")
+        total, per = int(m["gpus"]), int(m["per"])
+        if per <= 0 or total <= 0:
+            raise GpuTraceError(f"cluster spec {part!r} needs positive GPU counts")
+        gtype = m["type"] or "gpu"
+        groups.append((total // per, per, gtype))
+        if total % per:
+            groups.append((1, total % per, gtype))
+    return from_groups(groups, name=text)
+
+
+def load_file(path: Path) -> ClusterSpec:
+    """Read a cluster file.
+
+    - TOML / JSON: ``nodes = [{count = 100, gpus = 8, gpu_type = "V100"}, ...]`` and an
+      optional ``[vc_quotas]`` table of GPUs per VC.
+    - CSV with header ``count,gpus,gpu_type`` (one group per line), or the HeliosArtifact
+      VC file ``vc,node num`` (8-GPU nodes; each VC's quota = its nodes x 8).
+    """
+    suffix = path.suffix.lower()
+    if suffix in {".toml", ".json"}:
+        try:
+            raw = path.read_text(encoding="utf-8")
+            doc: dict[str, Any] = tomllib.loads(raw) if suffix == ".toml" else json.loads(raw)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(path, f"not valid {suffix[1:].upper()}: {exc}") from None
+        nodes = doc.get("nodes")
+        if not isinstance(nodes, list) or not nodes:
+            raise InputError(path, "needs a non-empty `nodes` list")
+        groups = []
+        for i, g in enumerate(nodes):
+            try:
+                groups.append((int(g["count"]), int(g["gpus"]), str(g.get("gpu_type", "gpu"))))
+            except (KeyError, TypeError, ValueError):
+                raise InputError(
+                    path, "each node group needs integer `count` and `gpus`", f"nodes[{i}]"
+                ) from None
+        quotas = {str(k): float(v) for k, v in dict(doc.get("vc_quotas", {})).items()}
+        return from_groups(groups, quotas, name=path.stem)
+    if suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        if not rows:
+            raise InputError(path, "empty file")
+        header = [h.strip() for h in rows[0]]
+        body = [r for r in rows[1:] if r]
+        try:
+            if header[:2] == ["count", "gpus"]:
+                return from_groups(
+                    [(int(r[0]), int(r[1]), r[2] if len(r) > 2 and r[2] else "gpu") for r in body],
+                    name=path.stem,
+                )
+            if header == ["vc", "node num"]:
+                groups = [(int(r[1]), 8, "gpu") for r in body]
+                quotas = {r[0]: int(r[1]) * 8.0 for r in body}
+                return from_groups(groups, quotas, name=path.stem)
+        except (ValueError, IndexError) as exc:
+            raise InputError(path, f"bad value: {exc}") from None
+        raise InputError(path, f"unknown CSV header {','.join(header)!r}", "line 1")
+    raise InputError(path, "cluster files are .toml, .json or .csv")
+
+
+def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> ClusterSpec:
+    """The trace's own cluster: its ``machines`` inventory (the dataset with the most
+    GPUs when there are several), else the peak of its published ``capacity`` in 8-GPU
+    nodes."""
+    m = machines.filter((pl.col("source") == source) & (pl.col("gpus") > 0)).collect()
+    if m.height:
+        best = (
+            m.group_by("dataset")
+            .agg(pl.col("gpus").sum().alias("g"))
+            .sort(["g", "dataset"], descending=[True, False])
+            .item(0, "dataset")
+        )
+        m = m.filter(pl.col("dataset") == best).sort("machine_id")
+        groups = [
+            (1, int(g), t if t is not None else "gpu")
+            for g, t in zip(m["gpus"].to_list(), m["gpu_type"].to_list(), strict=True)
+        ]
+        return from_groups(groups, name=f"{source}:{best}")
+    c = capacity.filter((pl.col("source") == source) & pl.col("vc").is_null()).collect()
+    if c.height:
+        peak = int(c["gpus"].max())  # type: ignore[arg-type]
+        spec = parse_spec(f"{peak}x8")
+        return ClusterSpec(
+            spec.node_gpus, spec.node_type, spec.type_names, {}, f"{source}:capacity"
+        )
+    raise GpuTraceError(
+        f"source {source!r} has no machines or capacity in the store; give --gpus or --cluster"
+    )
+
+
+class ClusterState:
+    """Mutable allocation state of a cluster.
+
+    ``free[n][g]`` is the free milli-GPU of GPU g on node n (python lists: the engine
+    reads them one at a time); ``free_np`` mirrors it for vectorized scoring (-1 marks
+    GPU slots a smaller node does not have). ``whole[n]`` counts wholly free GPUs and
+    ``buckets[t][k]`` holds the nodes of type t with exactly k wholly free GPUs.
+    """
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        self.spec = spec
+        n, gmax = spec.nodes, spec.max_node_gpus
+        self.gmax = gmax
+        self.node_gpus = list(spec.node_gpus)
+        self.node_type = list(spec.node_type)
+        self.free = [[MILLI] * g for g in spec.node_gpus]
+        self.free_np: npt.NDArray[np.int32] = np.full((n, gmax), -1, dtype=np.int32)
+        for i, g in enumerate(spec.node_gpus):
+            self.free_np[i, :g] = MILLI
+        self.whole = list(spec.node_gpus)
+        self.node_free = [g * MILLI for g in spec.node_gpus]
+        self.buckets: list[list[set[int]]] = [
+            [set() for _ in range(gmax + 1)] for _ in spec.type_names
+        ]
+        for i, (g, t) in enumerate(zip(spec.node_gpus, spec.node_type, strict=True)):
+            self.buckets[t][g].add(i)
+        self.type_np = np.asarray(spec.node_type, dtype=np.int64)
+        self.capacity_milli = spec.gpus * MILLI
+        self.used_milli = 0
+        self.frag_milli = 0
+        """Free capacity on nodes that are partly used (see :meth:`_frag`)."""
+        self.types_for_mask: dict[int, tuple[int, ...]] = {}
+        self.max_whole_for_mask: dict[int, int] = {}
+
+    def types_of(self, mask: int) -> tuple[int, ...]:
+        """Type codes allowed by ``mask`` (cached)."""
+        got = self.types_for_mask.get(mask)
+        if got is None:
+            got = tuple(t for t in range(len(self.spec.type_names)) if mask >> t & 1)
+            self.types_for_mask[mask] = got
+        return got
+
+    def node_ok_np(self, mask: int) -> npt.NDArray[np.bool_]:
+        """Boolean per node: its type is allowed by ``mask``."""
+        if mask == ANY_TYPE:
+            return np.ones(len(self.node_gpus), dtype=bool)
+        return ((mask >> self.type_np) & 1).astype(bool)
+
+    def capacity_for(self, mask: int) -> tuple[int, int]:
+        """(GPUs on the largest allowed node, GPUs on all allowed nodes)."""
+        ok = self.node_ok_np(mask)
+        gpus = np.asarray(self.node_gpus)[ok]
+        if not gpus.size:
+            return 0, 0
+        return int(gpus.max()), int(gpus.sum())
+
+    def _frag(self, n: int) -> int:
+        f = self.node_free[n]
+        return f if 0 < f < self.node_gpus[n] * MILLI else 0
+
+    def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
+        """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked)."""
+        for n, g, milli in parts:
+            row = self.free[n]
+            before = row[g]
+            if milli <= 0 or before < milli:
+                raise AssertionError(f"over-allocation of node {n} GPU {g}")
+            self.frag_milli -= self._frag(n)
+            row[g] = before - milli
+            self.free_np[n, g] = before - milli
+            self.node_free[n] -= milli
+            self.used_milli += milli
+            if before == MILLI:
+                t = self.node_type[n]
+                k = self.whole[n]
+                b = self.buckets[t]
+                b[k].discard(n)
+                b[k - 1].add(n)
+                self.whole[n] = k - 1
+            self.frag_milli += self._frag(n)
+
+    def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
+        """Give back what :meth:`allocate` took."""
+        for n, g, milli in parts:
+            row = self.free[n]
+            after = row[g] + milli
+            if after > MILLI:
+                raise AssertionError(f"release beyond capacity on node {n} GPU {g}")
+            self.frag_milli -= self._frag(n)
+            row[g] = after
+            self.free_np[n, g] = after
+            self.node_free[n] += milli
+            self.used_milli -= milli
+            if after == MILLI:
+                t = self.node_type[n]
+                k = self.whole[n]
+                b = self.buckets[t]
+                b[k].discard(n)
+                b[k + 1].add(n)
+                self.whole[n] = k + 1
+            self.frag_milli += self._frag(n)
+
+    def whole_parts(self, n: int, k: int) -> list[tuple[int, int, int]]:
+        """The first ``k`` wholly free GPUs of node ``n`` as allocation parts."""
+        out: list[tuple[int, int, int]] = []
+        for g, f in enumerate(self.free[n]):
+            if f == MILLI:
+                out.append((n, g, MILLI))
+                if len(out) == k:
+                    break
+        return out
+
+
+def ceil_gpus(gpus: float) -> int:
+    """GPUs a request occupies at least partly (0.5 -> 1, 2 -> 2)."""
+    return max(1, math.ceil(gpus - 1e-9))

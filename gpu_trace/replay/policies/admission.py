@@ -1,0 +1,45 @@
+"""Admission: refuse, at arrival, jobs that could never run on this cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpu_trace.replay.cluster import MILLI
+from gpu_trace.replay.policies.base import EngineView, PolicyBase
+
+
+@dataclass(frozen=True)
+class FitsConfig:
+    multi_node: bool = field(
+        default=True,
+        metadata={"help": "Admit jobs larger than one node (they span whole nodes)."},
+    )
+
+
+class Fits(PolicyBase):
+    """Admit a job only if the empty cluster could hold it: enough GPUs of an allowed
+    type (on one node unless multi-node jobs are allowed) and within its VC's quota."""
+
+    Config = FitsConfig
+
+    def __init__(self, config: FitsConfig, engine: EngineView) -> None:
+        super().__init__(config, engine)
+        self.cache: dict[int, tuple[int, int]] = {}
+
+    def admit(self, j: int) -> str | None:
+        e = self.e
+        mask = e.mask[j]
+        if mask == 0:
+            return "GPU type constraint matches no node"
+        cap = self.cache.get(mask)
+        if cap is None:
+            cap = self.cache[mask] = e.state.capacity_for(mask)
+        largest, total = cap
+        ngpu = e.ngpu[j]
+        limit = total if self.config.multi_node else largest
+        if ngpu > limit:
+            return f"needs {ngpu} GPUs, the cluster has {limit} usable"
+        quota = e.vc_quota_milli.get(e.vc[j])
+        if quota is not None and ngpu * e.milli[j] > quota:
+            return f"needs {ngpu * e.milli[j] / MILLI:g} GPUs, above its VC quota"
+        return None

@@ -1,0 +1,289 @@
+"""The three policy seams (Blox's split) and their registries.
+
+- :class:`AdmissionPolicy` decides once, at arrival, whether a job may ever run.
+- :class:`SchedulingPolicy` owns the wait queue and decides *which* job starts (or is
+  preempted) and *when*, calling :meth:`EngineView.try_start` / :meth:`EngineView.preempt`.
+- :class:`PlacementPolicy` decides *where*: which GPUs of which nodes a job gets.
+
+Policies never touch the cluster state directly; the engine applies their decisions
+and keeps the invariants (no over-allocation, no start before arrival).
+
+A policy is a class with a ``Config`` dataclass (fields carry ``metadata={"help": ...}``)
+registered by name. Built-ins are listed in ``BUILTIN_*`` as ``"module:Class"`` (imported
+on use); :func:`register` adds one at run time (a duplicate name is an error, never a
+silent override).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import importlib
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay.cluster import ClusterState
+from gpu_trace.replay.workload import Workload
+
+Parts = list[tuple[int, int, int]]
+"""An allocation: (node, GPU index, milli-GPU) triples."""
+
+Kind = Literal["scheduler", "placement", "admission"]
+
+
+class EngineView(Protocol):
+    """What the engine offers to policies."""
+
+    now: float
+    w: Workload
+    state: ClusterState
+    estimate_s: npt.NDArray[np.float64]
+    remaining: list[float]
+    attained_gpu_s: list[float]
+    end_time: list[float]
+    seg_start: list[float]
+    ngpu: list[int]
+    milli: list[int]
+    mask: list[int]
+    gpus: list[float]
+    vc: list[int]
+    arrival: list[float]
+    running: set[int]
+    vc_quota_milli: dict[int, int]
+    rng: np.random.Generator
+
+    def try_start(self, j: int) -> bool:
+        """Place and start job ``j`` now; False (and nothing changed) if it cannot."""
+        ...
+
+    def preempt(self, j: int) -> None:
+        """Stop running job ``j`` now, keeping its progress; the caller requeues it."""
+        ...
+
+    def set_timer(self, t: float, j: int, tag: int) -> None:
+        """Call the scheduler's ``on_timer(j, tag)`` at time ``t`` (>= now)."""
+        ...
+
+    def reject(self, j: int, reason: str) -> None:
+        """Give up on waiting job ``j`` (it never runs), with a reason."""
+        ...
+
+
+class SchedulingPolicy(Protocol):
+    """Which waiting job runs next. ``preemptive`` policies may call ``preempt``."""
+
+    preemptive: bool
+
+    def on_arrival(self, j: int) -> None: ...
+    def on_finish(self, j: int) -> None: ...
+    def on_timer(self, j: int, tag: int) -> None: ...
+    def schedule(self) -> None:
+        """Called once after all events of one instant were applied."""
+        ...
+
+
+class PlacementPolicy(Protocol):
+    """Where a job goes: the parts to allocate, or None if it does not fit now."""
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None: ...
+
+
+class AdmissionPolicy(Protocol):
+    """Whether an arriving job may ever run: None to admit, else the rejection reason."""
+
+    def admit(self, j: int) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """This policy has no options."""
+
+
+def config_help(config: type[Any]) -> list[tuple[str, str, str]]:
+    """(field, default, help) for each field of a config dataclass."""
+    out = []
+    for f in dataclasses.fields(config):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        out.append((f.name, repr(default), str(f.metadata.get("help", ""))))
+    return out
+
+
+def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
+    """Instantiate ``config`` from user options, coercing strings to the field types and
+    naming unknown options."""
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise GpuTraceError(
+            f"unknown option(s) {', '.join(unknown)}; known: {', '.join(fields) or 'none'}"
+        )
+    kwargs: dict[str, Any] = {}
+    for name, value in options.items():
+        default = fields[name].default
+        if isinstance(value, str):
+            try:
+                if isinstance(default, bool):
+                    value = value.lower() in {"1", "true", "yes", "on"}
+                elif isinstance(default, int):
+                    value = int(value)
+                elif isinstance(default, float):
+                    value = float(value)
+                elif isinstance(default, tuple):
+                    value = tuple(float(x) for x in value.split(",") if x)
+            except ValueError:
+                raise GpuTraceError(f"option {name}={value!r} is not a valid value") from None
+        kwargs[name] = value
+    return config(**kwargs)
+
+
+BUILTIN: dict[Kind, dict[str, str]] = {
+    "scheduler": {
+        "fifo": "gpu_trace.replay.policies.fifo:Fifo",
+        "sjf": "gpu_trace.replay.policies.priority:Sjf",
+        "qssf": "gpu_trace.replay.policies.priority:Qssf",
+        "srtf": "gpu_trace.replay.policies.priority:Srtf",
+        "las": "gpu_trace.replay.policies.priority:Las",
+        "tiresias": "gpu_trace.replay.policies.priority:Tiresias",
+        "backfill": "gpu_trace.replay.policies.backfill:EasyBackfill",
+        "fairshare": "gpu_trace.replay.policies.fairshare:FairShare",
+        "recorded": "gpu_trace.replay.policies.recorded:Recorded",
+        "packing": "gpu_trace.replay.policies.fifo:Packing",
+    },
+    "placement": {
+        "consolidate": "gpu_trace.replay.policies.placement:Consolidate",
+        "best-fit": "gpu_trace.replay.policies.placement:BestFit",
+        "spread": "gpu_trace.replay.policies.placement:Spread",
+        "random": "gpu_trace.replay.policies.placement:RandomFit",
+        "fgd": "gpu_trace.replay.policies.fgd:Fgd",
+    },
+    "admission": {
+        "fits": "gpu_trace.replay.policies.admission:Fits",
+    },
+}
+
+_EXTRA: dict[Kind, dict[str, type[Any]]] = {"scheduler": {}, "placement": {}, "admission": {}}
+
+
+def register(kind: Kind, name: str, cls: type[Any]) -> None:
+    """Register a policy class (with a ``Config`` dataclass attribute) under ``name``."""
+    if name in BUILTIN[kind] or name in _EXTRA[kind]:
+        raise GpuTraceError(f"a {kind} policy named {name!r} is already registered")
+    if not dataclasses.is_dataclass(getattr(cls, "Config", None)):
+        raise GpuTraceError(f"{cls.__name__} needs a `Config` dataclass")
+    _EXTRA[kind][name] = cls
+
+
+def unregister(kind: Kind, name: str) -> None:
+    """Remove a run-time registration (tests)."""
+    _EXTRA[kind].pop(name, None)
+
+
+def names(kind: Kind) -> list[str]:
+    return [*BUILTIN[kind], *_EXTRA[kind]]
+
+
+def get(kind: Kind, name: str) -> type[Any]:
+    """The policy class registered as ``name``."""
+    if name in _EXTRA[kind]:
+        return _EXTRA[kind][name]
+    target = BUILTIN[kind].get(name)
+    if target is None:
+        raise GpuTraceError(f"unknown {kind} policy {name!r}; known: {', '.join(names(kind))}")
+    module, _, attr = target.partition(":")
+    cls: type[Any] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+class ClassedQueue:
+    """Waiting jobs grouped by request shape, each group a heap by priority.
+
+    Within one scheduling pass resources only shrink, so once the best job of a group
+    does not fit, no job of that group fits for the rest of the pass: a pass costs
+    O(starts x groups), not O(queue). ``fill`` starts jobs best-first across groups and
+    is work-conserving: after it returns, no waiting job fits the free capacity.
+    """
+
+    def __init__(self, key_of: Callable[[int], Hashable]) -> None:
+        self.key_of = key_of
+        self.groups: dict[Hashable, list[tuple[Any, int]]] = {}
+        self.size = 0
+
+    def push(self, prio: Any, j: int) -> None:
+        key = self.key_of(j)
+        h = self.groups.get(key)
+        if h is None:
+            h = self.groups[key] = []
+        heapq.heappush(h, (prio, j))
+        self.size += 1
+
+    def best(self) -> tuple[Any, int] | None:
+        top: tuple[Any, int] | None = None
+        for h in self.groups.values():
+            if h and (top is None or h[0] < top):
+                top = h[0]
+        return top
+
+    def remove_best_of(self, j: int) -> None:
+        h = self.groups[self.key_of(j)]
+        heapq.heappop(h)
+        self.size -= 1
+
+    def fill(self, try_start: Callable[[int], bool]) -> int:
+        """Start jobs best-first while any group's best job fits; returns starts."""
+        if not self.size:
+            return 0
+        blocked: set[Hashable] = set()
+        started = 0
+        groups = self.groups
+        while True:
+            top: tuple[Any, int] | None = None
+            top_key: Hashable = None
+            for key, h in groups.items():
+                if h and key not in blocked and (top is None or h[0] < top):
+                    top = h[0]
+                    top_key = key
+            if top is None:
+                return started
+            if try_start(top[1]):
+                heapq.heappop(groups[top_key])
+                self.size -= 1
+                started += 1
+            else:
+                blocked.add(top_key)
+
+
+class PolicyBase:
+    """Convenience base: default no-op hooks and the engine reference."""
+
+    preemptive: ClassVar[bool] = False
+    Config: ClassVar[type[Any]] = NoConfig
+
+    def __init__(self, config: Any, engine: EngineView) -> None:
+        self.config = config
+        self.e = engine
+
+    def on_arrival(self, j: int) -> None:
+        raise NotImplementedError
+
+    def on_finish(self, j: int) -> None:
+        return None
+
+    def on_timer(self, j: int, tag: int) -> None:
+        return None
+
+    def schedule(self) -> None:
+        raise NotImplementedError
+
+    def shape_key(self, j: int) -> Hashable:
+        """Request shape: jobs with equal keys fit or not together. Includes the VC when
+        quotas apply, since a quota can block one VC's job but not another's."""
+        e = self.e
+        vc = e.vc[j] if e.vc_quota_milli else -1
+        return (e.ngpu[j], e.milli[j], e.mask[j], vc)

@@ -1,0 +1,193 @@
+"""Placement: which GPUs of which nodes a job gets.
+
+Shared rules: a job of at most one node's GPUs goes on one node (``split = true`` lets
+spread / random / best-fit split it across nodes when no single node fits, paying the
+engine's multi-node slowdown); a larger job takes the fewest nodes, biggest free first.
+A fractional job (openb sharing, < 1 GPU) takes its share of one GPU.
+
+- ``consolidate``: fewest nodes, fullest node that fits (best fit on wholly free GPUs);
+  O(GPUs per node) through the free-count buckets. Fractional: the fullest GPU that fits.
+- ``best-fit``: the node left with the least free capacity after placement (the FGD
+  paper's BestFit baseline, counting partly used GPUs).
+- ``spread``: the emptiest node (load balance; the PAI simulator's non-packing mode).
+- ``random``: a uniformly random node among those that fit (seeded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterState
+from gpu_trace.replay.policies.base import EngineView, Parts
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    split: bool = field(
+        default=False,
+        metadata={"help": "Split a job across nodes when no single node can hold it."},
+    )
+
+
+@dataclass(frozen=True)
+class ConsolidateConfig:
+    pass
+
+
+class PlacementBase:
+    """Multi-node and fractional helpers shared by the placement policies."""
+
+    Config: Any = ConsolidateConfig
+
+    def __init__(self, config: Any, engine: EngineView) -> None:
+        self.config = config
+        self.e = engine
+        self.s: ClusterState = engine.state
+
+    def gather(self, need: int, mask: int) -> Parts | None:
+        """Fewest nodes: take wholly free GPUs from the nodes with the most of them."""
+        s = self.s
+        types = s.types_of(mask)
+        have = sum(k * len(s.buckets[t][k]) for t in types for k in range(1, s.gmax + 1))
+        if have < need:
+            return None
+        parts: Parts = []
+        taken: set[int] = set()
+        rem = need
+        for k in range(s.gmax, 0, -1):
+            for t in types:
+                for node in sorted(s.buckets[t][k]):
+                    if node in taken:
+                        continue
+                    take = min(k, rem)
+                    parts.extend(s.whole_parts(node, take))
+                    taken.add(node)
+                    rem -= take
+                    if rem == 0:
+                        return parts
+        return None
+
+    def fits_np(self, ngpu: int, milli: int, mask: int) -> npt.NDArray[np.bool_]:
+        """Per node: can it hold the request alone?"""
+        s = self.s
+        ok = s.node_ok_np(mask) if mask != ANY_TYPE else np.ones(len(s.node_gpus), dtype=bool)
+        if milli >= MILLI:
+            fit: npt.NDArray[np.bool_] = ok & ((s.free_np == MILLI).sum(axis=1) >= ngpu)
+        else:
+            fit = ok & (s.free_np >= milli).any(axis=1)
+        return fit
+
+    def on_node(self, node: int, ngpu: int, milli: int, best_gpu: bool = True) -> Parts:
+        """The parts of the request on ``node``: whole GPUs, or the fullest (best_gpu)
+        or emptiest GPU with room for a fractional share."""
+        s = self.s
+        if milli >= MILLI:
+            return s.whole_parts(node, ngpu)
+        row = s.free[node]
+        pick, val = -1, -1
+        for g, f in enumerate(row):
+            if f >= milli and (pick < 0 or (f < val if best_gpu else f > val)):
+                pick, val = g, f
+        return [(node, pick, milli)]
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        raise NotImplementedError
+
+
+class Consolidate(PlacementBase):
+    """Fewest nodes; among single nodes the fullest one that fits."""
+
+    Config = ConsolidateConfig
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        s = self.s
+        if milli < MILLI:
+            fits = self.fits_np(1, milli, mask)
+            if not fits.any():
+                return None
+            free = np.where(fits[:, None] & (s.free_np >= milli), s.free_np, MILLI + 1)
+            flat = int(np.argmin(free))
+            node = flat // s.gmax
+            return [(node, flat % s.gmax, milli)]
+        if ngpu <= s.gmax:
+            types = s.types_of(mask)
+            for k in range(ngpu, s.gmax + 1):
+                for t in types:
+                    b = s.buckets[t][k]
+                    if b:
+                        return s.whole_parts(next(iter(b)), ngpu)
+            if ngpu <= self.max_single(mask):
+                return None
+        return self.gather(ngpu, mask)
+
+    def max_single(self, mask: int) -> int:
+        cache: dict[int, int] = self.__dict__.setdefault("_max_single", {})
+        got = cache.get(mask)
+        if got is None:
+            got = cache[mask] = self.s.capacity_for(mask)[0]
+        return got
+
+
+class Spread(PlacementBase):
+    """The emptiest node that fits (load balancing)."""
+
+    Config = SplitConfig
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        s = self.s
+        if milli >= MILLI and ngpu <= s.gmax:
+            types = s.types_of(mask)
+            for k in range(s.gmax, ngpu - 1, -1):
+                for t in types:
+                    b = s.buckets[t][k]
+                    if b:
+                        return s.whole_parts(next(iter(b)), ngpu)
+        elif milli < MILLI:
+            fits = self.fits_np(1, milli, mask)
+            if fits.any():
+                node = int(np.argmax(np.where(fits, np.asarray(s.node_free), -1)))
+                return self.on_node(node, 1, milli, best_gpu=False)
+            return None
+        if ngpu > s.gmax or self.config.split:
+            return self.gather(ngpu, mask)
+        return None
+
+
+class BestFit(PlacementBase):
+    """The node with the least free capacity left after placement."""
+
+    Config = SplitConfig
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        s = self.s
+        if ngpu > s.gmax:
+            return self.gather(ngpu, mask)
+        fits = self.fits_np(ngpu, milli, mask)
+        if not fits.any():
+            return self.gather(ngpu, mask) if self.config.split else None
+        left = np.where(fits, np.asarray(s.node_free), np.iinfo(np.int64).max)
+        return self.on_node(int(np.argmin(left)), ngpu, milli)
+
+
+class RandomFit(PlacementBase):
+    """A uniformly random node among those that fit (the engine's seeded generator)."""
+
+    Config = SplitConfig
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        s = self.s
+        if ngpu > s.gmax:
+            return self.gather(ngpu, mask)
+        cand = np.flatnonzero(self.fits_np(ngpu, milli, mask))
+        if not cand.size:
+            return self.gather(ngpu, mask) if self.config.split else None
+        node = int(cand[self.e.rng.integers(cand.size)])
+        if milli < MILLI:
+            row = s.free[node]
+            gpus = [g for g, f in enumerate(row) if f >= milli]
+            return [(node, gpus[int(self.e.rng.integers(len(gpus)))], milli)]
+        return s.whole_parts(node, ngpu)

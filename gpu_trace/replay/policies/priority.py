@@ -1,0 +1,278 @@
+"""Priority schedulers: SJF, QSSF (non-preemptive) and SRTF, LAS / Tiresias
+(preemptive).
+
+All are work-conserving: the wait queue is a :class:`ClassedQueue` and every pass starts
+every waiting job that fits, best priority first (no head-of-line blocking).
+
+- ``sjf``: shortest job first on the true duration (oracle).
+- ``qssf``: quasi-shortest-service first (Helios): smallest *predicted* GPU time
+  (estimated duration x GPUs).
+- ``srtf``: shortest remaining time first (oracle), preempting longer-remaining jobs.
+- ``las`` / ``tiresias``: 2D-LAS with discretized queues: a job's queue is the number of
+  thresholds its attained GPU time (GPU-seconds) has passed; lower queue first, FIFO
+  within a queue. A running job is demoted exactly when it crosses a threshold.
+
+Preemption (head-of-line): while the best waiting job outranks the worst running job,
+running jobs ranked below it are stopped, worst first, until it fits. With
+``quantum_s > 0`` preemption is only considered at multiples of the quantum
+(scheduling rounds); arrivals and completions still start jobs that fit at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_trace.replay.policies.base import ClassedQueue, EngineView, PolicyBase
+
+ROUND = 1
+DEMOTE = 2
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    pass
+
+
+class _NonPreemptive(PolicyBase):
+    def __init__(self, config: Any, engine: EngineView) -> None:
+        super().__init__(config, engine)
+        self.queue = ClassedQueue(self.shape_key)
+
+    def key(self, j: int) -> tuple[float, int]:
+        raise NotImplementedError
+
+    def on_arrival(self, j: int) -> None:
+        self.queue.push(self.key(j), j)
+
+    def schedule(self) -> None:
+        self.queue.fill(self.e.try_start)
+
+
+class Sjf(_NonPreemptive):
+    """Shortest job first (true duration, oracle)."""
+
+    Config = NoOptions
+
+    def key(self, j: int) -> tuple[float, int]:
+        return (self.e.remaining[j], j)
+
+
+class Qssf(_NonPreemptive):
+    """Quasi-shortest-service first: smallest estimated duration x GPUs."""
+
+    Config = NoOptions
+
+    def key(self, j: int) -> tuple[float, int]:
+        return (float(self.e.estimate_s[j]) * self.e.gpus[j], j)
+
+
+@dataclass(frozen=True)
+class SrtfConfig:
+    quantum_s: float = field(
+        default=0.0,
+        metadata={"help": "Consider preemption only every quantum seconds (0 = at any event)."},
+    )
+
+
+@dataclass(frozen=True)
+class LasConfig:
+    thresholds_gpu_s: tuple[float, ...] = field(
+        default=(3600.0, 36000.0, 360000.0),
+        metadata={"help": "Queue thresholds on attained GPU-seconds (comma-separated)."},
+    )
+    quantum_s: float = field(
+        default=0.0,
+        metadata={"help": "Consider preemption only every quantum seconds (0 = at any event)."},
+    )
+
+
+@dataclass(frozen=True)
+class TiresiasConfig(LasConfig):
+    thresholds_gpu_s: tuple[float, ...] = field(
+        default=(18000.0,),
+        metadata={"help": "Queue thresholds on attained GPU-seconds (Lucid's Tiresias: 18000)."},
+    )
+    quantum_s: float = field(
+        default=60.0,
+        metadata={"help": "Scheduling round: preemption every 60 s as Lucid's Tiresias."},
+    )
+
+
+class _Preemptive(PolicyBase):
+    preemptive = True
+
+    def __init__(self, config: Any, engine: EngineView) -> None:
+        super().__init__(config, engine)
+        self.queue = ClassedQueue(self.shape_key)
+        self.run_heap: list[tuple[Any, int, int]] = []
+        self.stamp: dict[int, int] = {}
+        self.round_set = False
+        self.last_round = -math.inf
+
+    def wait_key(self, j: int) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def run_key(self, j: int) -> tuple[Any, ...]:
+        """The running job's rank now, comparable with :meth:`wait_key`."""
+        raise NotImplementedError
+
+    def heap_key(self, j: int) -> tuple[Any, ...]:
+        """Order of running jobs, worst first (static between stamps)."""
+        return tuple(-x for x in self.run_key(j))
+
+    def started(self, j: int) -> None:
+        """Hook after a start (timers)."""
+
+    def _push_running(self, j: int) -> None:
+        st = self.stamp.get(j, 0) + 1
+        self.stamp[j] = st
+        heapq.heappush(self.run_heap, (self.heap_key(j), j, st))
+
+    def _start(self, j: int) -> bool:
+        if self.e.try_start(j):
+            self._push_running(j)
+            self.started(j)
+            return True
+        return False
+
+    def on_arrival(self, j: int) -> None:
+        self.queue.push(self.wait_key(j), j)
+
+    def on_timer(self, j: int, tag: int) -> None:
+        if tag == ROUND:
+            self.round_set = False
+
+    def _worst_running(self) -> int | None:
+        h = self.run_heap
+        running = self.e.running
+        while h:
+            _, j, st = h[0]
+            if j in running and self.stamp.get(j) == st:
+                return j
+            heapq.heappop(h)
+        return None
+
+    def schedule(self) -> None:
+        e = self.e
+        self.queue.fill(self._start)
+        if not self.queue.size:
+            return
+        q = float(self.config.quantum_s)
+        if q > 0:
+            k = math.floor(e.now / q + 1e-9)
+            if abs(e.now - k * q) > 1e-6:
+                if not self.round_set:
+                    self.round_set = True
+                    e.set_timer((k + 1) * q, -1, ROUND)
+                return
+        self._preempt_for_best()
+
+    def _preempt_for_best(self) -> None:
+        e = self.e
+        while True:
+            best = self.queue.best()
+            if best is None:
+                return
+            bkey, b = best
+            need = e.ngpu[b] * e.milli[b]
+            free = e.state.capacity_milli - e.state.used_milli
+            victims: list[tuple[Any, int, int]] = []
+            gain = 0
+            while free + gain < need:
+                w = self._worst_running()
+                if w is None or not bkey < self.run_key(w):
+                    break
+                entry = heapq.heappop(self.run_heap)
+                victims.append(entry)
+                gain += e.ngpu[w] * e.milli[w]
+            if free + gain < need:
+                for entry in victims:
+                    heapq.heappush(self.run_heap, entry)
+                return
+            for _, victim, _ in victims:
+                e.preempt(victim)
+                self.queue.push(self.wait_key(victim), victim)
+            started = e.try_start(b)
+            if started:
+                self.queue.remove_best_of(b)
+                self._push_running(b)
+                self.started(b)
+            self.queue.fill(self._start)
+            if not started:
+                return
+
+
+class Srtf(_Preemptive):
+    """Shortest remaining time first (oracle), preemptive."""
+
+    Config = SrtfConfig
+
+    def wait_key(self, j: int) -> tuple[Any, ...]:
+        return (self.e.remaining[j], j)
+
+    def run_key(self, j: int) -> tuple[Any, ...]:
+        e = self.e
+        return ((e.end_time[j] - e.now) / 1.0, j)
+
+    def heap_key(self, j: int) -> tuple[Any, ...]:
+        return (-self.e.end_time[j], -j)
+
+
+class Las(_Preemptive):
+    """2D-LAS with discretized queues on attained GPU time (Tiresias)."""
+
+    Config = LasConfig
+
+    def __init__(self, config: Any, engine: EngineView) -> None:
+        super().__init__(config, engine)
+        self.armed: dict[int, float] = {}
+
+    def _queue_of(self, attained: float) -> int:
+        q = 0
+        for t in self.config.thresholds_gpu_s:
+            if attained >= t - 1e-9:
+                q += 1
+        return q
+
+    def _attained_now(self, j: int) -> float:
+        e = self.e
+        a = e.attained_gpu_s[j]
+        if j in e.running:
+            a += (e.now - e.seg_start[j]) * e.gpus[j]
+        return a
+
+    def wait_key(self, j: int) -> tuple[Any, ...]:
+        return (self._queue_of(self.e.attained_gpu_s[j]), self.e.arrival[j], j)
+
+    def run_key(self, j: int) -> tuple[Any, ...]:
+        return (self._queue_of(self._attained_now(j)), self.e.arrival[j], j)
+
+    def started(self, j: int) -> None:
+        self._arm(j)
+
+    def _arm(self, j: int) -> None:
+        e = self.e
+        a = self._attained_now(j)
+        for t in self.config.thresholds_gpu_s:
+            if a < t - 1e-9:
+                at = e.now + (t - a) / max(e.gpus[j], 1e-9)
+                self.armed[j] = at
+                e.set_timer(at, j, DEMOTE)
+                return
+        self.armed.pop(j, None)
+
+    def on_timer(self, j: int, tag: int) -> None:
+        if tag == ROUND:
+            self.round_set = False
+        elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
+            self._push_running(j)
+            self._arm(j)
+
+
+class Tiresias(Las):
+    """Tiresias' discretized 2D-LAS with Lucid's defaults (2 queues, 60-s rounds)."""
+
+    Config = TiresiasConfig

@@ -1,0 +1,195 @@
+"""Replay results: ``replay_runs`` (one row per run: config, counts, headline metrics),
+``replay_jobs`` (one row per replayed job) and ``replay_timeseries`` (cluster state over
+time, binned).
+
+A run is written with ``source`` = the replayed source and ``dataset`` = the run id, so
+re-running the same run id replaces it and runs of one trace sit side by side.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from gpu_trace.schemas.model import Column, Table, source_columns
+
+_RUN = Column("run_id", pa.string(), "Replay run identifier (= dataset).", nullable=False)
+
+REPLAY_RUNS = Table(
+    name="replay_runs",
+    version=2,
+    description=(
+        "One row per replay run: policies, cluster, counts of jobs replayed, skipped and "
+        "rejected, headline metrics and the duration estimator's accuracy."
+    ),
+    sort_by=("run_id",),
+    columns=(
+        *source_columns(),
+        _RUN,
+        Column("scheduler", pa.string(), "Scheduling policy name.", nullable=False),
+        Column("placement", pa.string(), "Placement policy name.", nullable=False),
+        Column("admission", pa.string(), "Admission policy name.", nullable=False),
+        Column("config_json", pa.string(), "The fully resolved run configuration as JSON."),
+        Column("seed", pa.int64(), "Random seed of the run."),
+        Column("load_factor", pa.float64(), "Arrival-rate multiplier (1 = as traced)."),
+        Column("cluster_nodes", pa.int64(), "Nodes in the emulated cluster.", unit="node"),
+        Column("cluster_gpus", pa.float64(), "GPUs in the emulated cluster.", unit="gpu"),
+        Column("jobs_input", pa.int64(), "Jobs read for the window.", unit="job"),
+        Column(
+            "jobs_skipped", pa.int64(), "Jobs without submit_time or run_s (not replayed).", "job"
+        ),
+        Column("jobs_rejected", pa.int64(), "Jobs refused by admission (never fit).", "job"),
+        Column("jobs_finished", pa.int64(), "Jobs that ran to completion.", unit="job"),
+        Column("jobs_unfinished", pa.int64(), "Admitted jobs not finished at the end.", "job"),
+        Column("jct_mean_s", pa.float64(), "Mean job completion time.", unit="s"),
+        Column("jct_p50_s", pa.float64(), "Median job completion time.", unit="s"),
+        Column("jct_p95_s", pa.float64(), "95th percentile job completion time.", unit="s"),
+        Column("jct_p99_s", pa.float64(), "99th percentile job completion time.", unit="s"),
+        Column("queue_mean_s", pa.float64(), "Mean queueing delay (first start - arrival).", "s"),
+        Column("queue_p99_s", pa.float64(), "99th percentile queueing delay.", unit="s"),
+        Column("bsld_mean", pa.float64(), "Mean bounded slowdown (threshold 10 s)."),
+        Column("makespan_s", pa.float64(), "Last finish - first arrival.", unit="s"),
+        Column("alloc_mean_ratio", pa.float64(), "Time-weighted mean allocated/installed GPUs."),
+        Column(
+            "unallocated_gpus_loaded",
+            pa.float64(),
+            "Mean unallocated GPUs over the time jobs were waiting (unallocated under load).",
+            unit="gpu",
+        ),
+        Column("preemptions", pa.int64(), "Preemptions over the run.", unit="count"),
+        Column("jain_slowdown", pa.float64(), "Jain's fairness index over per-user mean slowdown."),
+        Column("ftf_max_ratio", pa.float64(), "Worst per-user finish-time-fairness ratio (rho)."),
+        Column("estimator_mae_s", pa.float64(), "Duration estimator MAE.", unit="s"),
+        Column("estimator_within_10_ratio", pa.float64(), "Share of estimates within 10 %."),
+        Column("estimator_within_50_ratio", pa.float64(), "Share of estimates within 50 %."),
+        Column("estimator_within_100_ratio", pa.float64(), "Share of estimates within 100 %."),
+        Column("wall_s", pa.float64(), "Wall-clock seconds the engine ran.", unit="s"),
+        Column("mode", pa.string(), "sim (event-driven simulation) or live (real processes)."),
+        Column("devices", pa.string(), "Live: the devices jobs ran on (cuda:0-7, emulated:16)."),
+        Column("time_scale", pa.float64(), "Live: trace seconds per wall-clock second."),
+        Column("jobs_failed", pa.int64(), "Live: jobs whose process exited non-zero.", "job"),
+        Column("jobs_crashed", pa.int64(), "Live: jobs whose process was killed.", "job"),
+        Column(
+            "overhead_mean_ms",
+            pa.float64(),
+            "Live: mean wall time of one executor pass (reap, admit, schedule, spawn).",
+            unit="ms",
+        ),
+        Column("overhead_p99_ms", pa.float64(), "Live: 99th percentile pass time.", unit="ms"),
+        Column(
+            "wake_lag_mean_ms",
+            pa.float64(),
+            "Live: mean delay between a due arrival/timer and the executor waking for it.",
+            unit="ms",
+        ),
+        Column("wakeups", pa.int64(), "Live: executor loop iterations.", unit="count"),
+    ),
+)
+
+REPLAY_JOBS = Table(
+    name="replay_jobs",
+    version=2,
+    description="One row per job of a replay run: when it arrived, started, finished.",
+    sort_by=("run_id", "arrival_time_s", "job_id"),
+    columns=(
+        *source_columns(),
+        _RUN,
+        Column(
+            "job_id", pa.string(), "Job identifier from the canonical jobs table.", nullable=False
+        ),
+        Column("user", pa.string(), "User who submitted the job."),
+        Column("vc", pa.string(), "Virtual cluster of the job."),
+        Column("gpus", pa.float64(), "GPUs requested.", unit="gpu"),
+        Column(
+            "outcome",
+            pa.string(),
+            "finished, unfinished (still queued or running at the end), rejected, skipped; "
+            "live runs add failed (process exited non-zero) and crashed (process killed).",
+            nullable=False,
+        ),
+        Column("reason", pa.string(), "Why a job was rejected or skipped."),
+        Column("arrival_time_s", pa.float64(), "Arrival, seconds from the run's origin.", "s"),
+        Column("start_time_s", pa.float64(), "First start, seconds from the run's origin.", "s"),
+        Column("finish_time_s", pa.float64(), "Finish, seconds from the run's origin.", "s"),
+        Column("duration_s", pa.float64(), "Service demand (trace run_s).", unit="s"),
+        Column("estimate_s", pa.float64(), "Estimated duration the policy used, if any.", "s"),
+        Column("queue_s", pa.float64(), "First start - arrival.", unit="s"),
+        Column("jct_s", pa.float64(), "Finish - arrival.", unit="s"),
+        Column("bsld", pa.float64(), "Bounded slowdown: max(1, jct / max(duration, 10 s))."),
+        Column("preemptions", pa.int32(), "Times this job was preempted.", unit="count"),
+        Column("nodes", pa.int32(), "Nodes of its first placement.", unit="node"),
+        Column("mode", pa.string(), "sim or live (see replay_runs.mode)."),
+        Column(
+            "end_time_s",
+            pa.float64(),
+            "Live: when the job's last process ended (finish, failure or crash).",
+            unit="s",
+        ),
+        Column(
+            "exit_code",
+            pa.int32(),
+            "Live: exit status of the job's last process (negative = killed by that signal).",
+        ),
+        Column("attempts", pa.int32(), "Live: worker processes started for the job.", "count"),
+    ),
+)
+
+REPLAY_TIMESERIES = Table(
+    name="replay_timeseries",
+    version=1,
+    description=(
+        "Cluster state over a replay run, binned: time-weighted means of allocation, "
+        "fragmentation and queue length per bin."
+    ),
+    sort_by=("run_id", "time_s"),
+    columns=(
+        *source_columns(),
+        _RUN,
+        Column(
+            "time_s", pa.float64(), "Bin start, seconds from the run's origin.", "s", nullable=False
+        ),
+        Column("bin_s", pa.float64(), "Width of the time bin.", unit="s"),
+        Column("allocated_gpus", pa.float64(), "Mean allocated GPUs in the bin.", unit="gpu"),
+        Column("alloc_ratio", pa.float64(), "allocated_gpus / installed GPUs."),
+        Column("running_jobs", pa.float64(), "Mean jobs running.", unit="job"),
+        Column("queued_jobs", pa.float64(), "Mean jobs waiting.", unit="job"),
+        Column("queued_gpus", pa.float64(), "Mean GPUs requested by waiting jobs.", unit="gpu"),
+        Column(
+            "fragmented_gpus",
+            pa.float64(),
+            "Mean free GPU capacity on partially used nodes (fragments smaller than a node).",
+            unit="gpu",
+        ),
+    ),
+)
+
+REPLAY_VALIDATION = Table(
+    name="replay_validation",
+    version=1,
+    description=(
+        "One row per job of a live replay run compared with the simulated run of the same "
+        "jobs, cluster and policies (``gpu-trace replay validate``): live - simulated."
+    ),
+    sort_by=("run_id", "arrival_time_s", "job_id"),
+    columns=(
+        *source_columns(),
+        _RUN,
+        Column("sim_run_id", pa.string(), "The simulated run compared against."),
+        Column("job_id", pa.string(), "Job identifier.", nullable=False),
+        Column("outcome_live", pa.string(), "replay_jobs.outcome of the live run."),
+        Column("outcome_sim", pa.string(), "replay_jobs.outcome of the simulated run."),
+        Column("compared", pa.bool_(), "Ended in both runs (enters the error metrics)."),
+        Column("arrival_time_s", pa.float64(), "Arrival, seconds from the run's origin.", "s"),
+        Column("start_live_s", pa.float64(), "Live first start.", unit="s"),
+        Column("start_sim_s", pa.float64(), "Simulated first start.", unit="s"),
+        Column("start_diff_s", pa.float64(), "start_live_s - start_sim_s.", unit="s"),
+        Column("finish_live_s", pa.float64(), "Live end (finish or injected failure).", "s"),
+        Column("finish_sim_s", pa.float64(), "Simulated finish.", unit="s"),
+        Column("finish_diff_s", pa.float64(), "finish_live_s - finish_sim_s.", unit="s"),
+        Column("jct_live_s", pa.float64(), "Live end - arrival.", unit="s"),
+        Column("jct_sim_s", pa.float64(), "Simulated finish - arrival.", unit="s"),
+        Column("jct_diff_s", pa.float64(), "jct_live_s - jct_sim_s.", unit="s"),
+        Column("queue_live_s", pa.float64(), "Live first start - arrival.", unit="s"),
+        Column("queue_sim_s", pa.float64(), "Simulated first start - arrival.", unit="s"),
+        Column("queue_diff_s", pa.float64(), "queue_live_s - queue_sim_s.", unit="s"),
+    ),
+)

@@ -18,10 +18,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install gpu-trace with dev tools
 
-demo: $(STAMP) ## Ingest the bundled samples into data/store and build the report
+demo: $(STAMP) ## Ingest every bundled sample into data/store and build the report
 	$(BIN)/gpu-trace ingest openb data/samples/openb --store $(STORE)
+	$(BIN)/gpu-trace ingest helios data/samples/helios --store $(STORE)
+	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)
+	$(BIN)/gpu-trace ingest philly data/samples/philly/cluster_machine_list --store $(STORE)
+	$(BIN)/gpu-trace ingest nvidia-smi data/samples/telemetry --store $(STORE)
+	$(BIN)/gpu-trace ingest dcgmi data/samples/telemetry --store $(STORE)
+	$(BIN)/gpu-trace ingest prometheus data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace sql "select source, dataset, count(*) as jobs from jobs group by all order by all" --store $(STORE)
-	@$(BIN)/gpu-trace report --store $(STORE) --out $(SITE) > /dev/null
+	$(BIN)/gpu-trace replay compare --source openb --policies fifo,sjf,las --placements consolidate --gpus 32x8 --load 4 --store $(STORE)
+	@$(BIN)/gpu-trace report --store $(STORE) --out $(SITE) --replay all > /dev/null
 	@echo "Report: $(abspath $(SITE))/index.html"
 
 lint: $(STAMP) ## ruff format check, ruff lint, mypy

@@ -386,10 +386,13 @@ def server() -> Iterator[str]:
             payload = (
                 b"\x89PNG\r\n\x1a\n<html>not metrics</html>" if self.path == "/garbage" else body
             )
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.end_headers()
-            self.wfile.write(payload)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the stalled request's client gave up (that is the point of /stall)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -118,6 +118,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB
+from gpu_trace.schemas import JOBS, PLACEMENTS
 
 SOURCE = "philly"
 CLUSTER = "philly"
@@ -524,24 +525,29 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         "record_numbers": "1-based",
         "json_array_closed": str(records.closed).lower(),
     }
+    # Sorted here, eagerly and in the store's canonical order (an in-memory sort of a
+    # few hundred thousand rows is cheaper than the writer's sort inside its
+    # streaming sink).
     jobs_batch = Batch(
         "jobs",
         DATASET,
         info,
-        job_rows,
+        job_rows.sort(list(JOBS.sort_by), nulls_last=True, maintain_order=True),
         _quarantine(rejected, path),
         cluster=CLUSTER,
         metadata=metadata,
+        sort=False,
     )
     placements_batch = Batch(
         "placements",
         DATASET,
         info,
-        placement_rows,
+        placement_rows.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
         None,
         rows_read=placement_rows.height,
         cluster=CLUSTER,
         metadata={**metadata, "rows_read": "placements derived from the good job records"},
+        sort=False,
     )
     return JobLog(jobs_batch, placements_batch, inferred, window)
 

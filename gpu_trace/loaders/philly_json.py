@@ -22,9 +22,9 @@ alone:
    types.
 
 Record numbers are **1-based** (``record 1`` is the first element of the array), in
-line with the 1-based ``line N`` of the CSV loaders. The raw text of a record
-quarantined on the fast path is DuckDB's compact rendering of the element, which
-parses to the same JSON value.
+line with the 1-based ``line N`` of the CSV loaders. A quarantined record's raw text
+is the element as written, without the whitespace around it. The numpy split also
+turns line breaks inside a record into spaces, so that each record fits on one line.
 
 In the fallback split, a bracket left open inside a record (``{"a": [1}``) keeps the
 depth above 1, so the records after it merge into that one until the brackets

@@ -243,7 +243,7 @@ def util_file(kind: UtilKind, path: Path, workdir: Path) -> UtilResult:
         *(v.field for v in values),
     ).sink_parquet(stage, compression="lz4", statistics=False)
     parsed = pl.scan_parquet(stage)
-    good = parsed.filter(pl.col(REASON).is_null()).drop(LINE, RAW, REASON)
+    good = parsed.filter(pl.col(REASON).is_null())
     stats_q = good.group_by("host").agg(
         pl.len().alias("_rows"),
         pl.sum_horizontal(pl.col(v.field).is_not_null() for v in values)
@@ -273,13 +273,18 @@ def util_file(kind: UtilKind, path: Path, workdir: Path) -> UtilResult:
     samples = sum(int(stats[v.field].sum()) for v in values)
 
     # Wide -> long as one projection per value column, concatenated: all gpu0 samples
-    # in file (time) order, then all gpu1 samples, ... Reading the typed staging file
-    # once per column is cheap (Parquet projection), keeps the output order fixed
-    # whatever the thread count (a streaming unpivot's order is not), and costs less
-    # CPU than exploding per-row lists.
-    rows = pl.concat(
-        [
-            good.select(
+    # in file (time) order, then all gpu1 samples, ... Each part is its own scan of
+    # the typed staging file reading only its columns. That is cheap (Parquet
+    # projection), keeps the output order fixed whatever the thread count (a streaming
+    # unpivot's order is not), and costs less CPU than exploding per-row lists. The
+    # scans must stay separate: parts sharing one subplan get it cached and fanned
+    # out, and an in-order concat then buffers every later part in memory.
+    def part(v: Value) -> pl.LazyFrame:
+        return (
+            pl.scan_parquet(stage)
+            .select(UTC_TIME, "host", v.field, REASON)
+            .filter(pl.col(REASON).is_null() & pl.col(v.field).is_not_null())
+            .select(
                 pl.lit(SOURCE).alias("source"),
                 pl.lit(kind.dataset).alias("dataset"),
                 pl.lit(CLUSTER).alias("cluster"),
@@ -296,11 +301,10 @@ def util_file(kind: UtilKind, path: Path, workdir: Path) -> UtilResult:
                 ),
                 pl.lit(v.unit).alias("unit"),
                 pl.lit(v.raw_field).alias("raw_field"),
-            ).filter(pl.col("value").is_not_null())
-            for v in values
-        ],
-        parallel=False,
-    )
+            )
+        )
+
+    rows = pl.concat([part(v) for v in values])
     metadata = {
         "source_tz": TZ,
         "time_basis": "absolute",

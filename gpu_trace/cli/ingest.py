@@ -233,3 +233,24 @@ def ingest_philly(
 
     PATH: the unpacked trace-data/ folder (or a folder holding it, or one of its files)."""
     run_ingest("philly", path, store, capacity=tuple(capacity or PHILLY_BASES))
+
+
+@app.command("chronus")
+@domain_errors
+def ingest_chronus(path: PathArg, store: StoreOpt = None) -> None:
+    """Tiresias / Chronus job CSVs (other simulators' input) -> jobs."""
+    run_ingest("chronus", path, store)
+
+
+@app.command("gavel")
+@domain_errors
+def ingest_gavel(
+    path: PathArg,
+    store: StoreOpt = None,
+    step_s: Annotated[
+        float | None,
+        typer.Option("--step-s", help="Seconds per training step (Gavel counts work in steps)."),
+    ] = None,
+) -> None:
+    """Gavel .trace files (7 or 10 tab-separated fields) -> jobs."""
+    run_ingest("gavel", path, store, step_s=step_s)

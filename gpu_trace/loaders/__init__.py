@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
 from gpu_trace.loaders.helios import HeliosLoader
+from gpu_trace.loaders.interchange import ChronusLoader, GavelLoader
 from gpu_trace.loaders.openb import OpenbLoader
 from gpu_trace.loaders.pai2020 import Pai2020Loader
 from gpu_trace.loaders.philly import PhillyLoader
@@ -22,6 +23,8 @@ LOADERS: dict[str, Loader] = {
     "nvidia-smi": NvidiaSmiLoader(),
     "dcgmi": DcgmiLoader(),
     "prometheus": PrometheusLoader(),
+    "chronus": ChronusLoader(),
+    "gavel": GavelLoader(),
 }
 
 __all__ = ["LOADERS", "Batch", "IngestReport", "Loader", "ingest"]

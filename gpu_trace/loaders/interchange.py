@@ -1,0 +1,191 @@
+"""Other simulators' trace formats as ingestible sources, so a trace prepared for
+Tiresias/Chronus or Gavel can be analysed and replayed here and results cross-checked.
+
+- ``chronus``: Tiresias ``job_id,num_gpu,submit_time,iterations,model_name,duration,
+  interval`` CSVs and the Chronus superset (``user`` is the Philly VC there);
+  ``submit_time`` and ``duration`` are seconds from the trace start.
+- ``gavel``: Gavel ``.trace`` files, tab-separated without header, 7 fields (old layout)
+  or 10 (adds working_directory, priority_weight, SLO). Gavel counts work in steps, so
+  ``run_s = total_steps x --step-s``; without ``--step-s`` run times are unknown (null)
+  and the jobs can be analysed but not replayed.
+
+Both have relative times (``time_basis = relative``, stored from 1970-01-01 UTC) and no
+final status (``unknown``). Export is in :mod:`gpu_trace.replay.interchange`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpu_trace.errors import InputError
+from gpu_trace.loaders.base import Batch
+from gpu_trace.loaders.textfile import (
+    REASON,
+    FieldSpec,
+    file_info,
+    parse_fields,
+    quarantine_rows,
+    read_header,
+    scan_lines,
+)
+from gpu_trace.replay.interchange import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
+
+NUMERIC = {
+    "num_gpu",
+    "submit_time",
+    "iterations",
+    "duration",
+    "interval",
+    "arrival_time",
+    "scale_factor",
+    "total_steps",
+}
+REQUIRED = {"job_id", "num_gpu", "submit_time", "arrival_time", "scale_factor"}
+
+
+def _specs(names: tuple[str, ...]) -> tuple[FieldSpec, ...]:
+    return tuple(
+        FieldSpec(n, "float" if n in NUMERIC else "str", required=n in REQUIRED) for n in names
+    )
+
+
+def _seconds(col: str) -> pl.Expr:
+    return pl.from_epoch(
+        (pl.col(col) * 1_000_000).round().cast(pl.Int64), time_unit="us"
+    ).dt.replace_time_zone("UTC")
+
+
+def _canonical(good: pl.LazyFrame, source: str, dataset: str, exprs: list[pl.Expr]) -> pl.LazyFrame:
+    return good.select(
+        pl.lit(source).alias("source"),
+        pl.lit(dataset).alias("dataset"),
+        pl.lit(source).alias("cluster"),
+        *exprs,
+        pl.lit(1).alias("attempts"),
+        pl.lit("unknown").alias("status"),
+        pl.lit("relative").alias("time_basis"),
+        pl.lit("gpu").alias("gpus_raw_unit"),
+    )
+
+
+def _checked(parsed: pl.LazyFrame, gpu_col: str, time_col: str) -> pl.LazyFrame:
+    bad = (pl.col(gpu_col) < 0) | (pl.col(time_col) < 0)
+    return parsed.with_columns(
+        pl.coalesce(
+            pl.col(REASON), pl.when(bad).then(pl.lit(f"negative {gpu_col} or {time_col}"))
+        ).alias(REASON)
+    )
+
+
+def _slug(path: Path) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).strip("-") or "trace"
+
+
+class ChronusLoader:
+    """Tiresias / Chronus job CSVs (one file, or every ``*.csv`` in a folder)."""
+
+    name = "chronus"
+    version = "1"
+
+    def batches(self, path: Path, **_: Any) -> Iterator[Batch]:
+        for f in [path] if path.is_file() else sorted(path.glob("*.csv")):
+            header = tuple(h.strip() for h in read_header(f).split(","))
+            if header not in (TIRESIAS, CHRONUS):
+                raise InputError(
+                    f, f"header {','.join(header)!r} is neither Tiresias nor Chronus", "line 1"
+                )
+            info = file_info(f, header_lines=1)
+            parsed = _checked(
+                parse_fields(scan_lines(info, skip=1), _specs(header)), "num_gpu", "submit_time"
+            )
+            good = parsed.filter(pl.col(REASON).is_null())
+            dataset = _slug(f)
+            rows = _canonical(
+                good,
+                self.name,
+                dataset,
+                [
+                    pl.col("job_id"),
+                    (pl.col("user") if "user" in header else pl.lit(None, pl.String)).alias("vc"),
+                    pl.col("model_name").alias("name"),
+                    _seconds("submit_time").alias("submit_time"),
+                    pl.col("duration").alias("run_s"),
+                    pl.col("num_gpu").alias("gpus"),
+                    pl.col("num_gpu").alias("gpus_raw"),
+                ],
+            )
+            bad = quarantine_rows(
+                parsed.filter(pl.col(REASON).is_not_null()),
+                source=self.name,
+                dataset=dataset,
+                cluster=self.name,
+                table="jobs",
+                file=f,
+            )
+            yield Batch(
+                "jobs",
+                dataset,
+                info,
+                rows,
+                bad,
+                cluster=self.name,
+                metadata={"time_basis": "relative"},
+            )
+
+
+class GavelLoader:
+    """Gavel ``.trace`` files (7 or 10 tab-separated fields, no header)."""
+
+    name = "gavel"
+    version = "1"
+
+    def batches(self, path: Path, *, step_s: float | None = None, **_: Any) -> Iterator[Batch]:
+        for f in [path] if path.is_file() else sorted(path.glob("*.trace")):
+            first = read_header(f)
+            width = len(first.split("\t"))
+            if width not in (7, 10):
+                raise InputError(
+                    f, f"{width} tab-separated fields; Gavel traces have 7 or 10", "line 1"
+                )
+            names = GAVEL7 if width == 7 else GAVEL10
+            info = file_info(f, header_lines=0)
+            parsed = _checked(
+                parse_fields(scan_lines(info), _specs(names), separator="\t"),
+                "scale_factor",
+                "arrival_time",
+            )
+            good = parsed.filter(pl.col(REASON).is_null())
+            dataset = _slug(f)
+            run = pl.col("total_steps") * step_s if step_s is not None else pl.lit(None, pl.Float64)
+            rows = _canonical(
+                good,
+                self.name,
+                dataset,
+                [
+                    (pl.col("_line") - 1).cast(pl.String).alias("job_id"),
+                    pl.col("job_type").alias("name"),
+                    _seconds("arrival_time").alias("submit_time"),
+                    run.alias("run_s"),
+                    pl.col("scale_factor").alias("gpus"),
+                    pl.col("scale_factor").alias("gpus_raw"),
+                ],
+            )
+            bad = quarantine_rows(
+                parsed.filter(pl.col(REASON).is_not_null()),
+                source=self.name,
+                dataset=dataset,
+                cluster=self.name,
+                table="jobs",
+                file=f,
+            )
+            meta = {
+                "time_basis": "relative",
+                "step_s": "unknown" if step_s is None else str(step_s),
+            }
+            yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)

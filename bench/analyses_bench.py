@@ -60,3 +60,26 @@ def analyses_helios() -> dict[str, object]:
         **{k: v for k, v in baseline.items() if k != "baseline_s_per_job"},
         "speedup_per_job": round(float(baseline["baseline_s_per_job"]) / per_job, 1),
     }
+
+
+def report_1m() -> dict[str, object]:
+    """Build the report site for a 1,000,000-job store (synthetic openb pods + nodes):
+    build seconds and the size of every page (goal: < 60 s, < 5 MB per page)."""
+    from gpu_trace.reports import build_site
+    from gpu_trace.synth.openb import write
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, store, site = Path(tmp) / "raw", Path(tmp) / "store", Path(tmp) / "site"
+        write(raw, jobs=1_000_000, seed=0)
+        ingest(LOADERS["openb"], raw, store)
+        start = time.perf_counter()
+        build_site(store, site)
+        build_s = time.perf_counter() - start
+        sizes = {p.name: p.stat().st_size for p in sorted(site.glob("*.html"))}
+    return {
+        "jobs": 1_000_000,
+        "build_s": round(build_s, 2),
+        "pages": len(sizes),
+        "max_page_mib": round(max(sizes.values()) / 2**20, 2),
+        "page_mib": {k: round(v / 2**20, 2) for k, v in sizes.items()},
+    }

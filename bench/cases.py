@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.analyses_bench import analyses_helios
+from bench.analyses_bench import analyses_helios, report_1m
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.store.catalog import connect
 
@@ -484,6 +484,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "live_emulated_200": live_emulated_200,
     "pai2020_full": pai2020_full,
     "analyses_helios": analyses_helios,
+    "report_1m": report_1m,
 }
 
 if __name__ == "__main__":

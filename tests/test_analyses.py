@@ -296,3 +296,51 @@ def test_reproduces_published_philly_runtime_percentiles() -> None:
     # and the same median as the stdlib computes
     assert q["p50"] == statistics.median(runtimes.to_list())
     assert not math.isnan(q["max"])
+
+
+def test_provisioning_fixture() -> None:
+    """Task t1 asks 2 instances x (4 vCPU, 0.5 GPU, 8 GiB); its instances used 1.5 + 2.5
+    cores, 0.2 + 0.1 GPU, 10 + 7 GiB -> CPU and GPU over-provisioned, memory under."""
+    from gpu_trace.analyses import provisioning as prov
+
+    gib = 2**30
+    tasks = pl.LazyFrame(
+        {
+            "source": ["p"],
+            "cluster": ["c"],
+            "job_id": ["j"],
+            "task": ["t1"],
+            "cpus": [8.0],
+            "gpus": [1.0],
+            "mem_bytes": [16 * gib],
+        }
+    )
+    usage = pl.LazyFrame(
+        {
+            "source": ["p"] * 6,
+            "cluster": ["c"] * 6,
+            "job_id": ["j"] * 6,
+            "task": ["t1"] * 6,
+            "scope": ["instance"] * 6,
+            "stat": ["mean"] * 6,
+            "metric": [
+                "cpu_used_cores",
+                "cpu_used_cores",
+                "gpu_used_gpus",
+                "gpu_used_gpus",
+                "mem_used_bytes",
+                "mem_used_bytes",
+            ],
+            "value": [1.5, 2.5, 0.2, 0.1, 10.0 * gib, 7.0 * gib],
+        }
+    )
+    rv = prov.requested_vs_used(tasks, usage).collect().row(0, named=True)
+    assert (rv["cpu_requested"], rv["cpu_used"]) == (8.0, 4.0)
+    assert rv["gpu_used"] == pytest.approx(0.3) and rv["mem_used"] == 17.0 * gib
+    over = prov.over_provisioning(prov.requested_vs_used(tasks, usage)).collect()
+    assert dict(zip(over["resource"], over["over_share"], strict=True)) == {
+        "cpu": 1.0,
+        "gpu": 1.0,
+        "mem": 0.0,
+    }
+    assert dict(zip(over["resource"], over["under_share"], strict=True))["mem"] == 1.0

@@ -187,6 +187,7 @@ ANALYZE = [
     ["sharing", "--view", "constraints"],
     ["fragmentation"],
     ["per-job"],
+    ["provisioning"],
 ]
 
 

@@ -25,6 +25,8 @@ class Inputs:
     gpu_samples: pl.LazyFrame
     host_samples: pl.LazyFrame
     events: pl.LazyFrame
+    tasks: pl.LazyFrame
+    usage: pl.LazyFrame
 
     @classmethod
     def from_store(cls, store: Path, sources: Sequence[str] | None = None) -> Inputs:
@@ -37,6 +39,8 @@ class Inputs:
             gpu_samples=scan(store, "gpu_samples", src),
             host_samples=scan(store, "host_samples", src),
             events=scan(store, "events", src),
+            tasks=scan(store, "tasks", src),
+            usage=scan(store, "usage", src),
         )
 
     @cached_property

@@ -15,6 +15,7 @@ from gpu_trace.analyses import arrivals as arr
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import provisioning as prov
 from gpu_trace.analyses import queueing as que
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses import users as usr
@@ -288,6 +289,23 @@ def fragmentation(
     machines = machines.filter(pl.col("dataset") == inventory)
     frag = shr.fragmentation(machines, shr.task_classes(inp.jobs))
     _run(shr.fragmentation_by_type(frag), fmt, output, max_rows)
+
+
+@app.command()
+@domain_errors
+def provisioning(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    per_task: Annotated[bool, typer.Option("--per-task", help="One row per task instead.")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Requested vs used CPU, GPU and memory per task (PAI sensor data): share of tasks
+    over- and under-provisioned."""
+    inp = _inputs(store, source)
+    rv = prov.requested_vs_used(inp.tasks, inp.usage)
+    _run(rv if per_task else prov.over_provisioning(rv), fmt, output, max_rows)
 
 
 @app.command("per-job")

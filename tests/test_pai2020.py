@@ -573,6 +573,58 @@ def test_parsers_never_crash(
     assert first.rows_read in (records * per_record, (records - 1) * per_record)
 
 
+GOOD_LINE = {
+    "job": "j1,i1,u1,Terminated,10.0,20.0",
+    "task": "j1,worker,2.0,Terminated,10.0,20.0,600.0,29.296875,50.0,T4",
+    "instance": "j1,worker,n1,w1,i1,Terminated,10.0,20.0,m1",
+    "sensor": "j1,worker,w1,i1,m1,/dev/nvidia0,1.0,2.0,3.0,4.0,5.0,6.0,7.0,8.0,9.0,10.0",
+    "group_tag": "i1,u1,T4,g1,bert",
+    "machine_spec": "m1,T4,96,512,2",
+    "machine_metric": "w1,m1,10,20,1.0,2.0,3.0,4.0,5.0,6.0,7.0,8.0",
+}
+NUMERIC = {
+    "job": [4, 5],
+    "task": [2, 4, 5, 6, 7, 8],
+    "instance": [6, 7],
+    "sensor": list(range(6, 16)),
+    "group_tag": [],
+    "machine_spec": [2, 3, 4],
+    "machine_metric": list(range(2, 12)),
+}
+
+
+@pytest.mark.parametrize("table", list(SPECS))
+def test_extreme_numbers_are_quarantined(tmp_path: Path, table: str) -> None:
+    """Every numeric field of every table set to values that would overflow a cast or
+    poison a sum: each such line (or value, for usage) is quarantined with a reason."""
+    spec = SPECS[table]
+    lines = [GOOD_LINE[table]]
+    for i in NUMERIC[table]:
+        for value in ("1e300", "-1.0", "inf", "nan", "1e12", "2.5e9"):
+            fields = GOOD_LINE[table].split(",")
+            fields[i] = value
+            fields[0] += f"_{len(lines)}"  # distinct keys: no line supersedes another
+            if table == "instance":
+                fields[3] += f"_{len(lines)}"
+            lines.append(",".join(fields))
+    f = tmp_path / spec.csv
+    f.write_text("\n".join(lines) + "\n")
+    report = ingest(LOADERS["pai2020"], f, tmp_path / "store")
+    first = report.lines[0]
+    per_record = {"sensor": 10, "machine_metric": 8}.get(table, 1)
+    assert first.rows_read == len(lines) * per_record
+    assert first.rows_read == first.rows_written + first.rows_quarantined
+    reasons = quarantined(tmp_path / "store")
+    if table == "group_tag":
+        return
+    assert (f.name, "line 1") not in reasons  # the good line loads
+    for n, line in enumerate(lines[1:], start=2):
+        if {"1e300", "-1.0", "inf", "nan"} & set(line.split(",")):
+            assert (f.name, f"line {n}") in reasons, line
+    text = " ".join(r for rs in reasons.values() for r in rs)
+    assert "is not a finite number" in text and "is negative" in text and "out of range" in text
+
+
 # ---------------------------------------------------------------------------- synthetic
 
 
@@ -605,6 +657,53 @@ def _short(stem: str) -> str:
     return next(s.short for s in SPECS.values() if s.stem == stem)
 
 
+def test_same_tables_as_the_owners_pandas_recipe(tmp_path: Path) -> None:
+    """On a synthetic trace with the owners' quirks (duplicate and nameless workers, 0
+    times), the loader's jobs, tasks and placements equal what the owners' utils.py
+    recipe computes with pandas (bench/baseline_pai2020.py: sort + drop_duplicates
+    keep='last', dropna, merges, groupby)."""
+    from bench.baseline_pai2020 import build
+
+    synth(tmp_path / "raw", jobs=1500, seed=5)
+    store = tmp_path / "store"
+    ingest(LOADERS["pai2020"], tmp_path / "raw", store, tables="job,task,instance")
+    build(tmp_path / "raw", tmp_path / "pandas", vectorized=True)
+
+    def same(ours: pl.DataFrame, theirs: pl.DataFrame, keys: list[str], cols: list[str]) -> None:
+        assert ours.height == theirs.height
+        joined = ours.join(theirs, on=keys, how="full", suffix="_pd", nulls_equal=True)
+        assert joined.height == ours.height
+        for c in cols:
+            a, b = pl.col(c), pl.col(c + "_pd")
+            if ours.schema[c] == pl.Datetime("us", "UTC"):
+                b = b.dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+            elif ours.schema[c].is_numeric():
+                a, b = a.cast(pl.Float64), b.cast(pl.Float64)
+            assert joined.filter(a.ne_missing(b)).height == 0, c
+
+    same(
+        frame(store, "placements"),
+        pl.read_parquet(tmp_path / "pandas" / "placements.parquet"),
+        ["instance"],
+        ["job_id", "task", "start_time", "end_time", "machine_id", "gpu_count", "status"],
+    )
+    same(
+        frame(store, "tasks"),
+        pl.read_parquet(tmp_path / "pandas" / "tasks.parquet"),
+        ["job_id", "task"],
+        ["instances", "start_time", "end_time", "run_s", "gpus", "cpus", "mem_bytes", "gpu_type"],
+    )
+    same(
+        frame(store, "jobs"),
+        pl.read_parquet(tmp_path / "pandas" / "jobs.parquet"),
+        ["job_id"],
+        [
+            *("submit_time", "start_time", "end_time", "queue_s", "run_s", "gpus", "cpus"),
+            *("mem_bytes", "gpu_type", "nodes", "status", "raw_status"),
+        ],
+    )
+
+
 def test_synth_loads_and_matches_published_shape(tmp_path: Path) -> None:
     synth(tmp_path / "t", jobs=6000, seed=11)
     store = tmp_path / "store"
@@ -624,8 +723,9 @@ def test_synth_loads_and_matches_published_shape(tmp_path: Path) -> None:
     assert 1.15 < tasks / 6000 < 1.25  # 1,260,920 tasks for ~1.05 M jobs
     assert 0.78 < gpu_tasks / tasks < 0.86  # 1,037,085 / 1,260,920 = 82 %
     assert 0.6 < mean_gpu < 0.76 and median_gpu == 0.5 and max_gpu == 8.0  # 0.683 / 0.5 / 8
-    median_run = con.execute(
-        "SELECT median(epoch(end_time) - epoch(start_time)) FROM placements WHERE status = 'completed'"
+    median_run = con.execute(  # the owners' runtime_i: mean instance runtime per task
+        "SELECT median(r) FROM (SELECT job_id, task, avg(epoch(end_time) - epoch(start_time)) r "
+        "FROM placements WHERE status = 'completed' GROUP BY ALL)"
     ).fetchone()[0]
     assert 300 < median_run < 750  # 480.7 s
     # submissions peak in working hours, UTC+8
@@ -641,3 +741,12 @@ def test_synth_loads_and_matches_published_shape(tmp_path: Path) -> None:
         "WHERE u.raw_field = 'cpu_usage'"
     ).fetchone()[0]
     assert 0.8 < over < 0.89  # 84.46 % of tasks request more CPU than they use
+
+
+def test_usage_metric_names_carry_their_units() -> None:
+    suffixes = {"_pct": "pct", "_bytes": "bytes", "_gpus": "gpu", "_cores": "cpu", "_ops": "count"}
+    for name, (unit, meaning) in USAGE_METRICS.items():
+        assert meaning
+        for suffix, want in suffixes.items():
+            if name.endswith(suffix):
+                assert unit == want, name

@@ -40,6 +40,10 @@ GIB = 1 << 30
 """PAI's 'GB' is 2^30 bytes: plan_mem 29.296875 is 30,000 MiB / 1024, max_mem 2.3935546875
 is 2,451 MiB / 1024; capacities 512 and 384 are the usual GiB sizes of server RAM."""
 
+TIME_MAX_S = 1e10
+"""Sanity bound on times (about 317 years past the hidden epoch; the trace spans ~6e6 s),
+so converting to microseconds can never overflow."""
+
 TRACE = "trace"
 """Dataset of the job hierarchy (jobs, tasks, placements, job_tags)."""
 MACHINE_SPEC = "machine_spec"
@@ -336,10 +340,15 @@ def number_checks(
 def time_checks(
     start: str = "start_time", end: str = "end_time"
 ) -> list[tuple[pl.Expr, pl.Expr | str]]:
-    """Times are finite and non-negative; when both are known, end is not before start."""
+    """Times are finite, non-negative and below ``TIME_MAX_S``; when both are known, end
+    is not before start."""
     both = (pl.col(start) != 0) & (pl.col(end) != 0)
     return [
         *number_checks([start, end]),
+        *(
+            (pl.col(c) >= TIME_MAX_S, pl.format(f"{c} {{}} is out of range (>= 1e10 s)", pl.col(c)))
+            for c in (start, end)
+        ),
         (both & (pl.col(end) < pl.col(start)), f"{end} is before {start}"),
     ]
 

@@ -6,20 +6,25 @@ keeping the last row per ``worker_name``, then drop rows whose ``worker_name`` i
 (``analysis/utils.py`` ``get_dfiw``). We apply the same rule, but every dropped row goes to
 quarantine with its reason, so the file still reconciles line for line.
 
-Doing that without holding 2 GB of strings in memory takes four streaming passes over
-the lines, none of which keeps a string column:
+Doing that without holding 2 GB of strings in memory takes two full passes over the
+lines plus a cheap one, none of which keeps a string column of the whole file:
 
-1. collect, per usable line, its line number and 64-bit hashes of ``worker_name``, of
-   ``job_name`` (two seeds) and of ``machine``, plus its start time: numbers only;
-2. for the few lines whose ``worker_name`` hash repeats, collect the real names and
-   sort keys, and resolve duplicates exactly on the names (a hash collision between two
-   different names is thereby harmless);
-3. collect the rejected lines (few) for quarantine;
-4. stream the kept lines, joined to their task's per-instance GPU request, to Parquet.
+1. parse and check every line, collecting only numbers: the line number, 64-bit hashes
+   of ``worker_name``, of ``job_name`` (two seeds) and of ``machine``, the start time,
+   and the reason of each bad line;
+2. re-read, by line number *before* splitting, only the lines whose ``worker_name`` hash
+   repeats and the bad lines: duplicates are resolved exactly on the real names (a hash
+   collision between two different names is thereby harmless), rejects get their text;
+3. stream the kept lines (dropped ones skipped by number), joined to their task's
+   per-instance GPU request, to Parquet (the store writer runs this one).
+
+Strings cut out of a line are views into the buffer of the whole chunk of lines, so the
+few kept from passes 1 and 2 are copied (``owned``) lest they pin the file in memory.
 
 The per-job aggregates the ``jobs`` table needs from instances (earliest start, distinct
 machines) come from the numeric keys of pass 1, grouped by the two job-name hashes (a
-128-bit key: a collision among a million jobs has probability around 1e-27).
+128-bit key: a collision among a million jobs has probability around 1e-27); the task
+join uses a 128-bit (job_name, task_name) hash the same way.
 """
 
 from __future__ import annotations
@@ -76,7 +81,6 @@ class Instances:
     per_job: pl.DataFrame
     """``_j1, _j2`` (job-name hashes), ``inst_start_s`` (earliest known start, float
     seconds) and ``nodes`` (distinct machines) over the kept instances of each job."""
-    duplicates: int
 
 
 def read_instances(inp: Input, task_gpus: pl.DataFrame | None) -> Instances:
@@ -173,6 +177,7 @@ def read_instances(inp: Input, task_gpus: pl.DataFrame | None) -> Instances:
             else "null: pai_task_table.csv not read"
         ),
         "row_order": "file order (not sorted: the file is too large to sort in memory)",
+        "duplicates_superseded": str(losers.height),
     }
     batch = Batch(
         "placements",
@@ -184,4 +189,4 @@ def read_instances(inp: Input, task_gpus: pl.DataFrame | None) -> Instances:
         metadata=metadata(inp, **notes),
         sort=False,
     )
-    return Instances(batch, per_job, losers.height)
+    return Instances(batch, per_job)

@@ -12,7 +12,10 @@ the line's reason prefixed by the field name. Empty fields are written with a nu
 as ``gpu_samples`` does for N/A.
 
 Conversions: percent of one core / one GPU -> cores / GPUs (divide by 100); GB -> bytes
-(x 2^30, see ``GIB``); everything else as written. Sensor rows keep ``job_name`` as the
+(x 2^30, see ``GIB``); everything else as written. The division is a float division
+(correctly rounded, as pandas does), not ``units.per``: these are lifetime averages
+written with 16-17 significant digits (``140.1451612903226``), which ``per``'s 12-decimal
+scale would truncate. Sensor rows keep ``job_name`` as the
 job; machine-metric rows only name the worker, so their ``job_id`` stays null (join
 ``placements`` on ``instance``).
 """
@@ -145,6 +148,8 @@ def _batch(
     ids: dict[str, str | None],
     timed: bool,
 ) -> Batch:
+    """One ``usage`` batch: ``ids`` maps usage columns to source columns (None: null),
+    ``timed`` says whether the file has start/end times."""
     source_ids = [c for c in ids.values() if c is not None]
     long = _long(inp, measures, source_ids, timed)
     units = {m.raw_field: USAGE_METRICS[m.metric][0] for m in measures}

@@ -234,22 +234,6 @@ def replay_baseline_20k() -> dict[str, object]:
     }
 
 
-def _philly_child(args: list[str]) -> tuple[str, float, float]:
-    """Run a child process; return its stdout, wall seconds and peak RSS (MiB)."""
-    import os
-    import subprocess
-
-    with tempfile.TemporaryFile("w+") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{args} failed")
-        out.seek(0)
-        return out.read(), wall, usage.ru_maxrss / 1024
-
-
 def philly_full() -> dict[str, object]:
     """Synthesize the full Philly job log (117,325 jobs) plus one day of per-minute util
     rows for all 552 machines, in a child process. Run the owners' notebook recipe
@@ -269,10 +253,10 @@ def philly_full() -> dict[str, object]:
             "import sys; from pathlib import Path; from gpu_trace.synth.philly import write; "
             f"write(Path(sys.argv[1]), jobs={jobs}, seed=0, util_days=1)"
         )
-        _, synth_s, _ = _philly_child([sys.executable, "-c", script, str(raw)])
+        _, synth_s, _ = _child([sys.executable, "-c", script, str(raw)])
         # The baseline runs first, while this process is still small: a child's
         # peak-RSS counter starts from its parent's at fork.
-        out, _, base_rss = _philly_child(
+        out, _, base_rss = _child(
             [
                 sys.executable,
                 "-m",
@@ -372,20 +356,9 @@ def live_emulated_200() -> dict[str, object]:
 
 
 def _pai_child(args: list[str]) -> tuple[dict[str, Any], float, float]:
-    """Run one child process; return its last JSON line, wall seconds and its own peak
-    RSS in MiB (``wait4``: only that process, which starts small)."""
-    import os
-    import subprocess
-
-    with tempfile.TemporaryFile("w+") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{args} failed")
-        out.seek(0)
-        return json.loads(out.read().strip().splitlines()[-1]), wall, usage.ru_maxrss / 1024
+    """:func:`_child`, parsing the child's last stdout line as JSON."""
+    out, wall, rss = _child(args)
+    return json.loads(out.strip().splitlines()[-1]), wall, rss
 
 
 _PAI_SYNTH = (

@@ -206,3 +206,19 @@ def test_analyze_values_and_errors(openb_store: Path) -> None:
     assert run("analyze", "queueing", "--by", "nope", "--store", openb_store).exit_code == 1
     none = run("analyze", "summary", "--source", "helios", "--store", openb_store)
     assert none.exit_code == 1 and "no jobs" in none.stderr
+
+
+def test_sql_csv_flattens_nested_columns(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    fixtures = Path(__file__).parent / "fixtures" / "philly"
+    assert run("ingest", "philly", fixtures, "--store", store).exit_code == 0
+    out = run(
+        "sql",
+        "select job_id, gpu_indices from placements order by all limit 2",
+        "-f",
+        "csv",
+        "--store",
+        store,
+    )
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[1].endswith('"[0, 1]"')

@@ -19,10 +19,25 @@ class Format(StrEnum):
     parquet = "parquet"
 
 
+def flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """CSV cannot hold nested values: list columns become ``[a, b]`` text and struct
+    columns JSON text."""
+    exprs = []
+    for name, dtype in frame.schema.items():
+        if isinstance(dtype, pl.List | pl.Array):
+            inner = pl.col(name).cast(pl.List(dtype.inner)).list.eval(pl.element().cast(pl.String))
+            exprs.append(pl.format("[{}]", inner.list.join(", ")).alias(name))
+        elif isinstance(dtype, pl.Struct):
+            exprs.append(pl.col(name).struct.json_encode().alias(name))
+    return frame.with_columns(exprs) if exprs else frame
+
+
 def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows: int = 100) -> None:
     """Write ``frame`` in ``fmt`` to ``output`` (temp file + rename) or to stdout."""
     if fmt is Format.parquet and output is None:
         raise GpuTraceError("--format parquet needs --output FILE")
+    if fmt is Format.csv:
+        frame = flat(frame)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = output.with_name(f".{output.name}.tmp")

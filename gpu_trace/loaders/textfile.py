@@ -156,7 +156,8 @@ def parse_fields(
     (Philly's util files end every row with a comma).
     """
     n = len(fields)
-    parts = pl.col(RAW).str.split(separator)
+    # split once into _parts; every check below reads that column
+    parts = pl.col("_parts")
     nparts = parts.list.len()
     count_ok = nparts == n
     if allow_trailing_empty:
@@ -190,7 +191,7 @@ def parse_fields(
                 )
             )
     return (
-        lines.with_columns(parts.alias("_parts"))
+        lines.with_columns(pl.col(RAW).str.split(separator).alias("_parts"))
         .with_columns(*typed, pl.coalesce(reasons).alias(REASON))
         .drop("_parts")
     )

@@ -46,6 +46,7 @@ def test_pages_and_provenance(site: Path) -> None:
         assert "openb_pod_list_default.csv" in text and "8152" in text  # provenance
         assert "Beware of Fragmentation" in text  # citation credited
     for title in (
+        "Inventory and capacity",
         "Summary",
         "Utilization (allocation)",
         "Queueing",

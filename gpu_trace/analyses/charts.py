@@ -263,3 +263,19 @@ def fragmentation(by_type: pl.DataFrame) -> alt.Chart:
         )
         .properties(width=WIDTH, title="Fragmentation given the request mix (FGD measure)")
     )
+
+
+def capacity(cap: pl.DataFrame) -> alt.Chart:
+    """Installed GPUs over time per cluster (step line)."""
+    frame = thin(_label(cap, "source", "cluster"))
+    return (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("time:T", title=None),
+            y=alt.Y("gpus:Q", title="GPUs installed"),
+            color=alt.Color("series:N", title=None),
+            tooltip=["series:N", "time:T", "gpus:Q", "basis:N"],
+        )
+        .properties(width=WIDTH, title="GPU capacity over time")
+    )

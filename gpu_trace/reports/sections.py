@@ -4,6 +4,8 @@ charts of aggregated data. A section with nothing to show says so instead of van
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from gpu_trace.analyses import arrivals as arr
@@ -212,7 +214,38 @@ def sharing_section(inp: Inputs) -> Section:
     return sec
 
 
-SOURCE_SECTIONS = (
+def inventory_section(inp: Inputs) -> Section:
+    """Machines and GPUs per inventory and GPU type; capacity over time where the source
+    publishes it (Helios daily totals)."""
+    inv = shr.inventory(inp.machines).collect()
+    cap = (
+        inp.capacity.filter(pl.col("vc").is_null())
+        .select("source", "cluster", "dataset", "time", "gpus", "basis")
+        .sort("source", "cluster", "time")
+        .collect()
+    )
+    if inv.height == 0 and cap.height == 0:
+        return _empty("Inventory and capacity", "No machine inventory or capacity published.")
+    sec = Section("Inventory and capacity")
+    if inv.height:
+        sec.html += table_html(inv, caption="Machines and GPUs per inventory and GPU type")
+    if cap.height:
+        per = cap.group_by("source", "cluster", "basis").agg(
+            pl.len().alias("periods"),
+            pl.col("gpus").min().alias("min_gpus"),
+            pl.col("gpus").max().alias("max_gpus"),
+        )
+        sec.html += table_html(
+            per.sort("source", "cluster", "basis"), caption="GPU capacity (cluster totals)"
+        )
+        dated = cap.filter(pl.col("time").is_not_null())
+        if dated["time"].n_unique() > 1:
+            sec.charts.append(charts.capacity(dated))
+    return sec
+
+
+SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
+    inventory_section,
     summary_section,
     utilization_section,
     queueing_section,

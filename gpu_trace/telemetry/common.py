@@ -271,3 +271,56 @@ def first_lines(path: Path, n: int = 2) -> list[str]:
 
 def concat(frames: Sequence[pl.LazyFrame]) -> pl.LazyFrame:
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.LazyFrame()
+
+
+def wide_to_cells(
+    good: pl.DataFrame, keys: Sequence[str], kept: Sequence[tuple[int, str]]
+) -> pl.LazyFrame:
+    """Long-form cells (one row per kept field of every good line) from split wide rows:
+    ``_line, _raw, *keys, field, cell`` where the cell is ``_parts[i]``."""
+    return concat(
+        [
+            good.lazy().select(
+                LINE,
+                RAW,
+                *keys,
+                pl.lit(name).alias(FIELD),
+                pl.col("_parts").list.get(i).alias(CELL),
+            )
+            for i, name in kept
+        ]
+    )
+
+
+def finish(
+    typed: pl.DataFrame,
+    bad: pl.DataFrame,
+    *,
+    source: str,
+    info: FileInfo,
+    dataset: str,
+    used: int,
+    header_lines: int,
+    basis: TimeBasis,
+    extra: dict[str, str],
+) -> list[Batch]:
+    """The common tail of the wide-text parsers (nvidia-smi query/dmon, dcgmi dmon): split
+    typed cells into samples / events / quarantine, add the lines rejected whole, check
+    that every physical line was accounted for, and build the batches."""
+    samples, events, quarantine, no_event = split_rows(
+        typed, source=source, dataset=dataset, file=info.path
+    )
+    quarantine = pl.concat(
+        [quarantine_frame(bad, source=source, dataset=dataset, file=info.path), quarantine]
+    )
+    check_lines(info, used, header_lines)
+    return batches(
+        info=info,
+        dataset=dataset,
+        samples=samples,
+        events=events,
+        quarantine=quarantine,
+        no_event=no_event,
+        basis=basis,
+        extra=extra,
+    )

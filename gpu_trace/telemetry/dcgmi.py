@@ -21,20 +21,15 @@ import polars as pl
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.textfile import LINE, RAW, REASON, file_info, scan_lines
+from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.telemetry.common import (
-    CELL,
-    FIELD,
-    batches,
     cells_to_rows,
-    check_lines,
-    concat,
+    finish,
     first_lines,
     parse_start,
-    quarantine_frame,
     slug,
-    split_rows,
     tick_times,
+    wide_to_cells,
 )
 from gpu_trace.telemetry.fields import DCGM_BY_TAG, Field
 
@@ -123,39 +118,22 @@ def dmon(
     )
     good = keyed.filter(ok)
     bad = keyed.filter(~ok)
-    cells = concat(
-        [
-            good.lazy().select(
-                LINE,
-                RAW,
-                "time",
-                "host",
-                "gpu_index",
-                "mig_instance",
-                pl.lit(t).alias(FIELD),
-                pl.col("_parts").list.get(i).alias(CELL),
-            )
-            for i, t in enumerate(tags)
-            if t in fields
-        ]
+    cells = wide_to_cells(
+        good,
+        ["time", "host", "gpu_index", "mig_instance"],
+        [(i, t) for i, t in enumerate(tags) if t in fields],
     )
     if not fields:
         raise InputError(path, f"none of the fields {tags} is a metric gpu-trace keeps", "line 1")
     typed = cells_to_rows(cells, fields)
-    samples, events, quarantine, no_event = split_rows(
-        typed, source=SOURCE, dataset=dataset, file=path
-    )
-    quarantine = pl.concat(
-        [quarantine_frame(bad, source=SOURCE, dataset=dataset, file=path), quarantine]
-    )
-    check_lines(info, split.height, n_header)
-    return batches(
+    return finish(
+        typed,
+        bad,
+        source=SOURCE,
         info=info,
         dataset=dataset,
-        samples=samples,
-        events=events,
-        quarantine=quarantine,
-        no_event=no_event,
+        used=split.height,
+        header_lines=n_header,
         basis=basis,
         extra={"format": "dcgmi dmon", "interval_s": str(interval_s)},
     )

@@ -32,24 +32,21 @@ import polars as pl
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.textfile import LINE, RAW, REASON, file_info, scan_lines
+from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.loaders.units import MIB
 from gpu_trace.telemetry.common import (
-    CELL,
-    FIELD,
     TimeBasis,
-    batches,
     cell_number,
     cells_to_rows,
     check_lines,
-    concat,
+    finish,
     first_lines,
     is_missing,
     parse_start,
     quarantine_frame,
     slug,
-    split_rows,
     tick_times,
+    wide_to_cells,
     zone,
 )
 from gpu_trace.telemetry.fields import SMI_DMON, SMI_QUERY
@@ -194,38 +191,18 @@ def query_csv(
     good = keyed.filter(pl.col(REASON).is_null())
     bad = keyed.filter(pl.col(REASON).is_not_null())
     kept = [(i, n) for i, n in enumerate(names) if n in SMI_QUERY]
-    cells = concat(
-        [
-            good.lazy().select(
-                LINE,
-                RAW,
-                "time",
-                "host",
-                "gpu_index",
-                "gpu_uuid",
-                pl.lit(n).alias(FIELD),
-                pl.col("_parts").list.get(i).alias(CELL),
-            )
-            for i, n in kept
-        ]
-    )
+    cells = wide_to_cells(good, ["time", "host", "gpu_index", "gpu_uuid"], kept)
     typed = cells_to_rows(cells, SMI_QUERY) if kept else pl.DataFrame()
     if not kept:
         raise InputError(path, "none of the queried fields is a GPU metric gpu-trace keeps")
-    samples, events, quarantine, no_event = split_rows(
-        typed, source=SOURCE, dataset=dataset, file=path
-    )
-    quarantine = pl.concat(
-        [quarantine_frame(bad, source=SOURCE, dataset=dataset, file=path), quarantine]
-    )
-    check_lines(info, split.height, skip)
-    return batches(
+    return finish(
+        typed,
+        bad,
+        source=SOURCE,
         info=info,
         dataset=dataset,
-        samples=samples,
-        events=events,
-        quarantine=quarantine,
-        no_event=no_event,
+        used=split.height,
+        header_lines=skip,
         basis=TimeBasis(basis.basis, tzs),
         extra={"format": "nvidia-smi --query-gpu csv"},
     )
@@ -390,35 +367,16 @@ def dmon(
     good = keyed.filter(pl.col(REASON).is_null())
     bad = keyed.filter(pl.col(REASON).is_not_null())
     kept = [(i, n) for i, n in enumerate(names) if n in SMI_DMON]
-    cells = concat(
-        [
-            good.lazy().select(
-                LINE,
-                RAW,
-                "time",
-                "host",
-                "gpu_index",
-                pl.lit(n).alias(FIELD),
-                pl.col("_parts").list.get(i).alias(CELL),
-            )
-            for i, n in kept
-        ]
-    )
+    cells = wide_to_cells(good, ["time", "host", "gpu_index"], kept)
     typed = cells_to_rows(cells, SMI_DMON)
-    samples, events, quarantine, no_event = split_rows(
-        typed, source=SOURCE, dataset=dataset, file=path
-    )
-    quarantine = pl.concat(
-        [quarantine_frame(bad, source=SOURCE, dataset=dataset, file=path), quarantine]
-    )
-    check_lines(info, split.height, n_comments)
-    return batches(
+    return finish(
+        typed,
+        bad,
+        source=SOURCE,
         info=info,
         dataset=dataset,
-        samples=samples,
-        events=events,
-        quarantine=quarantine,
-        no_event=no_event,
+        used=split.height,
+        header_lines=n_comments,
         basis=basis,
         extra={"format": "nvidia-smi dmon", "interval_s": str(interval_s)},
     )

@@ -79,6 +79,7 @@ from gpu_trace.loaders.textfile import (
     read_header,
     scan_lines,
 )
+from gpu_trace.store.parquet import slug
 
 SOURCE = "helios"
 CLUSTERS = ("venus", "earth", "saturn", "uranus")
@@ -134,11 +135,6 @@ class HeliosFile:
     kind: str
     """``cluster_log`` or ``cluster_gpu_number``."""
     path: Path
-
-
-def slug(name: str) -> str:
-    """The cluster slug used as ``dataset`` and ``cluster`` (``Venus`` -> ``venus``)."""
-    return re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "unnamed"
 
 
 def check_tz(tz: str) -> str:

@@ -33,6 +33,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.replay.interchange import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
+from gpu_trace.store.parquet import slug
 
 NUMERIC = {
     "num_gpu",
@@ -81,12 +82,6 @@ def _checked(parsed: pl.LazyFrame, gpu_col: str, time_col: str) -> pl.LazyFrame:
     )
 
 
-def _slug(path: Path) -> str:
-    import re
-
-    return re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).strip("-") or "trace"
-
-
 class ChronusLoader:
     """Tiresias / Chronus job CSVs (one file, or every ``*.csv`` in a folder)."""
 
@@ -105,7 +100,7 @@ class ChronusLoader:
                 parse_fields(scan_lines(info, skip=1), _specs(header)), "num_gpu", "submit_time"
             )
             good = parsed.filter(pl.col(REASON).is_null())
-            dataset = _slug(f)
+            dataset = slug(f.stem)
             rows = _canonical(
                 good,
                 self.name,
@@ -161,7 +156,7 @@ class GavelLoader:
                 "arrival_time",
             )
             good = parsed.filter(pl.col(REASON).is_null())
-            dataset = _slug(f)
+            dataset = slug(f.stem)
             run = pl.col("total_steps") * step_s if step_s is not None else pl.lit(None, pl.Float64)
             rows = _canonical(
                 good,

@@ -39,6 +39,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB, MIB, per
+from gpu_trace.store.parquet import slug
 
 SOURCE = "openb"
 CLUSTER = "openb"
@@ -78,10 +79,6 @@ undisclosed G1/G2/G3 stay null rather than guessed."""
 
 _POD_FILE = re.compile(r"^openb_pod_list_(?P<variant>.+)\.csv$")
 _NODE_FILE = re.compile(r"^openb_node_list_(?P<variant>.+)\.csv$")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-") or "unnamed"
 
 
 def _header_fields(
@@ -242,9 +239,9 @@ class OpenbLoader:
                 if path.is_dir() and variant != "all" and v != variant:
                     continue
                 found_pods = True
-                yield pods(f, _slug(v))
+                yield pods(f, slug(v))
             elif m := _NODE_FILE.match(f.name):
-                yield nodes(f, _slug(m["variant"]))
+                yield nodes(f, slug(m["variant"]))
             elif path.is_file():
                 raise InputError(
                     f, "not an openb file (expected openb_pod_list_*.csv or openb_node_list_*.csv)"

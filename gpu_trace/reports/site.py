@@ -26,6 +26,7 @@ from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
+from gpu_trace.datasets.registry import registry
 from gpu_trace.reports.page import Section, esc, render_page, table_html
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
@@ -33,24 +34,14 @@ from gpu_trace.reports.telemetry_section import telemetry_section
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
 
-CREDITS: dict[str, str] = {
-    "openb": (
-        "Alibaba GPU-sharing trace 2023 (openb), alibaba/clusterdata cluster-trace-gpu-v2023; "
-        "no licence file upstream. Cite Weng et al., ATC'23, “Beware of Fragmentation”."
-    ),
-    "philly": (
-        "Microsoft Philly trace, msr-fiddle/philly-traces, CC BY 4.0. Cite Jeon et al., ATC'19, "
-        "“Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads”."
-    ),
-    "helios": (
-        "SenseTime Helios trace, S-Lab-System-Group/HeliosData, CC BY 4.0. Cite Hu et al., SC'21, "
-        "“Characterization and Prediction of Deep Learning Workloads in Large-Scale GPU Datacenters”."
-    ),
-    "pai2020": (
-        "Alibaba PAI GPU trace 2020, alibaba/clusterdata cluster-trace-gpu-v2020, CC BY 4.0. "
-        "Cite Weng et al., NSDI'22, “MLaaS in the Wild”."
-    ),
-}
+
+def credit(source: str) -> str:
+    """Licence and citation of a source, from the datasets registry (one place)."""
+    known = registry()
+    if source not in known:
+        return "see the source's own documentation for its licence and citation"
+    d = known[source]
+    return f"{d.title}; licence: {d.license}. Cite {d.citation}."
 
 
 def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
@@ -74,10 +65,7 @@ def _inventory(con: duckdb.DuckDBPyConnection) -> Section:
 
 
 def _footer(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> str:
-    credits = "".join(
-        f"<li><b>{esc(src)}</b>: {esc(CREDITS.get(src, 'see the source documentation'))}</li>"
-        for src in sources
-    )
+    credits = "".join(f"<li><b>{esc(src)}</b>: {esc(credit(src))}</li>" for src in sources)
     schema = ", ".join(f"{t.name} v{t.version}" for t in TABLES.values())
     return (
         f"<p>Data sources and licences:</p><ul>{credits}</ul>" if credits else ""

@@ -48,6 +48,12 @@ def _check_slug(kind: str, value: str) -> None:
         )
 
 
+def slug(text: str) -> str:
+    """A name made acceptable as a ``source`` / ``dataset`` value: lower case, runs of
+    other characters replaced by ``-`` (``Venus`` -> ``venus``)."""
+    return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-.") or "unnamed"
+
+
 def dataset_path(store: Path, table: str, source: str, dataset: str) -> Path:
     """Where one (table, source, dataset) lives in the store."""
     return store / table / f"source={source}" / f"{dataset}.parquet"

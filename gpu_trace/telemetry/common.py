@@ -12,8 +12,7 @@ are counted in the batch metadata (``no_event_cells``) so nothing is silently lo
 from __future__ import annotations
 
 import datetime as dt
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -251,10 +250,6 @@ def check_lines(info: FileInfo, used: int, header_lines: int) -> None:
         )
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-") or "unnamed"
-
-
 def require_text(info: FileInfo) -> None:
     if info.size_bytes == 0:
         raise InputError(info.path, "file is empty")
@@ -324,3 +319,35 @@ def finish(
         basis=basis,
         extra=extra,
     )
+
+
+def run_periodic(
+    step: Callable[[], object],
+    flush: Callable[[], object],
+    *,
+    clock: Callable[[], float],
+    sleep: Callable[[float], object],
+    interval_s: float,
+    flush_s: float,
+    duration_s: float | None,
+) -> None:
+    """Call ``step`` every ``interval_s`` (drift-free: deadlines, not sleeps) until
+    ``duration_s`` has passed or Ctrl-C, calling ``flush`` every ``flush_s`` and once more
+    at the end, so a crash loses at most one flush interval. Shared by the NVML sampler
+    and the Prometheus scraper."""
+    begin = clock()
+    due = last_flush = begin
+    try:
+        while duration_s is None or clock() - begin < duration_s:
+            step()
+            if clock() - last_flush >= flush_s:
+                flush()
+                last_flush = clock()
+            due += interval_s
+            delay = due - clock()
+            if delay > 0:
+                sleep(delay)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        flush()

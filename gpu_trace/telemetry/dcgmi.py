@@ -22,12 +22,12 @@ import polars as pl
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
+from gpu_trace.store.parquet import slug
 from gpu_trace.telemetry.common import (
     cells_to_rows,
     finish,
     first_lines,
     parse_start,
-    slug,
     tick_times,
     wide_to_cells,
 )

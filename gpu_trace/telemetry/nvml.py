@@ -38,6 +38,7 @@ from typing import Any
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.schemas.telemetry import GPU_METRICS
+from gpu_trace.telemetry.common import run_periodic
 from gpu_trace.telemetry.sink import Buffer, FlushWriter
 
 SOURCE = "nvml"
@@ -334,23 +335,17 @@ class Sampler:
     def run(self, duration_s: float | None) -> None:
         """Tick every ``interval_s`` until ``duration_s`` passed or Ctrl-C, flushing
         every ``flush_s`` and once more at the end."""
-        begin = self.clock()
-        due = begin
-        last_flush = begin
         try:
-            while duration_s is None or self.clock() - begin < duration_s:
-                self.tick()
-                if self.clock() - last_flush >= self.flush_s:
-                    self.flush()
-                    last_flush = self.clock()
-                due += self.interval_s
-                delay = due - self.clock()
-                if delay > 0:
-                    self.sleep(delay)
-        except KeyboardInterrupt:
-            pass
+            run_periodic(
+                self.tick,
+                self.flush,
+                clock=self.clock,
+                sleep=self.sleep,
+                interval_s=self.interval_s,
+                flush_s=self.flush_s,
+                duration_s=duration_s,
+            )
         finally:
-            self.flush()
             with contextlib.suppress(self.e_nvml):
                 self.nvml.nvmlShutdown()
 

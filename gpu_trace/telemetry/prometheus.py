@@ -34,6 +34,7 @@ import polars as pl
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
+from gpu_trace.store.parquet import slug
 from gpu_trace.telemetry.common import (
     CELL,
     FIELD,
@@ -44,7 +45,6 @@ from gpu_trace.telemetry.common import (
     first_lines,
     mtime,
     parse_start,
-    slug,
     split_rows,
 )
 from gpu_trace.telemetry.fields import DCGM_BY_NAME, XID_COUNT_FAMILY, Field

@@ -23,8 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.loaders.textfile import LINE, RAW
-from gpu_trace.store.parquet import StoreTransaction
-from gpu_trace.telemetry.common import slug
+from gpu_trace.store.parquet import StoreTransaction, slug
+from gpu_trace.telemetry.common import run_periodic
 from gpu_trace.telemetry.prometheus import SOURCE, parse
 
 MAX_BODY = 64 * 1024 * 1024
@@ -139,20 +139,12 @@ class Scraper:
         self.flushes += 1
 
     def run(self, duration_s: float | None) -> None:
-        begin = self.clock()
-        due = begin
-        last = begin
-        try:
-            while duration_s is None or self.clock() - begin < duration_s:
-                self.scrape_once()
-                if self.clock() - last >= self.flush_s:
-                    self.flush()
-                    last = self.clock()
-                due += self.interval_s
-                delay = due - self.clock()
-                if delay > 0:
-                    self.sleep(delay)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self.flush()
+        run_periodic(
+            self.scrape_once,
+            self.flush,
+            clock=self.clock,
+            sleep=self.sleep,
+            interval_s=self.interval_s,
+            flush_s=self.flush_s,
+            duration_s=duration_s,
+        )

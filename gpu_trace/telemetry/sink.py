@@ -16,8 +16,7 @@ import polars as pl
 
 from gpu_trace import __version__
 from gpu_trace.schemas import TABLES
-from gpu_trace.store.parquet import StoreTransaction, polars_schema
-from gpu_trace.telemetry.common import slug
+from gpu_trace.store.parquet import StoreTransaction, polars_schema, slug
 
 
 @dataclass

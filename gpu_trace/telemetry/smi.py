@@ -34,6 +34,7 @@ from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.loaders.units import MIB
+from gpu_trace.store.parquet import slug
 from gpu_trace.telemetry.common import (
     TimeBasis,
     cell_number,
@@ -44,7 +45,6 @@ from gpu_trace.telemetry.common import (
     is_missing,
     parse_start,
     quarantine_frame,
-    slug,
     tick_times,
     wide_to_cells,
     zone,

@@ -25,12 +25,14 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
 from gpu_trace.errors import GpuTraceError, InputError
-from gpu_trace.loaders import LOADERS, ingest
+from gpu_trace.loaders import LOADERS, helios, ingest
 from gpu_trace.loaders.base import IngestReport
+from gpu_trace.loaders.textfile import REASON, file_info
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import dataset_path, read_table
 from gpu_trace.synth import get_writer
@@ -46,6 +48,7 @@ LOG_HEADER = (
     "end_time,duration,queue"
 )
 HELIOS = LOADERS["helios"]
+GOOD = "1,uA,vcB,n,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:41:02,1,0"
 
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, sec: int = 0) -> datetime:
@@ -294,6 +297,182 @@ def test_other_time_zone(tmp_path: Path, store: Path) -> None:
         ingest(HELIOS, f, store, tz="Mars/Olympus")
 
 
+# ---------------------------------------------------------------- the clean-file fast path
+
+COUNTS = st.sampled_from(["1", "0", "8", " 1", "1 ", "+1", "01", "-1", "1.0", "", "x"])
+TIMESTAMPS = st.sampled_from(
+    [
+        "2020-06-09 18:41:01",
+        "2020-11-01 01:30:00",
+        "2020-03-08 02:30:00",
+        " 2020-06-09 18:41:01",
+        "2020-06-09T18:41:01",
+        "2020-06-09 18:41",
+        "",
+    ]
+)
+VALUES = {
+    "job_id": st.sampled_from(["1", "999999", "1000000", " 7", ""]),
+    "user": st.sampled_from(["u1", "", " u2"]),
+    "vc": st.sampled_from(["vcA", ""]),
+    "jobname": st.sampled_from(["n", "", '"q"', '"a,b"', "a,b", "\u00e9t\u00e9"]),
+    "state": st.sampled_from(["COMPLETED", "FAILED", "SUSPENDED", ""]),
+    "extra": st.sampled_from(["", "z"]),
+}
+GOOD_ROW = {
+    "job_id": "1",
+    "user": "u1",
+    "vc": "vcA",
+    "jobname": "n",
+    "gpu_num": "1",
+    "cpu_num": "2",
+    "node_num": "1",
+    "state": "COMPLETED",
+    "submit_time": "2020-06-09 18:41:01",
+    "start_time": "2020-06-09 18:41:01",
+    "end_time": "2020-06-09 18:41:02",
+    "duration": "1",
+    "queue": "0",
+    "extra": "",
+}
+
+
+def _value(name: str) -> st.SearchStrategy[str]:
+    if name in VALUES:
+        return VALUES[name]
+    return TIMESTAMPS if name.endswith("_time") else COUNTS
+
+
+@st.composite
+def helios_log(draw: st.DrawFn) -> tuple[list[str], list[dict[str, str]]]:
+    names = LOG_HEADER.split(",")
+    if not draw(st.booleans()):
+        names.remove("jobname")
+    if draw(st.booleans()):
+        names.insert(draw(st.integers(0, len(names))), "extra")
+    if draw(st.booleans()):
+        names = draw(st.permutations(names))
+    rows = []
+    for _ in range(draw(st.integers(0, 6))):
+        row = {n: GOOD_ROW[n] for n in names}
+        for name in draw(st.lists(st.sampled_from(names), max_size=2)):
+            row[name] = draw(_value(name))
+        rows.append(row)
+    return names, rows
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    log=helios_log(),
+    eol=st.sampled_from(["\n", "\r\n"]),
+    bom=st.booleans(),
+    short=st.booleans(),
+    tz=st.sampled_from(["Asia/Shanghai", "America/New_York"]),
+)
+def test_fast_path_agrees_with_line_exact_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    log: tuple[list[str], list[dict[str, str]]],
+    eol: str,
+    bom: bool,
+    short: bool,
+    tz: str,
+) -> None:
+    """Whatever the native-reader path accepts, it parses exactly as the line-exact
+    path does; whatever it cannot vouch for, it hands back (None)."""
+    names, rows = log
+    lines_out = [",".join(names), *(",".join(r[n] for n in names) for r in rows)]
+    if short and rows:
+        lines_out[-1] = lines_out[-1].rsplit(",", 1)[0]
+    f = tmp_path_factory.mktemp("fast") / "cluster_log.csv"
+    f.write_bytes((b"\xef\xbb\xbf" if bom else b"") + (eol.join(lines_out) + eol).encode())
+    fast, slow = _both_paths(f, tz)
+    if fast is None:
+        return
+    assert slow[REASON].null_count() == slow.height  # the fast path took no bad file
+    assert_frame_equal(fast, slow)
+
+
+def _both_paths(f: Path, tz: str = "Asia/Shanghai") -> tuple[pl.DataFrame | None, pl.DataFrame]:
+    names = helios.header_names(f)
+    info = file_info(f, header_lines=1, check_utf8=False)
+    fast = helios.read_clean(helios.read_text(f, names), info, names, tz)
+    return fast, helios.parse_log(info, names, tz).collect()
+
+
+@pytest.mark.parametrize(
+    ("header", "row"),
+    [
+        (LOG_HEADER, GOOD.replace(",n,", ',"q",')),  # quoted name: unquoted line-exactly
+        (LOG_HEADER, GOOD.replace(",n,", ",a,b,")),  # comma in the name
+        (LOG_HEADER, GOOD.replace(",1,1,1,", ",1 ,1,1,")),  # blank after a count
+        (LOG_HEADER, GOOD.replace(",1,1,1,", ",+1,01,1,")),
+        (LOG_HEADER, GOOD.replace("2020-06-09 18:41:01,", " 2020-06-09 18:41:01,", 1)),
+        (LOG_HEADER, GOOD.replace("2020-06-09 18:41:01,", "2020-06-09T18:41:01,", 1)),
+        (LOG_HEADER, GOOD.rsplit(",", 1)[0]),  # short row
+        (LOG_HEADER + ",jobname2", GOOD),  # short row, last column not ours
+        (LOG_HEADER.replace(",jobname", "") + ",jobname", GOOD.replace(",n,", ",") + ","),
+        (LOG_HEADER, ""),  # empty line
+        (LOG_HEADER, "\r"),
+        (LOG_HEADER, GOOD.replace("COMPLETED", "")),
+        (LOG_HEADER, GOOD.replace(",1,0", ",1,-1")),
+    ],
+)
+def test_fast_path_edge_cases(tmp_path: Path, header: str, row: str) -> None:
+    f = tmp_path / "cluster_log.csv"
+    f.write_text(f"{header}\n{GOOD}\n{row}\n{GOOD}\n")
+    fast, slow = _both_paths(f)
+    if fast is not None:
+        assert_frame_equal(fast, slow)
+
+
+def test_fast_path_is_taken_on_clean_files(tmp_path: Path) -> None:
+    """The speed path must not silently die: the README rows, a CRLF + BOM copy with
+    blanks before counts, and synthetic output all go through it."""
+    readme = DATA / "Venus" / "cluster_log.csv"
+    crlf = tmp_path / "cluster_log.csv"
+    text = readme.read_text().replace(",1,", ", 1,")
+    crlf.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    synth = tmp_path / "synth"
+    get_writer("helios")(synth, jobs=2_000, seed=3)
+    files = [readme, crlf, *sorted(synth.rglob("cluster_log.csv"))]
+    assert len(files) == 6
+    for f in files:
+        fast, slow = _both_paths(f)
+        assert fast is not None, f
+        assert_frame_equal(fast, slow)
+
+
+def test_fixed_offset() -> None:
+    summer = (datetime(2020, 6, 1), datetime(2020, 8, 31, 23, 59, 59))
+    assert helios.fixed_offset("Asia/Shanghai", datetime(2020, 4, 1), datetime(2020, 9, 28)) == (
+        timedelta(hours=8)
+    )
+    assert helios.fixed_offset("America/New_York", *summer) == timedelta(hours=-4)
+    # spans a DST change, or too long to check minute by minute: no single offset
+    assert (
+        helios.fixed_offset("America/New_York", datetime(2020, 6, 1), datetime(2020, 12, 1)) is None
+    )
+    assert helios.fixed_offset("UTC", datetime(2000, 1, 1), datetime(2020, 1, 1)) is None
+
+
+def test_store_order_without_a_full_sort() -> None:
+    """Ids of different lengths in one second are re-sorted as text, alone; the
+    result equals the writer's stable sort."""
+    t = [datetime(2020, 5, 14, 14, 21, s, tzinfo=UTC) for s in (50, 51, 51, 51, 52, 53, 53)]
+    ids = ["999998", "999999", "1000000", "1000001", "1000002", "1000003", "1000003"]
+    rows = pl.DataFrame({"_submit_time_utc": t, "job_id": ids, "k": range(7)})
+    got = helios.in_store_order(rows)
+    assert got is not None
+    assert got["k"].to_list() == [0, 2, 3, 1, 4, 5, 6]
+    assert_frame_equal(got, rows.sort("_submit_time_utc", "job_id", maintain_order=True))
+    ordered = rows.head(2)
+    assert helios.in_store_order(ordered) is ordered  # already in order: no copy
+    unsorted = rows.reverse()
+    assert helios.in_store_order(unsorted) is None  # times out of order: the writer sorts
+
+
 # ---------------------------------------------------------------- input layouts
 
 
@@ -480,7 +659,6 @@ FIELD = st.one_of(
     st.text(max_size=6).filter(lambda s: "\n" not in s and "\r" not in s),
 )
 ROW = st.lists(FIELD, min_size=0, max_size=16).map(",".join)
-GOOD = "1,uA,vcB,n,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:41:02,1,0"
 
 
 def _physical_lines(data: bytes) -> int:
@@ -670,3 +848,19 @@ def test_synth_ingests_cleanly(synth_dir: Path, store: Path) -> None:
         .fetchall()
     )
     assert suspended == [("uranus", 1)]
+
+
+def test_pandas_baselines_build_the_same_table(tmp_path: Path, synth_dir: Path) -> None:
+    """The benchmark's two pandas baselines (bench/baseline_helios.py) run and write
+    every job of the synthetic trace: the owners' all-cluster CSV and the rewrite's
+    Parquet files."""
+    from bench.baseline_helios import owners, rewrite
+
+    data = synth_dir / "data"
+    n = sum(len(_csv(f)) for f in data.rglob("cluster_log.csv"))
+    assert owners(data, tmp_path)["baseline_rows"] == n
+    assert rewrite(data, tmp_path)["baseline_rows"] == n
+    with (tmp_path / "all_cluster_log.csv").open() as fh:
+        assert fh.readline().split(",")[:2] == ["job_id", "cluster"]
+        assert sum(1 for _ in fh) == n
+    assert sum(pq.read_metadata(f).num_rows for f in tmp_path.glob("*.parquet")) == n

@@ -47,10 +47,16 @@ Decisions on points the format leaves open:
   canonical int32. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
   so array-job ids would survive), and duplicates are not checked.
 
-Parsing is line-exact (``textfile.scan_lines``): one polars pass splits and types every
-line, so each rejected row keeps its physical line number, raw text and reason. The
-pass does not carry the raw text along; the rejected lines (normally none) are fetched
-again by number, so good rows never pay for copying it.
+Two parse paths, one result. A released log is clean, so each file first goes through
+polars' native multi-threaded CSV reader (:func:`read_text`, :func:`read_clean`) while
+its bytes are hashed and counted in a second thread. That path only accepts a file it
+can vouch for completely: the reader must not complain, the row count must equal the
+physical line count, and every row must pass every check. Otherwise (any doubt at all)
+the whole file is parsed line-exactly (:func:`parse_log` over ``textfile.scan_lines``):
+one polars pass splits and types every line, so each rejected row keeps its physical
+line number, raw text and reason. That pass does not carry the raw text along; the
+rejected lines (normally none) are fetched again by number. Tests check that the two
+paths give identical frames on every file the fast path accepts.
 """
 
 from __future__ import annotations
@@ -60,7 +66,9 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -374,11 +382,7 @@ def parse_log(info: FileInfo, names: list[str], tz: str) -> pl.LazyFrame:
             typed.append(raw.str.strip_chars().cast(pl.Int64, strict=False).alias(name))
             kind = "int"
         elif name in TIMES:
-            typed.append(
-                raw.str.strip_chars()
-                .str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
-                .alias(name)
-            )
+            typed.append(_parse_time(raw).alias(name))
             kind = "time (YYYY-MM-DD HH:MM:SS)"
         else:
             typed.append((_null_if_empty(raw) if name in OPTIONAL_TEXT else raw).alias(name))
@@ -400,28 +404,147 @@ def parse_log(info: FileInfo, names: list[str], tz: str) -> pl.LazyFrame:
         )
         for c in TIMES
     ]
-    epoch = {c: pl.col(c).dt.epoch("s") for c in TIMES}
-    return (
+    return _parsed_columns(
         split_fields(scan_lines(info, skip=1), names, NAME if has_name else None)
         .with_columns(typed)
         .with_columns(_to_utc(pl.col(c), tz).alias(f"_{c}_utc") for c in TIMES)
-        .with_columns(
-            _first(checks).alias(REASON),
-            (pl.col("duration") != epoch["end_time"] - epoch["start_time"]).alias("_run_mismatch"),
-            (pl.col("queue") != epoch["start_time"] - epoch["submit_time"]).alias(
-                "_queue_mismatch"
-            ),
+        .with_columns(_first(checks).alias(REASON))
+    )
+
+
+def _parsed_columns(lf: pl.LazyFrame, *keep: str) -> pl.LazyFrame:
+    """The columns both parse paths return: line, reason, typed fields, mismatch flags
+    and UTC instants (plus the ``keep`` columns)."""
+    epoch = {c: pl.col(c).dt.epoch("s") for c in TIMES}
+    return lf.select(
+        LINE,
+        REASON,
+        *LOG_REQUIRED,
+        NAME,
+        (pl.col("duration") != epoch["end_time"] - epoch["start_time"]).alias("_run_mismatch"),
+        (pl.col("queue") != epoch["start_time"] - epoch["submit_time"]).alias("_queue_mismatch"),
+        *(f"_{c}_utc" for c in TIMES),
+        *keep,
+    )
+
+
+def _parse_time(text: pl.Expr) -> pl.Expr:
+    """``YYYY-MM-DD HH:MM:SS`` text as a naive datetime (null if it does not parse)."""
+    return text.str.strip_chars().str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
+
+
+FIXED_OFFSET_MAX_MINUTES = 2_000_000
+"""Largest span (in minutes, ~3.8 years) over which :func:`fixed_offset` checks a zone
+minute by minute; longer spans take the general conversion."""
+
+
+def fixed_offset(tz: str, lo: datetime, hi: datetime) -> timedelta | None:
+    """The UTC offset of ``tz`` if it is the same at every local minute from ``lo`` to
+    ``hi`` (then no local time in the span is ambiguous or missing), else None.
+
+    Checking every minute is exact for real zones: tzdata changes offsets on whole
+    minutes and never twice within one. Converting a whole column by subtracting one
+    offset is much cheaper than a per-value zone lookup."""
+    start = lo.replace(second=0, microsecond=0)
+    end = hi.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    if (end - start) / timedelta(minutes=1) > FIXED_OFFSET_MAX_MINUTES:
+        return None
+    grid = pl.DataFrame({"t": pl.datetime_range(start, end, "1m", time_unit="us", eager=True)})
+    offsets = grid.select(
+        (pl.col("t") - _to_utc(pl.col("t"), tz).dt.replace_time_zone(None)).alias("o")
+    )["o"]
+    if offsets.null_count() or offsets.n_unique() != 1:
+        return None
+    first = offsets[0]
+    assert isinstance(first, timedelta)
+    return first
+
+
+_READER_FAILED = (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError)
+
+
+def read_text(path: Path, names: list[str]) -> pl.DataFrame | None:
+    """The log's rows through polars' native multi-threaded CSV reader: counts typed
+    as integers, everything else as text, no quoting. None when the reader refuses
+    the file or the file is not one :func:`read_clean` can take."""
+    if names[-1] not in LOG_REQUIRED or names[-1] in OPTIONAL_TEXT:
+        return None
+    dtypes = {n: pl.Int64() if n in INTS else pl.String() for n in names}
+    try:
+        return pl.read_csv(
+            path,
+            has_header=False,
+            skip_rows=1,
+            schema=dtypes,
+            quote_char=None,
+            raise_if_empty=False,
         )
-        .select(
-            LINE,
-            REASON,
-            *LOG_REQUIRED,
-            NAME,
-            "_run_mismatch",
-            "_queue_mismatch",
-            *(f"_{c}_utc" for c in TIMES),
+    except _READER_FAILED:
+        return None
+
+
+def read_clean(
+    frame: pl.DataFrame | None, info: FileInfo, names: list[str], tz: str
+) -> pl.DataFrame | None:
+    """Parse a clean ``cluster_log.csv`` with polars' native multi-threaded CSV reader,
+    or return None when the file needs the line-exact path (:func:`parse_log`).
+
+    The result has the same columns and values :func:`parse_log` gives a file without
+    bad rows. Any doubt sends the whole file down the line-exact path, so rejects are
+    still reported with their exact line numbers and reasons: the reader raises (more
+    fields than the header, invalid UTF-8, a count that is not an integer), the row
+    count differs from the physical line count (so rows would not map to lines), a
+    required value is empty (this also catches short rows and empty lines, because the
+    last column must be a required one for this path), a value fails a check, or a job
+    name starts with a double quote (the quoted-name rule). The reader accepts a subset
+    of what the line-exact path accepts for counts (a leading blank, but not a
+    trailing one), and for times (the same format, without blanks around).
+    ``tests/test_helios.py`` checks both paths agree on random files."""
+    if frame is None:
+        return None
+    if frame.height != info.records:
+        return None
+    # no blank stripping and no cache (times are nearly all distinct): a time with
+    # blanks around it becomes null here and the line-exact path accepts it
+    local = frame.with_columns(
+        pl.col(c).str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
+        for c in TIMES
+    )
+    lo, hi = local.select(
+        pl.min_horizontal(pl.col(TIMES).min()).alias("lo"),
+        pl.max_horizontal(pl.col(TIMES).max()).alias("hi"),
+    ).row(0)
+    offset = fixed_offset(tz, lo, hi) if lo is not None and hi is not None else None
+
+    def to_utc(c: str) -> pl.Expr:
+        if offset is None:
+            return _to_utc(pl.col(c), tz)
+        return (pl.col(c) - pl.lit(offset)).dt.replace_time_zone("UTC")
+
+    has_name = NAME in names
+    ok = pl.all_horizontal(
+        *(pl.col(n).is_not_null() for n in LOG_REQUIRED if n not in OPTIONAL_TEXT),
+        *(pl.col(n) >= 0 for n in NON_NEGATIVE),
+        pl.col("node_num") <= INT32_MAX,
+        *(pl.col(f"_{c}_utc").is_not_null() for c in TIMES),
+        *([~pl.col(NAME).str.starts_with('"')] if has_name else []),
+    ).fill_null(False)
+    parsed = (
+        local.lazy()
+        .with_columns(
+            *([] if has_name else [pl.lit(None, dtype=pl.String).alias(NAME)]),
+            *(to_utc(c).alias(f"_{c}_utc") for c in TIMES),
+        )
+        .with_columns(
+            ok.alias("_ok"),
+            pl.lit(None, dtype=pl.String).alias(REASON),
+            pl.int_range(2, pl.len() + 2, dtype=pl.Int64).alias(LINE),
         )
     )
+    out = _parsed_columns(parsed, "_ok").collect()
+    if not out["_ok"].all():
+        return None
+    return out.drop("_ok")
 
 
 def with_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
@@ -434,15 +557,35 @@ def with_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
     return bad.join(lines.collect(), on=LINE, how="left")
 
 
-def in_store_order(rows: pl.DataFrame) -> bool:
-    """Whether ``rows`` already follow the store's ``(submit_time, job_id)`` order.
+SUBMIT = "_submit_time_utc"
 
-    A Helios log is written in job-id (submission) order, so it usually is, and one
-    linear check lets the writer skip a full sort of millions of rows. Ties keep their
-    order either way (the writer's sort is stable)."""
-    step = pl.col("submit_time").diff()
+
+def in_store_order(rows: pl.DataFrame) -> pl.DataFrame | None:
+    """Parsed ``rows`` in the store's ``(submit_time, job_id)`` order (UTC submit
+    time), or None when only a full
+    sort will do (the writer then sorts).
+
+    A Helios log is written in job-id (submission) order, so it nearly always is in
+    order already, except where ids of different lengths share a second (``999999``
+    sorts after ``1000000`` as text). Those tie groups are re-sorted alone and the rest
+    keeps its place, which costs one gather instead of a sort of millions of rows. The
+    result equals the writer's stable sort."""
+    step = pl.col(SUBMIT).diff()
     later = (step > 0) | ((step == 0) & (pl.col("job_id") >= pl.col("job_id").shift()))
-    return bool(rows.select(later.fill_null(True).all()).item())
+    flags = rows.select(
+        later.fill_null(True).all().alias("ordered"),
+        (step >= 0).fill_null(True).all().alias("times_ordered"),
+    ).row(0, named=True)
+    if flags["ordered"]:
+        return rows
+    if not flags["times_ordered"] or rows[SUBMIT].null_count():
+        return None
+    keys = rows.select(SUBMIT, "job_id").with_row_index("_at")
+    broken = keys.filter(~later.fill_null(True))[SUBMIT].unique()
+    groups = keys.filter(pl.col(SUBMIT).is_in(broken.implode()))
+    resorted = groups.sort(SUBMIT, "job_id", nulls_last=True, maintain_order=True)
+    order = keys["_at"].scatter(groups["_at"], resorted["_at"])
+    return rows[order]
 
 
 def cluster_log(file: HeliosFile, tz: str) -> Batch:
@@ -456,38 +599,50 @@ def cluster_log(file: HeliosFile, tz: str) -> Batch:
             f"{','.join(LOG_REQUIRED[:3])},[{NAME},]{','.join(LOG_REQUIRED[3:])}",
             "line 1",
         )
-    info = file_info(file.path, header_lines=1)
-    parsed = parse_log(info, names, tz).collect()
+    # hash and count the file while polars reads it (both release the GIL)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(file_info, file.path, 1, check_utf8=False)
+        frame = read_text(file.path, names)
+        info = pending.result()
+    parsed = read_clean(frame, info, names, tz)
+    del frame
+    if parsed is None:
+        parsed = parse_log(info, names, tz).collect()
     ok = pl.col(REASON).is_null()
     good = parsed.filter(ok)
+    ordered = in_store_order(good)
     mismatches = good.select(
         pl.col("_run_mismatch").sum().alias("run"), pl.col("_queue_mismatch").sum().alias("queue")
     ).row(0)
-    rows = good.select(
-        pl.lit(SOURCE).alias("source"),
-        pl.lit(file.cluster).alias("dataset"),
-        pl.lit(file.cluster).alias("cluster"),
-        pl.col("job_id"),
-        pl.col("user"),
-        pl.col("vc"),
-        pl.col(NAME).alias("name"),
-        pl.col("_submit_time_utc").alias("submit_time"),
-        pl.col("_start_time_utc").alias("start_time"),
-        pl.col("_end_time_utc").alias("end_time"),
-        pl.col("queue").cast(pl.Float64).alias("queue_s"),
-        pl.col("duration").cast(pl.Float64).alias("run_s"),
-        pl.col("gpu_num").cast(pl.Float64).alias("gpus"),
-        pl.col("gpu_num").cast(pl.Float64).alias("gpus_raw"),
-        pl.lit("gpu").alias("gpus_raw_unit"),
-        pl.col("cpu_num").cast(pl.Float64).alias("cpus"),
-        pl.col("node_num").alias("nodes"),
-        pl.lit(1).alias("attempts"),
-        pl.col("state")
-        .replace_strict(STATUS, default="unknown", return_dtype=pl.String)
-        .alias("status"),
-        pl.col("state").alias("raw_status"),
-        pl.lit(tz).alias("source_tz"),
-        pl.lit("absolute").alias("time_basis"),
+    rows = (
+        (good if ordered is None else ordered)
+        .lazy()
+        .select(
+            pl.lit(SOURCE).alias("source"),
+            pl.lit(file.cluster).alias("dataset"),
+            pl.lit(file.cluster).alias("cluster"),
+            pl.col("job_id"),
+            pl.col("user"),
+            pl.col("vc"),
+            pl.col(NAME).alias("name"),
+            pl.col("_submit_time_utc").alias("submit_time"),
+            pl.col("_start_time_utc").alias("start_time"),
+            pl.col("_end_time_utc").alias("end_time"),
+            pl.col("queue").cast(pl.Float64).alias("queue_s"),
+            pl.col("duration").cast(pl.Float64).alias("run_s"),
+            pl.col("gpu_num").cast(pl.Float64).alias("gpus"),
+            pl.col("gpu_num").cast(pl.Float64).alias("gpus_raw"),
+            pl.lit("gpu").alias("gpus_raw_unit"),
+            pl.col("cpu_num").cast(pl.Float64).alias("cpus"),
+            pl.col("node_num").alias("nodes"),
+            pl.lit(1).alias("attempts"),
+            pl.col("state")
+            .replace_strict(STATUS, default="unknown", return_dtype=pl.String)
+            .alias("status"),
+            pl.col("state").alias("raw_status"),
+            pl.lit(tz).alias("source_tz"),
+            pl.lit("absolute").alias("time_basis"),
+        )
     )
     rejected = quarantine_rows(
         with_raw(info, parsed.filter(~ok)),
@@ -504,7 +659,7 @@ def cluster_log(file: HeliosFile, tz: str) -> Batch:
         rows,
         rejected,
         cluster=file.cluster,
-        sort=not in_store_order(rows),
+        sort=ordered is None,
         metadata={
             "time_basis": "absolute",
             "source_tz": tz,

@@ -39,15 +39,18 @@ class FileInfo:
     size_bytes: int
     records: int
     """Physical lines after the header: the independent count that ingest reconciles."""
-    utf8: bool = True
-    """Whether the whole file is valid UTF-8."""
+    utf8: bool | None = True
+    """Whether the whole file is valid UTF-8 (None: not checked, see :func:`file_info`)."""
 
 
-def file_info(path: Path, header_lines: int) -> FileInfo:
-    """Hash, count and UTF-8-check the file in one streaming pass over its bytes."""
+def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> FileInfo:
+    """Hash, count and UTF-8-check the file in one streaming pass over its bytes.
+
+    ``check_utf8=False`` skips the UTF-8 check (``utf8`` is then None): for callers
+    whose reader validates the text itself and who check again only if it fails."""
     digest = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")()
-    utf8 = True
+    utf8: bool | None = True if check_utf8 else None
     newlines = 0
     size = 0
     last = b""
@@ -111,7 +114,8 @@ def scan_lines(info: FileInfo, *, skip: int = 0) -> pl.LazyFrame:
     """One row per physical line after the first ``skip`` lines: ``_line`` (1-based line
     number in the file) and ``_raw`` (the text without its line break; invalid UTF-8
     replaced by U+FFFD)."""
-    path = info.path if info.utf8 else _utf8_copy(info.path)
+    utf8 = info.utf8 if info.utf8 is not None else file_info(info.path, 0).utf8
+    path = info.path if utf8 else _utf8_copy(info.path)
     return (
         pl.scan_lines(path, name=RAW)
         .with_row_index(LINE, offset=1)

@@ -72,9 +72,15 @@ def kv_metadata(table: Table, **extra: str | None) -> dict[str, str]:
     return meta
 
 
+def empty_table(table: Table) -> pa.Table:
+    """A zero-row Arrow table with the canonical schema. (``Schema.empty_table`` would
+    import pandas, which costs most of a second on every ingest.)"""
+    return pa.Table.from_batches([], schema=table.schema)
+
+
 def polars_schema(table: Table) -> pl.Schema:
     """The canonical schema as polars dtypes (derived from the Arrow schema)."""
-    frame = pl.from_arrow(table.schema.empty_table())
+    frame = pl.from_arrow(empty_table(table))
     assert isinstance(frame, pl.DataFrame)
     return frame.schema
 
@@ -106,7 +112,7 @@ def _empty_file(table: Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     pq.write_table(
-        table.schema.empty_table().replace_schema_metadata(
+        empty_table(table).replace_schema_metadata(
             {
                 **(table.schema.metadata or {}),
                 **{k.encode(): v.encode() for k, v in kv_metadata(table).items()},
@@ -281,5 +287,5 @@ def read_table(store: Path, table_name: str, source: str | None = None) -> pa.Ta
     pattern = f"source={source}/*.parquet" if source else "source=*/*.parquet"
     files = sorted(p for p in root.glob(pattern) if not p.name.startswith("."))
     if not files:
-        return table.schema.empty_table()
+        return empty_table(table)
     return pa.concat_tables([pq.read_table(f, schema=table.schema) for f in files])

@@ -32,7 +32,7 @@ from gpu_trace.cli import app
 from gpu_trace.errors import GpuTraceError, InputError
 from gpu_trace.loaders import LOADERS, helios, ingest
 from gpu_trace.loaders.base import IngestReport
-from gpu_trace.loaders.textfile import REASON, file_info
+from gpu_trace.loaders.textfile import LINE, RAW, REASON, file_info
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import dataset_path, read_table
 from gpu_trace.synth import get_writer
@@ -388,17 +388,24 @@ def test_fast_path_agrees_with_line_exact_path(
     f = tmp_path_factory.mktemp("fast") / "cluster_log.csv"
     f.write_bytes((b"\xef\xbb\xbf" if bom else b"") + (eol.join(lines_out) + eol).encode())
     fast, slow = _both_paths(f, tz)
-    if fast is None:
-        return
-    assert slow[REASON].null_count() == slow.height  # the fast path took no bad file
-    assert_frame_equal(fast, slow)
+    if fast is not None:  # the rows it vouched for are good rows of the line-exact parse
+        assert_frame_equal(fast, slow.filter(pl.col(LINE).is_in(fast[LINE].implode())))
+        assert fast[REASON].null_count() == fast.height
 
 
 def _both_paths(f: Path, tz: str = "Asia/Shanghai") -> tuple[pl.DataFrame | None, pl.DataFrame]:
+    """What the fast path vouches for (None if it takes nothing), and whether the
+    combined parse equals the line-exact parse of the whole file (asserted here)."""
     names = helios.header_names(f)
     info = file_info(f, header_lines=1, check_utf8=False)
-    fast = helios.read_clean(helios.read_text(f, names), info, names, tz)
-    return fast, helios.parse_log(info, names, tz).collect()
+    frame = helios.read_text(f, names)
+    fast = helios.read_clean(frame, info, names, tz)
+    combined, _ = helios.parse(info, names, tz, frame)
+    slow = helios.parse_log(info, names, tz).collect()
+    assert_frame_equal(combined.drop(RAW, strict=False).sort(LINE), slow.sort(LINE))
+    if fast is None:
+        return None, slow
+    return fast.filter(pl.col("_ok")).drop("_ok"), slow
 
 
 @pytest.mark.parametrize(
@@ -419,21 +426,21 @@ def _both_paths(f: Path, tz: str = "Asia/Shanghai") -> tuple[pl.DataFrame | None
         (LOG_HEADER, GOOD.replace(",1,0", ",1,-1")),
     ],
 )
-def test_fast_path_edge_cases(tmp_path: Path, header: str, row: str) -> None:
+@pytest.mark.parametrize("last", [False, True])
+def test_fast_path_edge_cases(tmp_path: Path, header: str, row: str, last: bool) -> None:
     f = tmp_path / "cluster_log.csv"
-    f.write_text(f"{header}\n{GOOD}\n{row}\n{GOOD}\n")
+    f.write_text(f"{header}\n{GOOD}\n{row}\n" if last else f"{header}\n{GOOD}\n{row}\n{GOOD}\n")
     fast, slow = _both_paths(f)
     if fast is not None:
-        assert_frame_equal(fast, slow)
+        assert_frame_equal(fast, slow.filter(pl.col(LINE).is_in(fast[LINE].implode())))
 
 
 def test_fast_path_is_taken_on_clean_files(tmp_path: Path) -> None:
-    """The speed path must not silently die: the README rows, a CRLF + BOM copy with
-    blanks before counts, and synthetic output all go through it."""
+    """The speed path must not silently die: every row of the README rows, a CRLF +
+    BOM copy and synthetic output goes through it."""
     readme = DATA / "Venus" / "cluster_log.csv"
     crlf = tmp_path / "cluster_log.csv"
-    text = readme.read_text().replace(",1,", ", 1,")
-    crlf.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    crlf.write_bytes(b"\xef\xbb\xbf" + readme.read_text().replace("\n", "\r\n").encode())
     synth = tmp_path / "synth"
     get_writer("helios")(synth, jobs=2_000, seed=3)
     files = [readme, crlf, *sorted(synth.rglob("cluster_log.csv"))]
@@ -441,7 +448,30 @@ def test_fast_path_is_taken_on_clean_files(tmp_path: Path) -> None:
     for f in files:
         fast, slow = _both_paths(f)
         assert fast is not None, f
-        assert_frame_equal(fast, slow)
+        assert_frame_equal(fast, slow)  # every line vouched for
+
+
+def test_bad_lines_among_clean_ones(tmp_path: Path, store: Path) -> None:
+    """A file the native reader accepts but with a few bad lines: the good rows come
+    from the fast path, the bad lines are re-parsed line-exactly and quarantined with
+    their line, reason and raw text, and a line only the line-exact parse accepts (a
+    blank after a count) is kept."""
+    f = tmp_path / "Venus" / "cluster_log.csv"
+    f.parent.mkdir()
+    short = GOOD.replace("1,uA", "2,uA").rsplit(",", 1)[0]
+    negative = GOOD.replace("1,uA", "3,uA").replace(",1,0", ",-5,0")
+    blank = GOOD.replace("1,uA", "4,uA").replace(",1,1,1,", ",1 ,1,1,")
+    f.write_text("\n".join([LOG_HEADER, GOOD, short, negative, blank, ""]))
+    report = ingest(HELIOS, f.parent, store)
+    assert lines(report) == {("cluster_log.csv", "jobs", "venus", 4, 2, 2)}
+    assert connect(store).execute(
+        "SELECT locator, reason, raw FROM quarantine ORDER BY locator"
+    ).fetchall() == [
+        ("line 3", "expected 13 fields, found 12", short),
+        ("line 4", "duration is negative", negative),
+    ]
+    assert sorted(jobs(store)) == ["1", "4"]
+    assert jobs(store)["4"]["gpus"] == 1.0
 
 
 def test_fixed_offset() -> None:

@@ -47,16 +47,17 @@ Decisions on points the format leaves open:
   canonical int32. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
   so array-job ids would survive), and duplicates are not checked.
 
-Two parse paths, one result. A released log is clean, so each file first goes through
-polars' native multi-threaded CSV reader (:func:`read_text`, :func:`read_clean`) while
-its bytes are hashed and counted in a second thread. That path only accepts a file it
-can vouch for completely: the reader must not complain, the row count must equal the
-physical line count, and every row must pass every check. Otherwise (any doubt at all)
-the whole file is parsed line-exactly (:func:`parse_log` over ``textfile.scan_lines``):
-one polars pass splits and types every line, so each rejected row keeps its physical
-line number, raw text and reason. That pass does not carry the raw text along; the
-rejected lines (normally none) are fetched again by number. Tests check that the two
-paths give identical frames on every file the fast path accepts.
+Two parse paths, one result (:func:`parse`). A released log is nearly always clean, so
+each file first goes through polars' native multi-threaded CSV reader (:func:`read_text`,
+:func:`read_clean`) while its bytes are hashed and counted in a second thread. That
+path keeps only the rows it can vouch for: the reader must accept the file, its row
+count must equal the physical line count (so row *i* is line *i* + 1), and the row must
+pass every check. Every other line (normally none) is parsed line-exactly
+(:func:`parse_log` over ``textfile.scan_lines``), which splits and types each line
+itself, so each rejected row keeps its physical line number, raw text and reason; if
+the reader refuses the file (a line with more fields than the header, invalid UTF-8),
+the whole file takes that path. The raw text is not carried along; rejected lines are
+fetched again by number. Tests check that both paths give identical rows.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ from gpu_trace.loaders.textfile import (
     quarantine_rows,
     read_header,
     scan_lines,
+    with_utf8,
 )
 from gpu_trace.store.parquet import slug
 
@@ -368,9 +370,13 @@ def _line_checks(count_problem: pl.Expr) -> list[tuple[pl.Expr, pl.Expr | str]]:
     ]
 
 
-def parse_log(info: FileInfo, names: list[str], tz: str) -> pl.LazyFrame:
-    """Type every line of a ``cluster_log.csv``: the fields it needs, ``_reason`` (null
-    for good rows, else the first problem), UTC instants and the mismatch flags."""
+def parse_log(
+    info: FileInfo, names: list[str], tz: str, only: pl.Series | None = None
+) -> pl.LazyFrame:
+    """Type every line of a ``cluster_log.csv`` (or the ``only`` line numbers): the
+    fields it needs, ``_reason`` (null for good rows, else the first problem), UTC
+    instants and the mismatch flags; with ``only``, also each line's raw text (the
+    lines are few, and most of them are going to quarantine)."""
     has_name = NAME in names
     typed: list[pl.Expr] = []
     checks = _line_checks(_count_problem(len(names), has_name))
@@ -404,11 +410,15 @@ def parse_log(info: FileInfo, names: list[str], tz: str) -> pl.LazyFrame:
         )
         for c in TIMES
     ]
+    lines = scan_lines(info, skip=1)
+    if only is not None:
+        lines = lines.filter(pl.col(LINE).is_in(only.implode()))
     return _parsed_columns(
-        split_fields(scan_lines(info, skip=1), names, NAME if has_name else None)
+        split_fields(lines, names, NAME if has_name else None)
         .with_columns(typed)
         .with_columns(_to_utc(pl.col(c), tz).alias(f"_{c}_utc") for c in TIMES)
-        .with_columns(_first(checks).alias(REASON))
+        .with_columns(_first(checks).alias(REASON)),
+        *([RAW] if only is not None else []),
     )
 
 
@@ -464,12 +474,13 @@ _READER_FAILED = (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSErr
 
 
 def read_text(path: Path, names: list[str]) -> pl.DataFrame | None:
-    """The log's rows through polars' native multi-threaded CSV reader: counts typed
-    as integers, everything else as text, no quoting. None when the reader refuses
-    the file or the file is not one :func:`read_clean` can take."""
+    """The log's rows through polars' native multi-threaded CSV reader, every field as
+    text, no quoting. None when the reader refuses the file (more fields than the
+    header on some line, invalid UTF-8) or the file is not one :func:`read_clean` can
+    take."""
     if names[-1] not in LOG_REQUIRED or names[-1] in OPTIONAL_TEXT:
         return None
-    dtypes = {n: pl.Int64() if n in INTS else pl.String() for n in names}
+    dtypes = dict.fromkeys(names, pl.String())
     try:
         return pl.read_csv(
             path,
@@ -486,29 +497,28 @@ def read_text(path: Path, names: list[str]) -> pl.DataFrame | None:
 def read_clean(
     frame: pl.DataFrame | None, info: FileInfo, names: list[str], tz: str
 ) -> pl.DataFrame | None:
-    """Parse a clean ``cluster_log.csv`` with polars' native multi-threaded CSV reader,
-    or return None when the file needs the line-exact path (:func:`parse_log`).
+    """Type and check the rows :func:`read_text` read: the columns :func:`parse_log`
+    returns plus ``_ok``, whether the row is one this path can vouch for. None when
+    rows cannot be mapped to lines: the reader refused the file, or the row count
+    differs from the physical line count.
 
-    The result has the same columns and values :func:`parse_log` gives a file without
-    bad rows. Any doubt sends the whole file down the line-exact path, so rejects are
-    still reported with their exact line numbers and reasons: the reader raises (more
-    fields than the header, invalid UTF-8, a count that is not an integer), the row
-    count differs from the physical line count (so rows would not map to lines), a
-    required value is empty (this also catches short rows and empty lines, because the
-    last column must be a required one for this path), a value fails a check, or a job
-    name starts with a double quote (the quoted-name rule). The reader accepts a subset
-    of what the line-exact path accepts for counts (a leading blank, but not a
-    trailing one), and for times (the same format, without blanks around).
-    ``tests/test_helios.py`` checks both paths agree on random files."""
-    if frame is None:
+    An ``_ok`` row has exactly the values :func:`parse_log` gives its line. Rows that
+    are not ``_ok`` (a required value empty, which also catches short rows and empty
+    lines because the last column must be a required one here; a value that does not
+    parse or fails a check; a job name that starts with a double quote) are left to
+    the line-exact parse, which may still accept them: this path is stricter, never
+    looser. Counts and times must be written without blanks around them (the
+    line-exact path strips blanks). ``tests/test_helios.py`` checks the two paths
+    agree on random files."""
+    if frame is None or frame.height != info.records:
         return None
-    if frame.height != info.records:
-        return None
-    # no blank stripping and no cache (times are nearly all distinct): a time with
-    # blanks around it becomes null here and the line-exact path accepts it
+    # no cache: the times are nearly all distinct
     local = frame.with_columns(
-        pl.col(c).str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
-        for c in TIMES
+        *(
+            pl.col(c).str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
+            for c in TIMES
+        ),
+        *(pl.col(c).cast(pl.Int64, strict=False) for c in INTS),
     )
     lo, hi = local.select(
         pl.min_horizontal(pl.col(TIMES).min()).alias("lo"),
@@ -541,16 +551,35 @@ def read_clean(
             pl.int_range(2, pl.len() + 2, dtype=pl.Int64).alias(LINE),
         )
     )
-    out = _parsed_columns(parsed, "_ok").collect()
-    if not out["_ok"].all():
-        return None
-    return out.drop("_ok")
+    return _parsed_columns(parsed, "_ok").collect()
+
+
+def parse(
+    info: FileInfo, names: list[str], tz: str, frame: pl.DataFrame | None
+) -> tuple[pl.DataFrame, FileInfo]:
+    """Every line of the log typed and checked, as :func:`parse_log` gives it: rows the
+    fast path vouches for come from it, the other lines (normally none) go through the
+    line-exact parse. Good rows stay in line order. Also returns ``info``, UTF-8
+    checked if the line-exact parse ran."""
+    fast = read_clean(frame, info, names, tz)
+    if fast is None:
+        info = with_utf8(info)
+        return parse_log(info, names, tz).collect(), info
+    ok = pl.col("_ok")
+    if fast["_ok"].all():
+        return fast.drop("_ok"), info
+    info = with_utf8(info)
+    redo = parse_log(info, names, tz, only=fast.filter(~ok)[LINE]).collect()
+    both = pl.concat([fast.filter(ok).drop("_ok"), redo], how="diagonal")
+    return (both if redo[REASON].null_count() == 0 else both.sort(LINE)), info
 
 
 def with_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
     """``bad`` (``_line``, ``_reason``) with each line's raw text. The parse leaves the
     raw text out of its result, so good rows (nearly all of them) never copy it; the
     few rejected lines are fetched again by line number."""
+    if RAW in bad.columns:
+        return bad
     if bad.is_empty():
         return bad.with_columns(pl.lit(None, dtype=pl.String).alias(RAW))
     lines = scan_lines(info, skip=1).filter(pl.col(LINE).is_in(bad[LINE].implode()))
@@ -604,10 +633,8 @@ def cluster_log(file: HeliosFile, tz: str) -> Batch:
         pending = pool.submit(file_info, file.path, 1, check_utf8=False)
         frame = read_text(file.path, names)
         info = pending.result()
-    parsed = read_clean(frame, info, names, tz)
+    parsed, info = parse(info, names, tz, frame)
     del frame
-    if parsed is None:
-        parsed = parse_log(info, names, tz).collect()
     ok = pl.col(REASON).is_null()
     good = parsed.filter(ok)
     ordered = in_store_order(good)

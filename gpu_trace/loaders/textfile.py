@@ -15,7 +15,7 @@ import codecs
 import hashlib
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -94,6 +94,26 @@ def _utf8_copy(path: Path) -> Path:
     return out
 
 
+def utf8_valid(path: Path) -> bool:
+    """Whether the whole file is valid UTF-8 (streamed, nothing else computed)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    return True
+
+
+def with_utf8(info: FileInfo) -> FileInfo:
+    """``info`` with its UTF-8 check done (a no-op when :func:`file_info` did it)."""
+    return info if info.utf8 is not None else replace(info, utf8=utf8_valid(info.path))
+
+
 def sha256_of(path: Path) -> str:
     return file_info(path, 0).sha256
 
@@ -114,8 +134,7 @@ def scan_lines(info: FileInfo, *, skip: int = 0) -> pl.LazyFrame:
     """One row per physical line after the first ``skip`` lines: ``_line`` (1-based line
     number in the file) and ``_raw`` (the text without its line break; invalid UTF-8
     replaced by U+FFFD)."""
-    utf8 = info.utf8 if info.utf8 is not None else file_info(info.path, 0).utf8
-    path = info.path if utf8 else _utf8_copy(info.path)
+    path = info.path if with_utf8(info).utf8 else _utf8_copy(info.path)
     return (
         pl.scan_lines(path, name=RAW)
         .with_row_index(LINE, offset=1)

@@ -8,6 +8,7 @@ Peak memory is measured by ``bench.run`` around the child process.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -118,6 +119,7 @@ def helios_full() -> dict[str, object]:
             "write(Path(sys.argv[1]), jobs=3_362_981, seed=0)"
         )
         _, synth_s, synth_rss = _child([sys.executable, "-c", script, str(raw)])
+        os.sync()  # the synthetic files at rest, as downloaded ones are: no writeback during the timing
         start = time.perf_counter()
         report = ingest(LOADERS["helios"], raw, Path(tmp) / "store")
         elapsed = time.perf_counter() - start

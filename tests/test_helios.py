@@ -485,6 +485,12 @@ def test_fixed_offset() -> None:
         helios.fixed_offset("America/New_York", datetime(2020, 6, 1), datetime(2020, 12, 1)) is None
     )
     assert helios.fixed_offset("UTC", datetime(2000, 1, 1), datetime(2020, 1, 1)) is None
+    # a change minutes away from both ends of a short span; Lord Howe moves by 30 min
+    spring = (datetime(2020, 3, 8, 1, 59, 59), datetime(2020, 3, 8, 3, 0, 1))
+    assert helios.fixed_offset("America/New_York", *spring) is None
+    lord_howe = (datetime(2020, 10, 4, 1, 50), datetime(2020, 10, 4, 2, 40))
+    assert helios.fixed_offset("Australia/Lord_Howe", *lord_howe) is None
+    assert helios.fixed_offset("Asia/Kolkata", *summer) == timedelta(hours=5, minutes=30)
 
 
 def test_store_order_without_a_full_sort() -> None:

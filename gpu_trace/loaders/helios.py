@@ -443,23 +443,30 @@ def _parse_time(text: pl.Expr) -> pl.Expr:
     return text.str.strip_chars().str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
 
 
-FIXED_OFFSET_MAX_MINUTES = 2_000_000
-"""Largest span (in minutes, ~3.8 years) over which :func:`fixed_offset` checks a zone
-minute by minute; longer spans take the general conversion."""
+OFFSET_STEP = timedelta(minutes=15)
+"""Grid step of :func:`fixed_offset`: far shorter than the time between two offset
+changes of any tzdata zone."""
+OFFSET_MAX_SPAN = timedelta(days=3660)
+"""Longest span :func:`fixed_offset` checks (about ten years, 351 k grid points);
+longer spans take the general conversion."""
 
 
 def fixed_offset(tz: str, lo: datetime, hi: datetime) -> timedelta | None:
-    """The UTC offset of ``tz`` if it is the same at every local minute from ``lo`` to
+    """The UTC offset of ``tz`` if it is the same everywhere from local time ``lo`` to
     ``hi`` (then no local time in the span is ambiguous or missing), else None.
 
-    Checking every minute is exact for real zones: tzdata changes offsets on whole
-    minutes and never twice within one. Converting a whole column by subtracting one
-    offset is much cheaper than a per-value zone lookup."""
-    start = lo.replace(second=0, microsecond=0)
-    end = hi.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    if (end - start) / timedelta(minutes=1) > FIXED_OFFSET_MAX_MINUTES:
+    The offset is looked up on a 15-minute grid from before ``lo`` to after ``hi``. A
+    change between two grid points would show as two different offsets unless the
+    zone changed and changed back within 15 minutes, which no tzdata zone does.
+    Converting a whole column by subtracting one offset is much cheaper than a
+    per-value zone lookup."""
+    start = lo.replace(minute=0, second=0, microsecond=0)
+    end = hi + OFFSET_STEP
+    if end - start > OFFSET_MAX_SPAN:
         return None
-    grid = pl.DataFrame({"t": pl.datetime_range(start, end, "1m", time_unit="us", eager=True)})
+    grid = pl.DataFrame(
+        {"t": pl.datetime_range(start, end, OFFSET_STEP, time_unit="us", eager=True)}
+    )
     offsets = grid.select(
         (pl.col("t") - _to_utc(pl.col("t"), tz).dt.replace_time_zone(None)).alias("o")
     )["o"]

@@ -58,6 +58,8 @@ POD_FIELDS = (
     FieldSpec("scheduled_time", "int"),
 )
 POD_FIELDS_SHORT = POD_FIELDS[:5]
+POD_COLUMNS = tuple(f.name for f in POD_FIELDS)
+"""The full pod-list header, in file order (what ``synth`` and ``replay export`` write)."""
 NODE_FIELDS = (
     FieldSpec("sn", required=True),
     FieldSpec("cpu_milli", "int"),
@@ -65,6 +67,7 @@ NODE_FIELDS = (
     FieldSpec("gpu", "int", required=True),
     FieldSpec("model"),
 )
+NODE_COLUMNS = tuple(f.name for f in NODE_FIELDS)
 
 PHASE_STATUS = {
     "Succeeded": "completed",

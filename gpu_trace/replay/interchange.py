@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.loaders.openb import POD_COLUMNS
 
 TIRESIAS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 CHRONUS = (
@@ -56,19 +57,6 @@ GAVEL10 = (
     "working_directory",
     "priority_weight",
     "SLO",
-)
-OPENB = (
-    "name",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
-    "gpu_spec",
-    "qos",
-    "pod_phase",
-    "creation_time",
-    "deletion_time",
-    "scheduled_time",
 )
 
 
@@ -200,7 +188,7 @@ def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
             pl.col("_t").round(0).cast(pl.Int64).alias("creation_time"),
             (pl.col("_t") + pl.col("run_s")).round(0).cast(pl.Int64).alias("deletion_time"),
             pl.col("_t").round(0).cast(pl.Int64).alias("scheduled_time"),
-        )
+        ).select(POD_COLUMNS)
         out.write_csv(output)
         return out.height
     raise GpuTraceError(f"unknown export format {fmt!r}: tiresias, chronus, gavel, gavel10, openb")

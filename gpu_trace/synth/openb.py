@@ -35,24 +35,12 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from gpu_trace.loaders.openb import POD_COLUMNS
+
 POD_FILE = "openb_pod_list_default.csv"
 ALL_NODE_FILE = "openb_node_list_all_node.csv"
 GPU_NODE_FILE = "openb_node_list_gpu_node.csv"
 
-POD_COLUMNS = (
-    "name",
-    "cpu_milli",
-    "memory_mib",
-    "num_gpu",
-    "gpu_milli",
-    "gpu_spec",
-    "qos",
-    "pod_phase",
-    "creation_time",
-    "deletion_time",
-    "scheduled_time",
-)
-NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 
 TRACE_END_S = 12_902_960
 """The real file's maximum ``deletion_time``: the end-of-trace sentinel that ``Running``
@@ -477,7 +465,7 @@ def pods(n: int, rng: np.random.Generator) -> pl.DataFrame:
         "creation_time",
         "deletion_time",
         pl.when(~pl.col("pending")).then(pl.col("scheduled_time")).alias("scheduled_time"),
-    )
+    ).select(POD_COLUMNS)
 
 
 def nodes(rng: np.random.Generator) -> tuple[pl.DataFrame, pl.DataFrame]:

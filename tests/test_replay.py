@@ -92,6 +92,68 @@ def test_las_demotes_at_threshold() -> None:
     assert times(r) == {"j0": (0, 230), "j1": (60, 90)}
 
 
+def _las_one_gpu_reference(
+    rows: list[tuple[float, float, float]], threshold: float, factor: float
+) -> dict[str, tuple[float, float]]:
+    """Second-by-second LAS on one GPU for 1-GPU jobs with integer times, written
+    independently of the engine: every second the best (queue, arrival) job runs.
+    Before choosing, a waiting job outside queue 0 whose wait since its last promotion
+    (counted once it has run) reaches ``factor`` x its run time since then goes back to
+    queue 0 with both counts reset."""
+    n = len(rows)
+    left = [r[1] for r in rows]
+    ran = [0.0] * n  # since the last promotion
+    waited = [0.0] * n
+    first: dict[int, float] = {}
+    done: dict[int, float] = {}
+    t = 0
+    while len(done) < n:
+        active = [j for j in range(n) if rows[j][0] <= t and j not in done]
+        for j in active:
+            if factor > 0 and ran[j] >= threshold and waited[j] >= factor * ran[j] > 0:
+                ran[j] = waited[j] = 0.0
+        if active:
+            best = min(active, key=lambda j: (ran[j] >= threshold, rows[j][0], j))
+            first.setdefault(best, t)
+            left[best] -= 1
+            ran[best] += 1
+            for j in active:
+                if j != best and ran[j] > 0:
+                    waited[j] += 1
+            if left[best] == 0:
+                done[best] = t + 1
+        t += 1
+    return {f"j{j}": (first[j], done[j]) for j in range(n)}
+
+
+STREAM = [(0.0, 200.0, 1.0)] + [(60.0 + 30 * i, 30.0 + (i % 3) * 7, 1.0) for i in range(25)]
+"""A long job and a steady stream of short ones: without promotion the long job waits
+for the whole stream; with it, it gets a slice back every so often."""
+GAP = [(0.0, 200.0, 1.0), (60.0, 30.0, 1.0), (90.0, 30.0, 1.0)] + [
+    (200.0 + 30 * i, 30.0, 1.0) for i in range(14)
+]
+"""The long job is preempted, waits, runs again in a gap (its wait so far is kept),
+and is preempted again: its next promotion comes sooner by the time already waited."""
+
+
+@pytest.mark.parametrize("factor", [0.0, 0.5, 1.0, 2.0])
+@pytest.mark.parametrize("rows", [STREAM, GAP], ids=["stream", "gap"])
+def test_las_starvation_promotion_matches_reference(
+    factor: float, rows: list[tuple[float, float, float]]
+) -> None:
+    cfg = ReplayConfig(
+        source="t",
+        scheduler="las",
+        scheduler_options={"thresholds_gpu_s": "50", "starve_factor": str(factor)},
+    )
+    r = replay(jobs_frame(rows), parse_spec("1x1"), cfg)
+    want = _las_one_gpu_reference(rows, 50.0, factor)
+    assert times(r) == want
+    if factor:
+        off = _las_one_gpu_reference(rows, 50.0, 0.0)
+        assert want["j0"][1] < off["j0"][1]  # the promotion does reach the long job
+
+
 def test_jobs_skipped_and_rejected_are_counted() -> None:
     df = jobs_frame([(0, 10, 1), (1, 10, 16), (2, 10, 0), (3, 5, 1)])
     df = df.with_columns(
@@ -231,18 +293,32 @@ def check_work_conserving(result: Any) -> None:
             assert not fits, f"job {j} waits at {t} although it fits"
 
 
+def _starve_option(policy: str, factor: float) -> dict[str, Any]:
+    """LAS and Tiresias with and without starvation promotion (with small thresholds,
+    so that short random traces do get demoted and promoted)."""
+    if policy not in ("las", "tiresias"):
+        return {}
+    return {"starve_factor": str(factor), "thresholds_gpu_s": "20,200"}
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=job_rows,
     policy=st.sampled_from(POLICIES),
     placement=st.sampled_from(["consolidate", "best-fit", "spread", "random", "fgd"]),
+    starve=st.sampled_from([0.0, 0.5, 2.0]),
 )
 def test_invariants_random_traces(
-    rows: list[tuple[int, int, float]], policy: str, placement: str
+    rows: list[tuple[int, int, float]], policy: str, placement: str, starve: float
 ) -> None:
     spec = "8x4"
     cfg = ReplayConfig(
-        source="t", scheduler=policy, placement=placement, estimator="oracle", restore_s=0.0
+        source="t",
+        scheduler=policy,
+        placement=placement,
+        estimator="oracle",
+        restore_s=0.0,
+        scheduler_options=_starve_option(policy, starve),
     )
     r = replay(jobs_frame(rows), parse_spec(spec), cfg, record_log=True)
     check_log(r, spec)
@@ -259,9 +335,17 @@ def test_invariants_random_traces(
         max_size=20,
     ),
     policy=st.sampled_from(["sjf", "srtf", "las", "qssf"]),
+    starve=st.sampled_from([0.0, 0.5, 2.0]),
 )
-def test_work_conserving_policies(rows: list[tuple[int, int, float]], policy: str) -> None:
-    cfg = ReplayConfig(source="t", scheduler=policy, estimator="oracle")
+def test_work_conserving_policies(
+    rows: list[tuple[int, int, float]], policy: str, starve: float
+) -> None:
+    cfg = ReplayConfig(
+        source="t",
+        scheduler=policy,
+        estimator="oracle",
+        scheduler_options=_starve_option(policy, starve),
+    )
     r = replay(jobs_frame(rows), parse_spec("8x4"), cfg, record_log=True)
     check_work_conserving(r)
     fifo_ff = ReplayConfig(source="t", scheduler_options={"blocking": "false"})

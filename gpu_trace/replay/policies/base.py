@@ -230,6 +230,14 @@ class ClassedQueue:
                 top = h[0]
         return top
 
+    def reprioritize(self, old: Any, new: Any, j: int) -> None:
+        """Give waiting job ``j`` (pushed with priority ``old``) priority ``new``.
+        Linear in the job's group; meant for rare events (starvation promotions)."""
+        h = self.groups[self.key_of(j)]
+        h.remove((old, j))
+        heapq.heapify(h)
+        heapq.heappush(h, (new, j))
+
     def remove_best_of(self, j: int) -> None:
         h = self.groups[self.key_of(j)]
         heapq.heappop(h)

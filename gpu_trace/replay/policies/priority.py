@@ -11,6 +11,10 @@ every waiting job that fits, best priority first (no head-of-line blocking).
 - ``las`` / ``tiresias``: 2D-LAS with discretized queues: a job's queue is the number of
   thresholds its attained GPU time (GPU-seconds) has passed; lower queue first, FIFO
   within a queue. A running job is demoted exactly when it crosses a threshold.
+  Starvation (Tiresias' rule, ``starve_factor`` > 0): a job outside queue 0 that has
+  run is promoted back to queue 0 once the time it has waited since its last
+  promotion reaches ``starve_factor`` x the time it has run since then; both counts
+  then restart from zero (its total attained service is kept for the metrics).
 
 Preemption (head-of-line): while the best waiting job outranks the worst running job,
 running jobs ranked below it are stopped, worst first, until it fits. With
@@ -29,6 +33,7 @@ from gpu_trace.replay.policies.base import ClassedQueue, EngineView, PolicyBase
 
 ROUND = 1
 DEMOTE = 2
+STARVE = 3
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,13 @@ class LasConfig:
         default=0.0,
         metadata={"help": "Consider preemption only every quantum seconds (0 = at any event)."},
     )
+    starve_factor: float = field(
+        default=0.0,
+        metadata={
+            "help": "Promote a job to queue 0 once its wait reaches this x its run time "
+            "since the last promotion (Tiresias' starvation rule; 0 = off)."
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,9 @@ class _Preemptive(PolicyBase):
 
     def started(self, j: int) -> None:
         """Hook after a start (timers)."""
+
+    def requeued(self, j: int) -> None:
+        """Hook after a preempted job is back in the wait queue."""
 
     def _push_running(self, j: int) -> None:
         st = self.stamp.get(j, 0) + 1
@@ -195,6 +210,7 @@ class _Preemptive(PolicyBase):
             for _, victim, _ in victims:
                 e.preempt(victim)
                 self.queue.push(self.wait_key(victim), victim)
+                self.requeued(victim)
             started = e.try_start(b)
             if started:
                 self.queue.remove_best_of(b)
@@ -222,13 +238,21 @@ class Srtf(_Preemptive):
 
 
 class Las(_Preemptive):
-    """2D-LAS with discretized queues on attained GPU time (Tiresias)."""
+    """2D-LAS with discretized queues on attained GPU time (Tiresias), with optional
+    starvation promotion."""
 
     Config = LasConfig
 
     def __init__(self, config: Any, engine: EngineView) -> None:
         super().__init__(config, engine)
         self.armed: dict[int, float] = {}
+        self.offset: dict[int, float] = {}
+        """Attained GPU-seconds at the job's last promotion (service before it does not
+        count towards its queue)."""
+        self.waited: dict[int, float] = {}
+        """Seconds waited since the last promotion, after having run."""
+        self.wait_since: dict[int, float] = {}
+        self.starve_at: dict[int, float] = {}
 
     def _queue_of(self, attained: float) -> int:
         q = 0
@@ -238,20 +262,48 @@ class Las(_Preemptive):
         return q
 
     def _attained_now(self, j: int) -> float:
+        """GPU-seconds that count towards the job's queue (since its last promotion)."""
         e = self.e
-        a = e.attained_gpu_s[j]
+        a = e.attained_gpu_s[j] - self.offset.get(j, 0.0)
         if j in e.running:
             a += (e.now - e.seg_start[j]) * e.gpus[j]
         return a
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
-        return (self._queue_of(self.e.attained_gpu_s[j]), self.e.arrival[j], j)
+        counted = self.e.attained_gpu_s[j] - self.offset.get(j, 0.0)
+        return (self._queue_of(counted), self.e.arrival[j], j)
 
     def run_key(self, j: int) -> tuple[Any, ...]:
         return (self._queue_of(self._attained_now(j)), self.e.arrival[j], j)
 
     def started(self, j: int) -> None:
+        since = self.wait_since.pop(j, None)
+        if since is not None:
+            self.waited[j] = self.waited.get(j, 0.0) + self.e.now - since
+        self.starve_at.pop(j, None)
         self._arm(j)
+
+    def requeued(self, j: int) -> None:
+        factor = float(self.config.starve_factor)
+        if factor <= 0:
+            return
+        e = self.e
+        counted = self._attained_now(j)
+        if counted <= 0 or self._queue_of(counted) == 0:
+            return
+        ran_s = counted / max(e.gpus[j], 1e-9)
+        self.wait_since[j] = e.now
+        at = e.now + max(0.0, factor * ran_s - self.waited.get(j, 0.0))
+        self.starve_at[j] = at
+        e.set_timer(at, j, STARVE)
+
+    def _promote(self, j: int) -> None:
+        old = self.wait_key(j)
+        self.offset[j] = self.e.attained_gpu_s[j]
+        self.waited[j] = 0.0
+        self.wait_since.pop(j, None)
+        self.starve_at.pop(j, None)
+        self.queue.reprioritize(old, self.wait_key(j), j)
 
     def _arm(self, j: int) -> None:
         e = self.e
@@ -270,6 +322,8 @@ class Las(_Preemptive):
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
             self._push_running(j)
             self._arm(j)
+        elif tag == STARVE and self.starve_at.get(j) == self.e.now:
+            self._promote(j)
 
 
 class Tiresias(Las):

@@ -438,9 +438,13 @@ def _parsed_columns(lf: pl.LazyFrame, *keep: str) -> pl.LazyFrame:
     )
 
 
-def _parse_time(text: pl.Expr) -> pl.Expr:
-    """``YYYY-MM-DD HH:MM:SS`` text as a naive datetime (null if it does not parse)."""
-    return text.str.strip_chars().str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
+def _parse_time(text: pl.Expr, *, strip: bool = True) -> pl.Expr:
+    """``YYYY-MM-DD HH:MM:SS`` text as a naive datetime (null if it does not parse),
+    blanks around it removed first unless ``strip`` is false. No cache: the times of a
+    log are nearly all distinct."""
+    if strip:
+        text = text.str.strip_chars()
+    return text.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
 
 
 OFFSET_STEP = timedelta(minutes=15)
@@ -519,12 +523,8 @@ def read_clean(
     agree on random files."""
     if frame is None or frame.height != info.records:
         return None
-    # no cache: the times are nearly all distinct
     local = frame.with_columns(
-        *(
-            pl.col(c).str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
-            for c in TIMES
-        ),
+        *(_parse_time(pl.col(c), strip=False) for c in TIMES),
         *(pl.col(c).cast(pl.Int64, strict=False) for c in INTS),
     )
     lo, hi = local.select(
@@ -598,8 +598,7 @@ SUBMIT = "_submit_time_utc"
 
 def in_store_order(rows: pl.DataFrame) -> pl.DataFrame | None:
     """Parsed ``rows`` in the store's ``(submit_time, job_id)`` order (UTC submit
-    time), or None when only a full
-    sort will do (the writer then sorts).
+    time), or None when only a full sort will do (the writer then sorts).
 
     A Helios log is written in job-id (submission) order, so it nearly always is in
     order already, except where ids of different lengths share a second (``999999``

@@ -67,7 +67,6 @@ NODE_FIELDS = (
     FieldSpec("gpu", "int", required=True),
     FieldSpec("model"),
 )
-NODE_COLUMNS = tuple(f.name for f in NODE_FIELDS)
 
 PHASE_STATUS = {
     "Succeeded": "completed",

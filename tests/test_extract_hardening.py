@@ -157,6 +157,35 @@ def test_zip_special_members_and_names_are_refused(
     assert everything(tmp_path) == {"z.zip", "x", "x/y", "x/y/dest"}
 
 
+def special(name: str, kind: bytes) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    return info
+
+
+@pytest.mark.parametrize(
+    ("member", "reason"),
+    [
+        (special("dev", tarfile.CHRTYPE), "device or fifo member"),
+        (special("fifo", tarfile.FIFOTYPE), "device or fifo member"),
+        (("a\\b", b"x"), "backslash in the name"),
+        (("C:/evil", b"x"), "absolute path"),
+        (("x" * 1100, b"x"), "NUL byte or over-long name"),
+        (symlink("abs", "/etc/passwd"), "symlink to an absolute path (/etc/passwd)"),
+        (symlink("up", "../x"), "symlink points outside the destination (../x)"),
+    ],
+)
+def test_tar_special_members_and_names_are_refused(
+    tmp_path: Path, member: tarfile.TarInfo | tuple[str, bytes], reason: str
+) -> None:
+    archive, into = write(tmp_path, "t.tar.gz", tar_of([("ok.csv", b"1\n"), member]))
+    name = member.name if isinstance(member, tarfile.TarInfo) else member[0]
+    with pytest.raises(UnsafeArchive) as info:
+        extract_tar(archive, into)
+    assert str(info.value) == f"{archive}: refusing to extract member {name!r}: {reason}"
+    assert everything(tmp_path) == {"t.tar.gz", "x", "x/y", "x/y/dest"}  # ok.csv removed
+
+
 def test_writes_are_resolved_against_the_real_destination(tmp_path: Path) -> None:
     """Second line of defence: a link already in the destination (planted by anything)
     is resolved before each write, so a plain member name cannot write through it."""

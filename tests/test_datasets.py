@@ -537,13 +537,16 @@ def test_safe_tar_and_zip_extract_and_verify(server: Server, tmp_path: Path) -> 
     assert len(server.requests) == requests
     assert (folder / "t" / "x.csv").read_bytes() == csv
 
-    zipped = zip_bytes([("data/Venus/log.csv", csv, False), ("data/ln", "Venus/log.csv", True)])
+    zipped = zip_bytes([("data/Venus/log.csv", csv, False), ("data/Venus/", b"", False)])
     zds = dataset(server, {"data.zip": zipped}, name="zipped", extract="zip")
     (zres,) = fetch(zds, tmp_path)
     assert zres.extracted == ("data/Venus/log.csv",)
-    assert (tmp_path / "zipped" / "data" / "ln").resolve() == (
-        tmp_path / "zipped" / "data" / "Venus" / "log.csv"
-    ).resolve()
+    assert (tmp_path / "zipped" / "data" / "Venus" / "log.csv").read_bytes() == csv
+    # Links in zips are refused, even ones that stay inside (tests/test_extract_hardening.py).
+    linked = zip_bytes([("data/Venus/log.csv", csv, False), ("data/ln", "Venus/log.csv", True)])
+    lds = dataset(server, {"data.zip": linked}, name="linked", extract="zip")
+    with pytest.raises(UnsafeArchive, match=r"'data/ln': symlink to 'Venus/log.csv'"):
+        fetch(lds, tmp_path)
 
 
 def test_no_extract_then_extract_without_downloading(server: Server, tmp_path: Path) -> None:

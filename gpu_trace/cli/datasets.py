@@ -7,6 +7,7 @@ and hints go to stderr, so ``gpu-trace datasets list -f json | jq`` stays pipeab
 from __future__ import annotations
 
 import json
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -59,6 +60,17 @@ FilesOpt = Annotated[
     list[str] | None,
     typer.Option("--file", help="Only this file of the dataset (repeatable).", show_default=False),
 ]
+
+
+_SIZE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+def size_bytes(text: str) -> int:
+    """``500000``, ``300M``, ``2G`` (decimal units, as ``human`` prints them)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", text, re.IGNORECASE)
+    if not m:
+        raise GpuTraceError(f"{text!r} is not a size (e.g. 500M, 2G, 100000)")
+    return int(float(m[1]) * _SIZE_UNITS[m[2].lower()])
 
 
 def human(n: int) -> str:
@@ -203,14 +215,25 @@ def fetch_(
     retries: Annotated[
         int, typer.Option("--retries", min=0, help="Reconnections per URL; each resumes.")
     ] = 5,
+    max_extract: Annotated[
+        str | None,
+        typer.Option(
+            "--max-extract-bytes",
+            help="Abort an archive that expands past this many bytes (e.g. 20G). "
+            "Default: 40x its size, at least 64 MiB.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Download NAME into DEST/NAME, verified before it is moved into place.
 
     Size and sha256 are checked on DEST/NAME/FILE.part before an atomic rename, then
-    archives are unpacked (members escaping DEST/NAME are refused). Interrupted downloads resume (HTTP Range on DEST/NAME/FILE.part); files already in
+    archives are unpacked (members escaping DEST/NAME, links in zips and archives
+    expanding past --max-extract-bytes are refused, and nothing is left half-extracted). Interrupted downloads resume (HTTP Range on DEST/NAME/FILE.part); files already in
     place and verified are not downloaded again.
     """
     ds = get(name)
+    cap = size_bytes(max_extract) if max_extract is not None else None
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -230,6 +253,7 @@ def fetch_(
             retries=retries,
             progress=_Bar(progress),
             notify=_warn,
+            max_extract_bytes=cap,
         )
     for r in results:
         sys.stdout.write(f"{r.path}\n")

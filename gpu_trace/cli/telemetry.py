@@ -80,9 +80,21 @@ def scrape(
     host: Annotated[
         str | None, typer.Option(help="Host name (default: the hostname label, else URL host).")
     ] = None,
+    max_body: Annotated[
+        int,
+        typer.Option(
+            "--max-body-bytes", min=1, help="Fail a scrape whose body is larger than this."
+        ),
+    ] = 16 * 1024 * 1024,  # scrape.MAX_BODY (imported lazily)
     store: StoreOpt = None,
 ) -> None:
-    """Scrape a Prometheus exposition (dcgm-exporter) into the store."""
+    """Scrape a Prometheus exposition (dcgm-exporter) into the store.
+
+    Each scrape must complete within --timeout (and before --duration ends); a transport
+    error, a truncated or oversized body or a page without samples is a failed scrape,
+    logged on one line and retried at the next interval. Exit 1 if scrapes ran and every
+    one failed.
+    """
     from gpu_trace.telemetry.scrape import Scraper
 
     scraper = Scraper(
@@ -92,11 +104,14 @@ def scrape(
         timeout_s=seconds(timeout),
         flush_s=seconds(flush),
         host=host,
+        max_body_bytes=max_body,
         log=lambda m: err.print(m, markup=False),
     )
     scraper.run(seconds(duration) if duration else None)
-    ok = sum(r.ok for r in scraper.results)
-    err.print(f"{ok}/{len(scraper.results)} scrapes ok; {scraper.flushes} flush(es)")
+    total, failed = len(scraper.results), scraper.failures
+    err.print(f"{total - failed}/{total} scrapes ok, {failed} failed; {scraper.flushes} flush(es)")
+    if total and failed == total:
+        raise GpuTraceError(f"{url}: all {total} scrape(s) failed; nothing was stored")
 
 
 @app.command()

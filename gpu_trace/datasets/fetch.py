@@ -44,7 +44,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from gpu_trace import __version__
-from gpu_trace.datasets.extract import extract_tar, extract_zip
+from gpu_trace.datasets.extract import ExtractLimits, extract_tar, extract_zip
 from gpu_trace.datasets.registry import DEFAULT_DEST, DataFile, Dataset, get, resolve_urls
 from gpu_trace.errors import DatasetError
 
@@ -509,19 +509,33 @@ def _extract(
     state: _State,
     archive_sha: str,
     notify: Notify | None,
+    max_extract_bytes: int | None = None,
 ) -> tuple[str, ...]:
     """Extract a verified archive into a temporary folder, check the members that have
-    published checksums, then move the extracted files into ``folder``."""
+    published checksums, then move the extracted files into ``folder``.
+
+    The bytes written are capped (:meth:`ExtractLimits.for_archive`: a multiple of the
+    published size, else of the size on disk; ``max_extract_bytes`` overrides). An
+    archive with no published checksum that fails to extract is deleted with its record,
+    so the next fetch downloads it again instead of trusting it."""
     archive = folder / f.name
     tmp = folder / f".extract-{f.name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
         reserved = _reserved(ds, f)
-        if f.extract == "zip":
-            written = extract_zip(archive, tmp, reserved)
-        else:
-            written = extract_tar(archive, tmp, reserved)
+        limits = ExtractLimits.for_archive(archive.stat().st_size, f.size, max_extract_bytes)
+        try:
+            if f.extract == "zip":
+                written = extract_zip(archive, tmp, reserved, limits)
+            else:
+                written = extract_tar(archive, tmp, reserved, limits)
+        except DatasetError as exc:
+            if f.sha256 is None:
+                archive.unlink(missing_ok=True)
+                state.files.pop(f.name, None)
+                exc.args = (f"{exc}; the unverified download was deleted",)
+            raise
         sums: dict[str, str] = {}
         absent: list[str] = []
         for m in f.contents:
@@ -659,6 +673,7 @@ def fetch(
     backoff_s: float = 1.0,
     progress: ProgressHook | None = None,
     notify: Notify | None = None,
+    max_extract_bytes: int | None = None,
 ) -> list[FetchResult]:
     """Download ``dataset`` (or only ``files`` of it) into ``dest/<name>/``, verify
     every file before it is moved into place, and extract archives.
@@ -669,6 +684,8 @@ def fetch(
     per URL after a timeout or a dropped connection; each one resumes with HTTP
     ``Range`` (with exponential back-off from ``backoff_s``). Refused connections and
     DNS failures are not retried: they mean offline, and say so.
+    ``max_extract_bytes`` caps what one archive may expand to (default: derived from
+    its size, see :class:`~gpu_trace.datasets.extract.ExtractLimits`).
     Raises :class:`DatasetError` with a one-line message on any failure.
     """
     ds = _dataset(dataset)
@@ -693,7 +710,7 @@ def fetch(
             )
             state.save()
             if extract and f.extract and not _extracted(f, folder, state, result.sha256):
-                members = _extract(ds, f, folder, state, result.sha256, notify)
+                members = _extract(ds, f, folder, state, result.sha256, notify, max_extract_bytes)
                 state.save()
                 result = dataclasses.replace(result, extracted=members)
             results.append(result)

@@ -1,33 +1,59 @@
 """The dcgm-exporter scraper behind ``gpu-trace telemetry scrape URL``.
 
-Every ``interval_s`` it GETs the URL (stdlib ``urllib``; a per-request timeout), parses
-the body with the same tolerant parser as ``gpu-trace ingest prometheus``
-(:func:`gpu_trace.telemetry.prometheus.parse`), stamps every line with the scrape time
-and buffers the rows; every ``flush_s`` (and at the end / on Ctrl-C) they are written as
-a new dataset through :class:`FlushWriter`, together with the quarantined lines. A
-scrape that times out, fails, or returns a body with no sample line is reported on one
-line and skipped; the scraper carries on.
+Every ``interval_s`` it GETs the URL, parses the body with the same tolerant parser as
+``gpu-trace ingest prometheus`` (:func:`gpu_trace.telemetry.prometheus.parse`), stamps
+every line with the scrape time and buffers the rows; every ``flush_s`` (and at the end /
+on Ctrl-C) they are written as a new dataset through :class:`StoreTransaction`, together
+with the quarantined lines.
+
+The target is untrusted: one scrape has a total deadline (``timeout_s``, and never past
+the end of ``--duration``) enforced by a watchdog that shuts the socket down, so a
+server trickling one byte at a time is cut off too, not only a silent one; the body is
+read in chunks up to ``max_body_bytes`` and a larger one is refused without buffering
+more; a body shorter than its ``Content-Length`` is refused. Any transport error
+(``http.client``, socket, TLS, timeout, decoding) or a body with no sample line is a
+failed scrape: one line through ``log``, nothing of it is parsed or stored, and the next
+interval tries again. Plain ``http.client`` (no redirects, no ``$http_proxy``): an
+exporter is scraped directly, as Prometheus does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import http.client
+import re
+import socket
+import ssl
+import threading
 import time as _time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from gpu_trace import __version__
+from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders.textfile import LINE, RAW
 from gpu_trace.store.parquet import StoreTransaction, slug
 from gpu_trace.telemetry.common import run_periodic
 from gpu_trace.telemetry.prometheus import SOURCE, parse
 
-MAX_BODY = 64 * 1024 * 1024
+MAX_BODY = 16 * 1024 * 1024
+"""Default body cap: dcgm-exporter pages are tens of kB per GPU; 16 MiB is hundreds of
+GPUs. Above it the scrape fails instead of growing the process."""
+CHUNK = 64 * 1024
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
+    http.client.HTTPException,  # BadStatusLine, IncompleteRead, LineTooLong, >100 headers
+    OSError,  # socket errors, resets, TLS (ssl.SSLError), timeouts, DNS
+    ValueError,  # includes UnicodeError (a header or URL that does not decode)
+)
+
+
+class ScrapeFailed(Exception):
+    """A response that arrived but cannot be trusted as a whole page."""
 
 
 @dataclass
@@ -38,47 +64,161 @@ class ScrapeResult:
     message: str = ""
 
 
+class _Watchdog:
+    """Shuts a connection's socket down at a deadline, waking any blocked read.
+
+    A socket timeout only bounds one ``recv``; a server sending a byte every 0.1 s never
+    trips it. ``disarm`` runs before the connection is closed, under the same lock, so
+    the watchdog never touches a file descriptor that was closed and reused."""
+
+    def __init__(self, conn: http.client.HTTPConnection, budget_s: float) -> None:
+        self.conn = conn
+        self.fired = False
+        self.lock = threading.Lock()
+        self.done = False
+        self.timer = threading.Timer(max(budget_s, 0.0), self._fire)
+        self.timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+        with self.lock:
+            self.done = True
+
+    def _fire(self) -> None:
+        with self.lock:
+            if self.done or self.conn.sock is None:
+                return
+            self.fired = True
+            with contextlib.suppress(OSError):  # the plain socket's, also under TLS
+                socket.socket.shutdown(self.conn.sock, socket.SHUT_RDWR)
+
+
+def _one_line(text: object) -> str:
+    return re.sub(r"\s+", " ", str(text)).strip()
+
+
 @dataclass
 class Scraper:
     url: str
     store: Path
     interval_s: float = 15.0
     timeout_s: float = 5.0
+    """Total time one scrape may take: connect, headers and body."""
     flush_s: float = 300.0
     host: str | None = None
+    max_body_bytes: int = MAX_BODY
     clock: Callable[[], float] = _time.time
     sleep: Callable[[float], None] = _time.sleep
     log: Callable[[str], None] = print
     frames: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
     flushes: int = 0
     results: list[ScrapeResult] = field(default_factory=list)
+    end: float | None = None
+    """``clock()`` value at which the run stops (set by :meth:`run`); no scrape runs past it."""
 
     def __post_init__(self) -> None:
         parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            from gpu_trace.errors import GpuTraceError
-
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
             raise GpuTraceError(f"{self.url!r} is not an http(s) URL")
-        self.target = slug(f"{parts.hostname}-{parts.port or 80}")
+        if self.max_body_bytes < 1:
+            raise GpuTraceError("the body cap must be at least 1 byte")
+        self.parts = parts
+        self.target = slug(f"{parts.hostname}-{port or 80}")
         self.start = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
 
-    def fetch(self) -> str:
-        req = urllib.request.Request(self.url, headers={"Accept": "text/plain"})
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-            body: bytes = resp.read(MAX_BODY)
+    @property
+    def failures(self) -> int:
+        return sum(not r.ok for r in self.results)
+
+    def budget_s(self) -> float:
+        """Seconds the next scrape may take: ``timeout_s``, cut to the run's end."""
+        if self.end is None:
+            return self.timeout_s
+        return max(0.0, min(self.timeout_s, self.end - self.clock()))
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        host, port = self.parts.hostname or "", self.parts.port
+        if self.parts.scheme == "https":
+            return http.client.HTTPSConnection(
+                host, port, timeout=timeout, context=ssl.create_default_context()
+            )
+        return http.client.HTTPConnection(host, port, timeout=timeout)
+
+    def fetch(self, budget_s: float | None = None) -> str:
+        """The whole body as text, or raise: every byte arrived within ``budget_s``, it
+        is at most ``max_body_bytes`` and as long as its ``Content-Length``."""
+        budget = self.timeout_s if budget_s is None else budget_s
+        conn = self._connection(max(budget, 0.001))
+        path = self.parts.path or "/"
+        if self.parts.query:
+            path += "?" + self.parts.query
+        watchdog = _Watchdog(conn, budget)
+        try:
+            with watchdog:
+                conn.connect()
+                conn.request(
+                    "GET",
+                    path,
+                    headers={
+                        "Accept": "text/plain",
+                        "Accept-Encoding": "identity",
+                        "Connection": "close",
+                        "User-Agent": f"gpu-trace/{__version__}",
+                    },
+                )
+                return self._body(conn.getresponse())
+        except TRANSPORT_ERRORS as exc:
+            if watchdog.fired:
+                raise TimeoutError("deadline") from exc
+            raise
+        finally:
+            conn.close()
+
+    def _body(self, resp: http.client.HTTPResponse) -> str:
+        if resp.status != 200:
+            raise ScrapeFailed(f"HTTP {resp.status} {_one_line(resp.reason)}")
+        encoding = (resp.getheader("Content-Encoding") or "identity").strip().lower()
+        if encoding != "identity":
+            raise ScrapeFailed(f"unsupported Content-Encoding {encoding!r}")
+        declared = resp.getheader("Content-Length")
+        length: int | None = None
+        if declared is not None and resp.getheader("Transfer-Encoding") is None:
+            if not declared.strip().isdigit():
+                raise ScrapeFailed(f"bad Content-Length {declared!r}")
+            length = int(declared)
+            if length > self.max_body_bytes:
+                raise ScrapeFailed(
+                    f"body of {length} bytes is over the {self.max_body_bytes}-byte cap"
+                )
+        body = bytearray()
+        while chunk := resp.read1(min(CHUNK, self.max_body_bytes + 1 - len(body))):
+            body += chunk
+            if len(body) > self.max_body_bytes:
+                raise ScrapeFailed(f"body is over the {self.max_body_bytes}-byte cap")
+        if length is not None and len(body) != length:
+            raise ScrapeFailed(f"body cut short: {len(body)} of {length} bytes (Content-Length)")
         return body.decode("utf-8", errors="replace")
 
     def scrape_once(self) -> ScrapeResult:
         when = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
         n = len(self.results) + 1
+        budget = self.budget_s()
         try:
-            text = self.fetch()
+            text = self.fetch(budget)
         except TimeoutError:
-            res = ScrapeResult(
-                False, message=f"scrape {n}: timed out after {self.timeout_s:g}s; skipped"
-            )
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            res = ScrapeResult(False, message=f"scrape {n}: timed out after {budget:g}s; skipped")
+        except ScrapeFailed as exc:
+            res = ScrapeResult(False, message=f"scrape {n}: {_one_line(exc)}; skipped")
+        except TRANSPORT_ERRORS as exc:
+            reason = _one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             res = ScrapeResult(False, message=f"scrape {n}: {reason}; skipped")
         else:
             res = self.ingest_text(text, when, n)
@@ -139,11 +279,21 @@ class Scraper:
         self.flushes += 1
 
     def run(self, duration_s: float | None) -> None:
+        """Scrape until ``duration_s`` has passed (or Ctrl-C): no scrape and no sleep
+        extends past it, whatever the target does."""
+        self.end = None if duration_s is None else self.clock() + duration_s
+
+        def sleep(delay: float) -> None:
+            if self.end is not None:
+                delay = min(delay, max(0.0, self.end - self.clock()))
+            if delay > 0:
+                self.sleep(delay)
+
         run_periodic(
             self.scrape_once,
             self.flush,
             clock=self.clock,
-            sleep=self.sleep,
+            sleep=sleep,
             interval_s=self.interval_s,
             flush_s=self.flush_s,
             duration_s=duration_s,

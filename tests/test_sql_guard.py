@@ -13,8 +13,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from gpu_trace.cli import app
 from gpu_trace.errors import QueryError

@@ -102,7 +102,12 @@ def _printable(rel: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
             cast = True
         else:
             cols.append(ident)
-    return rel.project(", ".join(cols)) if cast else rel
+    if not cast:
+        return rel
+    try:
+        return rel.project(", ".join(cols))
+    except duckdb.Error as exc:
+        raise QueryError(_first_line(exc)) from None
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:

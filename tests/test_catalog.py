@@ -41,13 +41,19 @@ def test_views_answer_from_store(openb_store: Path) -> None:
 
 
 def test_read_only_guard() -> None:
-    check_read_only("select 1; explain select 2")
+    check_read_only("select 1; explain select 2; explain analyze select 3")
+    check_read_only("set variable x = 1; reset variable x; describe jobs; from jobs")
     for statement in (
         "copy (select 1) to 'x.csv'",
         "create table t (a int)",
         "insert into t values (1)",
         "attach 'x.db'",
         "select 1; drop view jobs",
+        "explain analyze copy (select 1) to 'x.csv'",
+        "import database 'dump'",
+        "pragma profiling_output = 'p.json'",
+        "set threads = 1",
+        "update extensions",
     ):
         with pytest.raises(QueryError, match="read-only"):
             check_read_only(statement)

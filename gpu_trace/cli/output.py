@@ -7,6 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from gpu_trace.cli._boundary import err
 from gpu_trace.errors import GpuTraceError
@@ -20,15 +21,49 @@ class Format(StrEnum):
 
 
 def flat(frame: pl.DataFrame) -> pl.DataFrame:
-    """CSV cannot hold nested values: list columns become ``[a, b]`` text and struct
-    columns JSON text."""
+    """CSV cannot hold nested or binary values: list columns become ``[a, b]`` text
+    (nested to any depth, nulls kept), struct and map columns JSON text, binary hex."""
+    exprs = [
+        _text(pl.col(name), dtype).alias(name)
+        for name, dtype in frame.schema.items()
+        if _nested(dtype)
+    ]
+    return frame.with_columns(exprs) if exprs else frame
+
+
+def _nested(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Map | pl.Binary)
+
+
+def _text(expr: pl.Expr, dtype: pl.DataType | DataTypeClass) -> pl.Expr:
+    """A vectorized text form of ``expr``; recursion follows the type, not the rows."""
+    if isinstance(dtype, pl.List | pl.Array):
+        item = _text(pl.element(), dtype.inner).fill_null(pl.lit("null"))
+        inner = expr.cast(pl.List(dtype.inner)).list.eval(item)
+        return pl.format("[{}]", inner.list.join(", "))
+    if isinstance(dtype, pl.Struct):
+        return expr.struct.json_encode()
+    if isinstance(dtype, pl.Map) and dtype.key != pl.String:  # JSON keys must be text
+        entries = pl.List(pl.Struct({"key": dtype.key, "value": dtype.value}))
+        return _text(expr.map.entries(), entries)
+    if isinstance(dtype, pl.Map):  # JSON object text: encode {"v": map}, keep the map
+        wrapped = pl.struct(expr.alias("v")).struct.json_encode()
+        text = wrapped.str.strip_prefix('{"v":').str.strip_suffix("}")
+        return pl.when(expr.is_null()).then(pl.lit(None, pl.String)).otherwise(text)
+    if isinstance(dtype, pl.Binary):
+        return expr.bin.encode("hex")
+    return expr.cast(pl.String)
+
+
+def _json_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """polars cannot write binary (it panics) or maps with non-text keys to JSON:
+    top-level binary becomes hex, such maps a list of key/value objects."""
     exprs = []
     for name, dtype in frame.schema.items():
-        if isinstance(dtype, pl.List | pl.Array):
-            inner = pl.col(name).cast(pl.List(dtype.inner)).list.eval(pl.element().cast(pl.String))
-            exprs.append(pl.format("[{}]", inner.list.join(", ")).alias(name))
-        elif isinstance(dtype, pl.Struct):
-            exprs.append(pl.col(name).struct.json_encode().alias(name))
+        if isinstance(dtype, pl.Binary):
+            exprs.append(pl.col(name).bin.encode("hex"))
+        elif isinstance(dtype, pl.Map) and dtype.key != pl.String:
+            exprs.append(pl.col(name).map.entries())
     return frame.with_columns(exprs) if exprs else frame
 
 
@@ -38,6 +73,8 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
         raise GpuTraceError("--format parquet needs --output FILE")
     if fmt is Format.csv:
         frame = flat(frame)
+    elif fmt is Format.json:
+        frame = _json_ready(frame)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = output.with_name(f".{output.name}.tmp")

@@ -2,20 +2,39 @@
 
 Views are created afresh on every connection with absolute paths, never persisted, so
 they cannot go stale or break when DuckDB runs from another folder (duckdb#2342).
+
+``gpu-trace sql`` runs user SQL on a *locked* connection (:func:`connect_read_only`):
+DuckDB itself refuses file access outside the store and any change of configuration,
+and :func:`check_read_only` admits only an allow-list of statement types. The two layers
+cover each other: DuckDB cannot tell reading the store from writing into it, and a
+statement-type check alone cannot see what a statement touches.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
+import uuid
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from gpu_trace.errors import QueryError
 from gpu_trace.schemas.views import views_sql
 from gpu_trace.store.parquet import ensure_layout
 
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "SET", "VARIABLE_SET"}
-"""Statement types `gpu-trace sql` runs without ``--write``."""
+READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "SET"})
+"""Statement types `gpu-trace sql` runs without ``--write`` (an allow-list). SELECT
+covers DESCRIBE, SUMMARIZE, SHOW, VALUES, FROM-first queries; EXPLAIN [ANALYZE] only of
+a SELECT; SET only as ``SET VARIABLE`` / ``RESET VARIABLE`` (settings are locked)."""
+
+MAX_ECHO = 200
+"""Longest piece of user text (or DuckDB message) echoed in an error."""
+
+_EXPLAIN = re.compile(r"\s*explain\s+(?:analy[sz]e\s+)?(?:\([^()]*\)\s*)?(?P<rest>.*)", re.I | re.S)
+_VARIABLE = re.compile(r"\s*(?:re)?set\s+variable\s", re.I)
 
 
 def store_views_sql(store: Path) -> str:
@@ -35,35 +54,112 @@ def connect(store: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def connect_read_only(store: Path) -> duckdb.DuckDBPyConnection:
+    """:func:`connect`, then lock the connection down for untrusted SQL."""
+    con = connect(store)
+    lock_down(con, store)
+    return con
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, store: Path) -> None:
+    """Make DuckDB refuse what a read-only query must not do.
+
+    Only the store is reachable (the views read it; statements that could write into
+    it are kept out by :func:`check_read_only`); no extension is installed or loaded;
+    profiling cannot write a file; spill files go to a private folder under the system
+    temp dir (DuckDB removes it on close) rather than ``./.tmp``; and the configuration
+    is locked last so that SET, RESET or PRAGMA cannot undo any of it.
+    """
+    root = store.resolve().as_posix().rstrip("/") + "/"
+    spill = Path(tempfile.gettempdir()) / f"gpu-trace-sql-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    con.execute("PRAGMA disable_profiling")
+    con.execute("SET profiling_output = ''")
+    con.execute("SET temp_directory = ?", [spill.as_posix()])
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET allow_community_extensions = false")
+    con.execute("SET allowed_directories = ?", [[root]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
 def check_read_only(sql: str) -> None:
-    """Refuse statements that would change anything (COPY, CREATE, INSERT, ATTACH...)."""
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise QueryError(_one_line(exc)) from None
-    if not statements:
-        raise QueryError("no SQL statement given")
-    for st in statements:
-        kind = st.type.name
-        if kind not in READ_ONLY_STATEMENTS:
+    """Refuse every statement not on the allow-list (COPY, CREATE, ATTACH, PRAGMA...)."""
+    for st in _statements(sql):
+        kind = _type_name(st)
+        if kind not in READ_ONLY_STATEMENTS or not _harmless(kind, st.query):
             raise QueryError(
-                f"{kind} statements change data; gpu-trace sql is read-only unless --write is given"
+                f"{kind} statement refused ({clip(st.query, 60)}): gpu-trace sql is read-only "
+                "(SELECT, EXPLAIN of a SELECT, SET VARIABLE) unless --write is given"
             )
+
+
+def _harmless(kind: str, text: str) -> bool:
+    """EXPLAIN ANALYZE runs its statement, so that must be a SELECT; SET must be a
+    session variable (configuration is locked anyway, this makes the error clearer)."""
+    if kind == "EXPLAIN":
+        match = _EXPLAIN.fullmatch(text)
+        if match is None:
+            return False
+        try:
+            inner = duckdb.extract_statements(match["rest"])
+        except duckdb.Error:
+            return False
+        return len(inner) == 1 and _type_name(inner[0]) == "SELECT"
+    if kind == "SET":
+        return _VARIABLE.match(text) is not None
+    return True
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
     """Run ``sql``; every statement but the last is executed for effect and the last
-    one's result returned. DuckDB errors become one-line :class:`QueryError`."""
+    one's result returned (None when it has none). DuckDB errors become one-line
+    :class:`QueryError`."""
+    statements = _statements(sql)
     try:
-        statements = duckdb.extract_statements(sql)
         for st in statements[:-1]:
             con.execute(st)
-        return con.sql(statements[-1].query) if statements else None
-    except duckdb.Error as exc:
+            con.complete()
+        return con.sql(statements[-1].query)
+    except (duckdb.Error, MemoryError) as exc:
         raise QueryError(_one_line(exc)) from None
+
+
+def fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
+    """Materialize a result; errors raised while rows are computed (bad casts, out of
+    memory) become one-line :class:`QueryError` like errors at bind time."""
+    try:
+        return rel.to_arrow_table()
+    except (duckdb.Error, MemoryError) as exc:
+        raise QueryError(_one_line(exc)) from None
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """One line of at most ``limit`` characters, so a huge statement is not echoed whole."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _statements(sql: str) -> list[duckdb.Statement]:
+    try:
+        statements = duckdb.extract_statements(sql)
+    except (duckdb.Error, MemoryError) as exc:
+        raise QueryError(_one_line(exc)) from None
+    if not statements:
+        raise QueryError("no SQL statement given")
+    return statements
+
+
+def _type_name(st: duckdb.Statement) -> str:
+    """The statement type; UNKNOWN for types newer than duckdb's Python enum
+    (``UPDATE EXTENSIONS`` raises ValueError on ``.type``)."""
+    try:
+        return st.type.name
+    except ValueError:
+        return "UNKNOWN"
 
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    return first
+    return clip(first)

@@ -131,9 +131,10 @@ _START_MAX = 1 + _GAP + max(len(k) for k in _KEYS)
 """Longest job-object start in bytes (the overlap carried between chunks)."""
 _JOB_START = re.compile(rb'\{[ \t\r\n]{0,%d}"(?:status|jobid)"' % _GAP)
 """Byte regex of a job-object start, for the independent count."""
-JOB_START_PREFIX = r'^[ \t\r\n]*\{[ \t\r\n]{0,%d}"(?:status|jobid)"' % _GAP
-"""The same, as a polars regex: a record text that starts with a job-object start."""
-_ANY_JOB_START = r'\{[ \t\r\n]{0,%d}"(?:status|jobid)"' % _GAP
+_ANY_JOB_START = r"\{[ \t\r\n]{0," + str(_GAP) + r'}"(?:status|jobid)"'
+"""The same, as a polars regex."""
+JOB_START_PREFIX = r"^[ \t\r\n]*" + _ANY_JOB_START
+"""A record text that starts with a job-object start."""
 
 
 def count_job_starts(chunks: list[bytes], tail: bytes) -> tuple[int, bytes]:
@@ -373,8 +374,10 @@ def _pieces(lines: Path, total: int, state: _State, path: Path) -> pl.DataFrame:
         {"_line": hint_lines, HINT: state.hints}, schema={"_line": pl.Int64, HINT: pl.String}
     )
     blank = pl.col(RAW).str.strip_chars(" \t") == ""
+    at_start = np.zeros(frame.height, dtype=bool)
+    at_start[starts[starts < frame.height]] = True
     return (
-        frame.filter(~(pl.col("_line").is_in(pl.Series(starts, dtype=pl.Int64)) & blank))
+        frame.filter(~(pl.Series(at_start) & blank))
         .join(hints, on="_line", how="left", maintain_order="left")
         .select(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(RECORD), RAW, HINT)
     )
@@ -663,7 +666,8 @@ def records_read(path: Path, raw: pl.Series, counted: int) -> int:
     found = int(starts.sum())
     if found != counted:
         inside = raw.str.count_matches(_ANY_JOB_START).fill_null(0) - starts.cast(pl.UInt32)
-        merged = inside.arg_max() if len(raw) and int(inside.max() or 0) > 0 else None
+        extra = inside > 0
+        merged = extra.arg_max() if extra.any() else None
         raise InputError(
             path,
             f"the file holds {counted} job-object starts but the parser found {found} job "

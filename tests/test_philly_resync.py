@@ -242,3 +242,41 @@ def test_one_damaged_record_loses_only_itself(
     assert others <= ids
     assert len(ids - others) <= 1
     assert line.rows_written in (len(records) - 1, len(records))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    chunk=st.integers(1, 120),
+    broken=st.sampled_from([MISSING_BRACKET, MISSING_QUOTE, MISSING_BRACE, "xyz", '"a\\\\"']),
+    indent=st.booleans(),
+)
+def test_resync_split_is_chunk_independent(
+    tmp_path_factory: pytest.TempPathFactory, chunk: int, broken: str, indent: bool
+) -> None:
+    """Job starts, resets and broken-record hints that straddle chunk boundaries give
+    the same records as one big chunk."""
+    root = tmp_path_factory.mktemp("resync-chunks")
+    sep = ",\n    " if indent else ", "
+    text = "[" + sep.join([job(1), broken, job(3), job(4)]) + "]"
+    f = root / "cluster_job_log"
+    f.write_bytes(text.encode())
+
+    def split(size: int) -> list[tuple[object, ...]]:
+        work = root / f"w{size}"
+        work.mkdir(exist_ok=True)
+        philly_json._CHUNK = size  # type: ignore[misc]
+        try:
+            return philly_json.split_array(f, work).frame.rows()
+        finally:
+            philly_json._CHUNK = 1 << 24  # type: ignore[misc]
+
+    rows = split(1 << 24)
+    assert split(chunk) == rows
+    assert [
+        f'"jobid": "{jid(n)}"' in str(r[1]) for r, n in zip(rows, [1, 0, 3, 4], strict=True)
+    ] == [
+        True,
+        False,
+        True,
+        True,
+    ]

@@ -49,8 +49,11 @@ Placements: one row per attempt per machine (``detail`` entry). ``gpu_indices`` 
 from the ``gpu<k>`` ids. An attempt with an empty ``detail`` list still gets one row,
 with a null machine, so every attempt's times survive.
 
-Reconciliation. ``jobs`` reads the number of records in the array (1-based ``record
-N`` locators). A bad record (not valid JSON, a wrong JSON type, an unreadable or
+Reconciliation. ``jobs`` reads the records of the array (1-based ``record N``
+locators), counted independently of the parser: the job-object starts in the bytes
+plus the records that do not start with one (see :mod:`gpu_trace.loaders.philly_json`;
+records merged by a parser fail the ingest). A broken record is cut at the next job
+start and quarantined alone; a file whose array is not closed is an error. A bad record (not valid JSON, a wrong JSON type, an unreadable or
 non-existent time, a malformed gpu id, ...) is quarantined **once, whole**, with its
 raw JSON text, under ``jobs``, and produces no placements. ``placements`` are derived
 rows, so their ``rows_read`` is the number of rows derived from the good records.

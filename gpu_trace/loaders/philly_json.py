@@ -10,9 +10,9 @@ alone:
    checks that it starts with ``[``. A well-formed file (the normal case) is then
    split by DuckDB's ``read_json_objects(format='array')`` (C++, about 100 MB/s).
    Otherwise :func:`split_array` does it. It streams the bytes in chunks and uses
-   numpy to find the top-level commas (outside strings, at bracket depth 1), so the
-   records around a broken one survive, and a truncated file keeps everything before
-   the cut.
+   numpy to find the top-level commas (outside strings, at bracket depth 1) and
+   resynchronizes at every job-object start (below), so the records around a broken
+   one survive.
 2. :func:`decode_records` validates and types every record in one DuckDB query.
    Well-formed records take the fast path: ``TRY(json_transform_strict(...))`` checks
    every JSON type in one parse. Only the records it rejects are examined field by
@@ -26,26 +26,36 @@ line with the 1-based ``line N`` of the CSV loaders. A quarantined record's raw 
 is the element as written, without the whitespace around it. The numpy split also
 turns line breaks inside a record into spaces, so that each record fits on one line.
 
-In the fallback split, a bracket left open inside a record (``{"a": [1}``) keeps the
-depth above 1, so the records after it merge into that one until the brackets
-balance again. The merged text fails to decode and is quarantined as one record:
-nothing is silently lost, but the count of records read is then lower than the array
-really had.
+**Resynchronization.** A record normally starts with a *job-object start*: ``{``, at
+most 64 blanks, then the key ``"status"`` (the documented first key) or ``"jobid"``.
+In valid JSON those bytes can only be the start of an object with that first key
+(inside a string the ``"`` would end the string), and Philly objects with those keys
+exist only at the top level. So the fallback split also ends a record at every job-object
+start: the string and bracket state is reset there, and one broken record (a missing
+``]``, ``}`` or quote) is quarantined alone, with a reason naming what was left open,
+instead of swallowing every record after it. Text between a record separator and a job
+start (garbage, a missing comma) becomes its own record; a blank one is dropped.
+The closing ``]`` is looked for only after the last job start.
 
-Whole-file problems raise :class:`InputError` with a byte offset (0-based). These are:
-no ``[`` at the start, an empty file, a bracket that closes the array with the wrong
-kind, and data after the closing ``]``. A file that ends before the array is closed
-(a truncated download) is not rejected as a whole. The records before the break are
-kept, and the broken tail is quarantined as the last record. The only exception is a
-file cut exactly between two records, so no tail record exists: that is an
-:class:`InputError`, because nothing in the quarantine would show the cut.
+**Independent count.** :func:`count_job_starts` counts job-object starts with a byte
+regex, without parsing. The records read are that count plus the parser's records that
+do not start with a job start (``42``, a stray comma, garbage). If the parser's records
+that start with a job start are fewer than the count (records merged), the ingest
+fails naming the record that holds the extra start.
+
+Whole-file problems raise :class:`InputError` with a byte offset (0-based) or record
+number. These are: no ``[`` at the start, an empty file, a bracket that closes the array
+with the wrong kind, data after the closing ``]``, and a file that ends before the array
+is closed (a truncated download: its tail cannot be recovered, so nothing is written).
+A UTF-8 byte-order mark before the ``[`` is skipped.
 """
 
 from __future__ import annotations
 
 import codecs
 import hashlib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -58,6 +68,8 @@ from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, FileInfo
 
 RECORD = "_record"
 """Column with the 1-based position of a record in the array."""
+HINT = "_hint"
+"""Column with why the scanner cut a record short (null for most records)."""
 
 _CHUNK = 1 << 24
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
@@ -72,34 +84,6 @@ _BLANK[[_SPACE, ord("\t"), _LF, _CR]] = True
 _DELTA = np.zeros(256, dtype=np.int64)
 _DELTA[[_LBRACE, _LBRACKET]] = 1
 _DELTA[[_RBRACE, _RBRACKET]] = -1
-
-
-@dataclass(frozen=True)
-class SplitArray:
-    """The result of :func:`split_array`."""
-
-    info: FileInfo
-    """The job log itself; ``records`` is the number of elements in the array."""
-    lines: Path
-    """Temporary file with record N of the array on line N (newlines inside a record
-    replaced by spaces, invalid UTF-8 by U+FFFD)."""
-    closed: bool
-    """Whether the array's closing ``]`` was found; if not, the last record is the
-    truncated tail."""
-
-
-@dataclass
-class _State:
-    """What the scan carries from one chunk to the next."""
-
-    depth: int = 1
-    in_string: bool = False
-    backslashes: int = 0
-    """Backslashes that end the previous chunk (they may escape a quote in this one)."""
-    separators: int = 0
-    last_separator: int = -1
-    last_nonblank: int = -1
-    closed_at: int = -1
 
 
 def _escaped(
@@ -140,13 +124,145 @@ def _trailing_backslashes(buf: npt.NDArray[np.uint8], carry: int) -> int:
     return len(buf) - 1 - other
 
 
+_GAP = 64
+"""Most blanks allowed between ``{`` and the key of a job-object start."""
+_KEYS = (b'"status"', b'"jobid"')
+_START_MAX = 1 + _GAP + max(len(k) for k in _KEYS)
+"""Longest job-object start in bytes (the overlap carried between chunks)."""
+_JOB_START = re.compile(rb'\{[ \t\r\n]{0,%d}"(?:status|jobid)"' % _GAP)
+"""Byte regex of a job-object start, for the independent count."""
+_ANY_JOB_START = r"\{[ \t\r\n]{0," + str(_GAP) + r'}"(?:status|jobid)"'
+"""The same, as a polars regex."""
+JOB_START_PREFIX = r"^[ \t\r\n]*" + _ANY_JOB_START
+"""A record text that starts with a job-object start."""
+
+
+def count_job_starts(chunks: list[bytes], tail: bytes) -> tuple[int, bytes]:
+    """Count job-object starts in ``chunks`` (consecutive pieces of one file; ``tail``
+    is the end of the piece before them, from the previous call). Returns the count
+    and the new tail. A start that straddles two pieces is counted once: each window
+    counts its matches minus those lying wholly in the carried tail."""
+    count = 0
+    for chunk in chunks:
+        window = tail + chunk
+        count += len(_JOB_START.findall(window)) - len(_JOB_START.findall(tail))
+        tail = window[-_START_MAX:]
+    return count, tail
+
+
+def _starts_in(buf: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Start and end offsets of the job-object starts wholly inside ``buf``: numpy, one
+    vectorized step per blank skipped (a second implementation of :data:`_JOB_START`,
+    so the scanner and the count check each other)."""
+    opens = np.flatnonzero(buf == _LBRACE).astype(np.int64)
+    key = opens + 1
+    for _ in range(_GAP):
+        inside = key < len(buf)
+        blank = np.zeros(len(opens), dtype=bool)
+        blank[inside] = _BLANK[buf[key[inside]]]
+        step = blank
+        if not step.any():
+            break
+        key[step] += 1
+    found = np.zeros(len(opens), dtype=bool)
+    ends = key.copy()
+    for word in _KEYS:
+        ok = key + len(word) <= len(buf)
+        for i, byte in enumerate(word):
+            hit = np.zeros(len(opens), dtype=bool)
+            hit[ok] = buf[key[ok] + i] == byte
+            ok &= hit
+        found |= ok
+        ends[ok] = key[ok] + len(word)
+    return opens[found], ends[found]
+
+
+def job_start_offsets(path: Path) -> npt.NDArray[np.int64]:
+    """Byte offsets of every job-object start in ``path`` (streamed in chunks)."""
+    found: list[npt.NDArray[np.int64]] = []
+    tail = np.zeros(0, dtype=np.uint8)
+    size = 0
+    try:
+        with path.open("rb") as src:
+            while chunk := src.read(_CHUNK):
+                window = np.concatenate([tail, np.frombuffer(chunk, dtype=np.uint8)])
+                starts, ends = _starts_in(window)
+                found.append(starts[ends > len(tail)] + (size - len(tail)))
+                size += len(chunk)
+                tail = window[-_START_MAX:]
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class SplitArray:
+    """The result of :func:`split_array`."""
+
+    info: FileInfo
+    """The job log itself; ``records`` is the number of elements in the array."""
+    lines: Path
+    """Temporary file with one line per piece of the array (newlines inside a record
+    replaced by spaces, invalid UTF-8 by U+FFFD); blank pieces before a job start are
+    dropped from ``frame``."""
+    frame: pl.DataFrame
+    """``_record`` (1-based), ``_raw`` and ``_hint`` (why the record was cut short at
+    the next job start, else null)."""
+    job_starts: int
+    """Job-object starts the scanner found (numpy), for the count check."""
+    closed: bool = True
+    """Always true: a file whose array is not closed is an InputError."""
+
+
+@dataclass
+class _State:
+    """What the scan carries from one chunk to the next."""
+
+    depth: int = 1
+    in_string: bool = False
+    backslashes: int = 0
+    """Backslashes that end the previous chunk (they may escape a quote in this one)."""
+    separators: int = 0
+    """Record boundaries so far: top-level commas and job starts."""
+    last_separator: int = -1
+    last_nonblank: int = -1
+    closed_at: int = -1
+    last_start: int = -1
+    """Offset of the file's last job start: the array can only close after it."""
+    start_lines: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    """Per chunk: the line each job start ends (0-based), dropped when blank."""
+    hint_lines: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+
+def _hint(in_string: bool, depth: int, at: int) -> str:
+    """Why a record was cut short at the job start at byte ``at``."""
+    what = (
+        "an unclosed string (a missing quote?)"
+        if in_string
+        else "an unclosed bracket (a missing ] or }?)"
+        if depth > 1
+        else "an extra ] or }"
+    )
+    return f"broken record: {what}; the next job object starts at byte {at}"
+
+
 def _scan_chunk(
-    buf: npt.NDArray[np.uint8], base: int, state: _State, path: Path
+    buf: npt.NDArray[np.uint8],
+    base: int,
+    state: _State,
+    path: Path,
+    starts: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.uint8]:
-    """Scan one chunk (``base`` = its byte offset in the file) and return it rewritten
-    as record lines: top-level commas become newlines, other line breaks spaces, and
-    the closing bracket and everything after it are cut off."""
+    """Scan one chunk (``base`` = its byte offset in the file; ``starts`` = the job
+    starts in it, absolute) and return it rewritten as record lines: top-level commas
+    become newlines, a newline is inserted before every job start, other line breaks
+    become spaces, and the closing bracket and everything after it are cut off.
+
+    The string and depth state restart at each job start, so every piece between two
+    starts is scanned on its own (segment 0 continues the previous chunk's state)."""
     out = buf.copy()
+    local = starts - base
     pos = np.flatnonzero(_SPECIAL[buf])
     ch = buf[pos]
     is_quote = ch == _QUOTE
@@ -154,14 +270,28 @@ def _scan_chunk(
     if is_quote.any():
         quotes = pos[is_quote]
         real_quote[is_quote] = ~_escaped(buf, quotes, state.backslashes)
-    toggles = np.cumsum(real_quote, dtype=np.int64)
-    in_string = ((toggles - real_quote + int(state.in_string)) & 1).astype(bool)
+    seg = np.searchsorted(local, pos, side="right")
+    at = np.searchsorted(pos, local)  # each start's "{" in pos
+    q_excl = np.cumsum(real_quote, dtype=np.int64) - real_quote
+    q_base = np.concatenate([[0], q_excl[at]]).astype(np.int64)
+    q_init = np.zeros(len(local) + 1, dtype=np.int64)
+    q_init[0] = int(state.in_string)
+    in_string = ((q_excl - q_base[seg] + q_init[seg]) & 1).astype(bool)
     structural = ~in_string & ~is_quote
     delta = np.where(structural, _DELTA[ch], 0)
-    depth = state.depth + np.cumsum(delta)
+    d_excl = np.cumsum(delta) - delta
+    d_base = np.concatenate([[0], d_excl[at]]).astype(np.int64)
+    d_init = np.ones(len(local) + 1, dtype=np.int64)
+    d_init[0] = state.depth
+    depth = d_init[seg] + d_excl - d_base[seg] + delta
+    # The state just before each job start: not (depth 1, outside strings) = broken.
+    before_depth = d_init[:-1] + d_excl[at] - d_base[:-1]
+    before_string = ((q_init[:-1] + q_excl[at] - q_base[:-1]) & 1).astype(bool)
     breaks = (ch == _LF) | (ch == _CR)
     out[pos[breaks]] = _SPACE
-    closing = np.flatnonzero(structural & (delta < 0) & (depth == 0))
+    closing = np.flatnonzero(
+        structural & (delta < 0) & (depth == 0) & (pos + base > state.last_start)
+    )
     end = len(buf)
     if len(closing):
         first = int(closing[0])
@@ -185,17 +315,30 @@ def _scan_chunk(
         pos, ch, structural, depth = pos[keep], ch[keep], structural[keep], depth[keep]
     seps = pos[structural & (ch == _COMMA) & (depth == 1)]
     out[seps] = _LF
-    if len(seps):
-        state.separators += len(seps)
-        state.last_separator = base + int(seps[-1])
+    lines = state.separators + np.searchsorted(seps, local) + np.arange(len(local))
+    state.start_lines.append(lines)
+    broken = (before_depth != 1) | before_string
+    if broken.any():
+        state.hint_lines.append(lines[broken])
+        state.hints += [
+            _hint(bool(s), int(d), base + int(m))
+            for s, d, m in zip(
+                before_string[broken], before_depth[broken], local[broken], strict=True
+            )
+        ]
+    state.separators += len(seps) + len(local)
+    last = max(int(seps[-1]) if len(seps) else -1, int(local[-1]) - 1 if len(local) else -1)
+    if last >= 0:
+        state.last_separator = base + last
     nonblank = _last(~_BLANK[out[:end]])
     if nonblank >= 0:
         state.last_nonblank = base + nonblank
     if len(depth):
         state.depth = int(depth[-1])
-    state.in_string = bool((int(state.in_string) + int(real_quote.sum())) & 1)
+    if len(pos):
+        state.in_string = bool(in_string[-1] ^ real_quote[-1])
     state.backslashes = _trailing_backslashes(buf, state.backslashes)
-    return out[:end]
+    return np.insert(out[:end], local, _LF) if len(local) else out[:end]
 
 
 def _start(head: bytes, path: Path) -> int | None:
@@ -213,17 +356,45 @@ def _start(head: bytes, path: Path) -> int | None:
     return at + 1
 
 
+def _pieces(lines: Path, total: int, state: _State, path: Path) -> pl.DataFrame:
+    """The split lines as records: blank pieces that end at a job start (the space
+    between a comma and the job) are dropped, then records are numbered."""
+    starts = np.concatenate(state.start_lines) if state.start_lines else np.zeros(0, np.int64)
+    hint_lines = np.concatenate(state.hint_lines) if state.hint_lines else np.zeros(0, np.int64)
+    frame = (
+        pl.scan_lines(lines, name=RAW)
+        .with_row_index("_line")
+        .with_columns(pl.col("_line").cast(pl.Int64))
+        .collect()
+        .head(total)
+    )
+    if frame.height != total:
+        raise InputError(path, f"found {frame.height} records after splitting, expected {total}")
+    hints = pl.DataFrame(
+        {"_line": hint_lines, HINT: state.hints}, schema={"_line": pl.Int64, HINT: pl.String}
+    )
+    blank = pl.col(RAW).str.strip_chars(" \t") == ""
+    at_start = np.zeros(frame.height, dtype=bool)
+    at_start[starts[starts < frame.height]] = True
+    return (
+        frame.filter(~(pl.Series(at_start) & blank))
+        .join(hints, on="_line", how="left", maintain_order="left")
+        .select(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(RECORD), RAW, HINT)
+    )
+
+
 def split_array(path: Path, workdir: Path) -> SplitArray:
     """Split the JSON array in ``path`` into one record per line (see the module doc).
 
     Streams the file in 16 MiB chunks, so memory stays flat however big the log is.
     """
+    starts = job_start_offsets(path)
     digest = hashlib.sha256()
     strict = codecs.getincrementaldecoder("utf-8")()
     lenient = codecs.getincrementaldecoder("utf-8")(errors="replace")
     utf8 = True
     size = 0
-    state = _State()
+    state = _State(last_start=int(starts[-1]) if len(starts) else -1)
     started = False
     lines = workdir / "records.ndjson"
     try:
@@ -258,7 +429,8 @@ def split_array(path: Path, workdir: Path) -> SplitArray:
                     state.last_nonblank = base - 1
                     state.last_separator = base - 1
                 buf = np.frombuffer(chunk, dtype=np.uint8)
-                dst.write(lenient.decode(_scan_chunk(buf, base, state, path).tobytes()))
+                mine = starts[(starts >= base) & (starts < base + len(buf))]
+                dst.write(lenient.decode(_scan_chunk(buf, base, state, path, mine).tobytes()))
             dst.write(lenient.decode(b"", final=True))
             if utf8:
                 try:
@@ -268,18 +440,26 @@ def split_array(path: Path, workdir: Path) -> SplitArray:
             if not started:
                 raise InputError(path, "file is empty (expected a JSON array)", "byte 0")
             tail_blank = state.last_nonblank <= state.last_separator
-            closed = state.closed_at >= 0
-            if not closed and tail_blank:
-                raise InputError(
-                    path, "the JSON array is not closed (truncated file?)", f"byte {size}"
-                )
-            records = 0 if state.separators == 0 and tail_blank else state.separators + 1
-            if records:
+            total = 0 if state.separators == 0 and tail_blank else state.separators + 1
+            if total:
                 dst.write("\n")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    info = FileInfo(path, digest.hexdigest(), size, records, utf8)
-    return SplitArray(info, lines, closed)
+    frame = _pieces(lines, total, state, path)
+    if state.closed_at < 0:
+        if tail_blank:
+            where = f"after record {frame.height - 1 if total else 0}"
+            raise InputError(
+                path, f"the JSON array is not closed (truncated file?) {where}", f"byte {size}"
+            )
+        raise InputError(
+            path,
+            "the file ends inside this record before the JSON array is closed "
+            "(truncated file?): the tail cannot be recovered",
+            f"record {frame.height}, byte {size}",
+        )
+    info = FileInfo(path, digest.hexdigest(), size, frame.height, utf8)
+    return SplitArray(info, lines, frame, len(starts))
 
 
 ATTEMPT_TYPE = pl.Struct(
@@ -393,34 +573,29 @@ _TYPES = {
 }
 
 
-def _query(truncated: int | None, check_utf8: bool) -> str:
+def _query(check_utf8: bool) -> str:
     types = ", ".join(f"json_type(j, '{p}') AS {name}" for name, p in _TYPES.items())
     slow = " ".join(f"WHEN {cond} THEN {why}" for cond, why in _checks())
-    tail = (
-        f"WHEN {RECORD} = {truncated} THEN "
-        "'file ends before the JSON array is closed: truncated record' "
-        if truncated is not None
-        else ""
-    )
+    hint = f"WHEN {HINT} IS NOT NULL THEN {HINT} "
     bad_utf8 = "WHEN contains(txt, '\ufffd') THEN 'invalid UTF-8' " if check_utf8 else ""
     return f"""
         WITH src AS (
-            SELECT {RECORD}, {RAW} AS txt FROM lines
+            SELECT {RECORD}, {RAW} AS txt, {HINT} FROM lines
         ), fast AS MATERIALIZED (
             SELECT *, TRY(json_transform_strict(txt, '{_STRUCTURE}')) AS strict FROM src
         ), good AS (
             SELECT {RECORD}, txt, strict, NULL::JSON AS j,
-                CASE {tail} {bad_utf8} WHEN strict.jobid = '' THEN 'jobid is empty' END
+                CASE {hint} {bad_utf8} WHEN strict.jobid = '' THEN 'jobid is empty' END
                     AS {REASON}
             FROM fast WHERE strict IS NOT NULL
         ), parsed AS (
-            SELECT {RECORD}, txt, strict, json_valid(txt) AS ok,
+            SELECT {RECORD}, txt, strict, {HINT}, json_valid(txt) AS ok,
                 CASE WHEN json_valid(txt) THEN json(txt) END AS j
             FROM fast WHERE strict IS NULL
         ), typed AS (
             SELECT *, json_type(j) AS ty, {types} FROM parsed
         ), bad AS (
-            SELECT {RECORD}, txt, strict, j, CASE {tail} {bad_utf8} {slow} END AS {REASON}
+            SELECT {RECORD}, txt, strict, j, CASE {hint} {bad_utf8} {slow} END AS {REASON}
             FROM typed
         ), judged AS (
             SELECT * FROM good UNION ALL SELECT * FROM bad
@@ -441,32 +616,37 @@ class Records:
     """The job log as one row per array element."""
 
     info: FileInfo
-    """The job log itself; ``records`` is the number of elements in the array."""
+    """The job log itself; ``records`` is the independent count of records read: job
+    starts counted in the bytes plus the records that do not start with one."""
     lines: pl.DataFrame
-    """``_record`` (1-based) and ``_raw`` (the element's text)."""
-    closed: bool
-    """False when the file ends before the array is closed: the last record is the
-    truncated tail."""
+    """``_record`` (1-based), ``_raw`` (the element's text) and ``_hint`` (the
+    reason a record was cut short at the next job start, else null)."""
+    closed: bool = True
+    """Always true (a file whose array is not closed is an InputError); kept for the
+    ``json_array_closed`` metadata."""
     strict: pl.Series | None = None
     """On the fast path: each record decoded with ``json_transform_strict`` (null where
     any JSON type is off), aligned with ``lines``."""
 
 
-def _precheck(path: Path) -> tuple[str, int, bool]:
+def _precheck(path: Path) -> tuple[str, int, bool, int]:
     """Stream the file once for its sha256 and size, and check that the first
     non-blank byte is ``[`` (InputError otherwise). Also returns whether the last
-    non-blank byte is ``]``. DuckDB accepts an array cut just after a comma, so such a
-    file must take the numpy split, which reports the cut. UTF-8 validity is left to
-    the split: DuckDB rejects invalid UTF-8, which sends the file to the numpy split,
-    and that checks it."""
+    non-blank byte is ``]`` and the number of job-object starts (the independent
+    count, a byte regex: no parsing). DuckDB accepts an array cut just after a comma,
+    so such a file must take the numpy split, which reports the cut. UTF-8 validity is
+    left to the split: DuckDB rejects invalid UTF-8, which sends the file to the numpy
+    split, and that checks it."""
     digest = hashlib.sha256()
-    size = 0
-    head = tail = b""
+    size = starts = 0
+    head = tail = carry = b""
     try:
         with path.open("rb") as fh:
             while chunk := fh.read(_CHUNK):
                 digest.update(chunk)
                 size += len(chunk)
+                found, carry = count_job_starts([chunk], carry)
+                starts += found
                 if len(head) < 4096:
                     head += chunk[:4096]
                 tail = (tail + chunk[-4096:])[-4096:]
@@ -474,12 +654,32 @@ def _precheck(path: Path) -> tuple[str, int, bool]:
         raise InputError(path, exc.strerror or str(exc)) from None
     if _start(head, path) is None and len(head) == size:
         raise InputError(path, "file is empty (expected a JSON array)", "byte 0")
-    return digest.hexdigest(), size, tail.rstrip(b" \t\r\n").endswith(b"]")
+    return digest.hexdigest(), size, tail.rstrip(b" \t\r\n").endswith(b"]"), starts
+
+
+def records_read(path: Path, raw: pl.Series, counted: int) -> int:
+    """Records read = ``counted`` job starts (from the bytes) + the parsed records
+    that do not start with one. Raises InputError when the parsed records that do
+    start with one are fewer or more than ``counted``: then records were merged (or
+    split) and the count of records read would hide it."""
+    starts = raw.str.contains(JOB_START_PREFIX).fill_null(False)
+    found = int(starts.sum())
+    if found != counted:
+        inside = raw.str.count_matches(_ANY_JOB_START).fill_null(0) - starts.cast(pl.UInt32)
+        extra = inside > 0
+        merged = extra.arg_max() if extra.any() else None
+        raise InputError(
+            path,
+            f"the file holds {counted} job-object starts but the parser found {found} job "
+            "records: record boundaries were lost (a job object inside another?)",
+            None if merged is None else f"record {merged + 1}",
+        )
+    return counted + len(raw) - found
 
 
 def read_records(path: Path, workdir: Path) -> Records:
     """One row per element of the JSON array in ``path`` (see the module doc)."""
-    sha, size, ends_closed = _precheck(path)
+    sha, size, ends_closed, starts = _precheck(path)
     table = None
     if ends_closed:
         con = duckdb.connect()
@@ -499,23 +699,17 @@ def read_records(path: Path, workdir: Path) -> Records:
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
         lines = frame.select(
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(RECORD), pl.col(RAW)
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(RECORD),
+            pl.col(RAW),
+            pl.lit(None, dtype=pl.String).alias(HINT),
         )
         strict = frame["rec"].cast(RECORD_TYPE)
-        return Records(FileInfo(path, sha, size, lines.height, True), lines, True, strict)
+        read = records_read(path, lines[RAW], starts)
+        return Records(FileInfo(path, sha, size, read, True), lines, True, strict)
     split = split_array(path, workdir)
-    lines = (
-        pl.scan_lines(split.lines, name=RAW)
-        .with_row_index(RECORD, offset=1)
-        .with_columns(pl.col(RECORD).cast(pl.Int64))
-        .collect()
-        .head(split.info.records)
-    )
-    if lines.height != split.info.records:
-        raise InputError(
-            path, f"found {lines.height} records after splitting, expected {split.info.records}"
-        )
-    return Records(split.info, lines, split.closed)
+    read = records_read(path, split.frame[RAW], starts)
+    info = FileInfo(path, split.info.sha256, split.info.size_bytes, read, split.info.utf8)
+    return Records(info, split.frame, True)
 
 
 def decode_records(records: Records) -> pl.DataFrame:
@@ -534,9 +728,9 @@ def decode_records(records: Records) -> pl.DataFrame:
         REASON: pl.String(),
         "rec": RECORD_TYPE,
     }
-    if info.records == 0:
-        return pl.DataFrame(schema=schema)
     lines = records.lines
+    if lines.height == 0:
+        return pl.DataFrame(schema=schema)
     good = None
     if records.strict is not None:
         rec = records.strict
@@ -553,7 +747,7 @@ def decode_records(records: Records) -> pl.DataFrame:
         lines = lines.filter(~ok)
         if lines.height == 0:
             return good
-    query = _query(None if records.closed else info.records, check_utf8=not info.utf8)
+    query = _query(check_utf8=not info.utf8)
     con = duckdb.connect()
     try:
         con.register("lines", lines.to_arrow())

@@ -176,7 +176,7 @@ def _jobs(rng: np.random.Generator, n: int) -> pl.DataFrame:
     epoch = epochs[np.searchsorted(epochs // 1000, submit, side="right") - 1]
     first_of_epoch = np.r_[True, epoch[1:] != epoch[:-1]]
     seq = np.arange(n) - np.maximum.accumulate(np.where(first_of_epoch, np.arange(n), 0)) + 1
-    n_users = max(8, min(400, n // 50))
+    n_users = max(len(VCS), min(400, n // 50))  # >= one user per VC, even for tiny N
     user_weight = 1.0 / np.arange(1, n_users + 1) ** 1.1
     user_ids = np.array([f"{v:06x}" for v in rng.choice(16**6, size=n_users, replace=False)])
     vc_weight = np.asarray(VC_WEIGHTS, dtype=float)

@@ -347,6 +347,10 @@ def dmon(
     names = _dmon_header(path)
     if "gpu" not in names:
         raise InputError(path, "dmon header has no 'gpu' column", "line 1")
+    if not any(n in SMI_DMON for n in names):
+        raise InputError(
+            path, "dmon header names no metric column gpu-trace keeps (truncated file?)", "line 1"
+        )
     data, n_comments, info = _monitor_lines(path, names)
     split = _split_lines(data.lazy(), pl.col(RAW).str.extract_all(r"\S+"), len(names))
     col = {n: pl.col("_parts").list.get(i, null_on_oob=True) for i, n in enumerate(names)}

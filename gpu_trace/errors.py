@@ -20,7 +20,7 @@ def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
     a 10 MB line in a bad file cannot flood the terminal or the quarantine table."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… [{len(text):,} characters]"
+    return f"{text[:limit]}… [{len(text)} characters]"
 
 
 class GpuTraceError(Exception):

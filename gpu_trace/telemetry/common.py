@@ -34,9 +34,11 @@ from gpu_trace.loaders.textfile import (
 )
 from gpu_trace.schemas.telemetry import GPU_METRICS
 from gpu_trace.telemetry.fields import (
+    AT_MOST_TOTAL,
     DCGM_FP64_BLANK,
     DCGM_INT32_BLANK,
     NULL_MARKERS,
+    PERCENT_0_100,
     Field,
 )
 
@@ -156,24 +158,42 @@ def field_frame(fields: dict[str, Field]) -> pl.LazyFrame:
 
 def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame:
     """Type and scale every cell. Adds ``value`` (canonical unit, null when missing or a
-    sentinel), ``metric``, ``unit`` and ``_reason`` (non-null: quarantine)."""
+    sentinel), ``metric``, ``unit`` and ``_reason`` (non-null: quarantine).
+
+    Range checks quarantine the cell (one record) whose value cannot be true: a
+    percentage of time outside 0-100 (:data:`PERCENT_0_100`) and memory free or used
+    above the total printed on the same line (:data:`AT_MOST_TOTAL`)."""
     raw = pl.col(CELL)
     number = cell_number(raw)
     value = pl.when(is_missing(raw) | is_sentinel(number)).then(None).otherwise(number)
     units = {m: u for m, (u, _) in GPU_METRICS.items()}
+    text = raw.str.strip_chars()
+    metric, val = pl.col("metric"), pl.col("value")
+    total = {
+        t: pl.when(metric == t).then(val).max().over(LINE) for t in set(AT_MOST_TOTAL.values())
+    }
+    over_total = [
+        pl.when((metric == m) & (val > total[t])).then(
+            pl.format(f"{{}} value '{{}}' exceeds {t} on the same line", pl.col(FIELD), text)
+        )
+        for m, t in AT_MOST_TOTAL.items()
+    ]
+    earlier = pl.col(REASON) if REASON in cells.collect_schema() else pl.lit(None, pl.String)
     out = (
         cells.join(field_frame(fields), on=FIELD, how="left")
+        .with_columns((value * pl.col("_factor")).alias("value"))
         .with_columns(
-            (value * pl.col("_factor")).alias("value"),
-            pl.when(~is_missing(raw) & number.is_null())
-            .then(pl.format("{} value '{}' is not a number", pl.col(FIELD), raw.str.strip_chars()))
-            .otherwise(pl.col(REASON) if REASON in cells.collect_schema() else None)
-            .alias(REASON),
-        )
-        .with_columns(
-            pl.col("metric")
-            .replace_strict(units, default=None, return_dtype=pl.String)
-            .alias("unit")
+            pl.coalesce(
+                pl.when(~is_missing(raw) & number.is_null()).then(
+                    pl.format("{} value '{}' is not a number", pl.col(FIELD), text)
+                ),
+                earlier,
+                pl.when(metric.is_in(list(PERCENT_0_100)) & ((val < 0) | (val > 100))).then(
+                    pl.format("{} value '{}' is outside 0-100 %", pl.col(FIELD), text)
+                ),
+                *over_total,
+            ).alias(REASON),
+            metric.replace_strict(units, default=None, return_dtype=pl.String).alias("unit"),
         )
         .collect()
     )

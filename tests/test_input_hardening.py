@@ -165,6 +165,22 @@ def test_chronus_and_gavel_with_bom(tmp_path: Path) -> None:
     assert sql(store2, "select name, gpus from jobs") == [("ResNet-18", 1.0)]
 
 
+def test_philly_machine_list_with_bom(tmp_path: Path) -> None:
+    """Philly's machine list goes through the same shared reader (textfile.py)."""
+    folder = tmp_path / "trace-data"
+    folder.mkdir()
+    f = folder / "cluster_machine_list"
+    f.write_bytes(BOM + (ROOT / "tests/fixtures/philly/cluster_machine_list").read_bytes())
+    store = tmp_path / "store"
+    result = ingest("philly", f, store)
+    assert result.exit_code == 0, result.output
+    # fixture lines 2-3: "m1,8, 24GB" and "m2,8, 24GB"
+    assert sql(store, "select machine_id, gpus from machines order by machine_id limit 2") == [
+        ("m1", 8),
+        ("m2", 8),
+    ]
+
+
 # -- times without a source --------------------------------------------------------------
 
 

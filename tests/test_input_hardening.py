@@ -250,6 +250,20 @@ def test_helios_time_out_of_range_is_quarantined(tmp_path: Path, tz: str) -> Non
     assert_frame_equal(combined.drop(RAW, strict=False).sort(LINE), slow.sort(LINE))
 
 
+def test_helios_capacity_date_out_of_range_is_quarantined(tmp_path: Path) -> None:
+    f = tmp_path / "Venus_cluster_gpu_number.csv"
+    f.write_text("date,vcA,total\n2020-04-01,8,8\n9999-12-31,8,8\n0001-01-01,8,8\n")
+    store = tmp_path / "store"
+    result = ingest("helios", f, store)
+    assert result.exit_code == 0, result.output
+    # a good line is 2 records (vcA, total), a rejected line 1
+    assert "read 4 = written 2 + quarantined 2" in result.stderr
+    assert sorted(sql(store, "select locator, reason from quarantine")) == [
+        ("line 3", "date '9999-12-31' is a time out of range (1970-01-01 to 2099-12-31 23:59:59)"),
+        ("line 4", "date '0001-01-01' is a time out of range (1970-01-01 to 2099-12-31 23:59:59)"),
+    ]
+
+
 def test_fixed_offset_near_the_end_of_time() -> None:
     lo = dt.datetime(2020, 1, 1)
     assert helios.fixed_offset("Asia/Shanghai", lo, dt.datetime(9999, 12, 31, 23, 59, 59)) is None

@@ -44,7 +44,7 @@ Decisions on points the format leaves open:
 - **Field rules.** ``user``, ``vc`` and ``jobname`` may be empty (null); every other
   field is required. Counts, ``duration`` and ``queue`` must be plain integers
   (``1.0`` is rejected, not guessed) and not negative; ``node_num`` must fit the
-  canonical int32. Times must lie in 1970-01-01 .. 2099-12-31 (``units.TIME_MIN`` /
+  canonical int32. Times (and capacity dates) must lie in 1970-01-01 .. 2099-12-31 (``units.TIME_MIN`` /
   ``TIME_MAX``): a placeholder such as ``9999-12-31 23:59:59`` is quarantined as a time
   out of range. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
   so array-job ids would survive), and duplicates are not checked.
@@ -760,6 +760,14 @@ def capacity(file: HeliosFile, tz: str) -> Batch:
             (value > INT32_MAX, f"{name} is out of range"),
         ]
     midnight = pl.col("_date").cast(pl.Datetime("us"))
+    checks.append(
+        (
+            ~_in_range(midnight),
+            pl.format(
+                f"date {{}} is a time out of range ({RANGE_TEXT})", _quoted(pl.col("_t_date"))
+            ),
+        )
+    )
     checks.append(
         (
             pl.col("_time").is_null() | pl.col("_next").is_null(),

@@ -44,9 +44,9 @@ Decisions on points the format leaves open:
 - **Field rules.** ``user``, ``vc`` and ``jobname`` may be empty (null); every other
   field is required. Counts, ``duration`` and ``queue`` must be plain integers
   (``1.0`` is rejected, not guessed) and not negative; ``node_num`` must fit the
-  canonical int32. Times (and capacity dates) must lie in 1970-01-01 .. 2099-12-31 (``units.TIME_MIN`` /
-  ``TIME_MAX``): a placeholder such as ``9999-12-31 23:59:59`` is quarantined as a time
-  out of range. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
+  canonical int32. Times (and capacity dates) must lie in 1970-01-01 .. 2099-12-31
+  (``units.TIME_MIN`` / ``TIME_MAX``): a placeholder such as ``9999-12-31 23:59:59`` is
+  quarantined as a time out of range. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
   so array-job ids would survive), and duplicates are not checked.
 
 Two parse paths, one result (:func:`parse`). A released log is nearly always clean, so

@@ -9,6 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+MESSAGE_LIMIT = 300
+"""Most characters of input text (a reason, a locator, a whole message) that a one-line
+error or warning echoes; longer text is cut with :func:`clip`. Quarantine keeps more of
+a rejected line (``textfile.RAW_LIMIT``), cut the same way."""
+
+
+def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis and the original length, so
+    a 10 MB line in a bad file cannot flood the terminal or the quarantine table."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text)} characters]"
+
 
 class GpuTraceError(Exception):
     """Base class for errors that are the user's input, not a bug in gpu-trace."""
@@ -22,11 +35,17 @@ class InputError(GpuTraceError):
     """
 
     def __init__(self, file: str | Path, reason: str, locator: str | None = None) -> None:
-        self.file = str(file)
-        self.locator = locator
-        self.reason = reason
-        where = f"{self.file}: {locator}" if locator else self.file
-        super().__init__(f"{where}: {reason}")
+        self.file = clip(str(file))
+        self.locator = clip(locator) if locator is not None else None
+        self.reason = clip(reason)
+        where = f"{self.file}: {self.locator}" if self.locator else self.file
+        super().__init__(f"{where}: {self.reason}")
+
+
+class InputWarning(UserWarning):
+    """Input that loads, but with a choice the user should know about (for example
+    times taken from the file's mtime because the format prints none). The CLI shows
+    it as one ``warning:`` line on stderr; the choice is also recorded in the store."""
 
 
 class SchemaMismatch(GpuTraceError):

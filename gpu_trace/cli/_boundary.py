@@ -8,13 +8,14 @@ turned into one-line messages; anything else still raises.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TextIO, TypeVar
 
 import typer
 from rich.console import Console
 
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.errors import GpuTraceError, InputWarning, clip
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -29,13 +30,38 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def warn(message: str) -> None:
+    """Print ``warning: message`` on one line to stderr."""
+    err.print(f"[bold yellow]warning:[/] {_escape(message)}", markup=True, highlight=False)
+
+
 def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a command so user errors end it with one line and exit code 1."""
+    """Decorate a command so user errors end it with one line and exit code 1, and
+    :class:`InputWarning` s show as one ``warning:`` line each (every time, not once per
+    code location as Python's default filter would)."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return func(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", InputWarning)
+                previous = warnings.showwarning
+
+                def show(
+                    message: Warning | str,
+                    category: type[Warning],
+                    filename: str,
+                    lineno: int,
+                    file: TextIO | None = None,
+                    line: str | None = None,
+                ) -> None:
+                    if issubclass(category, InputWarning):
+                        warn(str(message))
+                    else:
+                        previous(message, category, filename, lineno, file, line)
+
+                warnings.showwarning = show
+                return func(*args, **kwargs)
         except GpuTraceError as exc:
             raise fail(_escape(str(exc))) from None
         except OSError as exc:
@@ -46,4 +72,6 @@ def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", "\\[").splitlines()[0] if text else text
+    """The first line of ``text``, capped (:func:`gpu_trace.errors.clip`), rich markup
+    escaped."""
+    return clip(text.splitlines()[0]).replace("[", "\\[") if text else text

@@ -44,7 +44,9 @@ Decisions on points the format leaves open:
 - **Field rules.** ``user``, ``vc`` and ``jobname`` may be empty (null); every other
   field is required. Counts, ``duration`` and ``queue`` must be plain integers
   (``1.0`` is rejected, not guessed) and not negative; ``node_num`` must fit the
-  canonical int32. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
+  canonical int32. Times (and capacity dates) must lie in 1970-01-01 .. 2099-12-31
+  (``units.TIME_MIN`` / ``TIME_MAX``): a placeholder such as ``9999-12-31 23:59:59`` is
+  quarantined as a time out of range. ``job_id`` is kept as written (a Slurm id; not forced to be numeric,
   so array-job ids would survive), and duplicates are not checked.
 
 Two parse paths, one result (:func:`parse`). A released log is nearly always clean, so
@@ -89,6 +91,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
     with_utf8,
 )
+from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
 from gpu_trace.store.parquet import slug
 
 SOURCE = "helios"
@@ -405,6 +408,16 @@ def parse_log(
     checks.append((pl.col("node_num") > INT32_MAX, "node_num is out of range"))
     checks += [
         (
+            ~_in_range(pl.col(c)),
+            pl.format(
+                f"{c} {{}} is a time out of range ({RANGE_TEXT})",
+                _quoted(pl.col(c).dt.strftime(TIME_FORMAT)),
+            ),
+        )
+        for c in TIMES
+    ]
+    checks += [
+        (
             pl.col(c).is_not_null() & pl.col(f"_{c}_utc").is_null(),
             pl.format(f"{c} {{}} does not exist in {tz}", pl.col(c).dt.strftime(TIME_FORMAT)),
         )
@@ -420,6 +433,14 @@ def parse_log(
         .with_columns(_first(checks).alias(REASON)),
         *([RAW] if only is not None else []),
     )
+
+
+RANGE_TEXT = f"{TIME_MIN:%Y-%m-%d} to {TIME_MAX - timedelta(seconds=1):%Y-%m-%d %H:%M:%S}"
+
+
+def _in_range(local: pl.Expr) -> pl.Expr:
+    """Whether a naive time lies in [TIME_MIN, TIME_MAX) (null stays null)."""
+    return (local >= pl.lit(TIME_MIN)) & (local < pl.lit(TIME_MAX))
 
 
 def _parsed_columns(lf: pl.LazyFrame, *keep: str) -> pl.LazyFrame:
@@ -465,7 +486,10 @@ def fixed_offset(tz: str, lo: datetime, hi: datetime) -> timedelta | None:
     Converting a whole column by subtracting one offset is much cheaper than a
     per-value zone lookup."""
     start = lo.replace(minute=0, second=0, microsecond=0)
-    end = hi + OFFSET_STEP
+    try:
+        end = hi + OFFSET_STEP
+    except OverflowError:  # hi within 15 minutes of year 9999's end
+        return None
     if end - start > OFFSET_MAX_SPAN:
         return None
     grid = pl.DataFrame(
@@ -527,9 +551,11 @@ def read_clean(
         *(_parse_time(pl.col(c), strip=False) for c in TIMES),
         *(pl.col(c).cast(pl.Int64, strict=False) for c in INTS),
     )
+    # bounds over in-range times only: out-of-range rows are not _ok anyway
+    kept = [pl.col(c).filter(_in_range(pl.col(c))) for c in TIMES]
     lo, hi = local.select(
-        pl.min_horizontal(pl.col(TIMES).min()).alias("lo"),
-        pl.max_horizontal(pl.col(TIMES).max()).alias("hi"),
+        pl.min_horizontal(*(k.min() for k in kept)).alias("lo"),
+        pl.max_horizontal(*(k.max() for k in kept)).alias("hi"),
     ).row(0)
     offset = fixed_offset(tz, lo, hi) if lo is not None and hi is not None else None
 
@@ -543,6 +569,7 @@ def read_clean(
         *(pl.col(n).is_not_null() for n in LOG_REQUIRED if n not in OPTIONAL_TEXT),
         *(pl.col(n) >= 0 for n in NON_NEGATIVE),
         pl.col("node_num") <= INT32_MAX,
+        *(_in_range(pl.col(c)) for c in TIMES),
         *(pl.col(f"_{c}_utc").is_not_null() for c in TIMES),
         *([~pl.col(NAME).str.starts_with('"')] if has_name else []),
     ).fill_null(False)
@@ -733,6 +760,14 @@ def capacity(file: HeliosFile, tz: str) -> Batch:
             (value > INT32_MAX, f"{name} is out of range"),
         ]
     midnight = pl.col("_date").cast(pl.Datetime("us"))
+    checks.append(
+        (
+            ~_in_range(midnight),
+            pl.format(
+                f"date {{}} is a time out of range ({RANGE_TEXT})", _quoted(pl.col("_t_date"))
+            ),
+        )
+    )
     checks.append(
         (
             pl.col("_time").is_null() | pl.col("_next").is_null(),

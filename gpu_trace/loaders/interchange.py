@@ -9,19 +9,22 @@ Tiresias/Chronus or Gavel can be analysed and replayed here and results cross-ch
   ``run_s = total_steps x --step-s``; without ``--step-s`` run times are unknown (null)
   and the jobs can be analysed but not replayed.
 
+Rows with a numeric field that is not finite or is negative (counts, times, durations,
+iterations, steps), or an arrival at or after ``units.TIME_MAX_S``, are quarantined.
 Both have relative times (``time_basis = relative``, stored from 1970-01-01 UTC) and no
 final status (``unknown``). Export is in :mod:`gpu_trace.replay.interchange`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from gpu_trace.errors import InputError
+from gpu_trace.errors import GpuTraceError, InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     REASON,
@@ -32,6 +35,7 @@ from gpu_trace.loaders.textfile import (
     read_header,
     scan_lines,
 )
+from gpu_trace.loaders.units import TIME_MAX_S
 from gpu_trace.replay.interchange import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.store.parquet import slug
 
@@ -56,7 +60,7 @@ def _specs(names: tuple[str, ...]) -> tuple[FieldSpec, ...]:
 
 def _seconds(col: str) -> pl.Expr:
     return pl.from_epoch(
-        (pl.col(col) * 1_000_000).round().cast(pl.Int64), time_unit="us"
+        (pl.col(col) * 1_000_000).round().cast(pl.Int64, strict=False), time_unit="us"
     ).dt.replace_time_zone("UTC")
 
 
@@ -73,13 +77,24 @@ def _canonical(good: pl.LazyFrame, source: str, dataset: str, exprs: list[pl.Exp
     )
 
 
-def _checked(parsed: pl.LazyFrame, gpu_col: str, time_col: str) -> pl.LazyFrame:
-    bad = (pl.col(gpu_col) < 0) | (pl.col(time_col) < 0)
-    return parsed.with_columns(
-        pl.coalesce(
-            pl.col(REASON), pl.when(bad).then(pl.lit(f"negative {gpu_col} or {time_col}"))
-        ).alias(REASON)
+def _checked(parsed: pl.LazyFrame, names: tuple[str, ...], time_col: str) -> pl.LazyFrame:
+    """Quarantine rows whose numbers no trace can hold: every numeric field (counts,
+    times, durations, iterations / steps) must be finite and not negative, and the
+    arrival time below ``TIME_MAX_S`` (so it converts to a timestamp; ``1e300`` or
+    ``9223372036854775808`` would overflow)."""
+    checks: list[pl.Expr] = [pl.col(REASON)]
+    for n in (n for n in names if n in NUMERIC):
+        c = pl.col(n)
+        checks.append(pl.when(~c.is_finite()).then(pl.format(f"{n} {{}} is not finite", c)))
+        checks.append(pl.when(c < 0).then(pl.format(f"{n} {{}} is negative", c)))
+    checks.append(
+        pl.when(pl.col(time_col) >= TIME_MAX_S).then(
+            pl.format(
+                f"{time_col} {{}} is a time out of range (>= {TIME_MAX_S:.0f} s)", pl.col(time_col)
+            )
+        )
     )
+    return parsed.with_columns(pl.coalesce(checks).alias(REASON))
 
 
 class ChronusLoader:
@@ -97,7 +112,7 @@ class ChronusLoader:
                 )
             info = file_info(f, header_lines=1)
             parsed = _checked(
-                parse_fields(scan_lines(info, skip=1), _specs(header)), "num_gpu", "submit_time"
+                parse_fields(scan_lines(info, skip=1), _specs(header)), header, "submit_time"
             )
             good = parsed.filter(pl.col(REASON).is_null())
             dataset = slug(f.stem)
@@ -141,6 +156,8 @@ class GavelLoader:
     version = "1"
 
     def batches(self, path: Path, *, step_s: float | None = None, **_: Any) -> Iterator[Batch]:
+        if step_s is not None and not (math.isfinite(step_s) and step_s > 0):
+            raise GpuTraceError(f"--step-s {step_s} must be a finite number above 0")
         for f in [path] if path.is_file() else sorted(path.glob("*.trace")):
             first = read_header(f)
             width = len(first.split("\t"))
@@ -152,7 +169,7 @@ class GavelLoader:
             info = file_info(f, header_lines=0)
             parsed = _checked(
                 parse_fields(scan_lines(info), _specs(names), separator="\t"),
-                "scale_factor",
+                names,
                 "arrival_time",
             )
             good = parsed.filter(pl.col(REASON).is_null())

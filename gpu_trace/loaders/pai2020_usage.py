@@ -8,7 +8,8 @@ whole machine did while it ran (scope ``machine``). Each numeric field becomes o
 The unit of account is therefore one *value*, not one line: ``rows_read`` is records x
 fields, a bad value (``abc``, ``inf``, negative) quarantines that value alone, and a bad
 line (wrong field count, invalid UTF-8, bad time) quarantines each of its values with
-the line's reason prefixed by the field name. Empty fields are written with a null value,
+the line's reason prefixed by the field name. Machine CPU percentages
+(``machine_cpu*``) above 100 are bad values too. Empty fields are written with a null value,
 as ``gpu_samples`` does for N/A.
 
 Conversions: percent of one core / one GPU -> cores / GPUs (divide by 100); GB -> bytes
@@ -87,6 +88,14 @@ METRIC_MEASURES = (
 )
 
 
+PERCENT_0_100 = frozenset(
+    m.raw_field for m in METRIC_MEASURES if m.metric.startswith("cpu_") and m.scale == "as_is"
+)
+"""Raw fields that are a share of the whole machine's CPU time in percent (0-100); a
+value above 100 is quarantined. ``machine_gpu`` is not one (a sum over GPUs), nor the
+sensor's ``cpu_usage`` / ``gpu_wrk_util`` (percent of one core / one GPU)."""
+
+
 def _lookup(measures: Sequence[Measure], attr: str) -> pl.Expr:
     return mapped("raw_field", {m.raw_field: str(getattr(m, attr)) for m in measures})
 
@@ -134,6 +143,9 @@ def _long(inp: Input, measures: Sequence[Measure], ids: list[str], timed: bool) 
                 pl.when(value < 0).then(pl.format("{} {} is negative", field, value)),
                 pl.when(value >= VALUE_MAX).then(
                     pl.format("{} {} is out of range (>= 1e15)", field, value)
+                ),
+                pl.when(field.is_in(list(PERCENT_0_100)) & (value > 100)).then(
+                    pl.format("{} {} is above 100 %", field, value)
                 ),
             ).alias(REASON)
         )

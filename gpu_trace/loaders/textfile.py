@@ -7,6 +7,15 @@ letting a CSV reader guess, is what lets every bad row be quarantined with its e
 line number, its raw text and a reason, while good rows stream on untouched.
 The public traces this serves (Helios, PAI 2020, openb, Philly util CSVs) use no
 quoting, so splitting on the delimiter is exact for them.
+
+A UTF-8 byte-order mark (what Excel and PowerShell put in front of a "UTF-8" CSV) is
+not data: :func:`read_header` and :func:`scan_lines` drop it from line 1, so header
+names, the first key of a headerless file and line numbers are the same with or
+without it (the line count of :func:`file_info` never depended on it).
+
+Quarantine keeps at most ``RAW_LIMIT`` characters of a rejected line and ``REASON_LIMIT``
+of its reason, cut with the same marker as one-line errors
+(:func:`gpu_trace.errors.clip`: ellipsis plus the original length).
 """
 
 from __future__ import annotations
@@ -21,12 +30,17 @@ from typing import Literal
 
 import polars as pl
 
-from gpu_trace.errors import InputError
+from gpu_trace.errors import MESSAGE_LIMIT, InputError
 
 LINE = "_line"
 RAW = "_raw"
 REASON = "_reason"
 RAW_LIMIT = 4096
+"""Characters of a rejected line kept in ``quarantine.raw`` (longer lines are cut)."""
+REASON_LIMIT = MESSAGE_LIMIT
+"""Characters of a quarantine reason (reasons quote field text, which can be huge)."""
+BOM = "\ufeff"
+_BOM_BYTES = BOM.encode("utf-8")
 _CHUNK = 1 << 22
 
 
@@ -41,6 +55,8 @@ class FileInfo:
     """Physical lines after the header: the independent count that ingest reconciles."""
     utf8: bool | None = True
     """Whether the whole file is valid UTF-8 (None: not checked, see :func:`file_info`)."""
+    bom: bool = False
+    """Whether the file starts with a UTF-8 byte-order mark (dropped when reading)."""
 
 
 def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> FileInfo:
@@ -54,9 +70,12 @@ def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> File
     newlines = 0
     size = 0
     last = b""
+    bom = False
     try:
         with path.open("rb") as fh:
             while chunk := fh.read(_CHUNK):
+                if not size:
+                    bom = chunk.startswith(_BOM_BYTES)
                 digest.update(chunk)
                 newlines += chunk.count(b"\n")
                 size += len(chunk)
@@ -73,7 +92,7 @@ def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> File
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     lines = newlines + (1 if size and last != b"\n" else 0)
-    return FileInfo(path, digest.hexdigest(), size, max(lines - header_lines, 0), utf8)
+    return FileInfo(path, digest.hexdigest(), size, max(lines - header_lines, 0), utf8, bom)
 
 
 _SANITIZED: list[tempfile.TemporaryDirectory[str]] = []
@@ -119,7 +138,8 @@ def sha256_of(path: Path) -> str:
 
 
 def read_header(path: Path) -> str:
-    """The first line of a file, decoded leniently; an empty file is an error."""
+    """The first line of a file, decoded leniently, without a byte-order mark; an
+    empty file is an error."""
     try:
         with path.open("rb") as fh:
             first = fh.readline()
@@ -127,19 +147,39 @@ def read_header(path: Path) -> str:
         raise InputError(path, exc.strerror or str(exc)) from None
     if not first:
         raise InputError(path, "file is empty (expected a header line)", "line 1")
-    return first.decode("utf-8", errors="replace").rstrip("\r\n")
+    return first.decode("utf-8", errors="replace").removeprefix(BOM).rstrip("\r\n")
 
 
 def scan_lines(info: FileInfo, *, skip: int = 0) -> pl.LazyFrame:
     """One row per physical line after the first ``skip`` lines: ``_line`` (1-based line
     number in the file) and ``_raw`` (the text without its line break; invalid UTF-8
-    replaced by U+FFFD)."""
+    replaced by U+FFFD; line 1 without its byte-order mark)."""
     path = info.path if with_utf8(info).utf8 else _utf8_copy(info.path)
-    return (
+    lines = (
         pl.scan_lines(path, name=RAW)
         .with_row_index(LINE, offset=1)
         .with_columns(pl.col(LINE).cast(pl.Int64))
         .filter(pl.col(LINE) > skip)
+    )
+    if info.bom and skip == 0:
+        # only files that start with one pay for this
+        lines = lines.with_columns(
+            pl.when(pl.col(LINE) == 1)
+            .then(pl.col(RAW).str.strip_prefix(BOM))
+            .otherwise(pl.col(RAW))
+            .alias(RAW)
+        )
+    return lines
+
+
+def capped(text: pl.Expr, limit: int) -> pl.Expr:
+    """``text`` cut to ``limit`` characters with the marker :func:`gpu_trace.errors.clip`
+    uses (ellipsis and original length), as a polars expression."""
+    n = text.str.len_chars()
+    return (
+        pl.when(n > limit)
+        .then(pl.format("{}… [{} characters]", text.str.slice(0, limit), n))
+        .otherwise(text)
     )
 
 
@@ -237,6 +277,6 @@ def quarantine_rows(
         pl.lit(table).alias("table"),
         pl.lit(file.name).alias("file"),
         pl.format("line {}", pl.col(LINE)).alias("locator"),
-        pl.col(REASON).alias("reason"),
-        pl.col(RAW).str.slice(0, RAW_LIMIT).alias("raw"),
+        capped(pl.col(REASON), REASON_LIMIT).alias("reason"),
+        capped(pl.col(RAW), RAW_LIMIT).alias("raw"),
     )

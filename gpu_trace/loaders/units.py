@@ -8,11 +8,21 @@ arithmetic instead.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import polars as pl
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 GB = 1000**3
+
+TIME_MIN = datetime(1970, 1, 1)
+TIME_MAX = datetime(2100, 1, 1)
+"""Absolute trace times (as written, before any zone conversion) must lie in
+[TIME_MIN, TIME_MAX): placeholders such as ``9999-12-31 23:59:59`` are quarantined as
+"time out of range" instead of overflowing date arithmetic or poisoning analyses."""
+TIME_MAX_S = (TIME_MAX - TIME_MIN).total_seconds()
+"""The same bound for relative times (seconds from a trace start stored from 1970)."""
 
 
 def per(expr: pl.Expr, power_of_ten: int) -> pl.Expr:

@@ -12,6 +12,7 @@ are counted in the batch metadata (``no_event_cells``) so nothing is silently lo
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +20,25 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.errors import GpuTraceError, InputError, InputWarning
 from gpu_trace.loaders.base import Batch, ReconciliationError
-from gpu_trace.loaders.textfile import LINE, RAW, RAW_LIMIT, REASON, FileInfo
+from gpu_trace.loaders.textfile import (
+    BOM,
+    LINE,
+    RAW,
+    RAW_LIMIT,
+    REASON,
+    REASON_LIMIT,
+    FileInfo,
+    capped,
+)
 from gpu_trace.schemas.telemetry import GPU_METRICS
 from gpu_trace.telemetry.fields import (
+    AT_MOST_TOTAL,
     DCGM_FP64_BLANK,
     DCGM_INT32_BLANK,
     NULL_MARKERS,
+    PERCENT_0_100,
     Field,
 )
 
@@ -75,16 +87,32 @@ def mtime(path: Path) -> dt.datetime:
     return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
 
 
+def mtime_fallback(path: Path, option: str) -> dt.datetime:
+    """The file's mtime as the time anchor of a file that prints no times, announced as
+    an :class:`InputWarning` (one ``warning:`` line at the CLI) so the choice is never
+    silent; the batches record it as ``time_basis = mtime``."""
+    when = mtime(path)
+    warnings.warn(
+        InputWarning(
+            f"{path}: the file has no timestamps; times are anchored to its mtime "
+            f"{when.isoformat(timespec='seconds')} (time_basis=mtime); pass {option} "
+            "to set them"
+        ),
+        stacklevel=2,
+    )
+    return when
+
+
 def tick_times(
     tick: pl.Expr, ticks: int, *, start: dt.datetime | None, interval_s: float, path: Path
 ) -> tuple[pl.Expr, TimeBasis]:
     """Times for sources that print none: ``start + tick * interval``, where ``start`` is
     ``--start`` or, without it, chosen so the *last* tick falls on the file's mtime (the
-    tool wrote its last line just before the file was closed)."""
+    tool wrote its last line just before the file was closed; a warning says so)."""
     step = pl.duration(microseconds=(tick * round(interval_s * 1_000_000)).cast(pl.Int64))
     if start is not None:
         return pl.lit(start).dt.cast_time_unit("us") + step, TimeBasis("start", "UTC")
-    last = mtime(path)
+    last = mtime_fallback(path, "--start") if ticks else mtime(path)
     first = last - dt.timedelta(seconds=interval_s * max(ticks - 1, 0))
     return pl.lit(first).dt.cast_time_unit("us") + step, TimeBasis("mtime", "UTC")
 
@@ -130,24 +158,42 @@ def field_frame(fields: dict[str, Field]) -> pl.LazyFrame:
 
 def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame:
     """Type and scale every cell. Adds ``value`` (canonical unit, null when missing or a
-    sentinel), ``metric``, ``unit`` and ``_reason`` (non-null: quarantine)."""
+    sentinel), ``metric``, ``unit`` and ``_reason`` (non-null: quarantine).
+
+    Range checks quarantine the cell (one record) whose value cannot be true: a
+    percentage of time outside 0-100 (:data:`PERCENT_0_100`) and memory free or used
+    above the total printed on the same line (:data:`AT_MOST_TOTAL`)."""
     raw = pl.col(CELL)
     number = cell_number(raw)
     value = pl.when(is_missing(raw) | is_sentinel(number)).then(None).otherwise(number)
     units = {m: u for m, (u, _) in GPU_METRICS.items()}
+    text = raw.str.strip_chars()
+    metric, val = pl.col("metric"), pl.col("value")
+    total = {
+        t: pl.when(metric == t).then(val).max().over(LINE) for t in set(AT_MOST_TOTAL.values())
+    }
+    over_total = [
+        pl.when((metric == m) & (val > total[t])).then(
+            pl.format(f"{{}} value '{{}}' exceeds {t} on the same line", pl.col(FIELD), text)
+        )
+        for m, t in AT_MOST_TOTAL.items()
+    ]
+    earlier = pl.col(REASON) if REASON in cells.collect_schema() else pl.lit(None, pl.String)
     out = (
         cells.join(field_frame(fields), on=FIELD, how="left")
+        .with_columns((value * pl.col("_factor")).alias("value"))
         .with_columns(
-            (value * pl.col("_factor")).alias("value"),
-            pl.when(~is_missing(raw) & number.is_null())
-            .then(pl.format("{} value '{}' is not a number", pl.col(FIELD), raw.str.strip_chars()))
-            .otherwise(pl.col(REASON) if REASON in cells.collect_schema() else None)
-            .alias(REASON),
-        )
-        .with_columns(
-            pl.col("metric")
-            .replace_strict(units, default=None, return_dtype=pl.String)
-            .alias("unit")
+            pl.coalesce(
+                pl.when(~is_missing(raw) & number.is_null()).then(
+                    pl.format("{} value '{}' is not a number", pl.col(FIELD), text)
+                ),
+                earlier,
+                pl.when(metric.is_in(list(PERCENT_0_100)) & ((val < 0) | (val > 100))).then(
+                    pl.format("{} value '{}' is outside 0-100 %", pl.col(FIELD), text)
+                ),
+                *over_total,
+            ).alias(REASON),
+            metric.replace_strict(units, default=None, return_dtype=pl.String).alias("unit"),
         )
         .collect()
     )
@@ -202,8 +248,8 @@ def quarantine_frame(
         pl.lit(table).alias("table"),
         pl.lit(file.name).alias("file"),
         pl.format("line {}", pl.col(LINE)).alias("locator"),
-        pl.col(REASON).alias("reason"),
-        pl.col(RAW).str.slice(0, RAW_LIMIT).alias("raw"),
+        capped(pl.col(REASON), REASON_LIMIT).alias("reason"),
+        capped(pl.col(RAW), RAW_LIMIT).alias("raw"),
     )
 
 
@@ -261,7 +307,8 @@ def first_lines(path: Path, n: int = 2) -> list[str]:
             lines = [fh.readline() for _ in range(n)]
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    return [ln.decode("utf-8", errors="replace").rstrip("\r\n") for ln in lines]
+    text = [ln.decode("utf-8", errors="replace").rstrip("\r\n") for ln in lines]
+    return [text[0].removeprefix(BOM), *text[1:]] if text else text
 
 
 def concat(frames: Sequence[pl.LazyFrame]) -> pl.LazyFrame:

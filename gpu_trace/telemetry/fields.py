@@ -29,6 +29,24 @@ class Field:
         return self.metric.removeprefix("event:") if self.metric.startswith("event:") else None
 
 
+PERCENT_0_100 = frozenset(
+    {
+        "gpu_util_pct",
+        "mem_util_pct",
+        "enc_util_pct",
+        "dec_util_pct",
+        "jpg_util_pct",
+        "ofa_util_pct",
+    }
+)
+"""Metrics that are a share of time in percent and so cannot leave 0-100: a value
+outside is quarantined. Not ``fan_pct`` (NVML: "may exceed 100% in certain cases") nor
+``gpu_sm_share_pct`` (PAI: above 100 means several GPUs)."""
+AT_MOST_TOTAL = {"mem_free_bytes": "mem_total_bytes", "mem_used_bytes": "mem_total_bytes"}
+"""Metrics that cannot exceed another metric of the same line (device memory free or
+used above the device's total is quarantined)."""
+
+
 # nvidia-smi --query-gpu names (header token without the " [unit]" suffix).
 SMI_QUERY: dict[str, Field] = {
     "utilization.gpu": Field("gpu_util_pct", unit="%"),

@@ -43,7 +43,7 @@ from gpu_trace.telemetry.common import (
     cells_to_rows,
     check_lines,
     first_lines,
-    mtime,
+    mtime_fallback,
     parse_start,
     split_rows,
 )
@@ -148,7 +148,7 @@ def exposition_file(
     basis = TimeBasis("start" if when else "mtime", "UTC")
     samples, events, quarantine, no_event, n_skip, n_data = parse(
         scan_lines(info),
-        when=when or mtime(path),
+        when=when or mtime_fallback(path, "--time"),
         host=host,
         default_host=slug(path.stem),
         source=SOURCE,

@@ -15,11 +15,16 @@ that are none of them are skipped):
   Records: data line x kept column. ``-o DT`` adds ``Date``/``Time`` columns.
 - ``pmon``: ``# gpu pid type sm mem ... command``; one record per process line; lines
   with pid ``-`` (no process on that GPU) are not records (counted in the metadata).
+  A line whose ``sm``/``mem`` is outside 0-100 % is quarantined.
+
+Range checks on samples (utilization outside 0-100 %, memory free/used above total):
+see :func:`gpu_trace.telemetry.common.cells_to_rows`. A file that starts with a UTF-8
+byte-order mark reads as if it had none.
 
 Times: the query CSV's ``timestamp`` and dmon/pmon's ``-o DT`` columns are local times
 without a zone: read in ``--tz`` (default UTC, recorded as ``source_tz``). Without them,
 tick *k* of a GPU is at ``--start + k x --interval``, or without ``--start`` the last tick
-is the file's mtime (``time_basis`` says which).
+is the file's mtime (``time_basis`` says which, and a ``warning:`` line says so).
 """
 
 from __future__ import annotations
@@ -347,6 +352,10 @@ def dmon(
     names = _dmon_header(path)
     if "gpu" not in names:
         raise InputError(path, "dmon header has no 'gpu' column", "line 1")
+    if not any(n in SMI_DMON for n in names):
+        raise InputError(
+            path, "dmon header names no metric column gpu-trace keeps (truncated file?)", "line 1"
+        )
     data, n_comments, info = _monitor_lines(path, names)
     split = _split_lines(data.lazy(), pl.col(RAW).str.extract_all(r"\S+"), len(names))
     col = {n: pl.col("_parts").list.get(i, null_on_oob=True) for i, n in enumerate(names)}
@@ -406,16 +415,25 @@ def pmon(
     gpu = col["gpu"].cast(pl.Int16, strict=False)
     pid = col["pid"].cast(pl.Int64, strict=False)
     num: dict[str, pl.Expr] = {k: cell_number(col[k]) for k in ("sm", "mem") if k in col}
-    checks = [
-        pl.col(REASON),
-        pl.when(gpu.is_null()).then(pl.format("gpu '{}' is not an index", col["gpu"])),
-        pl.when(pid.is_null()).then(pl.format("pid '{}' is not an integer", col["pid"])),
-    ] + [
-        pl.when(~is_missing(col[k]) & v.is_null()).then(
-            pl.format(f"{k} '{{}}' is not a number", col[k])
-        )
-        for k, v in num.items()
-    ]
+    checks = (
+        [
+            pl.col(REASON),
+            pl.when(gpu.is_null()).then(pl.format("gpu '{}' is not an index", col["gpu"])),
+            pl.when(pid.is_null()).then(pl.format("pid '{}' is not an integer", col["pid"])),
+        ]
+        + [
+            pl.when(~is_missing(col[k]) & v.is_null()).then(
+                pl.format(f"{k} '{{}}' is not a number", col[k])
+            )
+            for k, v in num.items()
+        ]
+        + [
+            pl.when(~is_missing(col[k]) & ((v < 0) | (v > 100))).then(
+                pl.format(f"{k} '{{}}' is outside 0-100 %", col[k])
+            )
+            for k, v in num.items()
+        ]
+    )
     split = split.with_columns(pl.coalesce(checks).alias(REASON))
     key = pl.concat_str(col["gpu"], pl.lit("/"), col["pid"])
     keyed, basis = _monitor_time(

@@ -114,6 +114,7 @@ from gpu_trace.loaders.textfile import (
     REASON,
     FieldSpec,
     FileInfo,
+    capped,
     file_info,
     parse_fields,
     quarantine_rows,
@@ -235,7 +236,7 @@ def _quarantine(bad: pl.DataFrame, path: Path) -> pl.DataFrame:
         pl.lit(path.name).alias("file"),
         pl.format("record {}", pl.col(RECORD)).alias("locator"),
         pl.col(REASON).alias("reason"),
-        pl.col(RAW).str.slice(0, RAW_LIMIT).alias("raw"),
+        capped(pl.col(RAW), RAW_LIMIT).alias("raw"),
     )
 
 

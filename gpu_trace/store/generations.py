@@ -72,7 +72,7 @@ def is_generation(path: Path) -> bool:
 
 def _current_number(store: Path) -> int | None:
     try:
-        return _gen_number(os.readlink(store / CURRENT))
+        return _gen_number((store / CURRENT).readlink().name)
     except OSError:
         return None
 
@@ -105,7 +105,7 @@ def snapshot_root(store: Path) -> Path:
             repair(store)
     link = store / CURRENT
     try:
-        return store / os.readlink(link)
+        return store / link.readlink()
     except OSError:
         return link
 
@@ -138,8 +138,8 @@ def _fsync_path(path: Path) -> None:
 
 def _swap_current(store: Path, name: str) -> None:
     tmp = store / f".current-{os.getpid()}-{uuid.uuid4().hex}"
-    os.symlink(name, tmp)
-    os.replace(tmp, store / CURRENT)
+    tmp.symlink_to(name)
+    tmp.replace(store / CURRENT)
     _fsync_path(store)
 
 
@@ -160,7 +160,7 @@ def repair(store: Path) -> None:
     gens = _generations(store)
     if link.is_dir():
         n = max(gens, default=0) + 1
-        os.rename(link, store / gen_name(n))
+        link.rename(store / gen_name(n))
         gens[n] = store / gen_name(n)
     target = store / gen_name(max(gens, default=1))
     tables = _old_tables(store)
@@ -171,11 +171,9 @@ def repair(store: Path) -> None:
             raise StoreError(
                 f"{store}: cannot migrate {folder.name}/ into {target.name}/: it exists there"
             )
-        for dirpath, _, files in os.walk(folder):
-            for f in files:
-                if f.startswith(".") and f.endswith(".tmp"):
-                    os.unlink(os.path.join(dirpath, f))
-        os.rename(folder, target / folder.name)
+        for stale in folder.rglob(".*.tmp"):
+            stale.unlink()
+        folder.rename(target / folder.name)
     if target.is_dir():
         _fsync_path(target)
         _swap_current(store, target.name)
@@ -199,11 +197,13 @@ def _locked_leftovers(store: Path) -> list[Path]:
         for entry in os.scandir(store):
             name = entry.name
             n = _gen_number(name)
-            if _BUILD.match(name) or _LINK_TMP.match(name):
-                out.append(Path(entry.path))
-            elif name.startswith(".") and name.endswith(".tmp"):
-                out.append(Path(entry.path))
-            elif n is not None and cur is not None and (n > cur or n < cur - KEEP_PREVIOUS):
+            crashed = (
+                _BUILD.match(name)
+                or _LINK_TMP.match(name)
+                or (name.startswith(".") and name.endswith(".tmp"))
+                or (n is not None and cur is not None and (n > cur or n < cur - KEEP_PREVIOUS))
+            )
+            if crashed:
                 out.append(Path(entry.path))
     return out
 
@@ -249,7 +249,7 @@ def _link_tree(base: Path, build: Path, skip: set[PurePosixPath]) -> None:
         for f in files:
             if f.startswith(".") or rel_dir / f in skip:
                 continue
-            src, dst = os.path.join(dirpath, f), build / rel_dir / f
+            src, dst = Path(dirpath) / f, build / rel_dir / f
             try:
                 os.link(src, dst)
             except OSError as exc:
@@ -279,10 +279,10 @@ def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
                 dst = build / rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 _fsync_path(src)
-                os.replace(src, dst)
+                src.replace(dst)
             _fsync_tree(build)
             new = store / gen_name((cur or 0) + 1)
-            os.rename(build, new)
+            build.rename(new)
         except BaseException:
             shutil.rmtree(build, ignore_errors=True)
             raise

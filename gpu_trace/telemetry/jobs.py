@@ -105,7 +105,9 @@ def usage_from_file(store: Path, jobs: Path, metrics: Sequence[str] = METRICS) -
     placements = read_jobs(jobs)
     ensure_layout(store)
     glob = (
-        (snapshot_root(store).resolve() / "gpu_samples" / "source=*" / "*.parquet").as_posix().replace("'", "''")
+        (snapshot_root(store).resolve() / "gpu_samples" / "source=*" / "*.parquet")
+        .as_posix()
+        .replace("'", "''")
     )
     con = duckdb.connect(":memory:")
     con.execute(

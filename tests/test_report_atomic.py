@@ -133,3 +133,16 @@ def test_site_moved_aside_by_a_crash_is_put_back(two_sources: Path, tmp_path: Pa
     recover(out)
     assert (out / "index.html").read_bytes() == before
     assert pages(tmp_path) == ["site"]
+
+
+def test_site_built_before_the_marker_is_replaced(two_sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assert report(two_sources, out, "--images", "svg").exit_code == 0
+    (out / SITE_MARKER).unlink()  # as an older gpu-trace left it
+    assert report(two_sources, out, "--source", "chronus").exit_code == 0
+    assert pages(out) == [SITE_MARKER, "chronus.html", "index.html"]
+    (out / SITE_MARKER).unlink()
+    (out / "my-notes.md").write_text("mine")  # a user file: no longer only our pages
+    result = report(two_sources, out)
+    assert result.exit_code == 1 and "not a gpu-trace report site" in result.stderr
+    assert (out / "my-notes.md").read_text() == "mine"

@@ -63,6 +63,21 @@ def recover(out: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _pre_marker_site(out: Path) -> bool:
+    """A site built before the marker existed: only our pages and chart images, and an
+    index.html with our footer."""
+    index = out / "index.html"
+    if not index.is_file() or "Built with gpu-trace" not in index.read_text(errors="replace"):
+        return False
+    for p in out.iterdir():
+        if p.name == "charts" and p.is_dir():
+            if any(c.suffix not in (".svg", ".png") or not c.is_file() for c in p.iterdir()):
+                return False
+        elif p.suffix != ".html" or not p.is_file():
+            return False
+    return True
+
+
 def check_replaceable(out: Path) -> None:
     """Refuse (one line) an ``out`` that holds anything but a site we built."""
     cwd = Path.cwd()
@@ -75,7 +90,7 @@ def check_replaceable(out: Path) -> None:
         return
     if not out.is_dir():
         raise GpuTraceError(f"{out}: exists and is not a folder; choose another --out")
-    if (out / SITE_MARKER).is_file() or not any(out.iterdir()):
+    if (out / SITE_MARKER).is_file() or not any(out.iterdir()) or _pre_marker_site(out):
         return
     raise GpuTraceError(
         f"{out}: not empty and not a gpu-trace report site (no {SITE_MARKER}); "

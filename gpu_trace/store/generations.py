@@ -288,5 +288,10 @@ def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
             raise
         _fsync_path(store)
         _swap_current(store, new.name)
-        clean_leftovers(store, locked=True)
+    # Expired generations are deleted after the lock is released: no commit reads them,
+    # so other writers need not wait for the unlinks.
+    cur = _current_number(store)
+    for n, path in _generations(store).items():
+        if cur is not None and n < cur - KEEP_PREVIOUS:
+            shutil.rmtree(path, ignore_errors=True)
     return new

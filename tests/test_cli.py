@@ -92,7 +92,7 @@ def test_sql_env_store_and_views(openb_store: Path) -> None:
     assert result.stdout.splitlines() == ["n", "8152"]
     views = run("sql", "--views", "--store", openb_store)
     assert views.exit_code == 0
-    assert f"{openb_store.resolve()}/jobs/source=*/*.parquet" in views.stdout
+    assert f"{openb_store.resolve()}/current/jobs/source=*/*.parquet" in views.stdout
     assert views.stdout.count("CREATE OR REPLACE VIEW") == len(TABLES) + len(derived_views())
 
 

@@ -132,6 +132,7 @@ def test_fifo_live_run_matches_hand_schedule_store_and_telemetry(tmp_path: Path)
     assert v.summary["jobs_compared"] == 4
     assert v.summary["jct_mean_sim_s"] == pytest.approx((600 + 900 + 700 + 1150) / 4)
     assert v.summary["jct_mean_rel_error"] < 0.05
+    con = connect(store)  # a connection reads one store snapshot: reopen after a commit
     rows = con.execute(
         "select count(*) from replay_validation where run_id = 'live-fifo' and compared"
     ).fetchone()

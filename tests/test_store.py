@@ -132,3 +132,6 @@ def test_ensure_layout_is_idempotent(store: Path) -> None:
     ensure_layout(store)
     assert {p: p.stat().st_mtime_ns for p in store.rglob("*.parquet")} == first
     assert len(first) == len(TABLES)  # one zero-row file per table
+    # ... inside the first generation, and a second call commits nothing new
+    assert (store / "current").readlink().name == "gen-00000001"
+    assert sorted(p.name for p in store.iterdir()) == [".lock", "current", "gen-00000001"]

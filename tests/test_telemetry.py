@@ -295,7 +295,7 @@ def test_sampler_unsupported_lost_mig(store: Path) -> None:
     gpus[3].mig = [(1, 0), (2, 0)]
     s = run_sampler(store, gpus, 6)
     assert s.ticks == 6 and s.writer.flushes == 2
-    files = sorted(p.name for p in (store / "gpu_samples" / "source=nvml").iterdir())
+    files = sorted(p.name for p in (store / "current" / "gpu_samples" / "source=nvml").iterdir())
     assert files == [
         "node-1-20260101t000000z-00000.parquet",
         "node-1-20260101t000000z-00001.parquet",

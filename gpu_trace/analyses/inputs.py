@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.analyses.arrivals import tz_by_source
+from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.scan import scan
 
 
@@ -31,6 +32,7 @@ class Inputs:
     @classmethod
     def from_store(cls, store: Path, sources: Sequence[str] | None = None) -> Inputs:
         src = list(sources) if sources else None
+        store = snapshot_root(store)  # every table from the same generation
         return cls(
             jobs=scan(store, "jobs", src),
             placements=scan(store, "placements", src),

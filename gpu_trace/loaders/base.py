@@ -86,6 +86,19 @@ def require_path(path: Path) -> Path:
     return path
 
 
+def refuse_collision(seen: dict[tuple[str, str], Path], batch: Batch) -> None:
+    """Two inputs whose names slug to one dataset (``Trace.csv`` and ``trace.csv``) would
+    replace each other's rows in the store; refuse before anything is written."""
+    key = (batch.table, batch.dataset)
+    first = seen.setdefault(key, batch.file.path)
+    if first != batch.file.path:
+        raise InputError(
+            batch.file.path,
+            f"maps to the same {batch.table} dataset {batch.dataset!r} as {first}; "
+            "rename one of the two files",
+        )
+
+
 def ingest(
     loader: Loader,
     path: Path,
@@ -101,8 +114,10 @@ def ingest(
     quarantine: dict[str, list[pl.DataFrame]] = {}
     ingests: dict[str, list[dict[str, object]]] = {}
     module = type(loader).__module__
+    seen: dict[tuple[str, str], Path] = {}
     with StoreTransaction(store) as tx:
         for batch in loader.batches(path, **options):
+            refuse_collision(seen, batch)
             if on_batch is not None:
                 on_batch(batch)
             meta = {

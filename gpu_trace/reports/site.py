@@ -6,6 +6,10 @@ per source (``<source>.html``) with the analysis sections of
 checksums, rows read / written / quarantined, schema and tool versions, build time) and
 credits each trace's licence and citation. Charts can also be exported as SVG/PNG
 (vl-convert) into ``charts/`` for papers.
+
+The whole site is built in a hidden sibling folder and swapped in at the end
+(:mod:`gpu_trace.reports.publish`), from one store snapshot, so neither a killed build
+nor a concurrent ingest can leave pages from two different builds side by side.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,11 +33,14 @@ from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
 from gpu_trace.datasets.registry import registry
 from gpu_trace.reports.page import Section, esc, render_page, table_html
+from gpu_trace.reports.publish import check_replaceable, recover, staging_folder, swap_in
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
 from gpu_trace.reports.telemetry_section import telemetry_section
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
+from gpu_trace.store.generations import snapshot_root
+from gpu_trace.store.parquet import ensure_layout
 
 
 def credit(source: str) -> str:
@@ -168,12 +176,38 @@ def build_site(
     extra_sections: Sequence[SectionBuilder] = (),
     replay: Sequence[str] = (),
 ) -> Path:
-    """Build the site into ``out`` and return the path of ``index.html``.
+    """Build the site and swap it in as ``out``; return the path of ``index.html``.
 
-    The build time comes from ``$SOURCE_DATE_EPOCH`` when set, so CI builds can be
+    ``out`` must be missing, empty or a site built here (else a one-line error). The
+    build time comes from ``$SOURCE_DATE_EPOCH`` when set, so CI builds can be
     reproducible byte for byte.
     """
+    out = out.resolve()
+    recover(out)
+    check_replaceable(out)
+    ensure_layout(store)
+    store = snapshot_root(store)  # every page from the same store generation
     con = connect(store)
+    built_dir = staging_folder(out)
+    try:
+        _build(con, store, built_dir, title, sources, images, extra_sections, replay)
+        swap_in(built_dir, out)
+    except BaseException:
+        shutil.rmtree(built_dir, ignore_errors=True)
+        raise
+    return out / "index.html"
+
+
+def _build(
+    con: duckdb.DuckDBPyConnection,
+    store: Path,
+    out: Path,
+    title: str,
+    sources: Sequence[str] | None,
+    images: Sequence[str],
+    extra_sections: Sequence[SectionBuilder],
+    replay: Sequence[str],
+) -> None:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
     built = when.strftime("%Y-%m-%d %H:%M UTC")
@@ -181,7 +215,6 @@ def build_site(
         r[0] for r in con.execute("SELECT DISTINCT source FROM ingests ORDER BY 1").fetchall()
     ]
     chosen = [s for s in present if not sources or s in sources]
-    out.mkdir(parents=True, exist_ok=True)
     pages: dict[str, list[Section]] = {}
     all_inputs = Inputs.from_store(store, chosen or None)
     index_sections = [_inventory(con), *_overview_sections(all_inputs, chosen)]
@@ -206,7 +239,6 @@ def build_site(
         )
         _write(out / name, page)
     _export_images(pages, out, images)
-    return out / "index.html"
 
 
 def _write(path: Path, text: str) -> None:

@@ -15,8 +15,9 @@ from gpu_trace.schemas import TABLES, Table
 from gpu_trace.schemas.views import views_sql
 
 DEFAULT_DIR = Path("schemas")
-VIEWS_STORE_ROOT = "data/store"
-"""The committed views.sql reads the default store, relative to the repository root."""
+VIEWS_STORE_ROOT = "data/store/current"
+"""The committed views.sql reads the default store's current generation, relative to the
+repository root."""
 
 
 def table_contract(table: Table) -> dict[str, object]:
@@ -25,7 +26,7 @@ def table_contract(table: Table) -> dict[str, object]:
         "schema_version": table.version,
         "description": table.description,
         "partitioning": [table.partition_by],
-        "layout": f"<store>/{table.name}/source=<source>/<dataset>.parquet",
+        "layout": f"<store>/current/{table.name}/source=<source>/<dataset>.parquet",
         "sort_by": list(table.sort_by),
         "columns": [
             {

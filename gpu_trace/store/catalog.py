@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from gpu_trace.errors import QueryError
 from gpu_trace.schemas.views import views_sql
+from gpu_trace.store.generations import live_root, snapshot_root
 from gpu_trace.store.parquet import ensure_layout
 
 READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "SET"})
@@ -39,7 +40,7 @@ _VARIABLE = re.compile(r"\s*(?:re)?set\s+variable\s", re.I)
 
 def store_views_sql(store: Path) -> str:
     """The view script for this store, with absolute paths."""
-    return views_sql(store.resolve().as_posix())
+    return views_sql(live_root(store.resolve()).as_posix())
 
 
 def connect(store: Path) -> duckdb.DuckDBPyConnection:
@@ -50,7 +51,7 @@ def connect(store: Path) -> duckdb.DuckDBPyConnection:
     """
     ensure_layout(store)
     con = duckdb.connect(":memory:")
-    con.execute(store_views_sql(store))
+    con.execute(store_views_sql(snapshot_root(store)))
     return con
 
 

@@ -8,18 +8,24 @@ the same guarantees:
 - key-value metadata: table, schema version, loader and its version, source, dataset,
   the input file's sha256 and the source time zone (no wall-clock times, so rebuilds
   are byte-stable);
-- atomic: files are staged as hidden temporaries next to their destination and moved
-  into place with ``os.replace`` only when every file of an ingest is staged; an
-  interrupted ingest leaves the previous data untouched.
+- all-or-nothing: a :class:`StoreTransaction` stages its files in a private
+  ``STORE/.tx-<pid>-<uuid>/`` folder; commit publishes them together with every
+  unchanged file as the next generation ``STORE/gen-<N+1>/`` and swaps the
+  ``STORE/current`` symlink with one atomic rename (see
+  :mod:`gpu_trace.store.generations`). Readers resolve ``current`` once, so they see
+  either all of a commit or none of it; a killed writer leaves the previous generation
+  untouched and its leftovers are removed by the next run.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 
 import polars as pl
@@ -29,6 +35,15 @@ import pyarrow.parquet as pq
 from gpu_trace import __version__
 from gpu_trace.errors import SchemaMismatch, StoreError
 from gpu_trace.schemas import TABLES, Table
+from gpu_trace.store.generations import (
+    clean_leftovers,
+    commit_generation,
+    is_generation,
+    needs_repair,
+    repair,
+    snapshot_root,
+    store_lock,
+)
 
 ROW_GROUP_SIZE = 256 * 1024
 """Rows per row group: large enough for good zstd ratios, small enough that DuckDB and
@@ -54,9 +69,14 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-.") or "unnamed"
 
 
+def dataset_relpath(table: str, source: str, dataset: str) -> PurePosixPath:
+    """Where one (table, source, dataset) lives inside a generation."""
+    return PurePosixPath(table, f"source={source}", f"{dataset}.parquet")
+
+
 def dataset_path(store: Path, table: str, source: str, dataset: str) -> Path:
-    """Where one (table, source, dataset) lives in the store."""
-    return store / table / f"source={source}" / f"{dataset}.parquet"
+    """Where one (table, source, dataset) lives in the store's current generation."""
+    return snapshot_root(store) / dataset_relpath(table, source, dataset)
 
 
 def kv_metadata(table: Table, **extra: str | None) -> dict[str, str]:
@@ -108,9 +128,8 @@ def conform(frame: pl.LazyFrame | pl.DataFrame, table: Table) -> pl.LazyFrame:
     return lf.select(exprs)
 
 
-def _empty_file(table: Table, path: Path) -> None:
+def _write_empty(table: Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     pq.write_table(
         empty_table(table).replace_schema_metadata(
             {
@@ -118,52 +137,83 @@ def _empty_file(table: Table, path: Path) -> None:
                 **{k.encode(): v.encode() for k, v in kv_metadata(table).items()},
             }
         ),
-        tmp,
+        path,
         compression="zstd",
     )
-    tmp.replace(path)
+
+
+def _empty_is_current(root: Path, table: Table) -> bool:
+    path = root / dataset_relpath(table.name, EMPTY_SOURCE, "empty")
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return meta.get(b"gpu_trace.schema_version") == str(table.version).encode()
 
 
 def ensure_layout(store: Path) -> None:
-    """Create the store folders and one zero-row file per table (idempotent)."""
-    for table in TABLES.values():
-        path = dataset_path(store, table.name, EMPTY_SOURCE, "empty")
-        current = None
-        if path.exists():
-            current = pq.read_schema(path).metadata or {}
-        if (
-            current is None
-            or current.get(b"gpu_trace.schema_version") != str(table.version).encode()
-        ):
-            _empty_file(table, path)
+    """Make ``store`` readable: migrate an old layout, remove what killed runs left, and
+    make sure the current generation has one zero-row ``_empty`` file per table (so views
+    bind with the right types). Commits a generation only when one of those files is
+    missing or has an old schema version; otherwise it only reads."""
+    if is_generation(store):
+        return
+    store.mkdir(parents=True, exist_ok=True)
+    if needs_repair(store):
+        with store_lock(store):
+            repair(store)
+    clean_leftovers(store)
+    root = snapshot_root(store)
+    stale = [t for t in TABLES.values() if not _empty_is_current(root, t)]
+    if not stale:
+        return
+    tx_dir = _new_tx_dir(store)
+    try:
+        files = {}
+        for table in stale:
+            rel = dataset_relpath(table.name, EMPTY_SOURCE, "empty")
+            _write_empty(table, tx_dir / rel)
+            files[rel] = tx_dir / rel
+        commit_generation(store, files)
+    finally:
+        shutil.rmtree(tx_dir, ignore_errors=True)
+
+
+def _new_tx_dir(store: Path) -> Path:
+    path = store / f".tx-{os.getpid()}-{uuid.uuid4().hex}"
+    path.mkdir(parents=True)
+    return path
 
 
 @dataclass
 class Staged:
-    """A file written to a temporary name, waiting for commit."""
+    """A file written into the transaction's folder, waiting for commit."""
 
     table: str
     source: str
     dataset: str
     tmp: Path
-    dest: Path
+    dest: PurePosixPath
+    """Path inside a generation."""
     rows: int
 
 
 @dataclass
 class StoreTransaction:
-    """Stage every file of one ingest, then move them all into place at once.
+    """Stage every file of one ingest, then publish them all at once as a new generation.
 
     Use as a context manager: files are committed when the block exits normally and
     deleted when it raises, so a failed or interrupted ingest never leaves half a
-    dataset behind.
+    dataset behind. Staging runs in parallel with other writers; only commits take
+    the store lock. Staging the same (table, source, dataset) twice raises: the second
+    file would silently replace the first.
     """
 
     store: Path
     staged: list[Staged] = field(default_factory=list)
+    _dir: Path | None = None
 
     def __enter__(self) -> StoreTransaction:
-        self.store.mkdir(parents=True, exist_ok=True)
         ensure_layout(self.store)
         return self
 
@@ -194,12 +244,19 @@ class StoreTransaction:
         _check_slug("source", source)
         _check_slug("dataset", dataset)
         table = TABLES[table_name]
+        dest = dataset_relpath(table.name, source, dataset)
+        if any(s.dest == dest for s in self.staged):
+            raise StoreError(
+                f"{dest} is written twice in one transaction: two inputs map to dataset "
+                f"{dataset!r} of source {source!r}"
+            )
         lf = conform(frame, table)
         if sort and table.sort_by:
             lf = lf.sort(list(table.sort_by), nulls_last=True, maintain_order=True)
-        dest = dataset_path(self.store, table.name, source, dataset)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
+        if self._dir is None:
+            self._dir = _new_tx_dir(self.store)
+        tmp = self._dir / dest
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         meta = kv_metadata(table, source=source, dataset=dataset, **dict(metadata or {}))
         try:
             lf.sink_parquet(
@@ -219,13 +276,18 @@ class StoreTransaction:
         return staged
 
     def commit(self) -> None:
-        for s in self.staged:
-            s.tmp.replace(s.dest)
-        self.staged.clear()
+        """Publish the staged files (nothing to publish: no new generation)."""
+        try:
+            if self.staged:
+                commit_generation(self.store, {s.dest: s.tmp for s in self.staged})
+        finally:
+            self.abort()
 
     def abort(self) -> None:
-        for s in self.staged:
-            s.tmp.unlink(missing_ok=True)
+        """Drop the staged files and the transaction's folder."""
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
         self.staged.clear()
 
 
@@ -283,7 +345,7 @@ def read_table(store: Path, table_name: str, source: str | None = None) -> pa.Ta
     """Read one canonical table (optionally one source) into Arrow; for tests and small
     tables. Analyses should go through the DuckDB catalog or ``pl.scan_parquet``."""
     table = TABLES[table_name]
-    root = store / table.name
+    root = snapshot_root(store) / table.name
     pattern = f"source={source}/*.parquet" if source else "source=*/*.parquet"
     files = sorted(p for p in root.glob(pattern) if not p.name.startswith("."))
     if not files:

@@ -1,6 +1,7 @@
 """Lazy polars scans of the store, for analyses that are easier in expressions than SQL.
 
-Both this and the DuckDB catalog read the same files; neither caches anything.
+Both this and the DuckDB catalog read the same files; neither caches anything. Each call
+reads one generation; a caller scanning several tables passes ``snapshot_root(store)``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.schemas import TABLES
+from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import ensure_layout, polars_schema
 
 
 def table_files(store: Path, table: str, sources: Sequence[str] | None = None) -> list[Path]:
-    """The Parquet files of one table (optionally only some sources), sorted."""
-    root = store / table
+    """The Parquet files of one table (optionally only some sources), sorted, from one
+    generation (pass a :func:`snapshot_root` to keep several tables consistent)."""
+    root = snapshot_root(store) / table
     files = sorted(p for p in root.glob("source=*/*.parquet") if not p.name.startswith("."))
     if sources:
         wanted = {f"source={s}" for s in sources}

@@ -23,6 +23,7 @@ import polars as pl
 
 from gpu_trace.analyses.utilization import per_job
 from gpu_trace.errors import InputError
+from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import ensure_layout
 
 JOBS_SOURCE = "jobs-file"
@@ -104,7 +105,9 @@ def usage_from_file(store: Path, jobs: Path, metrics: Sequence[str] = METRICS) -
     placements = read_jobs(jobs)
     ensure_layout(store)
     glob = (
-        (store.resolve() / "gpu_samples" / "source=*" / "*.parquet").as_posix().replace("'", "''")
+        (snapshot_root(store).resolve() / "gpu_samples" / "source=*" / "*.parquet")
+        .as_posix()
+        .replace("'", "''")
     )
     con = duckdb.connect(":memory:")
     con.execute(

@@ -1,0 +1,297 @@
+"""Store generations: how a commit becomes visible to readers all at once.
+
+Layout::
+
+    STORE/current -> gen-00000012          (relative symlink, swapped by one rename)
+    STORE/gen-00000012/<table>/source=<source>/<dataset>.parquet
+    STORE/.tx-<pid>-<uuid>/...             (one writer's staged files)
+    STORE/.lock                            (flock: commits run one at a time)
+
+A generation folder is never modified once published. A commit (under the lock) builds
+the next one in a hidden folder from hard links to every file of the current one, except
+those it replaces, moves its staged files in, fsyncs, renames the folder to
+``gen-<N+1>`` and swaps ``current`` with one atomic rename of a fresh symlink. Readers
+resolve ``current`` once (:func:`snapshot_root`) and so see one whole generation, never a
+mix. The two previous generations are kept for readers still on them.
+
+Whatever a killed run leaves (its ``.tx-`` folder, a half-built generation, a temporary
+symlink, pre-generation ``.*.tmp`` files) is removed by the next run
+(:func:`clean_leftovers`). A store in the old layout (table folders directly under STORE)
+is moved into ``gen-00000001`` on first open (:func:`repair`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+
+from gpu_trace.errors import StoreError
+from gpu_trace.schemas import TABLES
+
+CURRENT = "current"
+LOCK = ".lock"
+KEEP_PREVIOUS = 2
+"""Generations kept besides the current one, for long-lived readers."""
+
+_GEN = re.compile(r"^gen-(\d{8})$")
+_TX = re.compile(r"^\.tx-(\d+)-[0-9a-f]+$")
+_BUILD = re.compile(r"^\.build-\d+-[0-9a-f]+$")
+_LINK_TMP = re.compile(r"^\.current-\d+-[0-9a-f]+$")
+
+
+def gen_name(n: int) -> str:
+    return f"gen-{n:08d}"
+
+
+def _gen_number(name: str) -> int | None:
+    m = _GEN.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _generations(store: Path) -> dict[int, Path]:
+    out: dict[int, Path] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(store):
+            n = _gen_number(entry.name)
+            if n is not None and entry.is_dir(follow_symlinks=False):
+                out[n] = Path(entry.path)
+    return out
+
+
+def is_generation(path: Path) -> bool:
+    """True for a ``gen-N`` folder of a store (already a snapshot)."""
+    return _GEN.match(path.name) is not None and os.path.lexists(path.parent / CURRENT)
+
+
+def _current_number(store: Path) -> int | None:
+    try:
+        return _gen_number((store / CURRENT).readlink().name)
+    except OSError:
+        return None
+
+
+def _old_tables(store: Path) -> list[Path]:
+    return [store / t for t in TABLES if (store / t).is_dir()]
+
+
+def needs_repair(store: Path) -> bool:
+    """``current`` is missing or not a symlink while the store holds data (old layout,
+    a copy that followed the symlink, or a crash inside :func:`repair`)."""
+    link = store / CURRENT
+    if link.is_symlink():
+        return False
+    return link.exists() or bool(_old_tables(store)) or bool(_generations(store))
+
+
+def snapshot_root(store: Path) -> Path:
+    """The generation folder a reader should read, resolved once.
+
+    Pass the result (not ``store``) to every scan of one logical read so that all of it
+    comes from one generation. A snapshot passed again is returned unchanged. A store in
+    the old layout is migrated first; a store with nothing yet gives a path that does not
+    exist (every table reads as empty).
+    """
+    if is_generation(store):
+        return store
+    if needs_repair(store):
+        with store_lock(store):
+            repair(store)
+    link = store / CURRENT
+    try:
+        return store / link.readlink()
+    except OSError:
+        return link
+
+
+def live_root(store: Path) -> Path:
+    """The path that always shows the newest generation (``STORE/current``), for view
+    scripts that outlive this process."""
+    return store if is_generation(store) else store / CURRENT
+
+
+@contextlib.contextmanager
+def store_lock(store: Path) -> Iterator[None]:
+    """Exclusive ``flock`` on ``STORE/.lock``; released when the process dies."""
+    store.mkdir(parents=True, exist_ok=True)
+    fd = os.open(store / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _swap_current(store: Path, name: str) -> None:
+    tmp = store / f".current-{os.getpid()}-{uuid.uuid4().hex}"
+    tmp.symlink_to(name)
+    tmp.replace(store / CURRENT)
+    _fsync_path(store)
+
+
+def repair(store: Path) -> None:
+    """Give the store a ``current`` symlink (call under :func:`store_lock`).
+
+    - a ``current`` *directory* (a copy made with symlinks followed) becomes a new
+      generation;
+    - old-layout table folders move into the newest generation (``gen-00000001`` for a
+      store that has none), dropping their stale ``.*.tmp`` files;
+    - ``current`` then points at that generation.
+
+    Every step is a rename, so a crash inside leaves a state this function finishes.
+    """
+    link = store / CURRENT
+    if link.is_symlink():
+        return
+    gens = _generations(store)
+    if link.is_dir():
+        n = max(gens, default=0) + 1
+        link.rename(store / gen_name(n))
+        gens[n] = store / gen_name(n)
+    target = store / gen_name(max(gens, default=1))
+    tables = _old_tables(store)
+    if tables:
+        target.mkdir(exist_ok=True)
+    for folder in tables:
+        if (target / folder.name).exists():
+            raise StoreError(
+                f"{store}: cannot migrate {folder.name}/ into {target.name}/: it exists there"
+            )
+        for stale in folder.rglob(".*.tmp"):
+            stale.unlink()
+        folder.rename(target / folder.name)
+    if target.is_dir():
+        _fsync_path(target)
+        _swap_current(store, target.name)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _locked_leftovers(store: Path) -> list[Path]:
+    """Entries only a crashed commit can leave (safe to delete under the lock)."""
+    out: list[Path] = []
+    cur = _current_number(store)
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(store):
+            name = entry.name
+            n = _gen_number(name)
+            crashed = (
+                _BUILD.match(name)
+                or _LINK_TMP.match(name)
+                or (name.startswith(".") and name.endswith(".tmp"))
+                or (n is not None and cur is not None and (n > cur or n < cur - KEEP_PREVIOUS))
+            )
+            if crashed:
+                out.append(Path(entry.path))
+    return out
+
+
+def _dead_tx(store: Path) -> list[Path]:
+    out: list[Path] = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(store):
+            m = _TX.match(entry.name)
+            if m and not _pid_alive(int(m.group(1))):
+                out.append(Path(entry.path))
+    return out
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def clean_leftovers(store: Path, *, locked: bool = False) -> None:
+    """Remove what killed runs left: ``.tx-`` folders of dead processes (no lock needed:
+    nobody else owns them) and, under the lock, half-built generations, temporary
+    symlinks, unpublished or expired generations and old ``.*.tmp`` files."""
+    for path in _dead_tx(store):
+        _remove(path)
+    if locked:
+        for path in _locked_leftovers(store):
+            _remove(path)
+    elif _locked_leftovers(store):
+        with store_lock(store):
+            for path in _locked_leftovers(store):
+                _remove(path)
+
+
+def _link_tree(base: Path, build: Path, skip: set[PurePosixPath]) -> None:
+    """Hard-link every visible file of ``base`` into ``build`` (copy if links fail)."""
+    for dirpath, dirnames, files in os.walk(base):
+        rel_dir = PurePosixPath(Path(dirpath).relative_to(base).as_posix())
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        (build / rel_dir).mkdir(parents=True, exist_ok=True)
+        for f in files:
+            if f.startswith(".") or rel_dir / f in skip:
+                continue
+            src, dst = Path(dirpath) / f, build / rel_dir / f
+            try:
+                os.link(src, dst)
+            except OSError as exc:
+                if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                    raise
+                shutil.copy2(src, dst)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, _ in os.walk(root):
+        _fsync_path(Path(dirpath))
+
+
+def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
+    """Publish the current generation plus ``files`` (store-relative path -> staged
+    file, moved) as the next generation; returns its folder."""
+    with store_lock(store):
+        repair(store)
+        clean_leftovers(store, locked=True)
+        cur = _current_number(store)
+        build = store / f".build-{os.getpid()}-{uuid.uuid4().hex}"
+        build.mkdir()
+        try:
+            if cur is not None:
+                _link_tree(store / gen_name(cur), build, set(files))
+            for rel, src in files.items():
+                dst = build / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                _fsync_path(src)
+                src.replace(dst)
+            _fsync_tree(build)
+            new = store / gen_name((cur or 0) + 1)
+            build.rename(new)
+        except BaseException:
+            shutil.rmtree(build, ignore_errors=True)
+            raise
+        _fsync_path(store)
+        _swap_current(store, new.name)
+    # Expired generations are deleted after the lock is released: no commit reads them,
+    # so other writers need not wait for the unlinks.
+    cur = _current_number(store)
+    for n, path in _generations(store).items():
+        if cur is not None and n < cur - KEEP_PREVIOUS:
+            shutil.rmtree(path, ignore_errors=True)
+    return new

@@ -155,9 +155,8 @@ def test_unrecoverable_tail_is_a_one_line_error(tmp_path: Path, text: str, messa
     with pytest.raises(InputError) as info:
         ingest(LOADERS["philly"], tmp_path, tmp_path / "store")
     assert str(info.value) == expected
-    assert not (tmp_path / "store" / "jobs").exists() or not any(
-        (tmp_path / "store" / "jobs").glob("source=philly/*.parquet")
-    )
+    assert not any((tmp_path / "store").glob("current/jobs/source=philly/*.parquet"))
+    assert not any((tmp_path / "store").glob("gen-*/jobs/source=philly/*.parquet"))
 
 
 def test_count_disagreeing_with_parser_fails_the_ingest(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ def test_duckdb_itself_refuses_on_the_read_only_connection(store: Path, target: 
 
 def test_every_view_still_answers(openb_store: Path) -> None:
     for name in TABLES:
-        files = sorted((openb_store / name).glob("source=*/*.parquet"))
+        files = sorted((openb_store / "current" / name).glob("source=*/*.parquet"))
         expected = sum(pl.read_parquet(f).height for f in files)
         result = sql(f"select count(*) as n from {name}", "-f", "csv", "--store", openb_store)
         assert result.exit_code == 0, result.output

@@ -107,7 +107,11 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
             doc = json.loads(data)
         except (ValueError, RecursionError):
             return Expect(("jobs",), "none", 0)
-        return Expect(("jobs",), "exact", len(doc)) if isinstance(doc, list) else Expect(("jobs",), "none", 0)
+        return (
+            Expect(("jobs",), "exact", len(doc))
+            if isinstance(doc, list)
+            else Expect(("jobs",), "none", 0)
+        )
     if name.startswith("cluster_") and name.endswith("_util"):
         # a data line is one quarantined record, or one sample per value that is not NA
         table = "gpu_samples" if "gpu" in name else "host_samples"
@@ -119,7 +123,9 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
             lo, hi = lo + min(1, present), hi + max(1, present)
         return Expect((table,), "bound", after_header, lo=lo, hi=hi)
     if kind == "prometheus":
-        records = sum(1 for ln in lines if _text(ln).strip() and not _text(ln).strip().startswith("#"))
+        records = sum(
+            1 for ln in lines if _text(ln).strip() and not _text(ln).strip().startswith("#")
+        )
         return Expect(SAMPLE_TABLES, "exact", records, no_event=True)
     if kind == "dcgmi":
         from gpu_trace.telemetry.fields import DCGM_BY_TAG
@@ -311,7 +317,9 @@ class Outcome:
     traceback: str = ""
 
 
-def classify_exit(exit_code: int, exception: BaseException | None, stderr: str, tb: str = "") -> Outcome | None:
+def classify_exit(
+    exit_code: int, exception: BaseException | None, stderr: str, tb: str = ""
+) -> Outcome | None:
     """The verdict from the CLI result alone: a traceback or a rejection (None: the
     command succeeded and the store must be reconciled)."""
     if exception is not None and not isinstance(exception, SystemExit):

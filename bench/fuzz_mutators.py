@@ -132,7 +132,10 @@ def insert_garbage_line(data: bytes, rng: random.Random) -> bytes:
     lines = _lines(data)
     junk = b"".join(rng.choice(GARBAGE) for _ in range(rng.randint(1, 4))) + b"\n"
     lines.insert(rng.randint(0, len(lines)), junk)
-    out = b"".join(ln if ln.endswith(b"\n") or k == len(lines) - 1 else ln + b"\n" for k, ln in enumerate(lines))
+    out = b"".join(
+        ln if ln.endswith(b"\n") or k == len(lines) - 1 else ln + b"\n"
+        for k, ln in enumerate(lines)
+    )
     return _cap(out)
 
 
@@ -208,7 +211,9 @@ def mixed_crlf(data: bytes, rng: random.Random) -> bytes:
 
 def invalid_utf8(data: bytes, rng: random.Random) -> bytes:
     i = rng.randint(0, len(data))
-    return data[:i] + rng.choice((b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80")) + data[i:]
+    return (
+        data[:i] + rng.choice((b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80")) + data[i:]
+    )
 
 
 def damage_header(data: bytes, rng: random.Random) -> bytes:

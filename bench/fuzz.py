@@ -101,6 +101,21 @@ def _json_head(path: Path, records: int = 12) -> bytes:
     return ("[\n" + ",\n".join(json.dumps(r) for r in doc) + "\n]\n").encode()
 
 
+def _helios_zip(data: Path) -> bytes:
+    """The Helios fixture clusters as the upstream ``data.zip`` (deflated members
+    ``data/<Cluster>/cluster_*.csv``), to fuzz the archive path too."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in sorted(data.glob("*/*.csv")):
+            info = zipfile.ZipInfo(f"data/{f.parent.name}/{f.name}", (2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, _head(f))
+    return buf.getvalue()
+
+
 def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, list[Seed]]:
     """Every kind's seed inputs: samples, fixtures and fresh synth outputs (synth only
     for the families in ``kinds``)."""
@@ -117,6 +132,14 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         s["helios"].append(
             Seed("helios", "cluster_gpu_number.csv", _head(f), cluster, origin=str(f))
         )
+    s["helios"].append(
+        Seed(
+            "helios",
+            "data.zip",
+            _helios_zip(fixtures / "helios/data"),
+            origin="zip of tests/fixtures/helios/data",
+        )
+    )
     pai = fixtures / "pai2020/basic"
     headers = {f"headers/{h.name}": h.read_bytes() for h in (pai / "headers").glob("*.header")}
     for f in sorted(pai.glob("pai_*.csv")):
@@ -429,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         pool = seeds(Path(work), args.seed, kinds)
     stats = {k: dict.fromkeys(CLASSES, 0) | {"cases": 0, "seconds": 0.0} for k in kinds}
     sigs: dict[str, dict[str, Any]] = {}
+    rejections: dict[str, int] = {}
     cases = (
         make_case(i, args.seed, pool, kinds, clean=args.clean)
         for i in range(args.start, args.start + args.cases)
@@ -438,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
         st["cases"] += 1
         st[res["cls"]] += 1
         st["seconds"] += res["seconds"]
+        if res["cls"] == "rejected":
+            key = signature_of(res)
+            rejections[key] = rejections.get(key, 0) + 1
         if res["cls"] not in ("ok", "rejected"):
             where = save_failure(out, case, res)
             sig = signature_of(res)
@@ -465,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         "per_kind": {k: v | {"seconds": round(v["seconds"], 1)} for k, v in stats.items()},
         "totals": {c: sum(v[c] for v in stats.values()) for c in (*CLASSES, "cases")},
         "signatures": sorted(sigs.values(), key=lambda e: -e["count"]),
+        "rejections": dict(sorted(rejections.items(), key=lambda kv: -kv[1])),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(table(summary))

@@ -176,6 +176,34 @@ def extreme_number(data: bytes, rng: random.Random) -> bytes:
     return data
 
 
+_DATE = re.compile(
+    rb"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?)?|\d{4}/\d{2}/\d{2}|\d{8}"
+)
+DATES = (
+    b"9999-12-31 23:59:59",
+    b"9999-12-31",
+    b"0001-01-01 00:00:00",
+    b"1677-09-21 00:12:43",
+    b"2262-04-11 23:47:17",
+    b"2017-02-30 00:00:00",
+    b"2017-11-05 01:30:00",
+    b"2017-03-12 02:30:00",
+    b"99991231",
+    b"2020-13-01",
+    b"",
+)
+
+
+def extreme_date(data: bytes, rng: random.Random) -> bytes:
+    """Replace a date or date-time with an out-of-range, invalid or DST-edge one."""
+    spans = [m.span() for m in _DATE.finditer(data)]
+    if not spans:
+        return extreme_number(data, rng)
+    for a, b in sorted(rng.sample(spans, min(len(spans), rng.randint(1, 2))), reverse=True):
+        data = data[:a] + rng.choice(DATES) + data[b:]
+    return data
+
+
 def empty_field(data: bytes, rng: random.Random) -> bytes:
     """Blank one field of one line (between two separators)."""
     lines = _lines(data)
@@ -292,6 +320,7 @@ MUTATORS: dict[str, Mutator] = {
     "insert_delimiter": insert_delimiter,
     "delete_delimiter": delete_delimiter,
     "extreme_number": extreme_number,
+    "extreme_date": extreme_date,
     "empty_field": empty_field,
     "add_bom": add_bom,
     "to_crlf": to_crlf,

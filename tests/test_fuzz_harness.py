@@ -36,6 +36,12 @@ def test_exit_codes_and_stderr_shape() -> None:
     assert usage is not None and usage.cls == "rejected"
 
 
+def test_loader_reconciliation_error_is_a_drop_not_a_rejection() -> None:
+    msg = "error: /t/in/f.csv: jobs: read 5 records but wrote 3 and quarantined 1\n"
+    out = classify_exit(1, SystemExit(1), msg)
+    assert out is not None and out.cls == "silent_drop"
+
+
 def _ingest(file: str, table: str, read: int, written: int, quarantined: int) -> dict[str, object]:
     return {
         "table": table,

@@ -52,7 +52,12 @@ schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
 bench: $(STAMP) ## Benchmarks (results: BENCHMARKS.md)
 	$(BIN)/python -m bench.run
 
+FUZZ_CASES ?= 10000
+FUZZ_SEED  ?= 0
+fuzz: $(STAMP) ## Ingest fuzz campaign, FUZZ_CASES mutated inputs (reproducers: bench/out/fuzz)
+	$(BIN)/python -m bench.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --out bench/out/fuzz
+
 clean: ## Remove the venv, caches, the local store and built reports
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis data/store reports build
 
-.PHONY: help install demo lint fmt test test-all schemas bench clean
+.PHONY: help install demo lint fmt test test-all schemas bench fuzz clean

@@ -68,6 +68,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -194,7 +195,13 @@ def _extract_zip(path: Path) -> list[HeliosFile]:
                     shutil.copyfileobj(src, dst, 1 << 22)
                 found.append(HeliosFile(slug(hit["cluster"]), hit["kind"], dest))
             return found
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        NotImplementedError,
+        zlib.error,
+    ) as exc:
         raise InputError(path, f"not a readable zip archive ({exc})") from None
 
 
@@ -753,9 +760,10 @@ def capacity(file: HeliosFile, tz: str) -> Batch:
     )
     for i, name in enumerate(values):
         raw, value = _text(name), pl.col(f"_v{i}")
+        template = name.replace("{", "{{").replace("}", "}}")  # a header is data, not format
         checks += [
             (_missing(name), f"{name} is missing"),
-            (value.is_null(), pl.format(f"{name} {{}} is not a valid int", _quoted(raw))),
+            (value.is_null(), pl.format(f"{template} {{}} is not a valid int", _quoted(raw))),
             (value < 0, f"{name} is negative"),
             (value > INT32_MAX, f"{name} is out of range"),
         ]

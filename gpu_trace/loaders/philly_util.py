@@ -76,6 +76,10 @@ HOST_NAMES = ("machineId", "machine_id")
 _ZONED = r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (PST|PDT)$"
 _GPU_COLUMN = re.compile(r"^gpu(\d+)_util$")
 
+MAX_GPU_INDEX = 32767
+"""``gpu_index`` is an int16 in the canonical schema; a larger index in a header is a
+damaged file, not a machine."""
+
 
 @dataclass(frozen=True)
 class Value:
@@ -156,6 +160,10 @@ def _values(kind: UtilKind, path: Path, names: list[str]) -> tuple[Value, ...]:
                 path, f"unexpected header column {name!r}; expected gpu<N>_util", "line 1"
             )
         index = int(m[1])
+        if index > MAX_GPU_INDEX:
+            raise InputError(
+                path, f"header column {name[:40]!r}: GPU index above {MAX_GPU_INDEX}", "line 1"
+            )
         values.append(Value(name, name, "gpu_util_pct", "pct", gpu_index=index))
     if not values or len({v.field for v in values}) != len(values):
         raise InputError(path, "the header names no gpu<N>_util column (or repeats one)", "line 1")

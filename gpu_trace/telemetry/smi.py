@@ -60,6 +60,9 @@ SOURCE = "nvidia-smi"
 IDENTITY = ("timestamp", "index", "uuid", "hostname", "name", "pci.bus_id")
 TS_FORMAT = "%Y/%m/%d %H:%M:%S%.3f"
 
+MAX_BYTES = float(2**62)
+"""Memory above this (4 EiB) cannot be a reading and would overflow int64 bytes."""
+
 
 def _header_names(line: str) -> tuple[list[str], list[str | None]]:
     names: list[str] = []
@@ -244,7 +247,7 @@ def compute_apps(
         (col["process_name"] if "process_name" in col else pl.lit(None, dtype=pl.String)).alias(
             "process_name"
         ),
-        pl.when(is_missing(mem))
+        pl.when(is_missing(mem) | (mem_n * MIB).abs().ge(MAX_BYTES))
         .then(None)
         .otherwise(mem_n * MIB)
         .cast(pl.Int64)
@@ -256,6 +259,9 @@ def compute_apps(
             pl.when(pid.is_null()).then(pl.format("pid '{}' is not an integer", col["pid"])),
             pl.when(~is_missing(mem) & mem_n.is_null()).then(
                 pl.format("{} '{}' is not a number", pl.lit(mem_name), mem)
+            ),
+            pl.when(~is_missing(mem) & (mem_n * MIB).abs().ge(MAX_BYTES)).then(
+                pl.format("{} '{}' is out of range", pl.lit(mem_name), mem)
             ),
         ).alias(REASON)
     )

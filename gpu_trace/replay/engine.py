@@ -9,16 +9,26 @@ scheduling rounds, recorded start times) on one heap keyed by
 then timers, each in the order they were created, so a run is deterministic. After all
 events of an instant the scheduling policy gets exactly one ``schedule()`` call.
 
-Per-job state lives in flat Python lists (scalar access from Python is several times
-faster on lists than on numpy arrays); the cluster state keeps its own indexes.
+Per-job state lives in flat Python tuples (static columns) and ``array`` buffers
+(mutable columns; scalar access from Python is several times faster on these than on
+numpy arrays, and they can be exported read-only); the cluster state keeps its own
+indexes. Policies get a :class:`~gpu_trace.replay.view.PolicyView` of all of it, never
+the engine itself.
+
+One loop (:meth:`Engine.run`) serves simulated time and the live executor. What differs
+is the :class:`Clock`: :class:`SimClock` jumps to the next event and ends jobs at their
+expected finish (heap events); the live executor's clock sleeps until the next event or
+a worker exit on the wall clock, and a job ends when its process does.
 """
 
 from __future__ import annotations
 
+import array
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +40,7 @@ from gpu_trace.replay.policies.base import (
     PlacementPolicy,
     SchedulingPolicy,
 )
+from gpu_trace.replay.view import PolicyView, set_now
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
@@ -66,6 +77,63 @@ class Timeline:
     arrived_milli: list[int] = field(default_factory=list)
 
 
+class Placeable(NamedTuple):
+    """Answer of :meth:`Engine.placeable_after`."""
+
+    groups: int
+    """How many of the given groups of running jobs must end first (0 = fits now)."""
+    parts: Parts
+    """Where the placement policy would put the job then."""
+    hold: Parts
+    """The part of that placement that is free *now*: GPUs a job started now must leave
+    alone not to delay it (pass as ``try_start(j, hold)``)."""
+
+
+class Clock(Protocol):
+    """How time passes and how jobs end; the one pluggable part of the loop."""
+
+    simulated: bool
+    """True: jobs end at their expected finish (the engine pushes heap events)."""
+
+    def wait(self, due: float, arrivals_left: bool) -> float | None:
+        """The next instant (``due`` = next arrival / timer, INF if none), or None when
+        the run is over."""
+        ...
+
+    def complete(self) -> None:
+        """Apply the completions due at ``engine.now`` (before arrivals)."""
+        ...
+
+    def after_pass(self) -> None:
+        """After the instant's scheduling pass."""
+        ...
+
+
+class SimClock:
+    """Simulated time: jump to the next event; completions are heap events."""
+
+    simulated = True
+
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+
+    def wait(self, due: float, arrivals_left: bool) -> float | None:
+        return None if due == INF else due
+
+    def complete(self) -> None:
+        e = self.e
+        heap = e.heap
+        now = e.now
+        version = e.version
+        while heap and heap[0][0] <= now and heap[0][1] == FINISH:
+            _, _, _, _, j, ver = heapq.heappop(heap)
+            if ver == version[j]:
+                e.finished(j)
+
+    def after_pass(self) -> None:
+        return None
+
+
 class Engine:
     """One replay: a workload on a cluster under (admission, scheduling, placement)."""
 
@@ -75,6 +143,7 @@ class Engine:
         spec: ClusterSpec,
         options: EngineOptions,
         estimate_s: npt.NDArray[np.float64] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         w = workload
         n = w.n
@@ -85,19 +154,19 @@ class Engine:
         self.rng = np.random.default_rng(options.seed)
         self.now = 0.0
         self.estimate_s = estimate_s if estimate_s is not None else w.duration_s.copy()
-        self.arrival: list[float] = w.arrival_s.tolist()
-        self.duration: list[float] = w.duration_s.tolist()
-        self.remaining: list[float] = list(self.duration)
-        self.attained_gpu_s: list[float] = [0.0] * n
-        self.ngpu: list[int] = w.ngpu.tolist()
-        self.milli: list[int] = w.milli.tolist()
-        self.gpus: list[float] = w.gpus.tolist()
-        self.vc: list[int] = w.vc_code.tolist()
+        self.arrival: tuple[float, ...] = tuple(w.arrival_s.tolist())
+        self.duration: tuple[float, ...] = tuple(w.duration_s.tolist())
+        self.remaining = array.array("d", self.duration)
+        self.attained_gpu_s = array.array("d", bytes(8 * n))
+        self.ngpu: tuple[int, ...] = tuple(w.ngpu.tolist())
+        self.milli: tuple[int, ...] = tuple(w.milli.tolist())
+        self.gpus: tuple[float, ...] = tuple(w.gpus.tolist())
+        self.vc: tuple[int, ...] = tuple(w.vc_code.tolist())
         self.gpu_type: list[str | None] = w.frame["gpu_type"].to_list()
         masks: dict[str | None, int] = {}
-        self.mask: list[int] = [
+        self.mask: tuple[int, ...] = tuple(
             masks.setdefault(t, spec.type_mask(t)) if t else ANY_TYPE for t in self.gpu_type
-        ]
+        )
         self.vc_quota_milli: dict[int, int] = {}
         for code, name in enumerate(w.vcs):
             if name in spec.vc_quota_gpus:
@@ -105,15 +174,16 @@ class Engine:
         self.vc_used_milli: dict[int, int] = dict.fromkeys(self.vc_quota_milli, 0)
         self.first_start: list[float] = [INF] * n
         self.finish: list[float] = [INF] * n
-        self.end_time: list[float] = [INF] * n
-        self.seg_start: list[float] = [0.0] * n
+        self.end_time = array.array("d", [INF]) * n
+        self.seg_start = array.array("d", bytes(8 * n))
         self.slow: list[float] = [1.0] * n
         self.preemptions: list[int] = [0] * n
         self.first_nodes: list[int] = [0] * n
         self.alloc: dict[int, Parts] = {}
+        """Running jobs -> their allocation (keys = the running set)."""
+        self.running = self.alloc
         self.version: list[int] = [0] * n
         self.rejected: dict[int, str] = {}
-        self.running: set[int] = set()
         self.waiting = 0
         self.waiting_milli = 0
         self.arrived_milli = 0
@@ -122,9 +192,12 @@ class Engine:
         self.seq = 0
         self.log: list[tuple[float, str, int, Parts]] = []
         self.timeline = Timeline()
+        self.clock: Clock = clock if clock is not None else SimClock(self)
         self.scheduler: SchedulingPolicy
         self.placement: PlacementPolicy
         self.admission: AdmissionPolicy
+        self.view = PolicyView(self)
+        """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
 
     def bind(
         self,
@@ -136,12 +209,20 @@ class Engine:
         self.placement = placement
         self.admission = admission
 
+    def set_now(self, t: float) -> None:
+        self.now = t
+        set_now(self.view, t)
+
     # -- actions offered to policies ---------------------------------------------------
 
-    def try_start(self, j: int) -> bool:
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+        """Place and start job ``j`` now; False (and nothing changed) if it cannot.
+        ``hold``: free capacity the placement must not use (a reservation)."""
         now = self.now
         if now < self.arrival[j]:
             raise AssertionError(f"job {j} started before it arrived")
+        if j in self.alloc:
+            raise AssertionError(f"job {j} is already running")
         ngpu, milli = self.ngpu[j], self.milli[j]
         demand = ngpu * milli
         quota = self.vc_quota_milli
@@ -149,9 +230,17 @@ class Engine:
             v = self.vc[j]
             if v in quota and self.vc_used_milli[v] + demand > quota[v]:
                 return False
-        parts = self.placement.place(j, ngpu, milli, self.mask[j])
+        if hold:
+            self.state.allocate(hold)
+            try:
+                parts = self.placement.place(j, ngpu, milli, self.mask[j])
+            finally:
+                self.state.release(hold)
+        else:
+            parts = self.placement.place(j, ngpu, milli, self.mask[j])
         if parts is None:
             return False
+        parts = list(parts)
         self.state.allocate(parts)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
@@ -163,22 +252,60 @@ class Engine:
         self.slow[j] = slow
         self.seg_start[j] = now
         self.alloc[j] = parts
-        self.running.add(j)
         self.waiting -= 1
         self.waiting_milli -= demand
         if self.options.departures:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
-            self.seq += 1
-            heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
+            if self.clock.simulated:
+                self.seq += 1
+                heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
         if self.options.record_log:
             self.log.append((now, "start", j, list(parts)))
         return True
 
+    def placeable_after(self, j: int, groups: Sequence[Sequence[int]]) -> Placeable | None:
+        """What-if for reservations and preemption: the fewest leading ``groups`` of
+        running jobs whose end lets the placement policy place waiting job ``j``
+        (ignoring VC quotas), with where it would go; None if not even all of them.
+        The cluster state is released and restored exactly (integer milli-GPU)."""
+        state = self.state
+        place = self.placement.place
+        ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
+        need = ngpu * milli
+        alloc = self.alloc
+        released: list[Parts] = []
+        try:
+            k = 0
+            parts = place(j, ngpu, milli, mask)
+            for group in groups:
+                if parts is not None:
+                    break
+                k += 1
+                for r in group:
+                    p = alloc[r]
+                    state.release(p)
+                    released.append(p)
+                if state.capacity_milli - state.used_milli >= need:
+                    parts = place(j, ngpu, milli, mask)
+            if parts is None:
+                return None
+            parts = list(parts)
+            future = [state.free[n][g] for n, g, _ in parts]
+        finally:
+            for p in reversed(released):
+                state.allocate(p)
+        hold: Parts = []
+        for (n, g, m), fut in zip(parts, future, strict=True):
+            free_now = state.free[n][g]
+            take = min(free_now, max(0, m - (fut - free_now)))
+            if take > 0:
+                hold.append((n, g, take))
+        return Placeable(k, parts, hold)
+
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
         self.state.release(parts)
-        self.running.discard(j)
         if self.vc_quota_milli and self.vc[j] in self.vc_quota_milli:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
         elapsed = self.now - self.seg_start[j]
@@ -186,7 +313,17 @@ class Engine:
         if self.options.record_log:
             self.log.append((self.now, "stop", j, parts))
 
+    def finished(self, j: int) -> None:
+        """Job ``j`` completed now (its work is done)."""
+        self.remaining[j] = 0.0
+        self._stop(j)
+        self.finish[j] = self.now
+        self.end_time[j] = INF
+        self.scheduler.on_finish(j)
+
     def preempt(self, j: int) -> None:
+        if j not in self.alloc:
+            raise AssertionError(f"job {j} is not running")
         elapsed = self.now - self.seg_start[j]
         self._stop(j)
         self.remaining[j] = max(0.0, self.remaining[j] - elapsed / self.slow[j])
@@ -203,6 +340,8 @@ class Engine:
         heapq.heappush(self.heap, (max(t, self.now), TIMER, self.seq, tag, j, 0))
 
     def reject(self, j: int, reason: str) -> None:
+        if j in self.alloc or j in self.rejected:
+            raise AssertionError(f"job {j} is not waiting")
         self.rejected[j] = reason
         self.waiting -= 1
         self.waiting_milli -= self.ngpu[j] * self.milli[j]
@@ -210,34 +349,34 @@ class Engine:
     # -- the loop ------------------------------------------------------------------------
 
     def run(self, until: float = INF) -> None:
-        """Process events until none is left (or ``until``)."""
+        """Process events until none is left (or ``until``). At each instant: the
+        clock's completions, then arrivals, then timers, then one scheduling pass."""
         arrival = self.arrival
         n = len(arrival)
         heap = self.heap
         heappop = heapq.heappop
         sched = self.scheduler
         admit = self.admission.admit
-        version = self.version
         ngpu, milli = self.ngpu, self.milli
         record = self.options.record_timeline
         tl = self.timeline
         state = self.state
+        clock = self.clock
+        wait, complete, after_pass = clock.wait, clock.complete, clock.after_pass
+        view = self.view
         ptr = 0
         while True:
             ta = arrival[ptr] if ptr < n else INF
             th = heap[0][0] if heap else INF
-            now = ta if ta < th else th
-            if now == INF or now > until:
+            due = ta if ta < th else th
+            if due > until:
+                due = INF
+            now = wait(due, ptr < n)
+            if now is None:
                 break
             self.now = now
-            while heap and heap[0][0] <= now and heap[0][1] == FINISH:
-                _, _, _, _, j, ver = heappop(heap)
-                if ver == version[j]:
-                    self.remaining[j] = 0.0
-                    self._stop(j)
-                    self.finish[j] = now
-                    self.end_time[j] = INF
-                    sched.on_finish(j)
+            set_now(view, now)
+            complete()
             while ptr < n and arrival[ptr] <= now:
                 j = ptr
                 ptr += 1
@@ -251,17 +390,19 @@ class Engine:
                 self.waiting_milli += d
                 sched.on_arrival(j)
             while heap and heap[0][0] <= now:
-                _, _, _, tag, j, _ = heappop(heap)
-                sched.on_timer(j, tag)
+                _, kind, _, tag, j, _ = heappop(heap)
+                if kind == TIMER:
+                    sched.on_timer(j, tag)
             sched.schedule()
             if record:
                 tl.time.append(now)
                 tl.used_milli.append(state.used_milli)
                 tl.frag_milli.append(state.frag_milli)
-                tl.running.append(len(self.running))
+                tl.running.append(len(self.alloc))
                 tl.waiting.append(self.waiting)
                 tl.waiting_milli.append(self.waiting_milli)
                 tl.arrived_milli.append(self.arrived_milli)
+            after_pass()
 
     def result_arrays(self) -> dict[str, Any]:
         """Per-job outcome arrays (NaN where a time does not exist)."""

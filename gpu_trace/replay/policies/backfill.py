@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class EasyBackfill(PolicyBase):
 
     Config = BackfillConfig
 
-    def __init__(self, config: BackfillConfig, engine: EngineView) -> None:
+    def __init__(self, config: BackfillConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.queue: deque[int] = deque()
 

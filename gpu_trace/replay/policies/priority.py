@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, PolicyBase
+from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
 ROUND = 1
 DEMOTE = 2
@@ -42,7 +42,7 @@ class NoOptions:
 
 
 class _NonPreemptive(PolicyBase):
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.queue = ClassedQueue(self.shape_key)
 
@@ -116,7 +116,7 @@ class TiresiasConfig(LasConfig):
 class _Preemptive(PolicyBase):
     preemptive = True
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.queue = ClassedQueue(self.shape_key)
         self.run_heap: list[tuple[Any, int, int]] = []
@@ -243,7 +243,7 @@ class Las(_Preemptive):
 
     Config = LasConfig
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.armed: dict[int, float] = {}
         self.offset: dict[int, float] = {}

@@ -217,7 +217,8 @@ class Engine:
 
     def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
-        ``hold``: free capacity the placement must not use (a reservation)."""
+        ``hold``: capacity the placement must not use (a reservation; parts of it
+        already taken are ignored)."""
         now = self.now
         if now < self.arrival[j]:
             raise AssertionError(f"job {j} started before it arrived")
@@ -231,11 +232,13 @@ class Engine:
             if v in quota and self.vc_used_milli[v] + demand > quota[v]:
                 return False
         if hold:
-            self.state.allocate(hold)
+            free = self.state.free
+            held = [(n, g, min(m, free[n][g])) for n, g, m in hold if free[n][g] > 0]
+            self.state.allocate(held)
             try:
                 parts = self.placement.place(j, ngpu, milli, self.mask[j])
             finally:
-                self.state.release(hold)
+                self.state.release(held)
         else:
             parts = self.placement.place(j, ngpu, milli, self.mask[j])
         if parts is None:

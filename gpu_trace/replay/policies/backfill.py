@@ -1,12 +1,16 @@
 """EASY backfilling: FIFO with a reservation for the head job.
 
-When the oldest waiting job does not fit, it gets a reservation at the *shadow time*:
-the earliest time enough GPUs free up if running jobs end when their **estimates** say
-(estimated end = start + estimated duration; an overrun job is assumed to end now).
-Later jobs may start now ("backfill") if they fit and either end, by their own estimate,
-before the shadow time or use only GPUs the head job will not need then. Estimates come
-from the duration estimator (``--estimator``); with the oracle they are the true
-durations. Not work-conserving: a job that fits may wait to protect the reservation.
+When the oldest waiting job (the head) does not fit, it gets a reservation: the
+*shadow time* is the earliest time the placement policy could actually place it
+(per node, under the placement's own rules) if running jobs end when their
+**estimates** say (estimated end = start + estimated duration; an overrun job is
+assumed to end now), and the *reserved placement* is where it would go then. Later
+jobs, in arrival order, may start now ("backfill") if they fit and either end, by their
+own estimate, at or before the shadow time, or leave alone the part of the reserved
+placement that is free now (the engine places them with those GPUs held), so that no
+backfilled job delays the head's reservation. Estimates come from the duration estimator
+(``--estimator``); with the oracle they are the true durations. Not work-conserving: a
+job that fits may wait to protect the reservation.
 """
 
 from __future__ import annotations
@@ -49,31 +53,28 @@ class EasyBackfill(PolicyBase):
         if len(q) < 2:
             return
         head = q[0]
-        need = e.ngpu[head] * e.milli[head]
-        free = e.state.capacity_milli - e.state.used_milli
-        shadow, extra = e.now, free - need
-        if extra < 0:
-            for end, j in sorted((self._est_end(j), j) for j in e.running):
-                free += e.ngpu[j] * e.milli[j]
-                if free >= need:
-                    shadow, extra = end, free - need
-                    break
+        groups: list[list[int]] = []
+        ends: list[float] = []
+        for end, j in sorted((self._est_end(j), j) for j in e.running):
+            if ends and end == ends[-1]:
+                groups[-1].append(j)
             else:
-                return
+                groups.append([j])
+                ends.append(end)
+        found = e.placeable_after(head, groups)
+        if found is None:
+            return
+        shadow = e.now if found.groups == 0 else ends[found.groups - 1]
+        hold = found.hold
         started: list[int] = []
         for i, j in enumerate(q):
             if i == 0:
                 continue
             if i > self.config.depth:
                 break
-            d = e.ngpu[j] * e.milli[j]
             ends_before = e.now + float(e.estimate_s[j]) <= shadow
-            if not ends_before and d > extra:
-                continue
-            if e.try_start(j):
+            if e.try_start(j, () if ends_before else hold):
                 started.append(j)
-                if not ends_before:
-                    extra -= d
         if started:
             done = set(started)
             self.queue = deque(j for j in q if j not in done)

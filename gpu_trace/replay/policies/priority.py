@@ -193,21 +193,30 @@ class _Preemptive(PolicyBase):
                 return
             bkey, b = best
             need = e.ngpu[b] * e.milli[b]
-            free = e.state.capacity_milli - e.state.used_milli
+            free = e.state.free_milli
             victims: list[tuple[Any, int, int]] = []
             gain = 0
+            # worst first, while outranked, until the cluster-wide total would do ...
             while free + gain < need:
-                w = self._worst_running()
-                if w is None or not bkey < self.run_key(w):
+                w = self._outranked_worst(bkey)
+                if w is None:
                     break
-                entry = heapq.heappop(self.run_heap)
-                victims.append(entry)
+                victims.append(heapq.heappop(self.run_heap))
                 gain += e.ngpu[w] * e.milli[w]
-            if free + gain < need:
-                for entry in victims:
-                    heapq.heappush(self.run_heap, entry)
+            found = None
+            if free + gain >= need:
+                found = e.placeable_after(b, [[v[1]] for v in victims])
+                if found is None:
+                    # ... and on, while the per-node free GPUs still cannot place it
+                    while (w := self._outranked_worst(bkey)) is not None:
+                        victims.append(heapq.heappop(self.run_heap))
+                    found = e.placeable_after(b, [[v[1]] for v in victims])
+            k = found.groups if found is not None else 0
+            for entry in victims[k:]:
+                heapq.heappush(self.run_heap, entry)
+            if found is None:
                 return
-            for _, victim, _ in victims:
+            for _, victim, _ in victims[:k]:
                 e.preempt(victim)
                 self.queue.push(self.wait_key(victim), victim)
                 self.requeued(victim)
@@ -219,6 +228,13 @@ class _Preemptive(PolicyBase):
             self.queue.fill(self._start)
             if not started:
                 return
+
+    def _outranked_worst(self, bkey: tuple[Any, ...]) -> int | None:
+        """The worst running job if the waiting key ``bkey`` outranks it."""
+        w = self._worst_running()
+        if w is None or not bkey < self.run_key(w):
+            return None
+        return w
 
 
 class Srtf(_Preemptive):

@@ -134,6 +134,60 @@ class SimClock:
         return None
 
 
+class FitProbe:
+    """Whether a waiting job would fit if some running jobs ended, counted on the side
+    from per-GPU free capacity (no state change). Fits = some allowed node has room for
+    it (a job larger than a node, or any job under a splitting placement: the allowed
+    nodes' wholly free GPUs together), the rule every built-in placement follows."""
+
+    __slots__ = ("e", "gain", "mask", "milli", "ngpu", "ok", "rel", "single", "split", "total")
+
+    def __init__(self, e: Engine, j: int) -> None:
+        s = e.state
+        self.e = e
+        self.ngpu, self.milli, self.mask = e.ngpu[j], e.milli[j], e.mask[j]
+        self.single = self.ngpu <= s.gmax
+        self.split = e._split
+        self.rel: dict[tuple[int, int], int] = {}
+        self.gain: dict[int, int] = {}
+        self.total = 0
+        if self.milli < MILLI:
+            self.ok = bool((s.free_np[s.node_ok_np(self.mask)] >= self.milli).any())
+        else:
+            self.total = s.whole_free(self.mask)
+            self.ok = (self.single and s.node_with_whole(self.ngpu, s.gmax, 1, self.mask) >= 0) or (
+                (not self.single or self.split) and self.total >= self.ngpu
+            )
+
+    def release(self, r: int) -> bool:
+        """Count running job ``r`` as ended; whether the job fits now."""
+        if self.ok:
+            return True
+        s = self.e.state
+        free, whole, ntype = s.free, s.whole, s.node_type
+        mask, milli, ngpu = self.mask, self.milli, self.ngpu
+        rel, gain = self.rel, self.gain
+        ok = False
+        for n, g, m in self.e.alloc[r]:
+            if mask != ANY_TYPE and not (mask >> ntype[n]) & 1:
+                continue
+            v = rel.get((n, g), 0) + m
+            rel[(n, g)] = v
+            f = free[n][g] + v
+            if milli < MILLI:
+                ok = ok or f >= milli
+            elif f == MILLI:
+                c = gain.get(n, 0) + 1
+                gain[n] = c
+                self.total += 1
+                if (self.single and whole[n] + c >= ngpu) or (
+                    (not self.single or self.split) and self.total >= ngpu
+                ):
+                    ok = True
+        self.ok = ok
+        return ok
+
+
 class Engine:
     """One replay: a workload on a cluster under (admission, scheduling, placement)."""
 
@@ -267,30 +321,66 @@ class Engine:
             self.log.append((now, "start", j, list(parts)))
         return True
 
-    def placeable_after(self, j: int, groups: Sequence[Sequence[int]]) -> Placeable | None:
+    def placeable_after(
+        self, j: int, groups: Sequence[Sequence[int]], where: bool = True
+    ) -> Placeable | None:
         """What-if for reservations and preemption: the fewest leading ``groups`` of
-        running jobs whose end lets the placement policy place waiting job ``j``
-        (ignoring VC quotas), with where it would go; None if not even all of them.
-        The cluster state is released and restored exactly (integer milli-GPU)."""
+        running jobs whose end lets waiting job ``j`` be placed (ignoring VC quotas);
+        None if not even all of them. With ``where``, also where the placement policy
+        would put it then (the state is released and restored exactly, integer
+        milli-GPU); without, only the count, from per-node free GPUs (no state change:
+        cheap enough to call before every preemption)."""
+        k = self._feasible_after(j, groups)
+        if k is None:
+            return None
+        if not where:
+            return Placeable(k, [], [])
+        return self._place_after(j, groups, k)
+
+    def _feasible_after(self, j: int, groups: Sequence[Sequence[int]]) -> int | None:
+        """First prefix of ``groups`` after which ``j`` fits (see :class:`FitProbe`)."""
+        probe = self.fit_probe(j)
+        if probe.ok:
+            return 0
+        for k, group in enumerate(groups, 1):
+            for r in group:
+                probe.release(r)
+            if probe.ok:
+                return k
+        return None
+
+    def fit_probe(self, j: int) -> FitProbe:
+        """A what-if counter for waiting job ``j``: release running jobs into it one by
+        one (nothing changes in the cluster) and read whether ``j`` would fit."""
+        return FitProbe(self, j)
+
+    @property
+    def _split(self) -> bool:
+        """Whether the placement splits a job across nodes when no single node fits."""
+        return bool(getattr(getattr(self.placement, "config", None), "split", False))
+
+    def _place_after(self, j: int, groups: Sequence[Sequence[int]], k: int) -> Placeable | None:
+        """Release the first ``k`` groups (then one more at a time) until the placement
+        policy places ``j``; restore the state; the placement and its part free now."""
         state = self.state
         place = self.placement.place
         ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
-        need = ngpu * milli
         alloc = self.alloc
         released: list[Parts] = []
         try:
-            k = 0
+            for group in groups[:k]:
+                for r in group:
+                    released.append(alloc[r])
+                    state.release(alloc[r])
             parts = place(j, ngpu, milli, mask)
-            for group in groups:
+            for group in groups[k:]:
                 if parts is not None:
                     break
                 k += 1
                 for r in group:
-                    p = alloc[r]
-                    state.release(p)
-                    released.append(p)
-                if state.capacity_milli - state.used_milli >= need:
-                    parts = place(j, ngpu, milli, mask)
+                    released.append(alloc[r])
+                    state.release(alloc[r])
+                parts = place(j, ngpu, milli, mask)
             if parts is None:
                 return None
             parts = list(parts)

@@ -1,8 +1,8 @@
 """The read-only window policies get on a running engine.
 
 Policies read per-job state and the cluster, and act only through the view's methods
-(``try_start``, ``preempt``, ``set_timer``, ``reject`` and the what-if
-``placeable_after``), so a policy bug cannot corrupt the engine: static per-job columns
+(``try_start``, ``preempt``, ``set_timer``, ``reject`` and the what-ifs
+``placeable_after`` / ``fit_probe``, which leave the state as it was), so a policy bug cannot corrupt the engine: static per-job columns
 are tuples, the engine's mutable per-job columns are exported as read-only
 ``memoryview`` s of the engine's own ``array`` buffers, the running set and the VC
 quotas are ``MappingProxyType`` s of the engine's dicts, numpy arrays are non-writeable
@@ -28,7 +28,7 @@ from gpu_trace.replay.cluster import ClusterView
 from gpu_trace.replay.workload import Workload
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.engine import Engine, Placeable
+    from gpu_trace.replay.engine import Engine, FitProbe, Placeable
 
 _SLOTS = (
     "now",
@@ -53,6 +53,7 @@ _SLOTS = (
     "set_timer",
     "reject",
     "placeable_after",
+    "fit_probe",
 )
 
 
@@ -99,7 +100,8 @@ class PolicyView:
     preempt: Callable[[int], None]
     set_timer: Callable[[float, int, int], None]
     reject: Callable[[int, str], None]
-    placeable_after: Callable[[int, Sequence[Sequence[int]]], Placeable | None]
+    placeable_after: Callable[..., Placeable | None]
+    fit_probe: Callable[[int], FitProbe]
 
     def __init__(self, e: Engine) -> None:
         put = object.__setattr__
@@ -114,7 +116,7 @@ class PolicyView:
         put(self, "running", MappingProxyType(e.alloc))
         put(self, "vc_quota_milli", MappingProxyType(e.vc_quota_milli))
         put(self, "rng", e.rng)
-        for name in ("try_start", "preempt", "set_timer", "reject", "placeable_after"):
+        for name in ("try_start", "preempt", "set_timer", "reject", "placeable_after", "fit_probe"):
             put(self, name, getattr(e, name))
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -32,7 +32,7 @@ from gpu_trace.replay.cluster import ClusterView
 from gpu_trace.replay.workload import Workload
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.engine import Placeable
+    from gpu_trace.replay.engine import FitProbe, Placeable
 
 Parts = list[tuple[int, int, int]]
 """An allocation: (node, GPU index, milli-GPU) triples."""
@@ -103,9 +103,17 @@ class EngineView(Protocol):
         """Give up on waiting job ``j`` (it never runs), with a reason."""
         ...
 
-    def placeable_after(self, j: int, groups: Sequence[Sequence[int]]) -> Placeable | None:
+    def placeable_after(
+        self, j: int, groups: Sequence[Sequence[int]], where: bool = True
+    ) -> Placeable | None:
         """What-if: how many leading groups of running jobs must end before waiting job
-        ``j`` can be placed, where it would go, and which of that is free now."""
+        ``j`` can be placed, and (``where``) where it would go and which of that is free
+        now."""
+        ...
+
+    def fit_probe(self, j: int) -> FitProbe:
+        """What-if counter: release running jobs into it one by one, read whether
+        waiting job ``j`` would then fit (no state change)."""
         ...
 
 

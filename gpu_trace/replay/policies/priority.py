@@ -192,31 +192,20 @@ class _Preemptive(PolicyBase):
             if best is None:
                 return
             bkey, b = best
-            need = e.ngpu[b] * e.milli[b]
-            free = e.state.free_milli
+            # stop running jobs it outranks, worst first, until it would fit on a node
+            probe = e.fit_probe(b)
             victims: list[tuple[Any, int, int]] = []
-            gain = 0
-            # worst first, while outranked, until the cluster-wide total would do ...
-            while free + gain < need:
+            while not probe.ok:
                 w = self._outranked_worst(bkey)
                 if w is None:
                     break
                 victims.append(heapq.heappop(self.run_heap))
-                gain += e.ngpu[w] * e.milli[w]
-            found = None
-            if free + gain >= need:
-                found = e.placeable_after(b, [[v[1]] for v in victims])
-                if found is None:
-                    # ... and on, while the per-node free GPUs still cannot place it
-                    while (w := self._outranked_worst(bkey)) is not None:
-                        victims.append(heapq.heappop(self.run_heap))
-                    found = e.placeable_after(b, [[v[1]] for v in victims])
-            k = found.groups if found is not None else 0
-            for entry in victims[k:]:
-                heapq.heappush(self.run_heap, entry)
-            if found is None:
+                probe.release(w)
+            if not probe.ok:
+                for entry in victims:
+                    heapq.heappush(self.run_heap, entry)
                 return
-            for _, victim, _ in victims[:k]:
+            for _, victim, _ in victims:
                 e.preempt(victim)
                 self.queue.push(self.wait_key(victim), victim)
                 self.requeued(victim)

@@ -140,7 +140,19 @@ class FitProbe:
     it (a job larger than a node, or any job under a splitting placement: the allowed
     nodes' wholly free GPUs together), the rule every built-in placement follows."""
 
-    __slots__ = ("e", "gain", "mask", "milli", "ngpu", "ok", "rel", "single", "split", "total")
+    __slots__ = (
+        "e",
+        "gain",
+        "hit",
+        "mask",
+        "milli",
+        "ngpu",
+        "ok",
+        "rel",
+        "single",
+        "split",
+        "total",
+    )
 
     def __init__(self, e: Engine, j: int) -> None:
         s = e.state
@@ -151,6 +163,8 @@ class FitProbe:
         self.rel: dict[tuple[int, int], int] = {}
         self.gain: dict[int, int] = {}
         self.total = 0
+        self.hit: tuple[int, int] | None = None
+        """(node, GPU or -1) that first made room on one node; None if not one node."""
         if self.milli < MILLI:
             self.ok = bool((s.free_np[s.node_ok_np(self.mask)] >= self.milli).any())
         else:
@@ -171,21 +185,35 @@ class FitProbe:
         for n, g, m in self.e.alloc[r]:
             if mask != ANY_TYPE and not (mask >> ntype[n]) & 1:
                 continue
-            v = rel.get((n, g), 0) + m
-            rel[(n, g)] = v
-            f = free[n][g] + v
+            if m == MILLI:  # a whole GPU of r: wholly free once r ends
+                f = MILLI
+            else:
+                v = rel.get((n, g), 0) + m
+                rel[(n, g)] = v
+                f = free[n][g] + v
             if milli < MILLI:
-                ok = ok or f >= milli
+                if not ok and f >= milli:
+                    ok, self.hit = True, (n, g)
             elif f == MILLI:
                 c = gain.get(n, 0) + 1
                 gain[n] = c
                 self.total += 1
-                if (self.single and whole[n] + c >= ngpu) or (
-                    (not self.single or self.split) and self.total >= ngpu
-                ):
+                if not ok and self.single and whole[n] + c >= ngpu:
+                    ok, self.hit = True, (n, -1)
+                elif not ok and (not self.single or self.split) and self.total >= ngpu:
                     ok = True
         self.ok = ok
         return ok
+
+    def needed(self, r: int) -> bool:
+        """Whether released job ``r`` helped make the room: it holds part of the node
+        (or GPU) that first could take the job; every released job when the room is
+        several nodes'."""
+        hit = self.hit
+        if hit is None:
+            return True
+        n, g = hit
+        return any(pn == n and (g < 0 or pg == g) for pn, pg, _ in self.e.alloc[r])
 
 
 class Engine:

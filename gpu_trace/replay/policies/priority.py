@@ -192,7 +192,8 @@ class _Preemptive(PolicyBase):
             if best is None:
                 return
             bkey, b = best
-            # stop running jobs it outranks, worst first, until it would fit on a node
+            # count running jobs it outranks as stopped, worst first, until some node
+            # could hold it
             probe = e.fit_probe(b)
             victims: list[tuple[Any, int, int]] = []
             while not probe.ok:
@@ -201,9 +202,15 @@ class _Preemptive(PolicyBase):
                     break
                 victims.append(heapq.heappop(self.run_heap))
                 probe.release(w)
+            if probe.ok:
+                # only the ones that make the room: those on the node it will get
+                spared = [v for v in victims if not probe.needed(v[1])]
+                victims = [v for v in victims if probe.needed(v[1])]
+            else:
+                spared = victims
+            for entry in spared:
+                heapq.heappush(self.run_heap, entry)
             if not probe.ok:
-                for entry in victims:
-                    heapq.heappush(self.run_heap, entry)
                 return
             for _, victim, _ in victims:
                 e.preempt(victim)

@@ -197,6 +197,21 @@ def test_srtf_preempts_until_the_job_can_be_placed_per_node() -> None:
     assert preemptions(r) == {"j0": 1, "j1": 0, "j2": 0}
 
 
+def test_srtf_stops_only_the_jobs_that_make_room() -> None:
+    # 8x4, restore 5. j0 (2 GPUs, 3000 s) and j1 (2 GPUs, 900 s) fill node0; j2 (3 GPUs,
+    # 2000 s) node1, one GPU left. j3 (4 GPUs, 10 s) at 10 needs a whole node. Worst
+    # first: j0 (2990 left) would leave node0 at 2 free GPUs - not enough; j2 (1990 left)
+    # would free node1 entirely: only j2 is stopped (1990 + 5 left), j0 keeps running.
+    # j3 10..20 on node1; j2 restarts there at 20: 20 + 1995 = 2015.
+    # (The cluster-wide count stopped j0 too and restarted it at once: a needless
+    # preemption that cost it the 5-s restore.)
+    r = run(
+        [(0, 3000, 2), (0, 900, 2), (0, 2000, 3), (10, 10, 4)], "8x4", scheduler="srtf", restore_s=5
+    )
+    assert times(r) == {"j0": (0, 3000), "j1": (0, 900), "j2": (0, 2015), "j3": (10, 20)}
+    assert preemptions(r) == {"j0": 0, "j1": 0, "j2": 1, "j3": 0}
+
+
 def test_multinode_slowdown_and_restore_on_preemption() -> None:
     # 8x4, slowdown 2, restore 10. j0 (8 GPUs, 100 s) spans both nodes: runs at half
     # speed, due at 200. At 50 j1 (4 GPUs, 10 s) beats its 150 s left: j0 stops having

@@ -20,6 +20,8 @@ from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay.cluster import from_groups, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.policies import base
+from gpu_trace.replay.policies.priority import Las, Srtf
+from gpu_trace.replay.synthetic import pai_like_jobs
 from gpu_trace.replay.workload import Workload
 
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
@@ -428,3 +430,38 @@ def test_fgd_fills_the_fragment_a_larger_share_cannot_use() -> None:
     assert starts == [[(0, 0, 700)], [(0, 0, 300)]]
     r = run([(0, 100, 0.7), (1, 100, 0.3)], "8x4", placement="spread")
     assert first_nodes(r) == [[0], [1]]
+
+
+class _SrtfNoMemo(Srtf):
+    """SRTF that never trusts its "no room" memo (the epoch moves every pass)."""
+
+    def schedule(self) -> None:
+        self.epoch += 1
+        super().schedule()
+
+
+class _LasNoMemo(Las):
+    def schedule(self) -> None:
+        self.epoch += 1
+        super().schedule()
+
+
+@pytest.mark.parametrize(("name", "cls"), [("srtf", _SrtfNoMemo), ("las", _LasNoMemo)])
+def test_preemption_memo_changes_no_decision(name: str, cls: type[Any]) -> None:
+    # differential: skipping a best job that preemption could not place, until a job
+    # ends, is preempted or demoted, must not change a single start or stop
+    jobs = pai_like_jobs(600, cluster_gpus=256, seed=3)
+    opts = {"thresholds_gpu_s": "600,6000"} if name == "las" else {}
+    base.register("scheduler", f"{name}-nomemo-test", cls)
+    try:
+        runs = []
+        for sched in (name, f"{name}-nomemo-test"):
+            cfg = ReplayConfig(
+                source="t", scheduler=sched, estimator="oracle", scheduler_options=opts
+            )
+            runs.append(replay(jobs, parse_spec("32x8"), cfg, record_log=True))
+        assert runs[0].engine.log == runs[1].engine.log
+        assert runs[0].engine.total_preemptions > 100
+        assert runs[0].engine.scheduler.no_room is not None  # the memo was used
+    finally:
+        base.unregister("scheduler", f"{name}-nomemo-test")

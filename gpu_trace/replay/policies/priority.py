@@ -123,6 +123,13 @@ class _Preemptive(PolicyBase):
         self.stamp: dict[int, int] = {}
         self.round_set = False
         self.last_round = -math.inf
+        self.epoch = 0
+        """Bumped when a job ends or is preempted, or a running job's rank drops: the
+        only events that can give a waiting job room it could not get by preemption (a
+        start takes capacity, and if the job outranks it, releasing it gives no more)."""
+        self.no_room: tuple[Any, ...] | None = None
+        """(job, key, epoch) of the last best job that preempting could not place: until
+        the epoch moves, trying again gives the same answer."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         raise NotImplementedError
@@ -140,6 +147,9 @@ class _Preemptive(PolicyBase):
 
     def requeued(self, j: int) -> None:
         """Hook after a preempted job is back in the wait queue."""
+
+    def on_finish(self, j: int) -> None:
+        self.epoch += 1
 
     def _push_running(self, j: int) -> None:
         st = self.stamp.get(j, 0) + 1
@@ -192,6 +202,9 @@ class _Preemptive(PolicyBase):
             if best is None:
                 return
             bkey, b = best
+            memo = (b, bkey, self.epoch)
+            if memo == self.no_room:
+                return
             # count running jobs it outranks as stopped, worst first, until some node
             # could hold it
             probe = e.fit_probe(b)
@@ -211,7 +224,9 @@ class _Preemptive(PolicyBase):
             for entry in spared:
                 heapq.heappush(self.run_heap, entry)
             if not probe.ok:
+                self.no_room = memo
                 return
+            self.epoch += 1
             for _, victim, _ in victims:
                 e.preempt(victim)
                 self.queue.push(self.wait_key(victim), victim)
@@ -332,6 +347,7 @@ class Las(_Preemptive):
         if tag == ROUND:
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
+            self.epoch += 1
             self._push_running(j)
             self._arm(j)
         elif tag == STARVE and self.starve_at.get(j) == self.e.now:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ import pytest
 
 from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay.cluster import MILLI, parse_spec
-from gpu_trace.replay.engine import FINISH, Engine, EngineOptions
+from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.live.executor import LiveEngine
 from gpu_trace.replay.policies import base
 from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
@@ -123,22 +122,23 @@ def test_an_uncaught_policy_write_stops_the_run() -> None:
 
 
 class TickClock:
-    """A third clock for the one loop: events are handled at the next 10-s tick."""
+    """A third backend for the one loop: it ends jobs itself, and the engine only sees
+    time in 10-s ticks (events are handled at the next tick)."""
 
-    simulated = True
+    simulated = False
 
     def __init__(self, e: Engine) -> None:
         self.e = e
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
-        return None if due == math.inf else math.ceil(due / 10) * 10
+        e = self.e
+        nxt = min([due, *(e.end_time[j] for j in e.running)])
+        return None if nxt == math.inf else math.ceil(nxt / 10) * 10
 
     def complete(self) -> None:
         e = self.e
-        while e.heap and e.heap[0][0] <= e.now and e.heap[0][1] == FINISH:
-            _, _, _, _, j, ver = heapq.heappop(e.heap)
-            if ver == e.version[j]:
-                e.finished(j)
+        for j in [j for j in e.running if e.end_time[j] <= e.now]:
+            e.finished(j)
 
     def after_pass(self) -> None:
         return None
@@ -155,6 +155,7 @@ def test_the_loop_runs_on_a_plugged_in_clock() -> None:
         setattr(e, kind, cls(cls.Config(), e))
     e.run()
     assert list(zip(e.first_start, e.finish, strict=True)) == [(0, 20), (20, 30)]
+    assert e.timeline.time == [0, 10, 20, 30]
 
 
 def test_live_engine_has_no_loop_of_its_own() -> None:

@@ -90,18 +90,26 @@ class Placeable(NamedTuple):
 
 
 class Clock(Protocol):
-    """How time passes and how jobs end; the one pluggable part of the loop."""
+    """How time passes and how jobs end: the one pluggable part of the loop.
+
+    ``simulated = True`` (:class:`SimClock`): the engine itself jumps to the next event
+    and ends jobs at their expected finish through heap events, with no call into the
+    clock per event (what a 1 M-job replay needs). ``simulated = False`` (the live
+    executor, or any other backend): the engine pushes no finish events and, at every
+    instant, asks the clock for the time (``wait``) and to end the jobs that ended
+    (``complete``, through :meth:`Engine.finished` / ``_stop``), and tells it when the
+    pass is over (``after_pass``).
+    """
 
     simulated: bool
-    """True: jobs end at their expected finish (the engine pushes heap events)."""
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
-        """The next instant (``due`` = next arrival / timer, INF if none), or None when
-        the run is over."""
+        """Block until the next instant: ``due`` (the next arrival or timer, INF if
+        none) or earlier if a job ends; its time, or None when the run is over."""
         ...
 
     def complete(self) -> None:
-        """Apply the completions due at ``engine.now`` (before arrivals)."""
+        """End the jobs that ended by ``engine.now`` (before arrivals)."""
         ...
 
     def after_pass(self) -> None:
@@ -110,28 +118,19 @@ class Clock(Protocol):
 
 
 class SimClock:
-    """Simulated time: jump to the next event; completions are heap events."""
+    """Simulated time: the engine jumps from event to event; jobs end at their expected
+    finish (heap events). Nothing to call per event, so no methods run."""
 
     simulated = True
 
-    def __init__(self, engine: Engine) -> None:
-        self.e = engine
-
     def wait(self, due: float, arrivals_left: bool) -> float | None:
-        return None if due == INF else due
+        raise AssertionError("the engine advances simulated time itself")
 
     def complete(self) -> None:
-        e = self.e
-        heap = e.heap
-        now = e.now
-        version = e.version
-        while heap and heap[0][0] <= now and heap[0][1] == FINISH:
-            _, _, _, _, j, ver = heapq.heappop(heap)
-            if ver == version[j]:
-                e.finished(j)
+        raise AssertionError("the engine ends simulated jobs itself")
 
     def after_pass(self) -> None:
-        return None
+        raise AssertionError("the engine runs simulated passes itself")
 
 
 class FitProbe:
@@ -274,7 +273,7 @@ class Engine:
         self.seq = 0
         self.log: list[tuple[float, str, int, Parts]] = []
         self.timeline = Timeline()
-        self.clock: Clock = clock if clock is not None else SimClock(self)
+        self.clock: Clock = clock if clock is not None else SimClock()
         self.scheduler: SchedulingPolicy
         self.placement: PlacementPolicy
         self.admission: AdmissionPolicy
@@ -435,7 +434,8 @@ class Engine:
             self.log.append((self.now, "stop", j, parts))
 
     def finished(self, j: int) -> None:
-        """Job ``j`` completed now (its work is done)."""
+        """Job ``j`` completed now (its work is done): for clocks that end jobs
+        themselves (the simulated loop does the same inline)."""
         self.remaining[j] = 0.0
         self._stop(j)
         self.finish[j] = self.now
@@ -483,7 +483,15 @@ class Engine:
         tl = self.timeline
         state = self.state
         clock = self.clock
+        sim = clock.simulated
         wait, complete, after_pass = clock.wait, clock.complete, clock.after_pass
+        version, remaining, finish, end_time = (
+            self.version,
+            self.remaining,
+            self.finish,
+            self.end_time,
+        )
+        stop = self._stop
         view = self.view
         ptr = 0
         while True:
@@ -492,12 +500,28 @@ class Engine:
             due = ta if ta < th else th
             if due > until:
                 due = INF
-            now = wait(due, ptr < n)
-            if now is None:
-                break
+            if sim:
+                if due == INF:
+                    break
+                now = due
+            else:
+                got = wait(due, ptr < n)
+                if got is None:
+                    break
+                now = got
             self.now = now
             set_now(view, now)
-            complete()
+            if sim:
+                while heap and heap[0][0] <= now and heap[0][1] == FINISH:
+                    _, _, _, _, j, ver = heappop(heap)
+                    if ver == version[j]:  # else: preempted since, a stale event
+                        remaining[j] = 0.0
+                        stop(j)
+                        finish[j] = now
+                        end_time[j] = INF
+                        sched.on_finish(j)
+            else:
+                complete()
             while ptr < n and arrival[ptr] <= now:
                 j = ptr
                 ptr += 1
@@ -523,7 +547,8 @@ class Engine:
                 tl.waiting.append(self.waiting)
                 tl.waiting_milli.append(self.waiting_milli)
                 tl.arrived_milli.append(self.arrived_milli)
-            after_pass()
+            if not sim:
+                after_pass()
 
     def result_arrays(self) -> dict[str, Any]:
         """Per-job outcome arrays (NaN where a time does not exist)."""

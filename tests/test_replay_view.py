@@ -38,7 +38,6 @@ WRITES: list[tuple[str, Any]] = [
     ("workload", lambda e, j: e.w.duration_s.__setitem__(j, 1.0)),
     ("free_np", lambda e, j: e.state.free_np.__setitem__((0, 0), MILLI)),
     ("free row", lambda e, j: e.state.free[0].__setitem__(0, MILLI)),
-    ("node_free", lambda e, j: e.state.node_free.__setitem__(0, 0)),
     ("used_milli", lambda e, j: setattr(e.state, "used_milli", 0)),
 ]
 

@@ -238,7 +238,7 @@ class ClusterState:
         for i, g in enumerate(spec.node_gpus):
             self.free_np[i, :g] = MILLI
         self.whole = list(spec.node_gpus)
-        self.node_free = array.array("q", [g * MILLI for g in spec.node_gpus])
+        self.node_free = [g * MILLI for g in spec.node_gpus]
         self.buckets: list[list[set[int]]] = [
             [set() for _ in range(gmax + 1)] for _ in spec.type_names
         ]
@@ -251,6 +251,7 @@ class ClusterState:
         """Free capacity on nodes that are partly used (see :meth:`_frag`)."""
         self.types_for_mask: dict[int, tuple[int, ...]] = {}
         self.max_whole_for_mask: dict[int, int] = {}
+        self.bucket_rows: dict[int, list[list[set[int]]]] = {}
 
     def types_of(self, mask: int) -> tuple[int, ...]:
         """Type codes allowed by ``mask`` (cached)."""
@@ -280,10 +281,12 @@ class ClusterState:
         ``ngpu`` gives the fullest node that fits, ``step = -1`` from ``gmax`` the
         emptiest. Within one count the set's iteration order decides (deterministic;
         ascending node index on small clusters)."""
-        types = self.types_of(mask)
+        rows = self.bucket_rows.get(mask)
+        if rows is None:
+            rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
         for k in range(lo, hi + step, step):
-            for t in types:
-                b = self.buckets[t][k]
+            for row in rows:
+                b = row[k]
                 if b:
                     return next(iter(b))
         return -1
@@ -382,7 +385,6 @@ class ClusterView:
         "free",
         "free_np",
         "gmax",
-        "node_free",
         "node_gpus",
         "node_ok_np",
         "node_type",
@@ -404,7 +406,6 @@ class ClusterView:
     capacity_milli: int
     free: tuple[memoryview, ...]
     free_np: npt.NDArray[np.int32]
-    node_free: npt.NDArray[np.int64]
     types_of: Callable[[int], tuple[int, ...]]
     node_ok_np: Callable[[int], npt.NDArray[np.bool_]]
     capacity_for: Callable[[int], tuple[int, int]]
@@ -424,8 +425,6 @@ class ClusterView:
         put(self, "capacity_milli", state.capacity_milli)
         put(self, "free", tuple(memoryview(r).toreadonly() for r in state.free))
         put(self, "free_np", _readonly(state.free_np))
-        nf = np.frombuffer(memoryview(state.node_free).toreadonly(), dtype=np.int64)
-        put(self, "node_free", nf)
         for name in (
             "types_of",
             "node_ok_np",
@@ -442,6 +441,12 @@ class ClusterView:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"the cluster view is read-only (cannot delete {name!r})")
+
+    @property
+    def node_free(self) -> npt.NDArray[np.int64]:
+        """Free milli-GPU per node (a fresh array: the state keeps a list, cheaper to
+        update per allocation)."""
+        return np.asarray(self._s.node_free, dtype=np.int64)
 
     @property
     def used_milli(self) -> int:

@@ -277,6 +277,8 @@ class Engine:
         self.scheduler: SchedulingPolicy
         self.placement: PlacementPolicy
         self.admission: AdmissionPolicy
+        self._finish_events = True
+        """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
         self.view = PolicyView(self)
         """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
 
@@ -341,7 +343,7 @@ class Engine:
         if self.options.departures:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
-            if self.clock.simulated:
+            if self._finish_events:
                 self.seq += 1
                 heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
         if self.options.record_log:
@@ -484,6 +486,7 @@ class Engine:
         state = self.state
         clock = self.clock
         sim = clock.simulated
+        self._finish_events = sim
         wait, complete, after_pass = clock.wait, clock.complete, clock.after_pass
         version, remaining, finish, end_time = (
             self.version,

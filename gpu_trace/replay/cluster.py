@@ -15,12 +15,13 @@ serves the vectorized policies (random, best-fit, FGD) that score every node at 
 
 from __future__ import annotations
 
+import array
 import csv
 import json
 import math
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,12 +217,14 @@ def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> C
 
 
 class ClusterState:
-    """Mutable allocation state of a cluster.
+    """Mutable allocation state of a cluster (the engine's; policies see a
+    :class:`ClusterView`).
 
-    ``free[n][g]`` is the free milli-GPU of GPU g on node n (python lists: the engine
-    reads them one at a time); ``free_np`` mirrors it for vectorized scoring (-1 marks
-    GPU slots a smaller node does not have). ``whole[n]`` counts wholly free GPUs and
-    ``buckets[t][k]`` holds the nodes of type t with exactly k wholly free GPUs.
+    ``free[n][g]`` is the free milli-GPU of GPU g on node n (``array`` rows: cheap
+    scalar access from Python and exportable as read-only memory); ``free_np`` mirrors it
+    for vectorized scoring (-1 marks GPU slots a smaller node does not have).
+    ``whole[n]`` counts wholly free GPUs and ``buckets[t][k]`` holds the nodes of type t
+    with exactly k wholly free GPUs.
     """
 
     def __init__(self, spec: ClusterSpec) -> None:
@@ -230,7 +233,7 @@ class ClusterState:
         self.gmax = gmax
         self.node_gpus = list(spec.node_gpus)
         self.node_type = list(spec.node_type)
-        self.free = [[MILLI] * g for g in spec.node_gpus]
+        self.free = [array.array("i", [MILLI] * g) for g in spec.node_gpus]
         self.free_np: npt.NDArray[np.int32] = np.full((n, gmax), -1, dtype=np.int32)
         for i, g in enumerate(spec.node_gpus):
             self.free_np[i, :g] = MILLI
@@ -248,6 +251,7 @@ class ClusterState:
         """Free capacity on nodes that are partly used (see :meth:`_frag`)."""
         self.types_for_mask: dict[int, tuple[int, ...]] = {}
         self.max_whole_for_mask: dict[int, int] = {}
+        self.bucket_rows: dict[int, list[list[set[int]]]] = {}
 
     def types_of(self, mask: int) -> tuple[int, ...]:
         """Type codes allowed by ``mask`` (cached)."""
@@ -270,6 +274,38 @@ class ClusterState:
         if not gpus.size:
             return 0, 0
         return int(gpus.max()), int(gpus.sum())
+
+    def node_with_whole(self, lo: int, hi: int, step: int, mask: int) -> int:
+        """The first node of an allowed type whose count of wholly free GPUs is ``lo``,
+        else ``lo + step``, ... up to ``hi`` (inclusive); -1 if none. ``step = 1`` from
+        ``ngpu`` gives the fullest node that fits, ``step = -1`` from ``gmax`` the
+        emptiest. Within one count the set's iteration order decides (deterministic;
+        ascending node index on small clusters)."""
+        rows = self.bucket_rows.get(mask)
+        if rows is None:
+            rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
+        for k in range(lo, hi + step, step):
+            for row in rows:
+                b = row[k]
+                if b:
+                    return next(iter(b))
+        return -1
+
+    def nodes_by_whole(self, mask: int) -> list[tuple[int, int]]:
+        """(node, wholly free GPUs) of the allowed types with any, most free first, then
+        by node index."""
+        types = self.types_of(mask)
+        out: list[tuple[int, int]] = []
+        for k in range(self.gmax, 0, -1):
+            for t in types:
+                out.extend((node, k) for node in sorted(self.buckets[t][k]))
+        return out
+
+    def whole_free(self, mask: int) -> int:
+        """Wholly free GPUs on nodes of the allowed types."""
+        s = self.buckets
+        types = self.types_of(mask)
+        return sum(k * len(s[t][k]) for t in types for k in range(1, self.gmax + 1))
 
     def _frag(self, n: int) -> int:
         f = self.node_free[n]
@@ -326,6 +362,104 @@ class ClusterState:
                 if len(out) == k:
                     break
         return out
+
+
+def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class ClusterView:
+    """What policies see of a :class:`ClusterState`: the same memory, read-only.
+
+    Arrays are non-writeable numpy views, per-node rows read-only ``memoryview`` s,
+    shapes tuples, and the queries are the state's own (non-mutating) methods; any
+    assignment raises. Costs nothing per event: the views share the state's buffers.
+    """
+
+    __slots__ = (
+        "_s",
+        "capacity_for",
+        "capacity_milli",
+        "free",
+        "free_np",
+        "gmax",
+        "node_gpus",
+        "node_ok_np",
+        "node_type",
+        "node_with_whole",
+        "nodes_by_whole",
+        "spec",
+        "type_np",
+        "types_of",
+        "whole_free",
+        "whole_parts",
+    )
+
+    _s: ClusterState
+    spec: ClusterSpec
+    gmax: int
+    node_gpus: tuple[int, ...]
+    node_type: tuple[int, ...]
+    type_np: npt.NDArray[np.int64]
+    capacity_milli: int
+    free: tuple[memoryview, ...]
+    free_np: npt.NDArray[np.int32]
+    types_of: Callable[[int], tuple[int, ...]]
+    node_ok_np: Callable[[int], npt.NDArray[np.bool_]]
+    capacity_for: Callable[[int], tuple[int, int]]
+    whole_parts: Callable[[int, int], list[tuple[int, int, int]]]
+    node_with_whole: Callable[[int, int, int, int], int]
+    nodes_by_whole: Callable[[int], list[tuple[int, int]]]
+    whole_free: Callable[[int], int]
+
+    def __init__(self, state: ClusterState) -> None:
+        put = object.__setattr__
+        put(self, "_s", state)
+        put(self, "spec", state.spec)
+        put(self, "gmax", state.gmax)
+        put(self, "node_gpus", tuple(state.node_gpus))
+        put(self, "node_type", tuple(state.node_type))
+        put(self, "type_np", _readonly(state.type_np))
+        put(self, "capacity_milli", state.capacity_milli)
+        put(self, "free", tuple(memoryview(r).toreadonly() for r in state.free))
+        put(self, "free_np", _readonly(state.free_np))
+        for name in (
+            "types_of",
+            "node_ok_np",
+            "capacity_for",
+            "whole_parts",
+            "node_with_whole",
+            "nodes_by_whole",
+            "whole_free",
+        ):
+            put(self, name, getattr(state, name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"the cluster view is read-only (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"the cluster view is read-only (cannot delete {name!r})")
+
+    @property
+    def node_free(self) -> npt.NDArray[np.int64]:
+        """Free milli-GPU per node (a fresh array: the state keeps a list, cheaper to
+        update per allocation)."""
+        return np.asarray(self._s.node_free, dtype=np.int64)
+
+    @property
+    def used_milli(self) -> int:
+        return self._s.used_milli
+
+    @property
+    def frag_milli(self) -> int:
+        return self._s.frag_milli
+
+    @property
+    def free_milli(self) -> int:
+        """Free capacity, cluster-wide (a necessary, not sufficient, condition to fit)."""
+        return self._s.capacity_milli - self._s.used_milli
 
 
 def ceil_gpus(gpus: float) -> int:

@@ -9,16 +9,26 @@ scheduling rounds, recorded start times) on one heap keyed by
 then timers, each in the order they were created, so a run is deterministic. After all
 events of an instant the scheduling policy gets exactly one ``schedule()`` call.
 
-Per-job state lives in flat Python lists (scalar access from Python is several times
-faster on lists than on numpy arrays); the cluster state keeps its own indexes.
+Per-job state lives in flat Python tuples (static columns) and ``array`` buffers
+(mutable columns; scalar access from Python is several times faster on these than on
+numpy arrays, and they can be exported read-only); the cluster state keeps its own
+indexes. Policies get a :class:`~gpu_trace.replay.view.PolicyView` of all of it, never
+the engine itself.
+
+One loop (:meth:`Engine.run`) serves simulated time and the live executor. What differs
+is the :class:`Clock`: :class:`SimClock` jumps to the next event and ends jobs at their
+expected finish (heap events); the live executor's clock sleeps until the next event or
+a worker exit on the wall clock, and a job ends when its process does.
 """
 
 from __future__ import annotations
 
+import array
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +40,7 @@ from gpu_trace.replay.policies.base import (
     PlacementPolicy,
     SchedulingPolicy,
 )
+from gpu_trace.replay.view import PolicyView, set_now
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
@@ -66,6 +77,144 @@ class Timeline:
     arrived_milli: list[int] = field(default_factory=list)
 
 
+class Placeable(NamedTuple):
+    """Answer of :meth:`Engine.placeable_after`."""
+
+    groups: int
+    """How many of the given groups of running jobs must end first (0 = fits now)."""
+    parts: Parts
+    """Where the placement policy would put the job then."""
+    hold: Parts
+    """The part of that placement that is free *now*: GPUs a job started now must leave
+    alone not to delay it (pass as ``try_start(j, hold)``)."""
+
+
+class Clock(Protocol):
+    """How time passes and how jobs end: the one pluggable part of the loop.
+
+    ``simulated = True`` (:class:`SimClock`): the engine itself jumps to the next event
+    and ends jobs at their expected finish through heap events, with no call into the
+    clock per event (what a 1 M-job replay needs). ``simulated = False`` (the live
+    executor, or any other backend): the engine pushes no finish events and, at every
+    instant, asks the clock for the time (``wait``) and to end the jobs that ended
+    (``complete``, through :meth:`Engine.finished` / ``_stop``), and tells it when the
+    pass is over (``after_pass``).
+    """
+
+    simulated: bool
+
+    def wait(self, due: float, arrivals_left: bool) -> float | None:
+        """Block until the next instant: ``due`` (the next arrival or timer, INF if
+        none) or earlier if a job ends; its time, or None when the run is over."""
+        ...
+
+    def complete(self) -> None:
+        """End the jobs that ended by ``engine.now`` (before arrivals)."""
+        ...
+
+    def after_pass(self) -> None:
+        """After the instant's scheduling pass."""
+        ...
+
+
+class SimClock:
+    """Simulated time: the engine jumps from event to event; jobs end at their expected
+    finish (heap events). Nothing to call per event, so no methods run."""
+
+    simulated = True
+
+    def wait(self, due: float, arrivals_left: bool) -> float | None:
+        raise AssertionError("the engine advances simulated time itself")
+
+    def complete(self) -> None:
+        raise AssertionError("the engine ends simulated jobs itself")
+
+    def after_pass(self) -> None:
+        raise AssertionError("the engine runs simulated passes itself")
+
+
+class FitProbe:
+    """Whether a waiting job would fit if some running jobs ended, counted on the side
+    from per-GPU free capacity (no state change). Fits = some allowed node has room for
+    it (a job larger than a node, or any job under a splitting placement: the allowed
+    nodes' wholly free GPUs together), the rule every built-in placement follows."""
+
+    __slots__ = (
+        "e",
+        "gain",
+        "hit",
+        "mask",
+        "milli",
+        "ngpu",
+        "ok",
+        "rel",
+        "single",
+        "split",
+        "total",
+    )
+
+    def __init__(self, e: Engine, j: int) -> None:
+        s = e.state
+        self.e = e
+        self.ngpu, self.milli, self.mask = e.ngpu[j], e.milli[j], e.mask[j]
+        self.single = self.ngpu <= s.gmax
+        self.split = e._split
+        self.rel: dict[tuple[int, int], int] = {}
+        self.gain: dict[int, int] = {}
+        self.total = 0
+        self.hit: tuple[int, int] | None = None
+        """(node, GPU or -1) that first made room on one node; None if not one node."""
+        if self.milli < MILLI:
+            self.ok = bool((s.free_np[s.node_ok_np(self.mask)] >= self.milli).any())
+        else:
+            self.total = s.whole_free(self.mask)
+            self.ok = (self.single and s.node_with_whole(self.ngpu, s.gmax, 1, self.mask) >= 0) or (
+                (not self.single or self.split) and self.total >= self.ngpu
+            )
+
+    def release(self, r: int) -> bool:
+        """Count running job ``r`` as ended; whether the job fits now."""
+        if self.ok:
+            return True
+        s = self.e.state
+        free, whole, ntype = s.free, s.whole, s.node_type
+        mask, milli, ngpu = self.mask, self.milli, self.ngpu
+        rel, gain = self.rel, self.gain
+        ok = False
+        for n, g, m in self.e.alloc[r]:
+            if mask != ANY_TYPE and not (mask >> ntype[n]) & 1:
+                continue
+            if m == MILLI:  # a whole GPU of r: wholly free once r ends
+                f = MILLI
+            else:
+                v = rel.get((n, g), 0) + m
+                rel[(n, g)] = v
+                f = free[n][g] + v
+            if milli < MILLI:
+                if not ok and f >= milli:
+                    ok, self.hit = True, (n, g)
+            elif f == MILLI:
+                c = gain.get(n, 0) + 1
+                gain[n] = c
+                self.total += 1
+                if not ok and self.single and whole[n] + c >= ngpu:
+                    ok, self.hit = True, (n, -1)
+                elif not ok and (not self.single or self.split) and self.total >= ngpu:
+                    ok = True
+        self.ok = ok
+        return ok
+
+    def needed(self, r: int) -> bool:
+        """Whether released job ``r`` helped make the room: it holds part of the node
+        (or GPU) that first could take the job; every released job when the room is
+        several nodes'."""
+        hit = self.hit
+        if hit is None:
+            return True
+        n, g = hit
+        return any(pn == n and (g < 0 or pg == g) for pn, pg, _ in self.e.alloc[r])
+
+
 class Engine:
     """One replay: a workload on a cluster under (admission, scheduling, placement)."""
 
@@ -75,6 +224,7 @@ class Engine:
         spec: ClusterSpec,
         options: EngineOptions,
         estimate_s: npt.NDArray[np.float64] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         w = workload
         n = w.n
@@ -85,19 +235,19 @@ class Engine:
         self.rng = np.random.default_rng(options.seed)
         self.now = 0.0
         self.estimate_s = estimate_s if estimate_s is not None else w.duration_s.copy()
-        self.arrival: list[float] = w.arrival_s.tolist()
-        self.duration: list[float] = w.duration_s.tolist()
-        self.remaining: list[float] = list(self.duration)
-        self.attained_gpu_s: list[float] = [0.0] * n
-        self.ngpu: list[int] = w.ngpu.tolist()
-        self.milli: list[int] = w.milli.tolist()
-        self.gpus: list[float] = w.gpus.tolist()
-        self.vc: list[int] = w.vc_code.tolist()
+        self.arrival: tuple[float, ...] = tuple(w.arrival_s.tolist())
+        self.duration: tuple[float, ...] = tuple(w.duration_s.tolist())
+        self.remaining = array.array("d", self.duration)
+        self.attained_gpu_s = array.array("d", bytes(8 * n))
+        self.ngpu: tuple[int, ...] = tuple(w.ngpu.tolist())
+        self.milli: tuple[int, ...] = tuple(w.milli.tolist())
+        self.gpus: tuple[float, ...] = tuple(w.gpus.tolist())
+        self.vc: tuple[int, ...] = tuple(w.vc_code.tolist())
         self.gpu_type: list[str | None] = w.frame["gpu_type"].to_list()
         masks: dict[str | None, int] = {}
-        self.mask: list[int] = [
+        self.mask: tuple[int, ...] = tuple(
             masks.setdefault(t, spec.type_mask(t)) if t else ANY_TYPE for t in self.gpu_type
-        ]
+        )
         self.vc_quota_milli: dict[int, int] = {}
         for code, name in enumerate(w.vcs):
             if name in spec.vc_quota_gpus:
@@ -105,15 +255,16 @@ class Engine:
         self.vc_used_milli: dict[int, int] = dict.fromkeys(self.vc_quota_milli, 0)
         self.first_start: list[float] = [INF] * n
         self.finish: list[float] = [INF] * n
-        self.end_time: list[float] = [INF] * n
-        self.seg_start: list[float] = [0.0] * n
+        self.end_time = array.array("d", [INF]) * n
+        self.seg_start = array.array("d", bytes(8 * n))
         self.slow: list[float] = [1.0] * n
         self.preemptions: list[int] = [0] * n
         self.first_nodes: list[int] = [0] * n
         self.alloc: dict[int, Parts] = {}
+        """Running jobs -> their allocation (keys = the running set)."""
+        self.running = self.alloc
         self.version: list[int] = [0] * n
         self.rejected: dict[int, str] = {}
-        self.running: set[int] = set()
         self.waiting = 0
         self.waiting_milli = 0
         self.arrived_milli = 0
@@ -122,9 +273,14 @@ class Engine:
         self.seq = 0
         self.log: list[tuple[float, str, int, Parts]] = []
         self.timeline = Timeline()
+        self.clock: Clock = clock if clock is not None else SimClock()
         self.scheduler: SchedulingPolicy
         self.placement: PlacementPolicy
         self.admission: AdmissionPolicy
+        self._finish_events = True
+        """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
+        self.view = PolicyView(self)
+        """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
 
     def bind(
         self,
@@ -136,12 +292,21 @@ class Engine:
         self.placement = placement
         self.admission = admission
 
+    def set_now(self, t: float) -> None:
+        self.now = t
+        set_now(self.view, t)
+
     # -- actions offered to policies ---------------------------------------------------
 
-    def try_start(self, j: int) -> bool:
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+        """Place and start job ``j`` now; False (and nothing changed) if it cannot.
+        ``hold``: capacity the placement must not use (a reservation; parts of it
+        already taken are ignored)."""
         now = self.now
         if now < self.arrival[j]:
             raise AssertionError(f"job {j} started before it arrived")
+        if j in self.alloc:
+            raise AssertionError(f"job {j} is already running")
         ngpu, milli = self.ngpu[j], self.milli[j]
         demand = ngpu * milli
         quota = self.vc_quota_milli
@@ -149,9 +314,19 @@ class Engine:
             v = self.vc[j]
             if v in quota and self.vc_used_milli[v] + demand > quota[v]:
                 return False
-        parts = self.placement.place(j, ngpu, milli, self.mask[j])
+        if hold:
+            free = self.state.free
+            held = [(n, g, min(m, free[n][g])) for n, g, m in hold if free[n][g] > 0]
+            self.state.allocate(held)
+            try:
+                parts = self.placement.place(j, ngpu, milli, self.mask[j])
+            finally:
+                self.state.release(held)
+        else:
+            parts = self.placement.place(j, ngpu, milli, self.mask[j])
         if parts is None:
             return False
+        parts = list(parts)
         self.state.allocate(parts)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
@@ -163,22 +338,96 @@ class Engine:
         self.slow[j] = slow
         self.seg_start[j] = now
         self.alloc[j] = parts
-        self.running.add(j)
         self.waiting -= 1
         self.waiting_milli -= demand
         if self.options.departures:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
-            self.seq += 1
-            heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
+            if self._finish_events:
+                self.seq += 1
+                heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
         if self.options.record_log:
             self.log.append((now, "start", j, list(parts)))
         return True
 
+    def placeable_after(
+        self, j: int, groups: Sequence[Sequence[int]], where: bool = True
+    ) -> Placeable | None:
+        """What-if for reservations and preemption: the fewest leading ``groups`` of
+        running jobs whose end lets waiting job ``j`` be placed (ignoring VC quotas);
+        None if not even all of them. With ``where``, also where the placement policy
+        would put it then (the state is released and restored exactly, integer
+        milli-GPU); without, only the count, from per-node free GPUs (no state change:
+        cheap enough to call before every preemption)."""
+        k = self._feasible_after(j, groups)
+        if k is None:
+            return None
+        if not where:
+            return Placeable(k, [], [])
+        return self._place_after(j, groups, k)
+
+    def _feasible_after(self, j: int, groups: Sequence[Sequence[int]]) -> int | None:
+        """First prefix of ``groups`` after which ``j`` fits (see :class:`FitProbe`)."""
+        probe = self.fit_probe(j)
+        if probe.ok:
+            return 0
+        for k, group in enumerate(groups, 1):
+            for r in group:
+                probe.release(r)
+            if probe.ok:
+                return k
+        return None
+
+    def fit_probe(self, j: int) -> FitProbe:
+        """A what-if counter for waiting job ``j``: release running jobs into it one by
+        one (nothing changes in the cluster) and read whether ``j`` would fit."""
+        return FitProbe(self, j)
+
+    @property
+    def _split(self) -> bool:
+        """Whether the placement splits a job across nodes when no single node fits."""
+        return bool(getattr(getattr(self.placement, "config", None), "split", False))
+
+    def _place_after(self, j: int, groups: Sequence[Sequence[int]], k: int) -> Placeable | None:
+        """Release the first ``k`` groups (then one more at a time) until the placement
+        policy places ``j``; restore the state; the placement and its part free now."""
+        state = self.state
+        place = self.placement.place
+        ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
+        alloc = self.alloc
+        released: list[Parts] = []
+        try:
+            for group in groups[:k]:
+                for r in group:
+                    released.append(alloc[r])
+                    state.release(alloc[r])
+            parts = place(j, ngpu, milli, mask)
+            for group in groups[k:]:
+                if parts is not None:
+                    break
+                k += 1
+                for r in group:
+                    released.append(alloc[r])
+                    state.release(alloc[r])
+                parts = place(j, ngpu, milli, mask)
+            if parts is None:
+                return None
+            parts = list(parts)
+            future = [state.free[n][g] for n, g, _ in parts]
+        finally:
+            for p in reversed(released):
+                state.allocate(p)
+        hold: Parts = []
+        for (n, g, m), fut in zip(parts, future, strict=True):
+            free_now = state.free[n][g]
+            take = min(free_now, max(0, m - (fut - free_now)))
+            if take > 0:
+                hold.append((n, g, take))
+        return Placeable(k, parts, hold)
+
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
         self.state.release(parts)
-        self.running.discard(j)
         if self.vc_quota_milli and self.vc[j] in self.vc_quota_milli:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
         elapsed = self.now - self.seg_start[j]
@@ -186,7 +435,18 @@ class Engine:
         if self.options.record_log:
             self.log.append((self.now, "stop", j, parts))
 
+    def finished(self, j: int) -> None:
+        """Job ``j`` completed now (its work is done): for clocks that end jobs
+        themselves (the simulated loop does the same inline)."""
+        self.remaining[j] = 0.0
+        self._stop(j)
+        self.finish[j] = self.now
+        self.end_time[j] = INF
+        self.scheduler.on_finish(j)
+
     def preempt(self, j: int) -> None:
+        if j not in self.alloc:
+            raise AssertionError(f"job {j} is not running")
         elapsed = self.now - self.seg_start[j]
         self._stop(j)
         self.remaining[j] = max(0.0, self.remaining[j] - elapsed / self.slow[j])
@@ -203,6 +463,8 @@ class Engine:
         heapq.heappush(self.heap, (max(t, self.now), TIMER, self.seq, tag, j, 0))
 
     def reject(self, j: int, reason: str) -> None:
+        if j in self.alloc or j in self.rejected:
+            raise AssertionError(f"job {j} is not waiting")
         self.rejected[j] = reason
         self.waiting -= 1
         self.waiting_milli -= self.ngpu[j] * self.milli[j]
@@ -210,34 +472,59 @@ class Engine:
     # -- the loop ------------------------------------------------------------------------
 
     def run(self, until: float = INF) -> None:
-        """Process events until none is left (or ``until``)."""
+        """Process events until none is left (or ``until``). At each instant: the
+        clock's completions, then arrivals, then timers, then one scheduling pass."""
         arrival = self.arrival
         n = len(arrival)
         heap = self.heap
         heappop = heapq.heappop
         sched = self.scheduler
         admit = self.admission.admit
-        version = self.version
         ngpu, milli = self.ngpu, self.milli
         record = self.options.record_timeline
         tl = self.timeline
         state = self.state
+        clock = self.clock
+        sim = clock.simulated
+        self._finish_events = sim
+        wait, complete, after_pass = clock.wait, clock.complete, clock.after_pass
+        version, remaining, finish, end_time = (
+            self.version,
+            self.remaining,
+            self.finish,
+            self.end_time,
+        )
+        stop = self._stop
+        view = self.view
         ptr = 0
         while True:
             ta = arrival[ptr] if ptr < n else INF
             th = heap[0][0] if heap else INF
-            now = ta if ta < th else th
-            if now == INF or now > until:
-                break
+            due = ta if ta < th else th
+            if due > until:
+                due = INF
+            if sim:
+                if due == INF:
+                    break
+                now = due
+            else:
+                got = wait(due, ptr < n)
+                if got is None:
+                    break
+                now = got
             self.now = now
-            while heap and heap[0][0] <= now and heap[0][1] == FINISH:
-                _, _, _, _, j, ver = heappop(heap)
-                if ver == version[j]:
-                    self.remaining[j] = 0.0
-                    self._stop(j)
-                    self.finish[j] = now
-                    self.end_time[j] = INF
-                    sched.on_finish(j)
+            set_now(view, now)
+            if sim:
+                while heap and heap[0][0] <= now and heap[0][1] == FINISH:
+                    _, _, _, _, j, ver = heappop(heap)
+                    if ver == version[j]:  # else: preempted since, a stale event
+                        remaining[j] = 0.0
+                        stop(j)
+                        finish[j] = now
+                        end_time[j] = INF
+                        sched.on_finish(j)
+            else:
+                complete()
             while ptr < n and arrival[ptr] <= now:
                 j = ptr
                 ptr += 1
@@ -251,17 +538,20 @@ class Engine:
                 self.waiting_milli += d
                 sched.on_arrival(j)
             while heap and heap[0][0] <= now:
-                _, _, _, tag, j, _ = heappop(heap)
-                sched.on_timer(j, tag)
+                _, kind, _, tag, j, _ = heappop(heap)
+                if kind == TIMER:
+                    sched.on_timer(j, tag)
             sched.schedule()
             if record:
                 tl.time.append(now)
                 tl.used_milli.append(state.used_milli)
                 tl.frag_milli.append(state.frag_milli)
-                tl.running.append(len(self.running))
+                tl.running.append(len(self.alloc))
                 tl.waiting.append(self.waiting)
                 tl.waiting_milli.append(self.waiting_milli)
                 tl.arrived_milli.append(self.arrived_milli)
+            if not sim:
+                after_pass()
 
     def result_arrays(self) -> dict[str, Any]:
         """Per-job outcome arrays (NaN where a time does not exist)."""

@@ -11,6 +11,7 @@ so ``replay validate`` can rebuild the identical cluster.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpu_trace.errors import GpuTraceError
@@ -37,7 +38,7 @@ class Devices:
     def spec(self) -> ClusterSpec:
         return parse_spec(self.cluster)
 
-    def ids(self, parts: list[tuple[int, int, int]]) -> list[int]:
+    def ids(self, parts: Sequence[tuple[int, int, int]]) -> list[int]:
         """Device ids of an allocation, in part order, each once (shares of one GPU)."""
         seen: list[int] = []
         for n, g, _ in parts:

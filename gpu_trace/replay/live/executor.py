@@ -2,15 +2,17 @@
 
 :class:`LiveEngine` *is* an :class:`~gpu_trace.replay.engine.Engine` (same per-job state,
 same cluster bookkeeping, same ``try_start`` / ``preempt`` / ``set_timer`` / ``reject``
-that the admission, scheduling and placement objects call), with two differences:
+that the admission, scheduling and placement objects call, through the same read-only
+view) and runs the engine's own loop (:meth:`Engine.run`); it only plugs in another
+:class:`~gpu_trace.replay.engine.Clock` (itself):
 
 - time is measured, not advanced: ``now`` = (wall seconds since the run began) x
   ``time_scale``, so every time written is in trace seconds like the simulator's;
 - a start launches a worker process pinned to its devices and a completion is that
-  process exiting, not a heap event. The engine still pushes its expected-finish events
-  (SRTF reads ``end_time``), but the loop drops them unread.
+  process exiting, not a heap event (``simulated = False``: the engine pushes no
+  expected-finish events; ``end_time`` is still kept, SRTF reads it).
 
-The loop blocks in one ``selectors`` call on the workers' pidfds (readable when the
+``wait`` blocks in one ``selectors`` call on the workers' pidfds (readable when the
 process exits) with a timeout at the next due arrival, policy timer or SIGKILL
 escalation, so the executor sleeps between events: no polling, and each wakeup is
 measured (``wake_lag`` = how late it woke; ``overhead`` = how long the pass took,
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import heapq
 import json
 import os
 import selectors
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -52,7 +53,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.engine import FINISH, INF, Engine, EngineOptions
+from gpu_trace.replay.engine import INF, Engine, EngineOptions
 from gpu_trace.replay.live.devices import Devices, parse_devices
 from gpu_trace.replay.policies import base
 from gpu_trace.replay.run import ESTIMATED, ReplayConfig, RunResult, _score, write
@@ -125,7 +126,10 @@ class _Attempt:
 
 
 class LiveEngine(Engine):
-    """The engine with real processes and a measured clock (see the module docstring)."""
+    """The engine with real processes and a measured clock (see the module docstring);
+    it is its own :class:`~gpu_trace.replay.engine.Clock`."""
+
+    simulated = False
 
     def __init__(
         self,
@@ -142,6 +146,7 @@ class LiveEngine(Engine):
         if live.time_scale <= 0:
             raise GpuTraceError("--time-scale must be positive")
         super().__init__(workload, devices.spec, options, estimate_s)
+        self.clock = self
         self.devices = devices
         self.live = live
         self.scale = float(live.time_scale)
@@ -166,11 +171,13 @@ class LiveEngine(Engine):
         self.wakeups = 0
         self.interrupted = False
         self.wall_s = 0.0
+        self._exited_now: list[_Proc] = []
+        self._wake = 0.0
 
     # -- the seams the policies call ---------------------------------------------------
 
-    def try_start(self, j: int) -> bool:
-        if not super().try_start(j):
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+        if not super().try_start(j, hold):
             return False
         self._launch(j)
         return True
@@ -282,18 +289,16 @@ class LiveEngine(Engine):
         self.procs.pop(j, None)
         self.exit_code[j] = rc
         self.ended[j] = self.now
+        self.version[j] += 1
         if rc == 0:
             att.ended_by = "finished"
-            self.remaining[j] = 0.0
-            self._stop(j)
-            self.finish[j] = self.now
-        else:
-            outcome = "crashed" if rc < 0 else "failed"
-            att.ended_by = outcome
-            self.outcome[j] = outcome
-            self._stop(j)
+            self.finished(j)
+            return
+        outcome = "crashed" if rc < 0 else "failed"
+        att.ended_by = outcome
+        self.outcome[j] = outcome
+        self._stop(j)
         self.end_time[j] = INF
-        self.version[j] += 1
         self.scheduler.on_finish(j)
 
     def _exited(self, timeout: float | None) -> list[_Proc]:
@@ -306,7 +311,7 @@ class LiveEngine(Engine):
         every = [*self.procs.values(), *self.stopping.values()]
         return [p for p in every if p.popen.poll() is not None]
 
-    # -- the loop ----------------------------------------------------------------------
+    # -- the loop: Engine.run with this clock -------------------------------------------
 
     def run(self, until: float = INF) -> None:
         """Run every job for real; returns when all ended (or on Ctrl-C)."""
@@ -314,8 +319,10 @@ class LiveEngine(Engine):
         if threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         start = time.perf_counter()
+        self.t0 = time.monotonic()
+        self.t0_unix = time.time()
         try:
-            self._loop(until)
+            super().run(until)
         except KeyboardInterrupt:
             self.interrupted = True
         finally:
@@ -324,79 +331,45 @@ class LiveEngine(Engine):
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
-    def _loop(self, until: float) -> None:
-        arrival = self.arrival
-        n = len(arrival)
-        heap = self.heap
-        sched = self.scheduler
-        admit = self.admission.admit
-        scale = self.scale
-        tl = self.timeline
-        state = self.state
-        ptr = 0
-        self.t0 = time.monotonic()
-        self.t0_unix = time.time()
-        while True:
-            while heap and heap[0][1] == FINISH:  # completions are process exits here
-                heapq.heappop(heap)
-            ta = arrival[ptr] if ptr < n else INF
-            th = heap[0][0] if heap else INF
-            due = min(ta, th)
-            if due > until:
-                due = INF
-            idle = not self.procs and not self.stopping and (not heap or not self.waiting)
-            if (ptr >= n or due == INF) and idle:
-                return
-            timeout: float | None = None
-            if due < INF:
-                timeout = max(0.0, self._wall(due) - time.monotonic())
-            if self.stopping:
-                kill = min(p.kill_at for p in self.stopping.values()) - time.monotonic()
-                timeout = max(0.0, kill) if timeout is None else min(timeout, max(0.0, kill))
-            exited = self._exited(timeout)
-            wake = time.monotonic()
-            self.wakeups += 1
-            now = (wake - self.t0) * scale
-            if due < INF and now >= due - 1e-9:
-                self.lag_s.append(max(0.0, wake - self._wall(due)))
-                now = max(now, due)
-            self.now = now
-            for proc in exited:
-                self._reap(proc)
-            for proc in list(self.stopping.values()):
-                if wake >= proc.kill_at:
-                    self._signal(proc, signal.SIGKILL)
-                    proc.kill_at = INF
-            while ptr < n and arrival[ptr] <= now:
-                j = ptr
-                ptr += 1
-                d = self.ngpu[j] * self.milli[j]
-                self.arrived_milli += d
-                reason = admit(j)
-                if reason is not None:
-                    self.rejected[j] = reason
-                    continue
-                self.waiting += 1
-                self.waiting_milli += d
-                sched.on_arrival(j)
-            while heap and heap[0][0] <= now:
-                _, kind, _, tag, j, _ = heapq.heappop(heap)
-                if kind != FINISH:
-                    sched.on_timer(j, tag)
-            sched.schedule()
-            tl.time.append(now)
-            tl.used_milli.append(state.used_milli)
-            tl.frag_milli.append(state.frag_milli)
-            tl.running.append(len(self.running))
-            tl.waiting.append(self.waiting)
-            tl.waiting_milli.append(self.waiting_milli)
-            tl.arrived_milli.append(self.arrived_milli)
-            self.overhead_s.append(time.monotonic() - wake)
+    def wait(self, due: float, arrivals_left: bool) -> float | None:
+        """Sleep until ``due`` (trace s), a worker exit or a SIGKILL escalation; the
+        measured time, or None when nothing runs and nothing is due."""
+        idle = not self.procs and not self.stopping and (not self.heap or not self.waiting)
+        if (not arrivals_left or due == INF) and idle:
+            return None
+        timeout: float | None = None
+        if due < INF:
+            timeout = max(0.0, self._wall(due) - time.monotonic())
+        if self.stopping:
+            kill = min(p.kill_at for p in self.stopping.values()) - time.monotonic()
+            timeout = max(0.0, kill) if timeout is None else min(timeout, max(0.0, kill))
+        self._exited_now = self._exited(timeout)
+        wake = self._wake = time.monotonic()
+        self.wakeups += 1
+        now = (wake - self.t0) * self.scale
+        if due < INF and now >= due - 1e-9:
+            self.lag_s.append(max(0.0, wake - self._wall(due)))
+            now = max(now, due)
+        return now
+
+    def complete(self) -> None:
+        """Reap the workers that exited (finished, failed, crashed or stopped) and
+        escalate overdue stops to SIGKILL."""
+        for proc in self._exited_now:
+            self._reap(proc)
+        self._exited_now = []
+        for proc in list(self.stopping.values()):
+            if self._wake >= proc.kill_at:
+                self._signal(proc, signal.SIGKILL)
+                proc.kill_at = INF
+
+    def after_pass(self) -> None:
+        self.overhead_s.append(time.monotonic() - self._wake)
 
     def _shutdown(self) -> None:
         """Stop every worker still alive (SIGTERM, then SIGKILL after the grace) and
         reap them, so no process outlives the executor."""
-        self.now = (time.monotonic() - self.t0) * self.scale
+        self.set_now((time.monotonic() - self.t0) * self.scale)
         for proc in list(self.procs.values()):
             self.procs.pop(proc.j)
             self._terminate(proc, "interrupted")
@@ -408,7 +381,7 @@ class LiveEngine(Engine):
                 exited = []
                 for proc in self.stopping.values():
                     proc.kill_at = 0.0
-            self.now = (time.monotonic() - self.t0) * self.scale
+            self.set_now((time.monotonic() - self.t0) * self.scale)
             for proc in exited:
                 self._reap(proc)
             for proc in list(self.stopping.values()):

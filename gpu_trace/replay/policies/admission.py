@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Fits(PolicyBase):
 
     Config = FitsConfig
 
-    def __init__(self, config: FitsConfig, engine: EngineView) -> None:
+    def __init__(self, config: FitsConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.cache: dict[int, tuple[int, int]] = {}
 

@@ -5,8 +5,9 @@
   preempted) and *when*, calling :meth:`EngineView.try_start` / :meth:`EngineView.preempt`.
 - :class:`PlacementPolicy` decides *where*: which GPUs of which nodes a job gets.
 
-Policies never touch the cluster state directly; the engine applies their decisions
-and keeps the invariants (no over-allocation, no start before arrival).
+Policies never touch the cluster state directly: they get a read-only
+:class:`~gpu_trace.replay.view.PolicyView`, the engine applies their decisions and keeps
+the invariants (no over-allocation, no start before arrival).
 
 A policy is a class with a ``Config`` dataclass (fields carry ``metadata={"help": ...}``)
 registered by name. Built-ins are listed in ``BUILTIN_*`` as ``"module:Class"`` (imported
@@ -19,16 +20,19 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import importlib
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.cluster import ClusterState
+from gpu_trace.replay.cluster import ClusterView
 from gpu_trace.replay.workload import Workload
+
+if TYPE_CHECKING:
+    from gpu_trace.replay.engine import FitProbe, Placeable
 
 Parts = list[tuple[int, int, int]]
 """An allocation: (node, GPU index, milli-GPU) triples."""
@@ -37,28 +41,54 @@ Kind = Literal["scheduler", "placement", "admission"]
 
 
 class EngineView(Protocol):
-    """What the engine offers to policies."""
+    """What the engine offers to policies: read-only state, and four actions.
 
-    now: float
-    w: Workload
-    state: ClusterState
-    estimate_s: npt.NDArray[np.float64]
-    remaining: list[float]
-    attained_gpu_s: list[float]
-    end_time: list[float]
-    seg_start: list[float]
-    ngpu: list[int]
-    milli: list[int]
-    mask: list[int]
-    gpus: list[float]
-    vc: list[int]
-    arrival: list[float]
-    running: set[int]
-    vc_quota_milli: dict[int, int]
-    rng: np.random.Generator
+    The engine hands policies a :class:`~gpu_trace.replay.view.PolicyView`: every
+    member below is read-only (tuples, read-only memoryviews / numpy views, mapping
+    proxies), so writing to it raises instead of corrupting the engine's state.
+    """
 
-    def try_start(self, j: int) -> bool:
-        """Place and start job ``j`` now; False (and nothing changed) if it cannot."""
+    @property
+    def now(self) -> float: ...
+    @property
+    def w(self) -> Workload: ...
+    @property
+    def state(self) -> ClusterView: ...
+    @property
+    def estimate_s(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def remaining(self) -> Sequence[float]: ...
+    @property
+    def attained_gpu_s(self) -> Sequence[float]: ...
+    @property
+    def end_time(self) -> Sequence[float]: ...
+    @property
+    def seg_start(self) -> Sequence[float]: ...
+    @property
+    def ngpu(self) -> Sequence[int]: ...
+    @property
+    def milli(self) -> Sequence[int]: ...
+    @property
+    def mask(self) -> Sequence[int]: ...
+    @property
+    def gpus(self) -> Sequence[float]: ...
+    @property
+    def vc(self) -> Sequence[int]: ...
+    @property
+    def arrival(self) -> Sequence[float]: ...
+    @property
+    def running(self) -> Mapping[int, Any]:
+        """Running jobs (keys) -> their allocation parts."""
+        ...
+
+    @property
+    def vc_quota_milli(self) -> Mapping[int, int]: ...
+    @property
+    def rng(self) -> np.random.Generator: ...
+
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+        """Place and start job ``j`` now; False (and nothing changed) if it cannot.
+        ``hold``: free capacity the placement must leave alone (a reservation)."""
         ...
 
     def preempt(self, j: int) -> None:
@@ -72,6 +102,34 @@ class EngineView(Protocol):
     def reject(self, j: int, reason: str) -> None:
         """Give up on waiting job ``j`` (it never runs), with a reason."""
         ...
+
+    def placeable_after(
+        self, j: int, groups: Sequence[Sequence[int]], where: bool = True
+    ) -> Placeable | None:
+        """What-if: how many leading groups of running jobs must end before waiting job
+        ``j`` can be placed, and (``where``) where it would go and which of that is free
+        now."""
+        ...
+
+    def fit_probe(self, j: int) -> FitProbe:
+        """What-if counter: release running jobs into it one by one, read whether
+        waiting job ``j`` would then fit (no state change)."""
+        ...
+
+
+class HasView(Protocol):
+    """An engine: policies built with it keep only its read-only ``view``."""
+
+    @property
+    def view(self) -> Any: ...
+
+
+def view_of(engine: EngineView | HasView) -> EngineView:
+    """The read-only view policies keep (given the engine or a view)."""
+    view = getattr(engine, "view", None)
+    if view is not None:
+        return view  # type: ignore[no-any-return]
+    return engine  # type: ignore[return-value]
 
 
 class SchedulingPolicy(Protocol):
@@ -273,9 +331,9 @@ class PolicyBase:
     preemptive: ClassVar[bool] = False
     Config: ClassVar[type[Any]] = NoConfig
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         self.config = config
-        self.e = engine
+        self.e = view_of(engine)
 
     def on_arrival(self, j: int) -> None:
         raise NotImplementedError

@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)
@@ -27,17 +27,17 @@ class FairShare(PolicyBase):
 
     Config = FairShareConfig
 
-    def __init__(self, config: FairShareConfig, engine: EngineView) -> None:
+    def __init__(self, config: FairShareConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         if config.by not in {"user", "vc"}:
             raise GpuTraceError("fairshare by must be `user` or `vc`")
-        codes = engine.w.user_code if config.by == "user" else engine.w.vc_code
+        codes = self.e.w.user_code if config.by == "user" else self.e.w.vc_code
         self.entity: list[int] = codes.tolist()
         self.lines: dict[int, deque[int]] = {}
         self.held: dict[int, int] = {}
         self.weight: dict[int, float] = {}
         if config.by == "vc":
-            for v, q in engine.vc_quota_milli.items():
+            for v, q in self.e.vc_quota_milli.items():
                 self.weight[v] = max(q, 1) / 1000.0
 
     def on_arrival(self, j: int) -> None:

@@ -25,7 +25,7 @@ import polars as pl
 
 from gpu_trace.analyses.sharing import task_classes
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import EngineView, Parts
+from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import PlacementBase
 
 
@@ -78,11 +78,9 @@ class Fgd(PlacementBase):
 
     Config = FgdConfig
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
-        self.k, self.m, self.masks, self.pop = class_arrays(
-            engine.w.frame, engine.state.spec.type_mask
-        )
+        self.k, self.m, self.masks, self.pop = class_arrays(self.e.w.frame, self.s.spec.type_mask)
         self.types = self.s.type_np
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:

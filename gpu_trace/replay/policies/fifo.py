@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, PolicyBase
+from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Fifo(PolicyBase):
 
     Config = FifoConfig
 
-    def __init__(self, config: FifoConfig, engine: EngineView) -> None:
+    def __init__(self, config: FifoConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.lines: dict[int, deque[int]] = {}
         self.first_fit = ClassedQueue(self.shape_key)
@@ -67,7 +67,7 @@ class Packing(PolicyBase):
 
     Config = PackingConfig
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.pending: list[int] = []
 

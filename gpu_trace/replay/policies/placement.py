@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterState
-from gpu_trace.replay.policies.base import EngineView, Parts
+from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterView
+from gpu_trace.replay.policies.base import EngineView, HasView, Parts, view_of
 
 
 @dataclass(frozen=True)
@@ -43,32 +43,25 @@ class PlacementBase:
 
     Config: Any = ConsolidateConfig
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         self.config = config
-        self.e = engine
-        self.s: ClusterState = engine.state
+        self.e = view_of(engine)
+        self.s: ClusterView = self.e.state
 
     def gather(self, need: int, mask: int) -> Parts | None:
-        """Fewest nodes: take wholly free GPUs from the nodes with the most of them."""
+        """Fewest nodes: take wholly free GPUs from the nodes with the most of them
+        (ties: lowest node index)."""
         s = self.s
-        types = s.types_of(mask)
-        have = sum(k * len(s.buckets[t][k]) for t in types for k in range(1, s.gmax + 1))
-        if have < need:
+        if s.whole_free(mask) < need:
             return None
         parts: Parts = []
-        taken: set[int] = set()
         rem = need
-        for k in range(s.gmax, 0, -1):
-            for t in types:
-                for node in sorted(s.buckets[t][k]):
-                    if node in taken:
-                        continue
-                    take = min(k, rem)
-                    parts.extend(s.whole_parts(node, take))
-                    taken.add(node)
-                    rem -= take
-                    if rem == 0:
-                        return parts
+        for node, k in s.nodes_by_whole(mask):
+            take = min(k, rem)
+            parts.extend(s.whole_parts(node, take))
+            rem -= take
+            if rem == 0:
+                return parts
         return None
 
     def fits_np(self, ngpu: int, milli: int, mask: int) -> npt.NDArray[np.bool_]:
@@ -114,12 +107,9 @@ class Consolidate(PlacementBase):
             node = flat // s.gmax
             return [(node, flat % s.gmax, milli)]
         if ngpu <= s.gmax:
-            types = s.types_of(mask)
-            for k in range(ngpu, s.gmax + 1):
-                for t in types:
-                    b = s.buckets[t][k]
-                    if b:
-                        return s.whole_parts(next(iter(b)), ngpu)
+            node = s.node_with_whole(ngpu, s.gmax, 1, mask)
+            if node >= 0:
+                return s.whole_parts(node, ngpu)
             if ngpu <= self.max_single(mask):
                 return None
         return self.gather(ngpu, mask)
@@ -140,16 +130,13 @@ class Spread(PlacementBase):
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
         if milli >= MILLI and ngpu <= s.gmax:
-            types = s.types_of(mask)
-            for k in range(s.gmax, ngpu - 1, -1):
-                for t in types:
-                    b = s.buckets[t][k]
-                    if b:
-                        return s.whole_parts(next(iter(b)), ngpu)
+            node = s.node_with_whole(s.gmax, ngpu, -1, mask)
+            if node >= 0:
+                return s.whole_parts(node, ngpu)
         elif milli < MILLI:
             fits = self.fits_np(1, milli, mask)
             if fits.any():
-                node = int(np.argmax(np.where(fits, np.asarray(s.node_free), -1)))
+                node = int(np.argmax(np.where(fits, s.node_free, -1)))
                 return self.on_node(node, 1, milli, best_gpu=False)
             return None
         if ngpu > s.gmax or self.config.split:
@@ -169,7 +156,7 @@ class BestFit(PlacementBase):
         fits = self.fits_np(ngpu, milli, mask)
         if not fits.any():
             return self.gather(ngpu, mask) if self.config.split else None
-        left = np.where(fits, np.asarray(s.node_free), np.iinfo(np.int64).max)
+        left = np.where(fits, s.node_free, np.iinfo(np.int64).max)
         return self.on_node(int(np.argmin(left)), ngpu, milli)
 
 

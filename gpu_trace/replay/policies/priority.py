@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, PolicyBase
+from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
 ROUND = 1
 DEMOTE = 2
@@ -42,7 +42,7 @@ class NoOptions:
 
 
 class _NonPreemptive(PolicyBase):
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.queue = ClassedQueue(self.shape_key)
 
@@ -116,13 +116,20 @@ class TiresiasConfig(LasConfig):
 class _Preemptive(PolicyBase):
     preemptive = True
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.queue = ClassedQueue(self.shape_key)
         self.run_heap: list[tuple[Any, int, int]] = []
         self.stamp: dict[int, int] = {}
         self.round_set = False
         self.last_round = -math.inf
+        self.epoch = 0
+        """Bumped when a job ends or is preempted, or a running job's rank drops: the
+        only events that can give a waiting job room it could not get by preemption (a
+        start takes capacity, and if the job outranks it, releasing it gives no more)."""
+        self.no_room: tuple[Any, ...] | None = None
+        """(job, key, epoch) of the last best job that preempting could not place: until
+        the epoch moves, trying again gives the same answer."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         raise NotImplementedError
@@ -140,6 +147,9 @@ class _Preemptive(PolicyBase):
 
     def requeued(self, j: int) -> None:
         """Hook after a preempted job is back in the wait queue."""
+
+    def on_finish(self, j: int) -> None:
+        self.epoch += 1
 
     def _push_running(self, j: int) -> None:
         st = self.stamp.get(j, 0) + 1
@@ -192,21 +202,31 @@ class _Preemptive(PolicyBase):
             if best is None:
                 return
             bkey, b = best
-            need = e.ngpu[b] * e.milli[b]
-            free = e.state.capacity_milli - e.state.used_milli
-            victims: list[tuple[Any, int, int]] = []
-            gain = 0
-            while free + gain < need:
-                w = self._worst_running()
-                if w is None or not bkey < self.run_key(w):
-                    break
-                entry = heapq.heappop(self.run_heap)
-                victims.append(entry)
-                gain += e.ngpu[w] * e.milli[w]
-            if free + gain < need:
-                for entry in victims:
-                    heapq.heappush(self.run_heap, entry)
+            memo = (b, bkey, self.epoch)
+            if memo == self.no_room:
                 return
+            # count running jobs it outranks as stopped, worst first, until some node
+            # could hold it
+            probe = e.fit_probe(b)
+            victims: list[tuple[Any, int, int]] = []
+            while not probe.ok:
+                w = self._outranked_worst(bkey)
+                if w is None:
+                    break
+                victims.append(heapq.heappop(self.run_heap))
+                probe.release(w)
+            if probe.ok:
+                # only the ones that make the room: those on the node it will get
+                spared = [v for v in victims if not probe.needed(v[1])]
+                victims = [v for v in victims if probe.needed(v[1])]
+            else:
+                spared = victims
+            for entry in spared:
+                heapq.heappush(self.run_heap, entry)
+            if not probe.ok:
+                self.no_room = memo
+                return
+            self.epoch += 1
             for _, victim, _ in victims:
                 e.preempt(victim)
                 self.queue.push(self.wait_key(victim), victim)
@@ -219,6 +239,13 @@ class _Preemptive(PolicyBase):
             self.queue.fill(self._start)
             if not started:
                 return
+
+    def _outranked_worst(self, bkey: tuple[Any, ...]) -> int | None:
+        """The worst running job if the waiting key ``bkey`` outranks it."""
+        w = self._worst_running()
+        if w is None or not bkey < self.run_key(w):
+            return None
+        return w
 
 
 class Srtf(_Preemptive):
@@ -243,7 +270,7 @@ class Las(_Preemptive):
 
     Config = LasConfig
 
-    def __init__(self, config: Any, engine: EngineView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.armed: dict[int, float] = {}
         self.offset: dict[int, float] = {}
@@ -320,6 +347,7 @@ class Las(_Preemptive):
         if tag == ROUND:
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
+            self.epoch += 1
             self._push_running(j)
             self._arm(j)
         elif tag == STARVE and self.starve_at.get(j) == self.e.now:

@@ -14,7 +14,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 START = 3
 
@@ -29,9 +29,9 @@ class Recorded(PolicyBase):
 
     Config = RecordedConfig
 
-    def __init__(self, config: RecordedConfig, engine: EngineView) -> None:
+    def __init__(self, config: RecordedConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
-        w = engine.w
+        w = self.e.w
         raw_arrival = (w.arrival_s * w.load_factor).tolist()
         rec = w.recorded_start_s.tolist()
         self.delay = [

@@ -216,10 +216,12 @@ def fragmentation_per_source(
         .select("source", "dataset")
         .iter_rows()
     ):
-        classes = task_classes(jobs.filter(pl.col("source") == source))
+        classes = task_classes(jobs.filter(pl.col("source") == source)).collect()
+        if not classes.height:
+            continue  # no request mix (a source with machines but no jobs): nothing to score
         nodes = gpu_machines.filter((pl.col("source") == source) & (pl.col("dataset") == dataset))
         parts.append(
-            fragmentation_by_type(fragmentation(nodes, classes))
+            fragmentation_by_type(fragmentation(nodes, classes.lazy()))
             .collect()
             .select(pl.lit(source).alias("source"), pl.lit(dataset).alias("inventory"), pl.all())
         )

@@ -284,6 +284,8 @@ def policies() -> None:
         for name in base.names(kind):
             cls = base.get(kind, name)
             doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            if kind == "scheduler" and base.needs_estimates(name):
+                doc += f" [reads estimates; {name}{xp.ORACLE_SUFFIX} = true durations]"
             lines.append(f"  {name:<12} {doc}")
             for field_name, default, help_text in base.config_help(cls.Config):
                 lines.append(f"      {field_name} = {default}  {help_text}")

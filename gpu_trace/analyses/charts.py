@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from gpu_trace.analyses.arrivals import CLOCK_SINCE_START
+
 MAX_POINTS = 4000
 WIDTH = 640
 
@@ -30,6 +32,26 @@ def _label(frame: pl.DataFrame, *cols: str) -> pl.DataFrame:
     return frame.with_columns(
         pl.concat_str([pl.col(c).cast(pl.String) for c in present], separator="/").alias("series")
     )
+
+
+def _clock_axis(frame: pl.DataFrame, local: str) -> tuple[pl.DataFrame, str]:
+    """Axis title for hour / weekday charts, and series labels that say "since trace
+    start" for relative-time traces (whose 1970 "hours" are not a clock)."""
+    if "clock" not in frame.columns:
+        return frame, local
+    rel = pl.col("clock") == CLOCK_SINCE_START
+    clocks = set(frame["clock"].unique().to_list())
+    labelled = frame.with_columns(
+        pl.when(rel)
+        .then(pl.col("series") + pl.lit(" (since trace start)"))
+        .otherwise(pl.col("series"))
+        .alias("series")
+    )
+    if clocks == {CLOCK_SINCE_START}:
+        return labelled, local.replace("local ", "") + " since trace start"
+    if CLOCK_SINCE_START in clocks:
+        return labelled, local + " (or since trace start, where marked)"
+    return frame, local
 
 
 def status_shares(summary: pl.DataFrame) -> alt.Chart:
@@ -66,9 +88,15 @@ def status_shares(summary: pl.DataFrame) -> alt.Chart:
 def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart:
     """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom."""
     frame = thin(_label(series, "source", group if group in series.columns else "cluster"))
+    title = None
+    if "source" in frame.columns and "time" in frame.columns and frame.height:
+        # relative-time traces start at 1970-01-01: say so rather than show a 1970 date
+        first = frame.select(pl.col("time").min()).item()
+        if first is not None and first.year == 1970:
+            title = "time since trace start (shown from 1970-01-01)"
     brush = alt.selection_interval(encodings=["x"])
     base = alt.Chart(frame).encode(
-        x=alt.X("time:T", title=None),
+        x=alt.X("time:T", title=title),
         y=alt.Y("allocation_pct:Q", title="GPUs allocated (%)"),
         color=alt.Color("series:N", title=None),
         tooltip=[
@@ -89,17 +117,19 @@ def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart
 
 def diurnal(profile: pl.DataFrame) -> alt.Chart:
     """Mean allocation by local hour of day, one line per trace."""
+    keys = ["series", "clock"] if "clock" in profile.columns else ["series"]
     frame = (
         _label(profile, "source", "cluster")
-        .group_by("series", "hour")
+        .group_by(*keys, "hour")
         .agg(pl.col("allocation_pct").mean())
-        .sort("series", "hour")
+        .sort(*keys, "hour")
     )
+    frame, title = _clock_axis(frame, "local hour of day")
     return (
         alt.Chart(frame)
         .mark_line(point=True)
         .encode(
-            x=alt.X("hour:O", title="local hour of day"),
+            x=alt.X("hour:O", title=title),
             y=alt.Y("allocation_pct:Q", title="GPUs allocated (%)"),
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "hour:O", alt.Tooltip("allocation_pct:Q", format=".1f")],
@@ -207,13 +237,19 @@ def lorenz(curve: pl.DataFrame) -> alt.Chart:
 
 def arrivals_heatmap(weekly: pl.DataFrame) -> alt.Chart:
     """Mean submissions per local weekday x hour (one panel per trace)."""
-    frame = _label(weekly, "source", "cluster")
+    frame, title = _clock_axis(_label(weekly, "source", "cluster"), "local hour")
+    since_only = title.endswith("since trace start")
     return (
         alt.Chart(frame)
         .mark_rect()
         .encode(
-            x=alt.X("hour:O", title="local hour"),
-            y=alt.Y("weekday:O", title="weekday (1 = Mon)"),
+            x=alt.X("hour:O", title=title),
+            y=alt.Y(
+                "weekday:O",
+                title="day since trace start (mod 7, 1 = first)"
+                if since_only
+                else "weekday (1 = Mon)",
+            ),
             color=alt.Color("jobs_per_hour:Q", title="jobs / hour"),
             row=alt.Row("series:N", title=None),
             tooltip=[

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from gpu_trace.analyses.arrivals import clock, weekday_of
 from gpu_trace.analyses.definitions import freq_to_polars
 
 BASIS_PREFERENCE = ("published", "inferred_util", "inferred_jobs", "machine_list")
@@ -208,14 +209,16 @@ def local_time(tz_by_source: dict[str, str | None]) -> pl.Expr:
 
 def profiles(series: pl.LazyFrame, tz_by_source: dict[str, str | None]) -> pl.LazyFrame:
     """Diurnal x weekday profile of a series: mean ``allocation_pct`` by source, cluster,
-    local day of week (1 = Monday) and local hour of day."""
+    local day of week (1 = Monday) and local hour of day; for relative-time sources
+    (``clock`` = since trace start) days and hours since trace start instead."""
     return (
         series.with_columns(local_time(tz_by_source))
         .with_columns(
-            pl.col("local_time").dt.weekday().alias("weekday"),
+            weekday_of(pl.col("local_time").dt.date(), tz_by_source).alias("weekday"),
             pl.col("local_time").dt.hour().alias("hour"),
+            clock(tz_by_source),
         )
-        .group_by("source", "cluster", "weekday", "hour")
+        .group_by("source", "cluster", "clock", "weekday", "hour")
         .agg(pl.col("allocation_pct").mean(), pl.col("allocated_gpus").mean())
         .sort("source", "cluster", "weekday", "hour")
     )

@@ -194,6 +194,44 @@ def fragmentation_by_type(frag: pl.LazyFrame) -> pl.LazyFrame:
     ).with_columns((100 * pl.col("fragmented_gpus") / pl.col("free_gpus")).alias("fragmented_pct"))
 
 
+def fragmentation_per_source(
+    jobs: pl.LazyFrame, machines: pl.LazyFrame, inventory: str | None = None
+) -> pl.DataFrame:
+    """:func:`fragmentation_by_type` for each source with GPU machines, on its own
+    inventory (``inventory``, else its largest) and its own jobs' request mix, with
+    ``source`` and ``inventory`` columns: one source's machines are never scored with
+    another source's tasks."""
+    gpu_machines = machines.filter(pl.col("gpus") > 0)
+    if inventory is not None:
+        gpu_machines = gpu_machines.filter(pl.col("dataset") == inventory)
+    sizes = (
+        gpu_machines.group_by("source", "dataset")
+        .agg(pl.col("gpus").sum())
+        .sort(["source", "gpus", "dataset"], descending=[False, True, False])
+        .collect()
+    )
+    parts = []
+    for source, dataset in (
+        sizes.unique("source", keep="first", maintain_order=True)
+        .select("source", "dataset")
+        .iter_rows()
+    ):
+        classes = task_classes(jobs.filter(pl.col("source") == source)).collect()
+        if not classes.height:
+            continue  # no request mix (a source with machines but no jobs): nothing to score
+        nodes = gpu_machines.filter((pl.col("source") == source) & (pl.col("dataset") == dataset))
+        parts.append(
+            fragmentation_by_type(fragmentation(nodes, classes.lazy()))
+            .collect()
+            .select(pl.lit(source).alias("source"), pl.lit(dataset).alias("inventory"), pl.all())
+        )
+    if not parts:
+        return pl.DataFrame(
+            schema={"source": pl.String, "inventory": pl.String, "gpu_type": pl.String}
+        )
+    return pl.concat(parts, how="vertical_relaxed")
+
+
 def qos_phase_mix(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
     """Jobs by QoS class and by the source's own status (openb pod phase)."""
     return (

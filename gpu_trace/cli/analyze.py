@@ -225,7 +225,8 @@ def arrivals(
     output: OutputOpt = None,
     max_rows: MaxRowsOpt = 100,
 ) -> None:
-    """Submissions per local hour of day (and day of week), in each trace's time zone."""
+    """Submissions per local hour of day (and day of week), in each trace's time zone;
+    relative-time traces count hours / days since trace start (`clock` column)."""
     inp = _inputs(store, source)
     frame = arr.arrivals(inp.jobs, inp.tz) if weekly else arr.hourly_profile(inp.jobs, inp.tz)
     _run(frame, fmt, output, max_rows)
@@ -267,28 +268,21 @@ def fragmentation(
     store: StoreOpt = None,
     source: SourceOpt = None,
     inventory: Annotated[
-        str | None, typer.Option(help="Machine inventory (dataset) to use; default: the largest.")
+        str | None,
+        typer.Option(help="Machine inventory (dataset) to use; default: each source's largest."),
     ] = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     max_rows: MaxRowsOpt = 100,
 ) -> None:
-    """Expected unallocatable GPUs on an empty cluster given the request mix (FGD measure)."""
+    """Expected unallocatable GPUs on an empty cluster given the request mix (FGD measure),
+    per source (its own inventory and its own jobs; `source` and `inventory` columns)."""
     inp = _inputs(store, source)
-    machines = inp.machines
-    if inventory is None:
-        sizes = (
-            machines.group_by("dataset")
-            .agg(pl.col("gpus").sum())
-            .sort("gpus", "dataset", descending=[True, False])
-            .collect()
-        )
-        if sizes.height == 0:
-            raise GpuTraceError("no machine inventory in the store")
-        inventory = str(sizes["dataset"][0])
-    machines = machines.filter(pl.col("dataset") == inventory)
-    frag = shr.fragmentation(machines, shr.task_classes(inp.jobs))
-    _run(shr.fragmentation_by_type(frag), fmt, output, max_rows)
+    table = shr.fragmentation_per_source(inp.jobs, inp.machines, inventory)
+    if table.height == 0:
+        what = f"inventory {inventory!r}" if inventory else "machine inventory"
+        raise GpuTraceError(f"no {what} with GPUs in the store")
+    _run(table, fmt, output, max_rows)
 
 
 @app.command()

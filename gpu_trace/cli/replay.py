@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import polars as pl
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli._boundary import domain_errors, err, fail
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.cli.output import Format, emit
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import interchange
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.run import ReplayConfig, run
+from gpu_trace.replay.run import ReplayConfig, one_experiment, run
+from gpu_trace.replay.run import compare as compare_runs
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.scan import scan
 
@@ -42,6 +47,26 @@ SUMMARY_COLUMNS = [
     "wall_s",
 ]
 
+COMPARE_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "jobs_skipped"]
+"""One row per policy; the shared job counts are printed once, with the experiment."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def usage_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Bad policy / placement / option names end the command with one line, exit 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except xp.UsageError as exc:
+            raise fail(str(exc).replace("[", "\\[").splitlines()[0], 2) from None
+
+    return wrapper
+
+
 SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
 ClusterOpt = Annotated[
     str | None,
@@ -66,7 +91,7 @@ def _opts(items: list[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep:
-            raise GpuTraceError(f"option {item!r} is not KEY=VALUE")
+            raise xp.UsageError(f"option {item!r} is not KEY=VALUE")
         if key.startswith("placement."):
             place[key.removeprefix("placement.")] = value
         else:
@@ -79,18 +104,39 @@ def _window(text: str | None) -> tuple[str | None, str | None]:
         return None, None
     start, sep, end = text.partition("..")
     if not sep:
-        raise GpuTraceError("--window must be START..END (either side may be empty)")
+        raise xp.UsageError("--window must be START..END (either side may be empty)")
     return start or None, end or None
 
 
 def _cluster(cluster: str | None, gpus: str | None) -> str:
     if cluster and gpus:
-        raise GpuTraceError("give --cluster or --gpus, not both")
+        raise xp.UsageError("give --cluster or --gpus, not both")
     return gpus or cluster or "from-trace"
+
+
+def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
+    """(scheduler, oracle, options): ``qssf-oracle`` or ``-o oracle=true`` give an
+    estimating policy the true durations."""
+    scheduler, oracle = xp.parse_scheduler(name)
+    opts = dict(sched_opts)
+    flag = str(opts.pop("oracle", "false")).lower()
+    if flag not in {"true", "false", "1", "0", "yes", "no"}:
+        raise xp.UsageError(f"option oracle={flag!r} is not true or false")
+    if flag in {"true", "1", "yes"}:
+        if not base.needs_estimates(scheduler):
+            raise xp.UsageError(f"-o oracle applies to policies that read estimates, not {name}")
+        oracle = True
+    return scheduler, oracle, opts
+
+
+def _print_experiment(runs: pl.DataFrame) -> None:
+    """The shared experiment of ``runs``, once (stderr: the table stays parseable)."""
+    err.print(xp.describe(runs.row(0, named=True)), markup=False)
 
 
 @app.command("run")
 @domain_errors
+@usage_errors
 def run_cmd(
     source: SourceArg,
     store: StoreOpt = None,
@@ -120,10 +166,12 @@ def run_cmd(
 ) -> None:
     """Replay one source under one policy; results go to the store and --out."""
     sched_opts, place_opts = _opts(option)
+    scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
     config = ReplayConfig(
         source=source,
-        scheduler="packing" if packing else policy,
+        scheduler=scheduler,
+        oracle=oracle,
         placement=placement,
         scheduler_options=sched_opts,
         placement_options=place_opts,
@@ -140,6 +188,7 @@ def run_cmd(
         run_id=run_id,
     )
     result = run(resolve_store(store), config, out)
+    _print_experiment(result.runs)
     if result.accuracy is not None:
         a = result.accuracy
         err.print(
@@ -153,6 +202,7 @@ def run_cmd(
 
 @app.command()
 @domain_errors
+@usage_errors
 def compare(
     source: SourceArg,
     store: StoreOpt = None,
@@ -165,39 +215,61 @@ def compare(
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    estimator: Annotated[
+        str, typer.Option(help="model or oracle, for policies that read estimates.")
+    ] = "model",
+    option: OptionOpt = None,
     by: Annotated[
         str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
-    """Replay under every policy x placement and print one row per run."""
+    """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
+    load, seed; when a policy trains the estimator, its training split applies to all)
+    and print one row per run. Every name and option is checked before anything runs."""
     from gpu_trace.replay.metrics import breakdown
 
+    if by not in {None, "user", "vc"}:
+        raise xp.UsageError(f"--by must be user or vc, not {by!r}")
+    sched_opts, place_opts = _opts(option)
     start, end = _window(window)
-    rows = []
-    parts = []
-    for p in [x.strip() for x in policies.split(",") if x.strip()]:
-        for pl_name in [x.strip() for x in placements.split(",") if x.strip()]:
-            config = ReplayConfig(
-                source=source,
-                scheduler=p,
-                placement=pl_name,
-                cluster=_cluster(cluster, gpus),
-                load=load,
-                window_start=start,
-                window_end=end,
-                seed=seed,
-            )
-            result = run(resolve_store(store), config)
-            rows.append(result.runs.select(SUMMARY_COLUMNS))
-            if by:
-                parts.append(
-                    breakdown(result.jobs, by).with_columns(
-                        pl.lit(p).alias("scheduler"), pl.lit(pl_name).alias("placement")
-                    )
+    names = [x.strip() for x in policies.split(",") if x.strip()]
+    places = [x.strip() for x in placements.split(",") if x.strip()]
+    if not names or not places:
+        raise xp.UsageError("--policies and --placements need at least one name each")
+    configs = []
+    for p in names:
+        scheduler, oracle, opts = _policy(p, sched_opts)
+        for pl_name in places:
+            configs.append(
+                ReplayConfig(
+                    source=source,
+                    scheduler=scheduler,
+                    oracle=oracle,
+                    placement=pl_name,
+                    scheduler_options=opts,
+                    placement_options=place_opts,
+                    cluster=_cluster(cluster, gpus),
+                    load=load,
+                    window_start=start,
+                    window_end=end,
+                    estimator=estimator,
+                    seed=seed,
                 )
-    emit(pl.concat(rows), fmt)
+            )
+    one_experiment(configs)  # every name and option, before the first run is stored
+    results = compare_runs(resolve_store(store), configs)
+    runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
+    _print_experiment(runs)
+    emit(runs.select(COMPARE_COLUMNS), fmt)
     if by:
+        parts = [
+            breakdown(r.jobs, by).with_columns(
+                pl.lit(r.config.label()).alias("scheduler"),
+                pl.lit(r.config.placement).alias("placement"),
+            )
+            for r in results
+        ]
         emit(pl.concat(parts), fmt)
 
 
@@ -212,6 +284,8 @@ def policies() -> None:
         for name in base.names(kind):
             cls = base.get(kind, name)
             doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            if kind == "scheduler" and base.needs_estimates(name):
+                doc += f" [reads estimates; {name}{xp.ORACLE_SUFFIX} = true durations]"
             lines.append(f"  {name:<12} {doc}")
             for field_name, default, help_text in base.config_help(cls.Config):
                 lines.append(f"      {field_name} = {default}  {help_text}")
@@ -229,7 +303,14 @@ def export_cmd(
     """Export a source's jobs to another simulator's trace format."""
     jobs = scan(resolve_store(store), "jobs", [source]).collect()
     n = interchange.export(jobs, fmt, output)
-    err.print(f"wrote {n} jobs to {output}")
+    skipped = interchange.export_skipped(jobs)
+    why = ", ".join(f"{k} {v:,}" for k, v in skipped.items())
+    left = sum(skipped.values())
+    err.print(
+        f"wrote {n:,} of {jobs.height:,} jobs to {output}; skipped {left:,}"
+        + (f" ({why})" if why else ""),
+        markup=False,
+    )
 
 
 LIVE_COLUMNS = [
@@ -254,6 +335,7 @@ LIVE_COLUMNS = [
 
 @app.command("live")
 @domain_errors
+@usage_errors
 def live_cmd(
     source: SourceArg,
     out: Annotated[Path, typer.Option("--out", help="Run directory (required).")],
@@ -296,9 +378,11 @@ def live_cmd(
     from gpu_trace.replay.live.executor import LiveOptions, live_from_store
 
     sched_opts, place_opts = _opts(option)
+    scheduler, oracle, sched_opts = _policy(policy, sched_opts)
     config = ReplayConfig(
         source=source,
-        scheduler=policy,
+        scheduler=scheduler,
+        oracle=oracle,
         placement=placement,
         scheduler_options=sched_opts,
         placement_options=place_opts,
@@ -307,8 +391,7 @@ def live_cmd(
         restore_s=restore_s,
         run_id=run_id,
     )
-    if run_id is None:
-        config = dataclasses.replace(config, run_id=_live_id(config, devices))
+    config.validate()
     live = LiveOptions(
         devices=devices,
         time_scale=time_scale,
@@ -320,6 +403,8 @@ def live_cmd(
         telemetry=telemetry,
         keep_gpu_type=keep_gpu_type,
     )
+    if run_id is None:
+        config = dataclasses.replace(config, run_id=_live_id(config, live))
     result = live_from_store(resolve_store(store), config, live, out)
     if result.engine.interrupted:
         err.print("interrupted: workers stopped, results so far written")
@@ -355,8 +440,15 @@ def validate_cmd(
     emit(summary, fmt)
 
 
-def _live_id(config: ReplayConfig, devices: str) -> str:
-    """``live-<scheduler>-<placement>-<hash>-<devices>``: the sim id with the devices,
-    slug-safe (the store uses it as a dataset name)."""
-    slug = devices.replace(":", "").replace(",", "_")
-    return f"live-{config.resolved_run_id()}-{slug}"
+def _live_id(config: ReplayConfig, live: Any) -> str:
+    """``live-<scheduler>-<placement>-<hash>-<devices>``, the hash over every option
+    that defines the run (the replay config and all live options: --jobs, --time-scale,
+    --dataset, --fail-rate, ...), slug-safe (the store uses it as a dataset name)."""
+    blob = json.dumps(
+        {"replay": dataclasses.asdict(config), "live": dataclasses.asdict(live)},
+        sort_keys=True,
+        default=str,
+    ).encode()
+    slug = live.devices.replace(":", "").replace(",", "_")
+    digest = hashlib.sha256(blob).hexdigest()[:8]
+    return f"live-{config.label()}-{config.placement}-{digest}-{slug}"

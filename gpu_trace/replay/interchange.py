@@ -120,6 +120,52 @@ def read_gavel(path: Path, dataset: str = "gavel", step_s: float | None = None) 
     return _canonical(out, "gavel", dataset)
 
 
+def export_skipped(jobs: pl.DataFrame) -> dict[str, int]:
+    """{reason: jobs} that :func:`export` leaves out (every format needs a submit time
+    and a run time; openb pods still Pending have no run time)."""
+    reason = (
+        pl.when(pl.col("submit_time").is_null())
+        .then(pl.lit("no submit_time"))
+        .when(pl.col("run_s").is_null())
+        .then(pl.lit("no run_s (never started or end unknown)"))
+    )
+    counts = (
+        jobs.select(reason.alias("reason")).drop_nulls().group_by("reason").len().sort("reason")
+    )
+    return {str(r): int(n) for r, n in counts.iter_rows()}
+
+
+STATUS_PHASE = {"completed": "Succeeded", "failed": "Failed", "running": "Running"}
+"""Canonical status -> Kubernetes pod phase, for sources whose raw status is not one."""
+PHASES = ("Succeeded", "Failed", "Running", "Pending")
+
+
+def _openb_values(df: pl.DataFrame) -> pl.DataFrame:
+    """cpu_milli, memory_mib, pod_phase, qos from the jobs row: openb rows keep their
+    raw pod phase; others map the canonical status (unknown -> Succeeded, the job ran)."""
+    have = df.columns
+
+    def col(name: str, dtype: pl.DataType) -> pl.Expr:
+        return pl.col(name) if name in have else pl.lit(None, dtype)
+
+    raw = col("raw_status", pl.String())
+    phase = (
+        pl.when(raw.is_in(PHASES))
+        .then(raw)
+        .otherwise(col("status", pl.String()).replace_strict(STATUS_PHASE, default="Succeeded"))
+    )
+    return df.with_columns(
+        (col("cpus", pl.Float64()) * 1000).round(0).cast(pl.Int64).fill_null(0).alias("cpu_milli"),
+        (col("mem_bytes", pl.Float64()) / 2**20)
+        .round(0)
+        .cast(pl.Int64)
+        .fill_null(0)
+        .alias("memory_mib"),
+        phase.alias("pod_phase"),
+        col("qos", pl.String()).fill_null("LS").alias("qos"),
+    )
+
+
 def _offsets(jobs: pl.DataFrame) -> pl.DataFrame:
     first = jobs["submit_time"].min()
     return (
@@ -133,7 +179,8 @@ def _offsets(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
     """Write ``jobs`` in ``fmt`` (tiresias, chronus, gavel, gavel10, openb); returns rows.
-    Jobs without submit time or run time cannot be expressed and are left out."""
+    Jobs without submit time or run time cannot be expressed and are left out
+    (:func:`export_skipped` counts them by reason)."""
     df = _offsets(jobs)
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt in {"tiresias", "chronus"}:
@@ -176,19 +223,23 @@ def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
         return out.height
     if fmt == "openb":
         milli = (pl.col("gpus") * 1000).round(0).cast(pl.Int64)
-        out = df.select(
-            pl.col("job_id").alias("name"),
-            pl.lit(0).alias("cpu_milli"),
-            pl.lit(0).alias("memory_mib"),
-            pl.col("gpus").ceil().cast(pl.Int64).alias("num_gpu"),
-            pl.when(pl.col("gpus") < 1).then(milli).otherwise(1000).alias("gpu_milli"),
-            pl.col("gpu_type").fill_null("").alias("gpu_spec"),
-            pl.lit("LS").alias("qos"),
-            pl.lit("Succeeded").alias("pod_phase"),
-            pl.col("_t").round(0).cast(pl.Int64).alias("creation_time"),
-            (pl.col("_t") + pl.col("run_s")).round(0).cast(pl.Int64).alias("deletion_time"),
-            pl.col("_t").round(0).cast(pl.Int64).alias("scheduled_time"),
-        ).select(POD_COLUMNS)
+        out = (
+            _openb_values(df)
+            .select(
+                pl.col("job_id").alias("name"),
+                pl.col("cpu_milli"),
+                pl.col("memory_mib"),
+                pl.col("gpus").ceil().cast(pl.Int64).alias("num_gpu"),
+                pl.when(pl.col("gpus") < 1).then(milli).otherwise(1000).alias("gpu_milli"),
+                pl.col("gpu_type").fill_null("").alias("gpu_spec"),
+                pl.col("qos"),
+                pl.col("pod_phase"),
+                pl.col("_t").round(0).cast(pl.Int64).alias("creation_time"),
+                (pl.col("_t") + pl.col("run_s")).round(0).cast(pl.Int64).alias("deletion_time"),
+                pl.col("_t").round(0).cast(pl.Int64).alias("scheduled_time"),
+            )
+            .select(POD_COLUMNS)
+        )
         out.write_csv(output)
         return out.height
     raise GpuTraceError(f"unknown export format {fmt!r}: tiresias, chronus, gavel, gavel10, openb")

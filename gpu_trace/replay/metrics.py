@@ -74,7 +74,12 @@ def job_metrics(jobs: pl.DataFrame, cluster_gpus: float) -> dict[str, Any]:
         )
         .sort("user")
     )
-    out["jain_slowdown"] = jain(per_user["sd"].to_numpy().astype(np.float64))
+    known = per_user.filter(pl.col("user").is_not_null() & (pl.col("user") != ""))
+    # fairness across users needs users: a trace without them (openb) would be one
+    # "user" and score a meaningless 1.0
+    out["jain_slowdown"] = (
+        jain(known["sd"].to_numpy().astype(np.float64)) if known.height >= 2 else None
+    )
     users = max(per_user.height, 1)
     # finish-time fairness (Themis): JCT against running alone on a 1/N share, N = users
     share = np.maximum(1.0, users * per_user["g"].to_numpy() / max(cluster_gpus, 1e-9))

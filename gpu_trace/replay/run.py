@@ -23,6 +23,7 @@ import polars as pl
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import estimator as est
+from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import metrics as mt
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, from_trace, load_file, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
@@ -30,9 +31,6 @@ from gpu_trace.replay.policies import base
 from gpu_trace.replay.workload import Workload
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
-
-ESTIMATED = {"qssf", "backfill"}
-"""Schedulers that read duration estimates (others see true durations)."""
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,37 @@ class ReplayConfig:
     inflate_to: float | None = None
     bin_s: float | None = None
     run_id: str | None = None
+    oracle: bool = False
+    """This policy gets the true durations as estimates (shown as ``<scheduler>-oracle``)."""
+    training_split: bool | None = None
+    """Hold out the first ``train_fraction`` of jobs for the estimator (not replayed).
+    None: only when this policy needs model estimates; a comparison sets it for all."""
+
+    def uses_model(self) -> bool:
+        """Whether this run trains the duration model (its policy declares
+        ``needs_estimates`` and gets no oracle)."""
+        return (
+            base.needs_estimates(self.scheduler) and not self.oracle and self.estimator == "model"
+        )
+
+    def label(self) -> str:
+        """Policy name as shown: ``qssf``, or ``qssf-oracle`` when fed true durations."""
+        return xp.label(self.scheduler, self.oracle or self.estimator == "oracle")
 
     def resolved_run_id(self) -> str:
         if self.run_id:
             return self.run_id
         blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str).encode()
-        return f"{self.scheduler}-{self.placement}-{hashlib.sha256(blob).hexdigest()[:8]}"
+        return f"{self.label()}-{self.placement}-{hashlib.sha256(blob).hexdigest()[:8]}"
+
+    def validate(self) -> None:
+        """Check policy names, options and the estimator before anything runs
+        (:class:`~gpu_trace.replay.experiment.UsageError`)."""
+        xp.parse_scheduler(self.scheduler)
+        xp.check_policy("scheduler", self.scheduler, self.scheduler_options)
+        xp.check_policy("placement", self.placement, self.placement_options)
+        xp.check_policy("admission", self.admission, {})
+        xp.check_estimator(self.estimator)
 
 
 @dataclass
@@ -145,37 +168,32 @@ def replay(
 ) -> RunResult:
     """Replay canonical ``jobs`` rows on ``spec`` (no store needed)."""
     started = time.perf_counter()
+    config.validate()
     frame = jobs.lazy().collect()
     start, end = _ts(config.window_start), _ts(config.window_end)
-    needs_est = config.scheduler in ESTIMATED and config.estimator == "model"
-    if needs_est and start is None:
-        valid = frame.filter(pl.col("submit_time").is_not_null()).sort("submit_time")
-        if valid.height:
-            cut = valid["submit_time"][
-                min(valid.height - 1, int(valid.height * config.train_fraction))
-            ]
-            start = cut
+    split = config.uses_model() if config.training_split is None else config.training_split
+    cut = training_cut(frame, end, config.train_fraction) if split and start is None else None
     if not config.departures:
         # arrival-only packing: jobs never depart, so a missing run time does not matter
         frame = frame.with_columns(pl.col("run_s").fill_null(0.0))
         if config.inflate_to:
             frame = _inflate(frame, spec.gpus, config.inflate_to, config.seed)
-    w = Workload.from_jobs(frame, start=start, end=end, load=config.load)
+    w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load)
+    if cut is not None:
+        w.skipped = pl.concat([_held_out(frame, cut, end), w.skipped], how="diagonal_relaxed")
     estimate = w.duration_s.copy()
     accuracy: est.Accuracy | None = None
-    if config.scheduler in ESTIMATED:
-        if config.estimator == "model":
-            history = frame.filter(pl.col("submit_time") < start) if start else frame.head(0)
-            tgt = w.frame.with_columns(pl.Series("run_s", w.duration_s))
-            estimate, accuracy = est.estimate(
-                history.select("user", "vc", "name", "gpus", "submit_time", "run_s"),
-                tgt.select("user", "vc", "name", "gpus", "submit_time", "run_s"),
-                seed=config.seed,
-            )
-        elif config.estimator == "oracle":
-            accuracy = est.score(estimate, w.duration_s, "oracle", 0)
-        else:
-            raise GpuTraceError("estimator must be `model` or `oracle`")
+    if config.uses_model():
+        origin = cut or start
+        history = frame.filter(pl.col("submit_time") < origin) if origin else frame.head(0)
+        tgt = w.frame.with_columns(pl.Series("run_s", w.duration_s))
+        estimate, accuracy = est.estimate(
+            history.select("user", "vc", "name", "gpus", "submit_time", "run_s"),
+            tgt.select("user", "vc", "name", "gpus", "submit_time", "run_s"),
+            seed=config.seed,
+        )
+    elif base.needs_estimates(config.scheduler):
+        accuracy = est.score(estimate, w.duration_s, "oracle", 0)
     engine = Engine(
         w,
         spec,
@@ -198,7 +216,64 @@ def replay(
     )
     engine.run()
     wall = time.perf_counter() - started
-    return _score(config, spec, w, engine, estimate, accuracy, wall)
+    return _score(config, spec, w, engine, estimate, accuracy, wall, training_cut=cut)
+
+
+def training_cut(frame: pl.DataFrame, end: datetime | None, fraction: float) -> datetime | None:
+    """Submit time of the first replayed job when the first ``fraction`` of the jobs
+    (by submit time, before ``end``) train the estimator."""
+    valid = frame.filter(pl.col("submit_time").is_not_null())
+    if end is not None:
+        valid = valid.filter(pl.col("submit_time") < end)
+    if not valid.height:
+        return None
+    times = valid["submit_time"].sort()
+    cut: datetime = times[min(valid.height - 1, int(valid.height * fraction))]
+    return cut
+
+
+def _held_out(frame: pl.DataFrame, cut: datetime, end: datetime | None) -> pl.DataFrame:
+    """The jobs before the training cut: skipped with reason ``training split``."""
+    held = frame.filter(pl.col("submit_time") < cut)
+    if end is not None:
+        held = held.filter(pl.col("submit_time") < end)
+    cols = [c for c in ("job_id", "user", "vc", "gpus") if c in held.columns]
+    return held.select(cols).with_columns(pl.lit("training split").alias("reason"))
+
+
+def _experiment(
+    config: ReplayConfig,
+    spec: ClusterSpec,
+    w: Workload,
+    cut: datetime | None,
+    extra: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The resolved experiment (everything but the policies) of one run."""
+    replayed = pl.DataFrame(
+        {
+            "job_id": w.frame["job_id"],
+            "arrival_s": w.arrival_s,
+            "duration_s": w.duration_s,
+            "gpus": w.gpus,
+        }
+    )
+    return {
+        "source": config.source,
+        "cluster": spec.describe(),
+        "load": config.load,
+        "seed": config.seed,
+        "window": [config.window_start, config.window_end],
+        "training_split": None
+        if cut is None
+        else {"cut": cut.isoformat(), "train_fraction": config.train_fraction},
+        "estimator": config.estimator,
+        "restore_s": config.restore_s,
+        "multinode_slowdown": config.multinode_slowdown,
+        "departures": config.departures,
+        "inflate_to": config.inflate_to,
+        "jobs_digest": xp.jobs_digest(replayed, w.skipped),
+        **(extra or {}),
+    }
 
 
 def _score(
@@ -209,7 +284,11 @@ def _score(
     estimate: Any,
     accuracy: est.Accuracy | None,
     wall: float,
+    *,
+    training_cut: datetime | None = None,
+    experiment: dict[str, Any] | None = None,
 ) -> RunResult:
+    """Frames of a finished run; ``experiment`` adds fields to its experiment (live)."""
     run_id = config.resolved_run_id()
     res = engine.result_arrays()
     n = w.n
@@ -264,10 +343,14 @@ def _score(
         "jobs_finished": int((outcome == "finished").sum()),
         "jobs_unfinished": int((outcome == "unfinished").sum()),
     }
+    description = _experiment(config, spec, w, training_cut, experiment)
     runs = pl.DataFrame(
         {
             "run_id": [run_id],
-            "scheduler": [config.scheduler],
+            "experiment_id": [xp.experiment_id(description)],
+            "experiment_json": [json.dumps(description, sort_keys=True, default=str)],
+            "jobs_skipped_reasons": [json.dumps(xp.skipped_reasons(w.skipped), sort_keys=True)],
+            "scheduler": [config.label()],
             "placement": [config.placement],
             "admission": [config.admission],
             "config_json": [json.dumps(dataclasses.asdict(config), sort_keys=True, default=str)],
@@ -283,7 +366,8 @@ def _score(
             "estimator_within_50_ratio": [accuracy.within_50 if accuracy else None],
             "estimator_within_100_ratio": [accuracy.within_100 if accuracy else None],
             "wall_s": [wall],
-        }
+        },
+        schema_overrides={"jain_slowdown": pl.Float64, "ftf_max_ratio": pl.Float64},
     )
     extra: dict[str, Any] = {}
     if not config.departures:
@@ -348,10 +432,45 @@ def run(
     store: Path, config: ReplayConfig, out_dir: Path | None = None, write_store: bool = True
 ) -> RunResult:
     """Replay ``config.source`` from the store and write the results."""
-    jobs = scan(store, "jobs", [config.source]).collect()
-    if not jobs.height:
-        raise GpuTraceError(f"no jobs in the store for source {config.source!r}")
+    config.validate()
+    jobs = _source_jobs(store, config.source)
     spec = resolve_cluster(config.cluster, store, config.source)
     result = replay(jobs, spec, config)
     write(result, store if write_store else None, out_dir)
     return result
+
+
+def _source_jobs(store: Path, source: str) -> pl.DataFrame:
+    jobs = scan(store, "jobs", [source]).collect()
+    if not jobs.height:
+        raise GpuTraceError(f"no jobs in the store for source {source!r}")
+    return jobs
+
+
+def one_experiment(configs: list[ReplayConfig]) -> list[ReplayConfig]:
+    """The configs of one comparison, validated and sharing one job selection: when any
+    policy trains the duration model, the training split applies to every policy."""
+    for c in configs:
+        c.validate()
+    split = any(c.uses_model() for c in configs)
+    return [dataclasses.replace(c, training_split=split) for c in configs]
+
+
+def compare(store: Path, configs: list[ReplayConfig]) -> list[RunResult]:
+    """Replay every config as one experiment (validated before anything runs; jobs and
+    cluster resolved once) and write each run."""
+    resolved = one_experiment(configs)
+    if not resolved:
+        return []
+    first = resolved[0]
+    jobs = _source_jobs(store, first.source)
+    spec = resolve_cluster(first.cluster, store, first.source)
+    results = []
+    for config in resolved:
+        result = replay(jobs, spec, config)
+        write(result, store, None)
+        results.append(result)
+    ids = {r.runs["experiment_id"][0] for r in results}
+    if len(ids) != 1:
+        raise GpuTraceError(f"policies of one comparison resolved to {len(ids)} experiments")
+    return results

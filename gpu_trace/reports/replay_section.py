@@ -1,5 +1,9 @@
-"""The replay scorecard: policy x metric for chosen replay runs, the best value of each
-metric marked, JCT CDFs and allocation over time (``gpu-trace report --replay RUN``)."""
+"""The replay scorecard: policy x metric for chosen replay runs, JCT CDFs and allocation
+over time (``gpu-trace report --replay RUN``).
+
+One scorecard per experiment (``replay_runs.experiment_id``: same jobs, cluster, load,
+seed), each headed by its description; the best value of a metric is starred only among
+runs of one experiment, since runs on different job sets are not comparable."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import duckdb
 import polars as pl
 
 from gpu_trace.analyses.charts import WIDTH, thin
+from gpu_trace.replay.experiment import describe
 from gpu_trace.reports.page import Section, esc
 
 # metric column -> (label, True when lower is better)
@@ -47,14 +52,17 @@ def resolve_runs(con: duckdb.DuckDBPyConnection, wanted: Sequence[str]) -> list[
     return [r for r in wanted if r in known]
 
 
-def scorecard_table(runs: pl.DataFrame) -> str:
-    """HTML policy x metric table; the best value per metric is bold and starred."""
+def scorecard_table(runs: pl.DataFrame, rank: bool = True) -> str:
+    """HTML policy x metric table for the runs of ONE experiment; with ``rank`` the best
+    value per metric is bold and starred."""
     head = "<th>run</th><th>scheduler</th><th>placement</th>" + "".join(
         f"<th>{esc(label)}</th>" for label, _ in SCORE_METRICS.values()
     )
     best: dict[str, float] = {}
     for col, (_, lower) in SCORE_METRICS.items():
-        values = runs[col].drop_nulls()
+        values = runs[col].drop_nulls() if rank else runs[col].head(0)
+        if values.dtype.is_float():
+            values = values.drop_nans()
         if values.len():
             best[col] = float(values.min() if lower else values.max())  # type: ignore[arg-type]
     rows = []
@@ -65,16 +73,41 @@ def scorecard_table(runs: pl.DataFrame) -> str:
         for col in SCORE_METRICS:
             v = row[col]
             if v is None:
-                cells.append("<td></td>")
+                cells.append("<td>no users</td>" if col == "jain_slowdown" else "<td></td>")
                 continue
             text = f"{v:,.3f}" if isinstance(v, float) and abs(v) < 10 else f"{v:,.0f}"
             mark = col in best and float(v) == best[col]
             cells.append(f"<td><b>{text} ★</b></td>" if mark else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
+    caption = (
+        "Policy scorecard (★ = best value of each metric in this experiment)"
+        if best
+        else "Policy scorecard (not ranked: a single run or no recorded experiment)"
+    )
     return (
-        "<table><caption>Policy scorecard (★ = best value of each metric)</caption>"
+        f"<table><caption>{caption}</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
+
+
+def scorecards(runs: pl.DataFrame) -> str:
+    """One described, separately ranked scorecard per experiment. Runs written before
+    experiments were recorded (no ``experiment_id``) each stand alone, unranked."""
+    if "experiment_id" not in runs.columns:
+        runs = runs.with_columns(pl.lit(None, pl.String).alias("experiment_id"))
+    keyed = runs.with_columns(
+        pl.coalesce("experiment_id", pl.lit("unrecorded:") + pl.col("run_id")).alias("_exp")
+    )
+    parts = []
+    for key in keyed["_exp"].unique().sort().to_list():
+        group = keyed.filter(pl.col("_exp") == key).drop("_exp").sort("run_id")
+        known = group["experiment_id"][0] is not None
+        parts.append(
+            f"<h3>{esc(key if known else 'experiment not recorded')}</h3>"
+            f'<p class="meta">{esc(describe(group.row(0, named=True)))}</p>'
+            + scorecard_table(group, rank=known and group.height > 1)
+        )
+    return "".join(parts)
 
 
 def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Section:
@@ -90,7 +123,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
         "SELECT * FROM replay_runs WHERE run_id IN (SELECT unnest($runs)) ORDER BY run_id",
         params,
     )
-    sec = Section("Replay scorecard", scorecard_table(runs))
+    sec = Section("Replay scorecard", scorecards(runs))
     qs = ", ".join(f"{i / CDF_POINTS:.4f}" for i in range(CDF_POINTS + 1))
     cdf = _frame(
         con,

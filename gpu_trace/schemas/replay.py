@@ -16,7 +16,7 @@ _RUN = Column("run_id", pa.string(), "Replay run identifier (= dataset).", nulla
 
 REPLAY_RUNS = Table(
     name="replay_runs",
-    version=2,
+    version=3,
     description=(
         "One row per replay run: policies, cluster, counts of jobs replayed, skipped and "
         "rejected, headline metrics and the duration estimator's accuracy."
@@ -25,7 +25,25 @@ REPLAY_RUNS = Table(
     columns=(
         *source_columns(),
         _RUN,
-        Column("scheduler", pa.string(), "Scheduling policy name.", nullable=False),
+        Column(
+            "experiment_id",
+            pa.string(),
+            "Stable hash of the resolved experiment (job selection, training split, cluster, "
+            "load, seed, estimator): only runs with equal ids are comparable.",
+        ),
+        Column(
+            "experiment_json",
+            pa.string(),
+            "The resolved experiment as JSON (source, cluster, load, seed, window, "
+            "training split, estimator, job-set digest).",
+        ),
+        Column(
+            "scheduler",
+            pa.string(),
+            "Scheduling policy name; `<name>-oracle` when an estimating policy got the true "
+            "durations.",
+            nullable=False,
+        ),
         Column("placement", pa.string(), "Placement policy name.", nullable=False),
         Column("admission", pa.string(), "Admission policy name.", nullable=False),
         Column("config_json", pa.string(), "The fully resolved run configuration as JSON."),
@@ -33,9 +51,18 @@ REPLAY_RUNS = Table(
         Column("load_factor", pa.float64(), "Arrival-rate multiplier (1 = as traced)."),
         Column("cluster_nodes", pa.int64(), "Nodes in the emulated cluster.", unit="node"),
         Column("cluster_gpus", pa.float64(), "GPUs in the emulated cluster.", unit="gpu"),
-        Column("jobs_input", pa.int64(), "Jobs read for the window.", unit="job"),
+        Column("jobs_input", pa.int64(), "Jobs selected by the window.", unit="job"),
         Column(
-            "jobs_skipped", pa.int64(), "Jobs without submit_time or run_s (not replayed).", "job"
+            "jobs_skipped",
+            pa.int64(),
+            "Jobs of the window not replayed: the estimator's training split, or no "
+            "submit_time / run_s / GPUs (see jobs_skipped_reasons).",
+            "job",
+        ),
+        Column(
+            "jobs_skipped_reasons",
+            pa.string(),
+            'JSON {reason: jobs} of the skipped jobs, e.g. {"training split": 2038}.',
         ),
         Column("jobs_rejected", pa.int64(), "Jobs refused by admission (never fit).", "job"),
         Column("jobs_finished", pa.int64(), "Jobs that ran to completion.", unit="job"),
@@ -56,7 +83,12 @@ REPLAY_RUNS = Table(
             unit="gpu",
         ),
         Column("preemptions", pa.int64(), "Preemptions over the run.", unit="count"),
-        Column("jain_slowdown", pa.float64(), "Jain's fairness index over per-user mean slowdown."),
+        Column(
+            "jain_slowdown",
+            pa.float64(),
+            "Jain's fairness index over per-user mean slowdown; null with fewer than 2 users "
+            "(e.g. openb has no user column).",
+        ),
         Column("ftf_max_ratio", pa.float64(), "Worst per-user finish-time-fairness ratio (rho)."),
         Column("estimator_mae_s", pa.float64(), "Duration estimator MAE.", unit="s"),
         Column("estimator_within_10_ratio", pa.float64(), "Share of estimates within 10 %."),

@@ -56,7 +56,7 @@ from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.engine import INF, Engine, EngineOptions
 from gpu_trace.replay.live.devices import Devices, parse_devices
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.run import ESTIMATED, ReplayConfig, RunResult, _score, write
+from gpu_trace.replay.run import ReplayConfig, RunResult, _score, write
 from gpu_trace.replay.workload import WORKLOAD_COLUMNS, Workload
 from gpu_trace.store.scan import scan
 
@@ -552,8 +552,9 @@ def run_live(
     write the results to ``out_dir`` and the store."""
     devices = parse_devices(live.devices)
     _check_backend(devices)
-    if config.scheduler in ESTIMATED and config.estimator != "oracle":
-        config = dataclasses.replace(config, estimator="oracle")
+    config.validate()
+    if base.needs_estimates(config.scheduler) and config.estimator != "oracle":
+        config = dataclasses.replace(config, estimator="oracle")  # shown as <name>-oracle
     config = dataclasses.replace(config, cluster=devices.cluster, load=1.0)
     out_dir.mkdir(parents=True, exist_ok=True)
     # replayable rows only, in the workload's order, so row k is workload job k
@@ -632,7 +633,17 @@ def _live_result(
     config: ReplayConfig, live: LiveOptions, devices: Devices, w: Workload, engine: LiveEngine
 ) -> RunResult:
     """Score with the simulator's own ``_score``, then add what only a live run has."""
-    base_result = _score(config, devices.spec, w, engine, w.duration_s, None, engine.wall_s)
+    live_fields = {k: v for k, v in dataclasses.asdict(live).items() if k != "telemetry"}
+    base_result = _score(
+        config,
+        devices.spec,
+        w,
+        engine,
+        w.duration_s,
+        None,
+        engine.wall_s,
+        experiment={"mode": "live", "live": live_fields},
+    )
     n = w.n
     jobs = base_result.jobs
     extra = jobs.height - n

@@ -35,6 +35,7 @@ class EasyBackfill(PolicyBase):
     """FIFO + EASY backfilling on estimated durations."""
 
     Config = BackfillConfig
+    needs_estimates = True
 
     def __init__(self, config: BackfillConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)

@@ -133,9 +133,12 @@ def view_of(engine: EngineView | HasView) -> EngineView:
 
 
 class SchedulingPolicy(Protocol):
-    """Which waiting job runs next. ``preemptive`` policies may call ``preempt``."""
+    """Which waiting job runs next. ``preemptive`` policies may call ``preempt``.
+    ``needs_estimates`` policies read ``estimate_s`` (the duration estimator's output);
+    the others see true durations there."""
 
     preemptive: bool
+    needs_estimates: ClassVar[bool]
 
     def on_arrival(self, j: int) -> None: ...
     def on_finish(self, j: int) -> None: ...
@@ -259,6 +262,11 @@ def get(kind: Kind, name: str) -> type[Any]:
     return cls
 
 
+def needs_estimates(name: str) -> bool:
+    """Whether the scheduler registered as ``name`` declares that it reads estimates."""
+    return bool(getattr(get("scheduler", name), "needs_estimates", False))
+
+
 class ClassedQueue:
     """Waiting jobs grouped by request shape, each group a heap by priority.
 
@@ -329,6 +337,7 @@ class PolicyBase:
     """Convenience base: default no-op hooks and the engine reference."""
 
     preemptive: ClassVar[bool] = False
+    needs_estimates: ClassVar[bool] = False
     Config: ClassVar[type[Any]] = NoConfig
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:

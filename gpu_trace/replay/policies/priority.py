@@ -69,6 +69,7 @@ class Qssf(_NonPreemptive):
     """Quasi-shortest-service first: smallest estimated duration x GPUs."""
 
     Config = NoOptions
+    needs_estimates = True
 
     def key(self, j: int) -> tuple[float, int]:
         return (float(self.e.estimate_s[j]) * self.e.gpus[j], j)

@@ -303,3 +303,54 @@ def test_provisioning_pai_fixture(mixed_store: Path) -> None:
     assert rows["cpu"]["tasks"] == 2
     assert rows["cpu"]["over_share"] == 0.5 and rows["cpu"]["under_share"] == 0.0
     assert math.isfinite(rows["gpu"]["over_share"])
+
+
+def test_per_job_utilization(tmp_path: Path) -> None:
+    """A store holding one job's placement and one GPU's samples, written by hand: the
+    job held GPU 0 of host h1 from t=60 s to t=180 s (end exclusive), so of the samples
+    at 0, 60, 120, 180 s (util 10, 0, 100, 40) it saw 0 and 100: mean 50, p50 50,
+    p95 95 (linear: 0 + 0.95 x 100), idle share 1/2. Job j2 held GPU 1, which has no
+    samples, so it has no row."""
+    from datetime import UTC, datetime, timedelta
+
+    import polars as pl
+
+    from gpu_trace.store.parquet import StoreTransaction
+
+    t0 = datetime(2017, 10, 10, tzinfo=UTC)
+    at = [t0 + timedelta(seconds=s) for s in (0, 60, 120, 180)]
+    samples = pl.DataFrame(
+        {
+            "source": ["philly"] * 4,
+            "dataset": ["gpu_util"] * 4,
+            "cluster": ["philly"] * 4,
+            "time": at,
+            "host": ["h1"] * 4,
+            "gpu_index": [0] * 4,
+            "metric": ["gpu_util_pct"] * 4,
+            "value": [10.0, 0.0, 100.0, 40.0],
+            "unit": ["pct"] * 4,
+        }
+    )
+    placements = pl.DataFrame(
+        {
+            "source": ["philly"] * 2,
+            "dataset": ["philly"] * 2,
+            "cluster": ["philly"] * 2,
+            "job_id": ["j1", "j2"],
+            "attempt": [0, 0],
+            "start_time": [at[1], at[1]],
+            "end_time": [at[3], at[3]],
+            "machine_id": ["h1", "h1"],
+            "gpu_indices": [[0], [1]],
+        }
+    )
+    store = tmp_path / "store"
+    with StoreTransaction(store) as tx:
+        tx.write("gpu_samples", samples, source="philly", dataset="gpu_util")
+        tx.write("placements", placements, source="philly", dataset="philly")
+    rows = analyze(store, "per-job")
+    assert [(r["job_id"], r["samples"]) for r in rows] == [("j1", 2)]
+    (j1,) = rows
+    assert (j1["mean"], j1["p50"], j1["idle_share"]) == (50.0, 50.0, 0.5)
+    assert j1["p95"] == pytest.approx(95.0)

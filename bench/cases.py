@@ -371,6 +371,59 @@ def live_emulated_200() -> dict[str, object]:
     }
 
 
+def live_cuda_8() -> dict[str, object]:
+    """GPU benchmark case: live replay of 8 PAI-like jobs on the real GPUs of this host
+    (``cuda:0-N``, workers hold memory and run kernels through CuPy or PyTorch), then
+    ``validate`` against the simulator. What it measures is the same as
+    ``live_emulated_200`` (start/exit latency of real processes under the same policy
+    code) plus CUDA context creation; it says nothing about job speed on the GPU.
+    On a machine without an NVIDIA GPU it records why it did not run instead of failing
+    ``make bench``."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    import polars as pl
+
+    if shutil.which("nvidia-smi") is None:
+        return {"skipped": "no nvidia-smi on this machine (no NVIDIA GPU)"}
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    count = sum(line.startswith("GPU ") for line in listed.stdout.splitlines())
+    if count == 0:
+        return {"skipped": "nvidia-smi -L lists no GPU"}
+    from gpu_trace.replay import ReplayConfig
+    from gpu_trace.replay.live.executor import LiveOptions, run_live
+    from gpu_trace.replay.live.validate import validate
+    from gpu_trace.replay.synthetic import pai_like_jobs
+
+    scale = 1000.0
+    jobs = pai_like_jobs(8, cluster_gpus=count, seed=3).with_columns(
+        pl.col("run_s").clip(2 * scale, 10 * scale), pl.col("gpus").clip(upper_bound=count)
+    )
+    devices = f"cuda:0-{count - 1}" if count > 1 else "cuda:0"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        start = time.perf_counter()
+        live = run_live(
+            jobs,
+            ReplayConfig(source="synthetic", scheduler="fifo", run_id="bench-live-cuda"),
+            LiveOptions(devices=devices, time_scale=scale),
+            out,
+        )
+        wall = time.perf_counter() - start
+        v = validate(out)
+    row = live.result.runs.row(0, named=True)
+    return {
+        "jobs": 8,
+        "devices": devices,
+        "time_scale": scale,
+        "wall_s": round(wall, 1),
+        "jobs_finished": row["jobs_finished"],
+        "jct_mean_rel_error": round(v.summary["jct_mean_rel_error"], 4),
+        "overhead_p99_ms": round(row["overhead_p99_ms"], 2),
+    }
+
+
 def _pai_child(args: list[str]) -> tuple[dict[str, Any], float, float]:
     """:func:`_child`, parsing the child's last stdout line as JSON."""
     out, wall, rss = _child(args)
@@ -471,6 +524,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "replay_baseline_20k": replay_baseline_20k,
     "philly_full": philly_full,
     "live_emulated_200": live_emulated_200,
+    "live_cuda_8": live_cuda_8,
     "pai2020_full": pai2020_full,
     "analyses_helios": analyses_helios,
     "report_1m": report_1m,

@@ -97,12 +97,10 @@ def test_nodes_match_the_csv(openb_store: Path) -> None:
     )
 
 
-def test_ingests_table_reconciles(openb_store: Path) -> None:
+def test_ingests_records_the_input_sha256(openb_store: Path) -> None:
+    """(Reconciliation itself is checked in tests/test_reconciliation.py against an
+    independent count and a lossy loader.)"""
     con = connect(openb_store)
-    for read, written, quarantined in con.execute(
-        "SELECT rows_read, rows_written, rows_quarantined FROM ingests"
-    ).fetchall():
-        assert read == written + quarantined
     import hashlib
 
     sha = hashlib.sha256((OPENB / "openb_pod_list_default.csv").read_bytes()).hexdigest()

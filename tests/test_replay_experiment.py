@@ -25,6 +25,7 @@ from gpu_trace.replay.policies import base
 from gpu_trace.replay.policies.base import EngineView, PolicyBase
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.store.catalog import connect
+from gpu_trace.store.scan import scan
 
 POD_LIST = Path(__file__).resolve().parents[1] / "data/samples/openb/openb_pod_list_default.csv"
 runner = CliRunner()
@@ -40,11 +41,11 @@ def cli(*args: object) -> Any:
 
 
 def runs_of(store: Path) -> pl.DataFrame:
-    return pl.read_parquet(store / "replay_runs" / "**" / "*.parquet", hive_partitioning=False)
+    return scan(store, "replay_runs").collect()
 
 
 def jobs_of(store: Path) -> pl.DataFrame:
-    return pl.read_parquet(store / "replay_jobs" / "**" / "*.parquet", hive_partitioning=False)
+    return scan(store, "replay_jobs").collect()
 
 
 def test_compare_replays_one_job_set_for_every_policy(store_copy: Path) -> None:

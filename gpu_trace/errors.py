@@ -44,7 +44,7 @@ class InputError(GpuTraceError):
 
 class InputWarning(UserWarning):
     """Input that loads, but with a choice the user should know about (for example
-    times taken from the file's mtime because the format prints none). The CLI shows
+    relative times because the format prints none and none were given). The CLI shows
     it as one ``warning:`` line on stderr; the choice is also recorded in the store."""
 
 

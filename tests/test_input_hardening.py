@@ -193,8 +193,8 @@ def test_mtime_time_basis_is_announced(tmp_path: Path) -> None:
     result = ingest("nvidia-smi", f, store)
     assert result.exit_code == 0, result.output
     warnings = [ln for ln in result.stderr.splitlines() if ln.startswith("warning:")]
-    assert len(warnings) == 1 and "mtime" in warnings[0] and "--start" in warnings[0]
-    assert footer(store, "gpu_samples", "nvidia-smi", "d")["gpu_trace.time_basis"] == "mtime"
+    assert len(warnings) == 1 and "relative" in warnings[0] and "--start" in warnings[0]
+    assert footer(store, "gpu_samples", "nvidia-smi", "d")["gpu_trace.time_basis"] == "relative"
     with_start = ingest("nvidia-smi", f, store, "--start", "2024-01-01T00:00:00")
     assert with_start.exit_code == 0 and "warning" not in with_start.stderr
 

@@ -55,7 +55,8 @@ class TimeBasis:
 
     basis: str
     """``file`` (the source printed them), ``start`` (--start + tick x interval),
-    ``mtime`` (file modification time = last tick), ``scrape`` (scrape wall clock)."""
+    ``relative`` (no times printed or given: time since the first sample, from
+    1970-01-01), ``scrape`` (scrape wall clock)."""
     tz: str
     """Zone the source's local times were read in (``UTC`` when the source is UTC)."""
 
@@ -83,38 +84,37 @@ def parse_start(text: str | None, tz: str) -> dt.datetime | None:
     return when.astimezone(dt.UTC)
 
 
-def mtime(path: Path) -> dt.datetime:
-    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+RELATIVE_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+"""Where the first sample of a file that prints no times is put when no ``--start`` /
+``--time`` is given: times are then time since the file's first sample, shown from
+1970-01-01 (``time_basis = relative``), the same on every machine and every clone. (The
+file's mtime was used before, so each copy of the same file gave other times.)"""
 
 
-def mtime_fallback(path: Path, option: str) -> dt.datetime:
-    """The file's mtime as the time anchor of a file that prints no times, announced as
-    an :class:`InputWarning` (one ``warning:`` line at the CLI) so the choice is never
-    silent; the batches record it as ``time_basis = mtime``."""
-    when = mtime(path)
+def relative_fallback(path: Path, option: str) -> dt.datetime:
+    """The anchor of a file that prints no times and was given none, announced as an
+    :class:`InputWarning` (one ``warning:`` line at the CLI) so the choice is never
+    silent; the batches record it as ``time_basis = relative``."""
     warnings.warn(
         InputWarning(
-            f"{path}: the file has no timestamps; times are anchored to its mtime "
-            f"{when.isoformat(timespec='seconds')} (time_basis=mtime); pass {option} "
-            "to set them"
+            f"{path}: the file has no timestamps; times are relative to its first sample "
+            f"(shown from 1970-01-01, time_basis=relative); pass {option} to set them"
         ),
         stacklevel=2,
     )
-    return when
+    return RELATIVE_EPOCH
 
 
 def tick_times(
     tick: pl.Expr, ticks: int, *, start: dt.datetime | None, interval_s: float, path: Path
 ) -> tuple[pl.Expr, TimeBasis]:
     """Times for sources that print none: ``start + tick * interval``, where ``start`` is
-    ``--start`` or, without it, chosen so the *last* tick falls on the file's mtime (the
-    tool wrote its last line just before the file was closed; a warning says so)."""
+    ``--start`` or, without it, the relative epoch (a warning says so)."""
     step = pl.duration(microseconds=(tick * round(interval_s * 1_000_000)).cast(pl.Int64))
     if start is not None:
         return pl.lit(start).dt.cast_time_unit("us") + step, TimeBasis("start", "UTC")
-    last = mtime_fallback(path, "--start") if ticks else mtime(path)
-    first = last - dt.timedelta(seconds=interval_s * max(ticks - 1, 0))
-    return pl.lit(first).dt.cast_time_unit("us") + step, TimeBasis("mtime", "UTC")
+    first = relative_fallback(path, "--start") if ticks else RELATIVE_EPOCH
+    return pl.lit(first).dt.cast_time_unit("us") + step, TimeBasis("relative", "UTC")
 
 
 def is_missing(cell: pl.Expr) -> pl.Expr:

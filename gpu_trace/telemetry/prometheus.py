@@ -19,7 +19,7 @@ Labels kept: ``gpu`` -> gpu_index, ``UUID`` (or ``gpu_uuid``) -> gpu_uuid, ``GPU
 ``namespace`` / ``container`` (or the ``--use-old-namespace`` names ``pod_name`` /
 ``pod_namespace`` / ``container_name``; empty strings are nulls), ``hpc_job`` -> job_id.
 Exposition has no times: lines are stamped with the scrape time (``time_basis =
-scrape``), or for a saved file ``--time`` or the file's mtime.
+scrape``), or for a saved file ``--time`` or, without it, relative time (1970-01-01, with a warning).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from gpu_trace.telemetry.common import (
     cells_to_rows,
     check_lines,
     first_lines,
-    mtime_fallback,
     parse_start,
+    relative_fallback,
     split_rows,
 )
 from gpu_trace.telemetry.fields import DCGM_BY_NAME, XID_COUNT_FAMILY, Field
@@ -145,10 +145,10 @@ def exposition_file(
     if info.size_bytes == 0:
         raise InputError(path, "file is empty")
     when = parse_start(time, "UTC")
-    basis = TimeBasis("start" if when else "mtime", "UTC")
+    basis = TimeBasis("start" if when else "relative", "UTC")
     samples, events, quarantine, no_event, n_skip, n_data = parse(
         scan_lines(info),
-        when=when or mtime_fallback(path, "--time"),
+        when=when or relative_fallback(path, "--time"),
         host=host,
         default_host=slug(path.stem),
         source=SOURCE,

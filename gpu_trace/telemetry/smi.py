@@ -24,7 +24,7 @@ byte-order mark reads as if it had none.
 Times: the query CSV's ``timestamp`` and dmon/pmon's ``-o DT`` columns are local times
 without a zone: read in ``--tz`` (default UTC, recorded as ``source_tz``). Without them,
 tick *k* of a GPU is at ``--start + k x --interval``, or without ``--start`` the last tick
-is the file's mtime (``time_basis`` says which, and a ``warning:`` line says so).
+is relative time from 1970-01-01 (``time_basis`` says which, and a ``warning:`` line says so).
 """
 
 from __future__ import annotations

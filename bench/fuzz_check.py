@@ -61,8 +61,13 @@ class Expect:
     """``bound``: the total lies in [lo, hi]."""
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 def physical_lines(data: bytes) -> list[bytes]:
-    """The file's lines without their ``\\n``."""
+    """The file's lines without their ``\\n`` (a leading UTF-8 byte-order mark is not
+    part of the first line: the loaders ignore it, as the formats' writers expect)."""
+    data = data.removeprefix(BOM)
     if not data:
         return []
     parts = data.split(b"\n")
@@ -333,7 +338,8 @@ def classify_exit(
         return Outcome("traceback", f"exit code {exit_code}", tb)
     if exit_code == 0:
         return None
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    # ``warning:`` lines (e.g. a file without timestamps) may precede the one error line
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
     if exit_code == 1 and (len(lines) != 1 or not lines[0].startswith("error:")):
         return Outcome("traceback", f"exit 1 without one 'error:' line: {stderr[:200]!r}", tb)
     if exit_code == 2:

@@ -224,7 +224,13 @@ def energy(
     inp = Inputs.from_store(root, source)
     jobs = inp.jobs.head(0) if jobs_file is not None else inp.jobs
     if jobs_file is not None or source:
-        held = read_jobs(jobs_file) if jobs_file is not None else inp.placements.collect()
+        held = (
+            read_jobs(jobs_file).with_columns(
+                pl.col("gpu_indices").list.len().cast(pl.Float64).alias("gpu_count")
+            )
+            if jobs_file is not None
+            else inp.placements.collect()
+        )
         con.register("_placements", held.to_arrow())
         con.execute("CREATE OR REPLACE VIEW placements AS SELECT * FROM _placements")
     table = en.per_job_energy(jobs, con, model, max_gap)

@@ -439,3 +439,25 @@ def test_energy_never_negative(
     assert 0 <= row["energy_j"] <= top * row["covered_s"] + 1e-6
     dev = en.device_energy(_con(samples, placements), max_gap).to_dicts()
     assert all(d["energy_kwh"] >= 0 and d["gap_s"] >= 0 for d in dev)
+
+
+def test_report_section_shows_causes_and_energy(tmp_path: Path) -> None:
+    """The source page section: Helios (jobs, no telemetry) gets lost hours by cause, MTBF
+    and modelled energy by VC; a telemetry-only store gets energy per sampled GPU."""
+    from gpu_trace.analyses.inputs import Inputs
+    from gpu_trace.reports.sections import SOURCE_SECTIONS, failures_energy_section
+
+    assert failures_energy_section in SOURCE_SECTIONS
+    store = tmp_path / "helios"
+    ingest("helios", str(FIXTURES / "helios" / "data"), "--store", str(store))
+    sec = failures_energy_section(Inputs.from_store(store))
+    assert "node_fail" in sec.html and "Energy by VC" in sec.html and "MTBF" in sec.html
+    assert len(sec.charts) == 2
+    tele = tmp_path / "tele"
+    ingest(
+        "nvidia-smi", str(TELEMETRY / "nvidia-smi-dmon-h100.txt"), "--store", str(tele),
+        "--host", "h100a", "--start", "2026-07-14T08:12:49Z",
+    )  # fmt: skip
+    sec = failures_energy_section(Inputs.from_store(tele))
+    assert "Energy per sampled GPU" in sec.html and "h100a" in sec.html
+    assert "Energy by VC" not in sec.html

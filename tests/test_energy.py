@@ -461,3 +461,41 @@ def test_report_section_shows_causes_and_energy(tmp_path: Path) -> None:
     sec = failures_energy_section(Inputs.from_store(tele))
     assert "Energy per sampled GPU" in sec.html and "h100a" in sec.html
     assert "Energy by VC" not in sec.html
+
+
+def test_shared_gpu_is_charged_its_share() -> None:
+    """A placement holding half of GPU 0 (gpu_count 0.5, GPU sharing) over [0, 100) s at a
+    constant 200 W is charged 0.5 x 200 x 100 = 10 000 J; its coverage is still full."""
+    times = [T0 + timedelta(seconds=t) for t in range(0, 101, 10)]
+    samples = pl.DataFrame(
+        {
+            "time": times,
+            "host": ["h"] * 11,
+            "gpu_index": [0] * 11,
+            "mig_instance": [None] * 11,
+            "metric": ["power_w"] * 11,
+            "value": [200.0] * 11,
+        },
+        schema_overrides={"gpu_index": pl.Int16, "mig_instance": pl.String},
+    )
+    placements = pl.DataFrame(
+        {
+            "source": ["openb"],
+            "cluster": ["c"],
+            "job_id": ["pod"],
+            "attempt": [0],
+            "machine_id": ["h"],
+            "start_time": [T0],
+            "end_time": [T0 + timedelta(seconds=100)],
+            "gpu_indices": [[0]],
+            "gpu_count": [0.5],
+        },
+        schema_overrides={"gpu_indices": pl.List(pl.Int16)},
+    )
+    (row,) = en.telemetry_windows(_con(samples, placements)).to_dicts()
+    assert (row["share"], row["energy_j"], row["covered_s"], row["gap_s"]) == (
+        0.5,
+        10_000.0,
+        100.0,
+        0.0,
+    )

@@ -168,7 +168,7 @@ def per_job_energy(
     tele = win.group_by("source", "job_id").agg(
         pl.col("cluster").first().alias("_cluster"),
         pl.col("energy_j").sum().alias("telemetry_energy_j"),
-        (pl.col("held_s") * pl.col("share")).sum().alias("held_gpu_s"),
+        pl.col("held_s").sum().alias("held_gpu_s"),
         pl.col("covered_s").sum().alias("covered_gpu_s"),
         pl.col("gap_s").sum().alias("gap_gpu_s"),
     )

@@ -315,3 +315,46 @@ def capacity(cap: pl.DataFrame) -> alt.Chart:
         )
         .properties(width=WIDTH, title="GPU capacity over time")
     )
+
+
+def lost_by_cause(causes: pl.DataFrame) -> alt.Chart:
+    """GPU hours lost per failure cause (``failures.by_cause``), one bar per cluster."""
+    frame = _label(causes, "source", "cluster")
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("series:N", title=None),
+            x=alt.X("lost_gpu_hours:Q", stack="zero", title="GPU hours lost"),
+            color=alt.Color("cause:N", title="cause"),
+            tooltip=[
+                "series:N",
+                "cause:N",
+                "jobs:Q",
+                alt.Tooltip("lost_gpu_hours:Q", format=".2f"),
+                alt.Tooltip("lost_share:Q", format=".1%"),
+            ],
+        )
+        .properties(width=WIDTH, title="GPU hours lost by cause")
+    )
+
+
+def energy_by_group(table: pl.DataFrame, key: str) -> alt.Chart:
+    """Energy (kWh) per user or VC (``energy.energy_by``), GPU and host parts stacked."""
+    frame = table.unpivot(
+        index=["source", "cluster", key, "basis"],
+        on=["gpu_energy_kwh", "host_energy_kwh"],
+        variable_name="part",
+        value_name="kwh",
+    ).with_columns(pl.col(key).fill_null("(none)"))
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y(f"{key}:N", title=key, sort="-x"),
+            x=alt.X("kwh:Q", stack="zero", title="energy (kWh)"),
+            color=alt.Color("part:N", title=None),
+            tooltip=[f"{key}:N", "part:N", "basis:N", alt.Tooltip("kwh:Q", format=".3f")],
+        )
+        .properties(width=WIDTH, title=f"Energy by {key}")
+    )

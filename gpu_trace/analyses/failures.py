@@ -1,5 +1,6 @@
 """Failures: final-status mix of jobs and of GPU time, GPU time lost to failed and
-cancelled jobs by size / user / VC, attempts (retries) and time to failure."""
+cancelled jobs by size / user / VC / cause (status, device events, retried attempts),
+attempts (retries), time to failure, and MTBF per node-hour and GPU-hour."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank, status_class
 
-BY_CHOICES = ("gpus", "user", "vc", "status")
+BY_CHOICES = ("gpus", "size", "user", "vc", "status")
 
 
 def status_mix(
@@ -20,6 +21,8 @@ def status_mix(
     cancelled classes."""
     if by not in BY_CHOICES:
         raise ValueError(f"by must be one of {BY_CHOICES}")
+    if by == "size":  # the issue's name for the size-bucket breakdown
+        by = "gpus"
     lf = jobs.with_columns(status_class(), gpu_time_s())
     keys = list(base)
     if by == "gpus":
@@ -115,4 +118,227 @@ def xid_events(events: pl.LazyFrame) -> pl.LazyFrame:
         .group_by("source", "cluster", "code")
         .agg(pl.len().alias("events"), pl.col("host").n_unique().alias("hosts"))
         .sort("source", "cluster", "events", descending=[False, False, True])
+    )
+
+
+DEVICE_FAULTS = ("gpu_lost", "ecc_dbe", "xid")
+"""Event kinds that count as a device failure, in the order that names a job's cause
+(a job that saw a lost GPU and an XID is attributed to the lost GPU)."""
+
+CAUSES = ("gpu_lost", "ecc_dbe", "xid", "node_fail", "timeout", "job_failed", "cancelled", "retry")
+"""Failure causes, most specific first (docs/metrics.md)."""
+
+
+def _fault_events(events: pl.LazyFrame) -> pl.LazyFrame:
+    """Device-failure events (XID code 0 means "no error" in dcgm-exporter and is dropped)."""
+    return events.filter(
+        pl.col("kind").is_in(DEVICE_FAULTS) & ~((pl.col("kind") == "xid") & (pl.col("code") == 0))
+    )
+
+
+def _event_causes(placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+    """(source, job_id) -> the most specific device fault seen on a machine (and GPU, when
+    both sides name one) the job held, while it held it."""
+    held = placements.filter(
+        pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
+    ).select("source", "job_id", "machine_id", "start_time", "end_time", "gpu_indices")
+    ev = _fault_events(events).select(
+        pl.col("host").alias("machine_id"),
+        pl.col("time").alias("_ev_time"),
+        pl.col("gpu_index").alias("_ev_gpu"),
+        pl.col("kind").alias("_kind"),
+    )
+    rank = {k: i for i, k in enumerate(DEVICE_FAULTS)}
+    return (
+        held.join(ev, on="machine_id", how="inner")
+        .filter(
+            (pl.col("_ev_time") >= pl.col("start_time"))
+            & (pl.col("_ev_time") <= pl.col("end_time"))
+            & (
+                pl.col("_ev_gpu").is_null()
+                | pl.col("gpu_indices").is_null()
+                | pl.col("gpu_indices").list.contains(pl.col("_ev_gpu"))
+            )
+        )
+        .group_by("source", "job_id")
+        .agg(pl.col("_kind").replace_strict(rank, return_dtype=pl.Int32).min().alias("_rank"))
+        .select(
+            "source",
+            "job_id",
+            pl.col("_rank")
+            .replace_strict({i: k for k, i in rank.items()}, return_dtype=pl.String)
+            .alias("_event_cause"),
+        )
+    )
+
+
+def job_causes(jobs: pl.LazyFrame, placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
+    """Each failed or cancelled job with its cause and lost GPU-seconds (all its GPU time),
+    plus each other job with retried attempts (cause ``retry``, lost = the GPU time of
+    every attempt but the last, from ``placements``)."""
+    ended = jobs.with_columns(status_class(), gpu_time_s()).join(
+        _event_causes(placements, events), on=["source", "job_id"], how="left"
+    )
+    status = pl.col("status")
+    cause = (
+        pl.when(pl.col("status_class") == "cancelled")
+        .then(pl.lit("cancelled"))
+        .when(pl.col("_event_cause").is_not_null())
+        .then(pl.col("_event_cause"))
+        .when(status == "node_fail")
+        .then(pl.lit("node_fail"))
+        .when(status == "timeout")
+        .then(pl.lit("timeout"))
+        .otherwise(pl.lit("job_failed"))
+    )
+    lost = ended.filter(pl.col("status_class").is_in(["failed", "cancelled"])).select(
+        "source",
+        "cluster",
+        "job_id",
+        "user",
+        "vc",
+        "gpus",
+        cause.alias("cause"),
+        pl.col("gpu_time_s").fill_null(0).alias("lost_gpu_s"),
+    )
+    last = pl.col("attempt").max().over("source", "job_id")
+    held_s = (pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6
+    rework = (
+        placements.filter(pl.col("attempt") < last)
+        .group_by("source", "job_id")
+        .agg((pl.col("gpu_count").fill_null(0) * held_s.fill_null(0)).sum().alias("lost_gpu_s"))
+    )
+    retried = (
+        ended.filter(~pl.col("status_class").is_in(["failed", "cancelled"]))
+        .join(rework, on=["source", "job_id"], how="inner")
+        .select(
+            "source",
+            "cluster",
+            "job_id",
+            "user",
+            "vc",
+            "gpus",
+            pl.lit("retry").alias("cause"),
+            "lost_gpu_s",
+        )
+    )
+    return pl.concat([lost, retried])
+
+
+def by_cause(
+    jobs: pl.LazyFrame,
+    placements: pl.LazyFrame,
+    events: pl.LazyFrame,
+    base: Sequence[str] = ("source", "cluster"),
+) -> pl.LazyFrame:
+    """Per group and cause: jobs, lost GPU hours and their share of the group's lost and
+    of its total GPU hours."""
+    keys = list(base)
+    total = (
+        jobs.with_columns(gpu_time_s())
+        .group_by(keys)
+        .agg((pl.col("gpu_time_s").sum() / 3600).alias("_total_h"))
+    )
+    rank = {c: i for i, c in enumerate(CAUSES)}
+    return (
+        job_causes(jobs, placements, events)
+        .group_by([*keys, "cause"])
+        .agg(pl.len().alias("jobs"), (pl.col("lost_gpu_s").sum() / 3600).alias("lost_gpu_hours"))
+        .join(total, on=keys, how="left", nulls_equal=True)
+        .with_columns(
+            (pl.col("lost_gpu_hours") / pl.col("lost_gpu_hours").sum().over(keys))
+            .fill_nan(None)
+            .alias("lost_share"),
+            (pl.col("lost_gpu_hours") / pl.col("_total_h"))
+            .fill_nan(None)
+            .alias("share_of_gpu_hours"),
+        )
+        .drop("_total_h")
+        .sort([*keys, pl.col("cause").replace_strict(rank, return_dtype=pl.Int32)], nulls_last=True)
+    )
+
+
+def mtbf(
+    jobs: pl.LazyFrame,
+    events: pl.LazyFrame,
+    gpu_samples: pl.LazyFrame,
+    base: Sequence[str] = ("source", "cluster"),
+) -> pl.LazyFrame:
+    """Node-attributed failures and the exposure they happened in, per group.
+
+    Exposure: for job traces, node-hours and GPU-hours held by GPU jobs
+    (``nodes x run_s``, ``gpus x run_s``; nodes unknown = 1); for telemetry, each host's
+    and each GPU's sampled span (first to last sample). Failures: GPU jobs that ended
+    ``node_fail`` plus device-failure events (XID, double-bit ECC, lost GPU).
+    MTBF = exposure / failures; rates = failures per 1000 hours.
+    """
+    keys = list(base)
+    gj = jobs.filter(GPU_JOB.fill_null(False))
+    job_side = gj.group_by(keys).agg(
+        (pl.col("nodes").fill_null(1).cast(pl.Float64) * pl.col("run_s")).sum().alias("_node_s"),
+        (pl.col("gpus") * pl.col("run_s")).sum().alias("_gpu_s"),
+        (pl.col("status") == "node_fail").sum().cast(pl.Int64).alias("node_fail_jobs"),
+    )
+
+    def span(by: list[str]) -> pl.LazyFrame:
+        return gpu_samples.group_by([*keys, *by]).agg(
+            ((pl.col("time").max() - pl.col("time").min()).dt.total_microseconds() / 1e6).alias(
+                "_s"
+            )
+        )
+
+    tele = (
+        span(["host"])
+        .group_by(keys)
+        .agg(pl.col("_s").sum().alias("_node_s"))
+        .join(
+            span(["host", "gpu_index"]).group_by(keys).agg(pl.col("_s").sum().alias("_gpu_s")),
+            on=keys,
+            how="full",
+            coalesce=True,
+            nulls_equal=True,
+        )
+        .join(job_side, on=keys, how="anti", nulls_equal=True)  # jobs' exposure wins
+        .with_columns(pl.lit(0, dtype=pl.Int64).alias("node_fail_jobs"))
+        .select([*keys, "_node_s", "_gpu_s", "node_fail_jobs"])
+    )
+    exposure = (
+        pl.concat([job_side.select([*keys, "_node_s", "_gpu_s", "node_fail_jobs"]), tele])
+        .group_by(keys)
+        .agg(pl.col("_node_s").sum(), pl.col("_gpu_s").sum(), pl.col("node_fail_jobs").sum())
+    )
+    ev = _fault_events(events).group_by(keys).agg(pl.len().cast(pl.Int64).alias("device_events"))
+    failures = pl.col("node_failures")
+    return (
+        exposure.join(ev, on=keys, how="full", coalesce=True, nulls_equal=True)
+        .with_columns(
+            (pl.col("_node_s").fill_null(0) / 3600).alias("node_hours"),
+            (pl.col("_gpu_s").fill_null(0) / 3600).alias("gpu_hours"),
+            pl.col("node_fail_jobs").fill_null(0),
+            pl.col("device_events").fill_null(0),
+        )
+        .with_columns((pl.col("node_fail_jobs") + pl.col("device_events")).alias("node_failures"))
+        .with_columns(
+            pl.when(failures > 0).then(pl.col("node_hours") / failures).alias("mtbf_node_h"),
+            pl.when(failures > 0).then(pl.col("gpu_hours") / failures).alias("mtbf_gpu_h"),
+            pl.when(pl.col("node_hours") > 0)
+            .then(failures / pl.col("node_hours") * 1000)
+            .alias("failures_per_1k_node_h"),
+            pl.when(pl.col("gpu_hours") > 0)
+            .then(failures / pl.col("gpu_hours") * 1000)
+            .alias("failures_per_1k_gpu_h"),
+        )
+        .select(
+            *keys,
+            "node_hours",
+            "gpu_hours",
+            "node_fail_jobs",
+            "device_events",
+            "node_failures",
+            "mtbf_node_h",
+            "mtbf_gpu_h",
+            "failures_per_1k_node_h",
+            "failures_per_1k_gpu_h",
+        )
+        .sort(keys, nulls_last=True)
     )

@@ -12,9 +12,11 @@ import polars as pl
 import typer
 
 from gpu_trace.analyses import arrivals as arr
+from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import power as pwr
 from gpu_trace.analyses import provisioning as prov
 from gpu_trace.analyses import queueing as que
 from gpu_trace.analyses import sharing as shr
@@ -28,6 +30,7 @@ from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.catalog import connect
+from gpu_trace.telemetry.jobs import read_jobs
 
 app = typer.Typer(help="Characterization analyses over the store.", no_args_is_help=True)
 
@@ -144,19 +147,94 @@ def queueing(
 def failures(
     store: StoreOpt = None,
     source: SourceOpt = None,
-    by: Annotated[str, typer.Option(help="status, gpus, user or vc.")] = "status",
+    by: Annotated[str, typer.Option(help="status, cause, size (= gpus), user or vc.")] = "status",
     lost: Annotated[bool, typer.Option(help="GPU hours lost to failed/cancelled jobs.")] = False,
+    mtbf: Annotated[
+        bool, typer.Option(help="Node-attributed failures, MTBF per node-hour and GPU-hour.")
+    ] = False,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     max_rows: MaxRowsOpt = 100,
 ) -> None:
-    """Final-status mix of jobs and GPU time; with --lost, GPU time lost per group."""
+    """Final-status mix of jobs and GPU time; with --lost, GPU time lost per group;
+    --by cause: lost GPU hours by cause (status, XID / ECC / lost-GPU events, retries);
+    --mtbf: failure rates and MTBF (definitions: docs/metrics.md)."""
     inp = _inputs(store, source)
+    if mtbf:
+        _run(fail.mtbf(inp.jobs, inp.events, inp.gpu_samples), fmt, output, max_rows)
+        return
+    if by == "cause":
+        _run(fail.by_cause(inp.jobs, inp.placements, inp.events), fmt, output, max_rows)
+        return
     try:
         frame = fail.lost_gpu_time(inp.jobs, by) if lost else fail.status_mix(inp.jobs, by)
     except ValueError as exc:
-        raise GpuTraceError(str(exc)) from None
+        raise GpuTraceError(f"--by must be cause or one of {', '.join(fail.BY_CHOICES)}") from exc
     _run(frame, fmt, output, max_rows)
+
+
+class EnergyBy(StrEnum):
+    job = "job"
+    user = "user"
+    vc = "vc"
+    gpu = "gpu"
+
+
+@app.command()
+@domain_errors
+def energy(
+    store: StoreOpt = None,
+    source: SourceOpt = None,
+    by: Annotated[
+        EnergyBy,
+        typer.Option(help="job, user, vc, or gpu (each sampled device, no jobs needed)."),
+    ] = EnergyBy.job,
+    power: Annotated[
+        Path | None,
+        typer.Option("--power", help="TOML power table overriding the built-in one."),
+    ] = None,
+    jobs_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--jobs", help="CSV job_id,host,gpu_indices,start,end: jobs to charge telemetry to."
+        ),
+    ] = None,
+    max_gap: Annotated[
+        float | None,
+        typer.Option(
+            "--max-gap",
+            help="Seconds between power readings above which they are not bridged "
+            "(default: 3 x each GPU's median interval).",
+        ),
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    max_rows: MaxRowsOpt = 100,
+) -> None:
+    """Energy (kWh) per job / user / VC: integrated power_w telemetry over the GPUs and
+    times each job held (basis telemetry), else the power model (docs/energy.md)."""
+    if max_gap is not None and not max_gap > 0:
+        raise GpuTraceError(f"--max-gap must be > 0 seconds, got {max_gap}")
+    model = pwr.load(power)
+    root = resolve_store(store)
+    con = connect(root)
+    if by is EnergyBy.gpu:
+        _run(en.device_energy(con, max_gap), fmt, output, max_rows)
+        return
+    inp = Inputs.from_store(root, source)
+    jobs = inp.jobs.head(0) if jobs_file is not None else inp.jobs
+    if jobs_file is not None or source:
+        held = (
+            read_jobs(jobs_file).with_columns(
+                pl.col("gpu_indices").list.len().cast(pl.Float64).alias("gpu_count")
+            )
+            if jobs_file is not None
+            else inp.placements.collect()
+        )
+        con.register("_placements", held.to_arrow())
+        con.execute("CREATE OR REPLACE VIEW placements AS SELECT * FROM _placements")
+    table = en.per_job_energy(jobs, con, model, max_gap)
+    _run(table if by is EnergyBy.job else en.energy_by(table, by.value), fmt, output, max_rows)
 
 
 class JobsView(StrEnum):

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import duckdb
 import polars as pl
 
 from gpu_trace.analyses import arrivals as arr
 from gpu_trace.analyses import charts
+from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import power as pwr
 from gpu_trace.analyses import queueing as que
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses import users as usr
@@ -150,6 +153,47 @@ def failures_section(inp: Inputs) -> Section:
     )
 
 
+def _energy_connection(inp: Inputs) -> duckdb.DuckDBPyConnection:
+    """The page's placements and its power / utilization samples, for the energy SQL."""
+    con = duckdb.connect(":memory:")
+    samples = inp.gpu_samples.filter(pl.col("metric").is_in(["power_w", "gpu_util_pct"]))
+    con.register("gpu_samples", samples.collect().to_arrow())
+    con.register("placements", inp.placements.collect().to_arrow())
+    return con
+
+
+def failures_energy_section(inp: Inputs) -> Section:
+    """Lost GPU hours by cause, MTBF, and energy by VC (telemetry where the GPUs were
+    sampled, else the built-in power model) or per sampled GPU for telemetry sources."""
+    title = "Failures by cause and energy"
+    sec = Section(title)
+    causes = fail.by_cause(inp.jobs, inp.placements, inp.events).collect()
+    if causes.height:
+        sec.html += table_html(
+            _rounded(causes), caption="Failed, cancelled and retried jobs by cause"
+        )
+        sec.charts.append(charts.lost_by_cause(causes))
+    rates = fail.mtbf(inp.jobs, inp.events, inp.gpu_samples).collect()
+    if rates.height and (rates["node_hours"] > 0).any():
+        sec.html += table_html(_rounded(rates), caption="Node-attributed failures and MTBF")
+    con = _energy_connection(inp)
+    if has_jobs(inp):
+        per_job = en.per_job_energy(inp.jobs, con, pwr.load())
+        by_vc = en.energy_by(per_job, "vc").sort("energy_kwh", descending=True, nulls_last=True)
+        if by_vc.height:
+            sec.html += table_html(
+                _rounded(by_vc.head(TOP_N)),
+                caption=f"Energy by VC (top {TOP_N}; basis: telemetry, model or mixed)",
+            )
+            sec.charts.append(charts.energy_by_group(by_vc.head(TOP_N), "vc"))
+    devices = en.device_energy(con)
+    if devices.height:
+        sec.html += table_html(_rounded(devices), caption="Energy per sampled GPU (power_w)")
+    if not sec.html:
+        return _empty(title, "No failed jobs, GPU jobs or power telemetry.")
+    return sec
+
+
 def jobs_users_section(inp: Inputs) -> Section:
     sec = Section("Jobs and users")
     cdf = jb.duration_cdf(inp.jobs).collect()
@@ -250,6 +294,7 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
     utilization_section,
     queueing_section,
     failures_section,
+    failures_energy_section,
     jobs_users_section,
     arrivals_section,
     sharing_section,

@@ -1,0 +1,268 @@
+"""Energy per job, user or VC: measured from ``power_w`` telemetry where the GPUs a job
+held were sampled, else from the power model (:mod:`gpu_trace.analyses.power`).
+
+Telemetry rule (docs/energy.md): per GPU, readings at the same instant are averaged,
+consecutive readings form segments, and the power between two readings is their linear
+interpolation (trapezoid rule). A segment longer than ``gap_factor`` x the GPU's median
+sampling interval (or ``max_gap_s`` when given) is a gap: it is not bridged, and the
+held time it covers is reported as ``gap_gpu_s``; so is held time before a GPU's first or
+after its last reading. For every window ``covered + gap = held`` exactly. Segments are
+clipped to each job's placement window [start, end) and joined by host name and GPU
+index (telemetry from any source joins any trace's placements), in one DuckDB range
+join. A GPU shared by a fractional placement (gpu_count < GPUs listed) is charged
+``gpu_count / len(gpu_indices)`` of the device's energy.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from gpu_trace.analyses.definitions import GPU_JOB
+from gpu_trace.analyses.power import PowerModel
+from gpu_trace.analyses.utilization import per_job
+
+GAP_FACTOR = 3.0
+"""A segment longer than this many median sampling intervals is a gap."""
+
+J_PER_KWH = 3.6e6
+
+_SEGMENTS = """
+WITH pw AS (
+    SELECT host, gpu_index, time, avg(value) AS w
+    FROM gpu_samples
+    WHERE metric = 'power_w' AND value IS NOT NULL AND value >= 0
+      AND gpu_index IS NOT NULL AND mig_instance IS NULL
+    GROUP BY ALL
+), seg AS (
+    SELECT host, gpu_index, time AS t0, w AS w0,
+           lead(time) OVER g AS t1, lead(w) OVER g AS w1,
+           (epoch_us(lead(time) OVER g) - epoch_us(time)) / 1e6 AS dt
+    FROM pw
+    WINDOW g AS (PARTITION BY host, gpu_index ORDER BY time)
+), med AS (
+    SELECT host, gpu_index, median(dt) AS med_dt, min(t0) AS first_t, max(t1) AS last_t
+    FROM seg WHERE t1 IS NOT NULL GROUP BY ALL
+), bridged AS (
+    SELECT s.host, s.gpu_index, s.t0, s.t1, s.w0, s.w1, s.dt
+    FROM seg s JOIN med m USING (host, gpu_index)
+    WHERE s.t1 IS NOT NULL AND s.dt > 0
+      AND s.dt <= coalesce(CAST($max_gap AS DOUBLE), $factor * m.med_dt)
+)
+"""
+
+WINDOWS_SQL = (
+    _SEGMENTS
+    + """
+, held AS (
+    SELECT p.source, p.cluster, p.job_id, p.attempt, p.machine_id AS host,
+           p.start_time AS t_start, p.end_time AS t_end,
+           unnest(p.gpu_indices) AS gpu_index,
+           CASE WHEN p.gpu_count IS NULL OR len(p.gpu_indices) = 0 THEN 1.0
+                ELSE least(1.0, p.gpu_count / len(p.gpu_indices)) END AS share
+    FROM placements p
+    WHERE p.start_time IS NOT NULL AND p.end_time IS NOT NULL
+      AND p.end_time > p.start_time AND p.gpu_indices IS NOT NULL
+), clipped AS (
+    SELECT h.source, h.cluster, h.job_id, h.attempt, h.host, h.gpu_index, h.t_start,
+           b.t0, b.w0, b.w1, b.dt,
+           (epoch_us(greatest(h.t_start, b.t0)) - epoch_us(b.t0)) / 1e6 AS a,
+           (epoch_us(least(h.t_end, b.t1)) - epoch_us(b.t0)) / 1e6 AS z
+    FROM held h JOIN bridged b
+      ON b.host = h.host AND b.gpu_index = h.gpu_index
+     AND b.t0 < h.t_end AND b.t1 > h.t_start
+), integ AS (
+    SELECT source, cluster, job_id, attempt, host, gpu_index, t_start,
+           sum(z - a) AS covered_s,
+           sum((2 * w0 + (w1 - w0) * (a + z) / dt) / 2 * (z - a)) AS energy_j
+    FROM clipped GROUP BY ALL
+)
+SELECT h.source, h.cluster, h.job_id, h.attempt, h.host, h.gpu_index, h.share,
+       (epoch_us(h.t_end) - epoch_us(h.t_start)) / 1e6 AS held_s,
+       coalesce(i.covered_s, 0) AS covered_s,
+       coalesce(i.energy_j, 0) * h.share AS energy_j
+FROM held h LEFT JOIN integ i
+  ON i.source = h.source AND i.job_id = h.job_id AND i.attempt = h.attempt
+ AND i.host = h.host AND i.gpu_index = h.gpu_index AND i.t_start = h.t_start
+ AND i.cluster IS NOT DISTINCT FROM h.cluster
+"""
+)
+
+DEVICES_SQL = (
+    _SEGMENTS
+    + """
+SELECT m.host, m.gpu_index, m.first_t AS first_time, m.last_t AS last_time,
+       (epoch_us(m.last_t) - epoch_us(m.first_t)) / 1e6 AS span_s,
+       coalesce(sum(b.dt), 0) AS covered_s,
+       coalesce(sum((b.w0 + b.w1) / 2 * b.dt), 0) AS energy_j,
+       m.med_dt AS median_interval_s
+FROM med m LEFT JOIN bridged b USING (host, gpu_index)
+GROUP BY ALL
+"""
+)
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, max_gap_s: float | None) -> pl.DataFrame:
+    rel = con.sql(sql, params={"max_gap": max_gap_s, "factor": GAP_FACTOR})
+    assert rel is not None
+    frame = pl.from_arrow(rel.to_arrow_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def telemetry_windows(
+    con: duckdb.DuckDBPyConnection, max_gap_s: float | None = None
+) -> pl.DataFrame:
+    """One row per (placement, GPU held): held, covered and gap seconds and the energy
+    integrated from ``power_w`` over the covered part."""
+    frame = _frame(con, WINDOWS_SQL, max_gap_s)
+    return frame.with_columns(
+        (pl.col("held_s") - pl.col("covered_s")).clip(lower_bound=0).alias("gap_s")
+    ).sort("source", "job_id", "attempt", "host", "gpu_index")
+
+
+def device_energy(con: duckdb.DuckDBPyConnection, max_gap_s: float | None = None) -> pl.DataFrame:
+    """Energy per sampled GPU over its whole sampled span (no jobs needed)."""
+    frame = _frame(con, DEVICES_SQL, max_gap_s)
+    return frame.select(
+        "host",
+        "gpu_index",
+        "first_time",
+        "last_time",
+        (pl.col("energy_j") / J_PER_KWH).alias("energy_kwh"),
+        (pl.col("energy_j") / pl.col("covered_s")).fill_nan(None).alias("mean_power_w"),
+        "covered_s",
+        (pl.col("span_s") - pl.col("covered_s")).clip(lower_bound=0).alias("gap_s"),
+        "median_interval_s",
+    ).sort("host", "gpu_index")
+
+
+def _model_columns(jobs: pl.LazyFrame, model: PowerModel) -> pl.LazyFrame:
+    """Join each job's GPU type to the table (unknown types -> the default model)."""
+    default = model.gpus[model.default]
+    key = pl.col("gpu_type").str.split("|").list.first().str.strip_chars().str.to_uppercase()
+    return (
+        jobs.with_columns(key.alias("_alias"))
+        .join(model.lookup().lazy(), on="_alias", how="left")
+        .with_columns(
+            pl.col("power_model").fill_null(default.name),
+            pl.col("idle_w").fill_null(default.idle_w),
+            pl.col("busy_w").fill_null(default.busy_w),
+        )
+        .drop("_alias")
+    )
+
+
+def per_job_energy(
+    jobs: pl.LazyFrame,
+    con: duckdb.DuckDBPyConnection,
+    model: PowerModel,
+    max_gap_s: float | None = None,
+) -> pl.DataFrame:
+    """Per job: GPU energy from telemetry (``basis = telemetry``) when any held GPU-second
+    is covered by power readings, else from the model at the job's measured mean
+    utilization (``model_util``) or at busy power (``model_alloc``); plus the modelled
+    host baseline share. Jobs in ``placements`` but not ``jobs`` (a ``--jobs`` file) count
+    with their held GPU-seconds."""
+    win = telemetry_windows(con, max_gap_s)
+    tele = win.group_by("source", "job_id").agg(
+        pl.col("cluster").first().alias("_cluster"),
+        pl.col("energy_j").sum().alias("telemetry_energy_j"),
+        pl.col("held_s").sum().alias("held_gpu_s"),
+        pl.col("covered_s").sum().alias("covered_gpu_s"),
+        pl.col("gap_s").sum().alias("gap_gpu_s"),
+    )
+    util = per_job(con, "gpu_util_pct").select(
+        "source", "job_id", (pl.col("mean") / 100).clip(0.0, 1.0).alias("util")
+    )
+    base = jobs.filter(GPU_JOB.fill_null(False)).select(
+        "source", "cluster", "job_id", "user", "vc", "gpu_type", "gpus", "run_s"
+    )
+    frame = (
+        base.join(tele.lazy(), on=["source", "job_id"], how="full", coalesce=True)
+        .join(util.lazy(), on=["source", "job_id"], how="left")
+        .with_columns(pl.coalesce("cluster", "_cluster").alias("cluster"))
+        .drop("_cluster")
+    )
+    frame = _model_columns(frame, model)
+    gpu_s = pl.coalesce(pl.col("gpus") * pl.col("run_s"), pl.col("held_gpu_s"))
+    watts = pl.col("idle_w") + (pl.col("busy_w") - pl.col("idle_w")) * pl.col("util").fill_null(1)
+    measured = pl.col("covered_gpu_s").fill_null(0) > 0
+    gpu_j = pl.when(measured).then(pl.col("telemetry_energy_j")).otherwise(gpu_s * watts)
+    host_j = gpu_s * model.host_w_per_gpu
+    out = frame.with_columns(
+        gpu_s.alias("gpu_time_s"),
+        pl.when(measured)
+        .then(pl.lit("telemetry"))
+        .when(pl.col("util").is_not_null())
+        .then(pl.lit("model_util"))
+        .otherwise(pl.lit("model_alloc"))
+        .alias("basis"),
+        (gpu_j / J_PER_KWH).alias("gpu_energy_kwh"),
+        (host_j / J_PER_KWH).alias("host_energy_kwh"),
+        pl.when(measured)
+        .then(pl.col("telemetry_energy_j") / pl.col("covered_gpu_s"))
+        .otherwise(watts)
+        .alias("mean_gpu_power_w"),
+    ).with_columns(
+        (pl.col("gpu_energy_kwh") + pl.col("host_energy_kwh")).alias("energy_kwh"),
+        (pl.col("covered_gpu_s") / pl.col("held_gpu_s")).fill_nan(None).alias("coverage"),
+        pl.col("covered_gpu_s").fill_null(0),
+        pl.col("gap_gpu_s").fill_null(0),
+    )
+    return (
+        out.select(
+            "source",
+            "cluster",
+            "job_id",
+            "user",
+            "vc",
+            "gpu_type",
+            "power_model",
+            "gpus",
+            (pl.col("gpu_time_s") / 3600).alias("gpu_hours"),
+            "basis",
+            "util",
+            "mean_gpu_power_w",
+            "gpu_energy_kwh",
+            "host_energy_kwh",
+            "energy_kwh",
+            "covered_gpu_s",
+            "gap_gpu_s",
+            "coverage",
+        )
+        .sort("source", "cluster", "job_id", nulls_last=True)
+        .collect()
+    )
+
+
+def energy_by(job_energy: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Sum per-job energy over ``user`` or ``vc`` (per source and cluster), with how
+    many jobs used each basis."""
+    if by not in ("user", "vc"):
+        raise ValueError("by must be job, user, vc or gpu")
+    keys = ["source", "cluster", by]
+    basis = pl.col("basis")
+    return (
+        job_energy.group_by(keys)
+        .agg(
+            pl.len().alias("jobs"),
+            (basis == "telemetry").sum().alias("telemetry_jobs"),
+            (basis != "telemetry").sum().alias("model_jobs"),
+            pl.col("gpu_hours").sum(),
+            pl.col("gpu_energy_kwh").sum(),
+            pl.col("host_energy_kwh").sum(),
+            pl.col("energy_kwh").sum(),
+            pl.col("covered_gpu_s").sum(),
+            pl.col("gap_gpu_s").sum(),
+        )
+        .with_columns(
+            pl.when(pl.col("model_jobs") == 0)
+            .then(pl.lit("telemetry"))
+            .when(pl.col("telemetry_jobs") == 0)
+            .then(pl.lit("model"))
+            .otherwise(pl.lit("mixed"))
+            .alias("basis")
+        )
+        .sort(keys, nulls_last=True)
+    )

@@ -31,6 +31,10 @@ def report(
             "--replay", help="Add a policy scorecard for these replay run ids (repeatable; 'all')."
         ),
     ] = None,
+    sweep: Annotated[
+        Path | None,
+        typer.Option("--sweep", help="Add a sweep page: means and 95 % intervals across seeds."),
+    ] = None,
     images: Annotated[
         list[str] | None,
         typer.Option(
@@ -52,5 +56,6 @@ def report(
             sources=source,
             images=formats,
             replay=replay or (),
+            sweep=sweep,
         )
     sys.stdout.write(f"{index}\n")

@@ -212,6 +212,19 @@ def read_markers(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def spec_from_manifest(out: Path) -> SweepSpec:
+    """The grid a sweep folder was started with (for ``--resume`` without the file),
+    axes in their original order."""
+    from gpu_trace.replay import sweep_grid
+
+    manifest = read_manifest(out)
+    doc = dict(manifest["spec"])
+    grid = doc.get("grid", {})
+    order: list[str] = list(manifest.get("axes") or grid)
+    doc["grid"] = {a: grid[a] for a in order if a in grid}
+    return sweep_grid.parse(doc, str(out / MANIFEST))
+
+
 def _stored_runs(store: Path, source: str) -> set[str]:
     ids = scan(store, "replay_runs", [source]).select("run_id").collect()["run_id"]
     return set(ids.to_list())
@@ -287,6 +300,8 @@ def run_sweep(
     else:
         results = _on_ray(jobs, specs, todo, workers, address, summary)
     done = summary.already_done
+    if on_event:
+        on_event(Event("", "start", done, len(runs)))
     try:
         for batch in results:
             write_outputs(store, [o for _, o in batch if isinstance(o, RunOutput)])
@@ -347,4 +362,3 @@ def _on_ray(
         yield from session.run(jobs, specs, todo)
     finally:
         session.close()
-

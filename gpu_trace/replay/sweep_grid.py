@@ -41,6 +41,7 @@ DERIVED = {"run_id": "run ids are derived from the config", "source": "give it a
 MAX_VALUES = 10_000
 """Most values one range may expand to (a typo like ``0:1e6:1`` fails fast)."""
 
+_BOOLS = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
 _INT_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
 
@@ -198,6 +199,8 @@ def expand_range(text: str, hint: Any, where: str) -> list[Any]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
         raise SweepSpecError(f"{where}: no values")
+    if bool in kinds and not numeric:
+        return [_BOOLS.get(p.lower(), p) for p in parts]
     if not numeric:
         return parts
     return [_number(p, kinds, where) for p in parts]
@@ -248,6 +251,11 @@ def parse(data: dict[str, Any], origin: str) -> SweepSpec:
             _check_name(key, where, known)
             hint = known[key]
             if section == "fixed":
+                if isinstance(value, str) and str not in _base_types(hint)[0]:
+                    parsed = expand_range(value, hint, where)
+                    if len(parsed) != 1:
+                        raise SweepSpecError(f"{where}: a fixed field takes one value")
+                    value = parsed[0]
                 fixed[key] = _coerce(value, hint, where)
                 continue
             if key in fixed:

@@ -133,6 +133,8 @@ def _base_types(hint: Any) -> tuple[list[type], list[Any]]:
 
 
 def _type_name(hint: Any) -> str:
+    if isinstance(hint, type):
+        return hint.__name__
     return str(hint).replace("typing.", "")
 
 

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
+from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_grid as sg
 from gpu_trace.replay import sweep_stats as st
@@ -364,3 +365,14 @@ def test_report_sweep_page_shows_means_and_intervals(store_copy: Path, tmp_path:
     missing = cli("report", "--store", store_copy, "--out", tmp_path / "s2", "--sweep", tmp_path)
     assert missing.exit_code == 1
     assert "no sweep here (sweep.json is missing)" in missing.stderr
+
+
+def test_a_bad_cluster_fails_before_the_sweep_folder_is_used(
+    store_copy: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "sw"
+    doc = {"source": "openb", "grid": {"cluster": ["32x8", "32y8"], "seed": [0]}}
+    with pytest.raises(GpuTraceError, match="32y8"):
+        sw.run_sweep(store_copy, sg.parse(doc, "t"), out, workers=1)
+    assert not (out / sw.MANIFEST).exists()
+    assert stored(store_copy).height == 0

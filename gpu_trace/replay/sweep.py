@@ -231,10 +231,14 @@ def _stored_runs(store: Path, source: str) -> set[str]:
 
 
 def _prepare(
-    store: Path, spec: SweepSpec, out: Path, resume: bool, jobs: pl.DataFrame
-) -> tuple[list[PlannedRun], list[PlannedRun]]:
-    """(all runs, runs still to do); writes the manifest."""
-    runs = plan(spec)
+    store: Path,
+    spec: SweepSpec,
+    runs: list[PlannedRun],
+    out: Path,
+    resume: bool,
+    jobs: pl.DataFrame,
+) -> list[PlannedRun]:
+    """The runs still to do; writes the manifest."""
     fingerprint = workload_fingerprint(store, spec.source, jobs)
     manifest_path = out / MANIFEST
     done: set[str] = set()
@@ -264,7 +268,7 @@ def _prepare(
             "runs": [{"run_id": r.run_id, "point": r.point} for r in runs],
         },
     )
-    return runs, [r for r in runs if r.run_id not in done]
+    return [r for r in runs if r.run_id not in done]
 
 
 def _mark(out: Path, run_id: str, data: dict[str, Any]) -> None:
@@ -288,9 +292,10 @@ def run_sweep(
     jobs = scan(store, "jobs", [spec.source]).collect()
     if not jobs.height:
         raise SweepError(f"no jobs in the store for source {spec.source!r}")
-    runs, todo = _prepare(store, spec, out, resume, jobs)
-    clusters = {r.config.cluster for r in todo}
-    specs = {c: resolve_cluster(c, store, spec.source) for c in sorted(clusters)}
+    runs = plan(spec)
+    clusters = sorted({r.config.cluster for r in runs})
+    specs = {c: resolve_cluster(c, store, spec.source) for c in clusters}  # before any write
+    todo = _prepare(store, spec, runs, out, resume, jobs)
     summary = SweepSummary(total=len(runs), already_done=len(runs) - len(todo))
     in_process = address is None and (workers or 0) == 1
     if not todo:

@@ -376,3 +376,25 @@ def test_a_bad_cluster_fails_before_the_sweep_folder_is_used(
         sw.run_sweep(store_copy, sg.parse(doc, "t"), out, workers=1)
     assert not (out / sw.MANIFEST).exists()
     assert stored(store_copy).height == 0
+
+
+def test_an_unreachable_ray_address_fails_in_one_line(store_copy: Path, tmp_path: Path) -> None:
+    """A closed port answers at once (Ray alone would retry for minutes); no Ray needed."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connections are refused
+        result = cli(
+            "replay", "sweep", grid(tmp_path, "0"), "--out", tmp_path / "sw",
+            "--store", store_copy, "--address", f"127.0.0.1:{port}",
+        )  # fmt: skip
+    assert result.exit_code == 1
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: cannot reach the Ray cluster at 127.0.0.1:{port}: ")
+    assert not (tmp_path / "sw" / sw.MANIFEST).exists()  # the folder is still free
+    bad = cli(
+        "replay", "sweep", grid(tmp_path, "0"), "--out", tmp_path / "x",
+        "--store", store_copy, "--address", "nope",
+    )  # fmt: skip
+    assert "--address 'nope' is not auto, HOST:PORT or ray://HOST:PORT" in bad.stderr

@@ -237,8 +237,10 @@ def _prepare(
     out: Path,
     resume: bool,
     jobs: pl.DataFrame,
-) -> list[PlannedRun]:
-    """The runs still to do; writes the manifest."""
+) -> tuple[list[PlannedRun], dict[str, Any]]:
+    """(the runs still to do, the manifest to write once the backend delivers its first
+    result: a sweep that never started, e.g. Ray unreachable, leaves the folder as it
+    was)."""
     fingerprint = workload_fingerprint(store, spec.source, jobs)
     manifest_path = out / MANIFEST
     done: set[str] = set()
@@ -256,19 +258,16 @@ def _prepare(
         markers = read_markers(out)
         stored = _stored_runs(store, spec.source)
         done = {k for k, m in markers.items() if m.get("status") == "done" and k in stored}
-    _atomic_json(
-        manifest_path,
-        {
-            "version": MANIFEST_VERSION,
-            "spec": spec.to_json(),
-            "origin": spec.origin,
-            "store": str(store.resolve()),
-            "workload": fingerprint,
-            "axes": list(spec.axes),
-            "runs": [{"run_id": r.run_id, "point": r.point} for r in runs],
-        },
-    )
-    return [r for r in runs if r.run_id not in done]
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "spec": spec.to_json(),
+        "origin": spec.origin,
+        "store": str(store.resolve()),
+        "workload": fingerprint,
+        "axes": list(spec.axes),
+        "runs": [{"run_id": r.run_id, "point": r.point} for r in runs],
+    }
+    return [r for r in runs if r.run_id not in done], manifest
 
 
 def _mark(out: Path, run_id: str, data: dict[str, Any]) -> None:
@@ -295,7 +294,7 @@ def run_sweep(
     runs = plan(spec)
     clusters = sorted({r.config.cluster for r in runs})
     specs = {c: resolve_cluster(c, store, spec.source) for c in clusters}  # before any write
-    todo = _prepare(store, spec, runs, out, resume, jobs)
+    todo, manifest = _prepare(store, spec, runs, out, resume, jobs)
     summary = SweepSummary(total=len(runs), already_done=len(runs) - len(todo))
     in_process = address is None and (workers or 0) == 1
     if not todo:
@@ -307,8 +306,12 @@ def run_sweep(
     done = summary.already_done
     if on_event:
         on_event(Event("", "start", done, len(runs)))
+    unpublished = True
     try:
         for batch in results:
+            if unpublished:
+                _atomic_json(out / MANIFEST, manifest)
+                unpublished = False
             write_outputs(store, [o for _, o in batch if isinstance(o, RunOutput)])
             for planned, o in batch:
                 done += 1
@@ -331,6 +334,8 @@ def run_sweep(
         close = getattr(results, "close", None)
         if close:
             close()
+    if unpublished:
+        _atomic_json(out / MANIFEST, manifest)
     summary.wall_s = time.perf_counter() - started
     return summary
 

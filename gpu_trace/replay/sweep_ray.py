@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -92,17 +93,39 @@ class RaySession:
             self.ray.shutdown()
 
 
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _reachable(address: str) -> None:
+    """Fail in seconds, with one line, when ``HOST:PORT`` (or ``ray://HOST:PORT``) does
+    not accept a connection: Ray itself retries for minutes. ``auto`` is left to Ray,
+    which answers at once when no cluster runs on this machine."""
+    if address == "auto":
+        return
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SweepError(f"--address {address!r} is not auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SweepError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+
+
 def connect(workers: int | None, address: str | None) -> RaySession:
     """Reuse a running Ray (a test fixture, a notebook), connect to ``address``, or
     start a local one with ``workers`` CPUs (default: every core)."""
+    if address:
+        _reachable(address)
     ray = _ray()
     if ray.is_initialized():
         owned = False
     elif address:
         try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        except ConnectionError as exc:
-            raise SweepError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+        except (ConnectionError, TimeoutError, RuntimeError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise SweepError(f"cannot reach the Ray cluster at {address}: {why}") from None
         owned = True
     else:
         ray.init(

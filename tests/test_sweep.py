@@ -398,3 +398,29 @@ def test_an_unreachable_ray_address_fails_in_one_line(store_copy: Path, tmp_path
         "--store", store_copy, "--address", "nope",
     )  # fmt: skip
     assert "--address 'nope' is not auto, HOST:PORT or ray://HOST:PORT" in bad.stderr
+
+
+def test_a_failing_run_is_recorded_and_the_others_complete(
+    store_copy: Path, tmp_path: Path
+) -> None:
+    sweep = toml(
+        tmp_path / "s.toml",
+        'source = "openb"\n[fixed]\ncluster = "32x8"\nwindow_end = "1970-05-03"\n'
+        '[grid]\nwindow_start = ["1970-05-01", "not-a-date"]\nseed = [0, 1]\n',
+    )
+    out = tmp_path / "sw"
+    args = ("replay", "sweep", sweep, "--out", out, "--store", store_copy, "--workers", "1")
+    result = cli(*args)
+    assert result.exit_code == 1
+    assert "sweep: 4 runs (0 already done), ran 2, failed 2" in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 2 of 4 runs failed (first: ")
+    assert last.endswith(
+        ": window bound 'not-a-date' is not an ISO date/time); fix the cause and rerun with --resume"
+    )
+    markers = sw.read_markers(out)
+    assert sorted(m["status"] for m in markers.values()) == ["done", "done", "failed", "failed"]
+    assert stored(store_copy).height == 2
+    # failed runs are not done: resume tries them again (and they fail again)
+    again = cli(*args, "--resume")
+    assert "sweep: 4 runs (2 already done), ran 0, failed 2" in again.stderr

@@ -127,3 +127,22 @@ def test_a_killed_worker_is_retried_and_every_run_is_stored_once(
     assert sorted(markers) == sorted(runs["run_id"].to_list())
     # the killed worker returned nothing: every result came from a live worker
     assert killed[0] not in {m["pid"] for m in markers.values()}
+
+
+def test_a_runs_own_error_on_ray_is_recorded_not_retried(
+    local_ray: Any, store_copy: Path, tmp_path: Path
+) -> None:
+    spec = sg.parse(
+        {
+            "source": "openb",
+            "fixed": {"cluster": "32x8", "window_end": "1970-05-03"},
+            "grid": {"window_start": ["1970-05-01", "not-a-date"]},
+        },
+        "test",
+    )
+    summary = sw.run_sweep(store_copy, spec, tmp_path / "sw", workers=2)
+    assert summary.ran == 1
+    assert [why for _, why in summary.failed] == [
+        "window bound 'not-a-date' is not an ISO date/time"
+    ]
+    assert scan(store_copy, "replay_runs", ["openb"]).collect().height == 1

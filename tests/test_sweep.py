@@ -362,6 +362,11 @@ def test_report_sweep_page_shows_means_and_intervals(store_copy: Path, tmp_path:
     assert "Paired comparison by placement against random" in page
     assert "JCT mean (s) vs load" in page and "allocation vs load" in page
     assert 'href="sweep.html"' in (site / "index.html").read_text(encoding="utf-8")
+    # without --store the page reads the store the sweep wrote to
+    args = ["report", "--out", str(tmp_path / "s3"), "--sweep", str(out)]
+    own = runner.invoke(app, args, env={"GPU_TRACE_STORE": None})
+    assert own.exit_code == 0, own.stderr
+    assert f"{num(mean)} ± {num(half)} (n=3)" in (tmp_path / "s3" / "sweep.html").read_text("utf-8")
     missing = cli("report", "--store", store_copy, "--out", tmp_path / "s2", "--sweep", tmp_path)
     assert missing.exit_code == 1
     assert "no sweep here (sweep.json is missing)" in missing.stderr

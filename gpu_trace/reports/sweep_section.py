@@ -168,9 +168,12 @@ def sweep_sections(con: duckdb.DuckDBPyConnection, sweep_dir: Path) -> list[Sect
     )
     frame = st.with_points(manifest, runs)
     spec = manifest.get("spec", {})
-    by = st.config_axes(manifest)
+    # an axis with one value (``--gpus 32x8``) names no difference: shown in the grid line
+    by = [a for a in st.config_axes(manifest) if a in frame.columns and frame[a].n_unique() > 1]
     seeds = frame["seed"].n_unique() if "seed" in frame.columns else 1
-    grid = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in spec.get("grid", {}).items())
+    axes = spec.get("grid", {})
+    order = [a for a in manifest.get("axes", []) if a in axes] or list(axes)
+    grid = "; ".join(f"{k}: {', '.join(map(str, axes[k]))}" for k in order)
     head = (
         f'<p class="meta">sweep {esc(spec.get("name", "sweep"))} of source '
         f"{esc(spec.get('source'))}: {len(ids):,} runs, {frame.height:,} in this store"

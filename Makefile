@@ -13,7 +13,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install gpu-trace with dev tools

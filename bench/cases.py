@@ -513,6 +513,68 @@ def pai2020_full() -> dict[str, object]:
     }
 
 
+def replay_sweep_60() -> dict[str, object]:
+    """A 60-run openb sweep (fifo/sjf/las x best-fit/fgd x 5 loads x 2 seeds, whole
+    sample on 32x8): in process vs Ray with 2 local workers (target >= 1.7x), Ray's
+    start-up measured apart, and a 16-node estimate from the per-run times."""
+    from gpu_trace.replay import sweep as sw
+    from gpu_trace.replay import sweep_grid as sg
+
+    doc = {
+        "source": "openb",
+        "fixed": {"cluster": "32x8"},
+        "grid": {
+            "scheduler": ["fifo", "sjf", "las"],
+            "placement": ["best-fit", "fgd"],
+            "load": "0.8:1.6:0.2",
+            "seed": "0-1",
+        },
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = {k: Path(tmp) / f"store-{k}" for k in ("local", "ray")}
+        for s in stores.values():
+            ingest(LOADERS["openb"], SAMPLES / "openb", s)
+        spec = sg.parse(doc, "bench")
+        start = time.perf_counter()
+        local = sw.run_sweep(stores["local"], spec, Path(tmp) / "local", workers=1)
+        local_s = time.perf_counter() - start
+        start = time.perf_counter()
+        on_ray = sw.run_sweep(stores["ray"], spec, Path(tmp) / "ray", workers=2)
+        ray_s = time.perf_counter() - start
+        same = _store_bytes(stores["local"]) == _store_bytes(stores["ray"])
+    runs = sorted(local.run_wall_s)
+    total = sum(runs)
+    steady = ray_s - on_ray.startup_s
+    per_task_overhead = max(steady - total / 2, 0.0) / (len(runs) / 2)
+    slots = 16 * 16  # 16 nodes x 16 cores
+    est_16 = 2.0 + max(total / slots, runs[-1]) + per_task_overhead
+    return {
+        "runs": len(runs),
+        "in_process_s": round(local_s, 1),
+        "ray_2_workers_s": round(ray_s, 1),
+        "ray_startup_s": round(on_ray.startup_s, 1),
+        "ray_without_startup_s": round(steady, 1),
+        "speedup": round(local_s / ray_s, 2),
+        "speedup_without_startup": round(local_s / steady, 2),
+        "run_mean_s": round(total / len(runs), 3),
+        "run_median_s": round(runs[len(runs) // 2], 3),
+        "run_max_s": round(runs[-1], 3),
+        "run_sum_s": round(total, 1),
+        "per_task_overhead_s": round(per_task_overhead, 3),
+        "estimate_16x16_cores_s": round(est_16, 1),
+        "store_bytes_identical": same,
+    }
+
+
+def _store_bytes(store: Path) -> dict[str, bytes]:
+    cur = (store / "current").resolve()
+    return {
+        str(p.relative_to(cur)): p.read_bytes()
+        for t in ("replay_runs", "replay_jobs", "replay_timeseries")
+        for p in sorted((cur / t).rglob("*.parquet"))
+    }
+
+
 CASES: dict[str, Callable[[], dict[str, object]]] = {
     "openb_ingest": openb_ingest,
     "openb_query": openb_query,
@@ -528,6 +590,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "pai2020_full": pai2020_full,
     "analyses_helios": analyses_helios,
     "report_1m": report_1m,
+    "replay_sweep_60": replay_sweep_60,
 }
 
 if __name__ == "__main__":

@@ -452,3 +452,163 @@ def _live_id(config: ReplayConfig, live: Any) -> str:
     slug = live.devices.replace(":", "").replace(",", "_")
     digest = hashlib.sha256(blob).hexdigest()[:8]
     return f"live-{config.label()}-{config.placement}-{digest}-{slug}"
+
+
+# --- replay sweep: many runs over a grid, in process or on Ray ----------------------
+
+
+def _sweep_flags(
+    source: str | None,
+    grid_flags: dict[str, str | None],
+    grid: list[str] | None,
+    fixed: list[str] | None,
+    window: str | None,
+) -> dict[str, Any] | None:
+    """The flags as a sweep-file document (same parser, same checks); None if none."""
+    doc_grid: dict[str, Any] = {k: v for k, v in grid_flags.items() if v is not None}
+    doc_fixed: dict[str, Any] = {}
+    for items, target, flag in ((grid, doc_grid, "--grid"), (fixed, doc_fixed, "--set")):
+        for item in items or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise xp.UsageError(f"{flag} {item!r} is not FIELD=VALUES")
+            if key.strip() in doc_grid or key.strip() in doc_fixed:
+                raise xp.UsageError(f"{flag} {key.strip()} is given twice")
+            target[key.strip()] = value
+    start, end = _window(window)
+    for key, bound in (("window_start", start), ("window_end", end)):
+        if bound is not None:
+            doc_fixed[key] = bound
+    if source is None and not doc_grid and not doc_fixed:
+        return None
+    return {"source": source, "grid": doc_grid, "fixed": doc_fixed}
+
+
+@app.command("sweep")
+@domain_errors
+@usage_errors
+def sweep_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
+    sweep_file: Annotated[
+        Path | None, typer.Argument(help="Sweep file (TOML: source, [fixed], [grid]).")
+    ] = None,
+    store: StoreOpt = None,
+    source: Annotated[str | None, typer.Option("--source", "-s", help="Source.")] = None,
+    policies: Annotated[str | None, typer.Option(help="Scheduling policies, a,b,c.")] = None,
+    placements: Annotated[str | None, typer.Option(help="Placements, a,b.")] = None,
+    loads: Annotated[str | None, typer.Option(help="Loads: a:b:step (both ends) or a,b.")] = None,
+    seeds: Annotated[str | None, typer.Option(help="Seeds: 0-9 or 1,2,3.")] = None,
+    gpus: Annotated[
+        str | None, typer.Option("--gpus", help="Cluster spec(s), e.g. 32x8 or 32x8,64x8.")
+    ] = None,
+    cluster: ClusterOpt = None,
+    window: WindowOpt = None,
+    grid: Annotated[
+        list[str] | None,
+        typer.Option("--grid", help="Sweep any ReplayConfig field: FIELD=VALUES (repeatable)."),
+    ] = None,
+    fixed: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Hold any ReplayConfig field: FIELD=VALUE (repeatable)."),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster: auto or ray://HOST:10001 (default: local).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Parallel runs (default: every core; 1 = in process, no Ray)."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
+    ] = False,
+) -> None:
+    """Replay every point of a grid (policies x placements x loads x seeds x clusters,
+    or any ReplayConfig field) in parallel on Ray, or in process with --workers 1; each
+    run goes to the store as it finishes, and --resume skips the finished ones."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from gpu_trace.replay import sweep as sw
+    from gpu_trace.replay import sweep_grid as sg
+
+    if workers is not None and workers < 1:
+        raise xp.UsageError("--workers must be at least 1")
+    if cluster and gpus:
+        raise xp.UsageError("give --cluster or --gpus, not both")
+    doc = _sweep_flags(
+        source,
+        {
+            "scheduler": policies,
+            "placement": placements,
+            "load": loads,
+            "seed": seeds,
+            "cluster": gpus or cluster,
+        },
+        grid,
+        fixed,
+        window,
+    )
+    if sweep_file is not None and doc is not None:
+        raise xp.UsageError("give a sweep file or grid flags (--source, --policies, ...), not both")
+    if sweep_file is not None:
+        spec = sg.load(sweep_file)
+    elif doc is not None:
+        spec = sg.parse(doc, "command line")
+    elif resume:
+        spec = sw.spec_from_manifest(out)
+    else:
+        raise xp.UsageError("give a sweep file, grid flags (--source ...), or --resume")
+    if workers is None and address is None and not _have_ray():
+        err.print(
+            "Ray is not installed (pip install 'gpu-trace[ray]'): running in process",
+            markup=False,
+        )
+        workers = 1
+    columns = (
+        TextColumn("sweep"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("runs, {task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as bar:
+        task = bar.add_task("sweep", total=None, failed=0)
+        failed = 0
+
+        def on_event(e: sw.Event) -> None:
+            nonlocal failed
+            failed += e.status == "failed"
+            bar.update(task, completed=e.done, total=e.total, failed=failed)
+
+        summary = sw.run_sweep(
+            resolve_store(store),
+            spec,
+            out,
+            workers=workers,
+            address=address,
+            resume=resume,
+            on_event=on_event,
+        )
+    err.print(summary.line(), markup=False)
+    typer.echo(str(out))
+    if summary.failed:
+        run_id, why = summary.failed[0]
+        raise fail(
+            f"{len(summary.failed)} of {summary.total} runs failed (first: {run_id}: {why}); "
+            "fix the cause and rerun with --resume".replace("[", "\\["),
+            1,
+        )
+
+
+def _have_ray() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,7 @@ from gpu_trace.cli._boundary import domain_errors, err
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.reports import build_site
-from gpu_trace.settings import resolve_store
+from gpu_trace.settings import STORE_ENV, resolve_store
 
 
 @domain_errors
@@ -31,6 +32,12 @@ def report(
             "--replay", help="Add a policy scorecard for these replay run ids (repeatable; 'all')."
         ),
     ] = None,
+    sweep: Annotated[
+        Path | None,
+        typer.Option(
+            "--sweep", help="Add a sweep page (means, 95 % intervals); default store: the sweep's."
+        ),
+    ] = None,
     images: Annotated[
         list[str] | None,
         typer.Option(
@@ -44,6 +51,10 @@ def report(
     bad = [f for f in formats if f not in ("svg", "png")]
     if bad:
         raise GpuTraceError(f"--images takes svg or png, not {', '.join(bad)}")
+    if sweep is not None and store is None and not os.environ.get(STORE_ENV):
+        from gpu_trace.replay.sweep import read_manifest
+
+        store = Path(read_manifest(sweep)["store"])  # the store the sweep wrote to
     with err.status("building report"):
         index = build_site(
             resolve_store(store),
@@ -52,5 +63,6 @@ def report(
             sources=source,
             images=formats,
             replay=replay or (),
+            sweep=sweep,
         )
     sys.stdout.write(f"{index}\n")

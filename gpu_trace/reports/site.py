@@ -36,6 +36,7 @@ from gpu_trace.reports.page import Section, esc, render_page, table_html
 from gpu_trace.reports.publish import check_replaceable, recover, staging_folder, swap_in
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
+from gpu_trace.reports.sweep_section import sweep_sections
 from gpu_trace.reports.telemetry_section import telemetry_section
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
@@ -175,6 +176,7 @@ def build_site(
     images: Sequence[str] = (),
     extra_sections: Sequence[SectionBuilder] = (),
     replay: Sequence[str] = (),
+    sweep: Path | None = None,
 ) -> Path:
     """Build the site and swap it in as ``out``; return the path of ``index.html``.
 
@@ -190,7 +192,7 @@ def build_site(
     con = connect(store)
     built_dir = staging_folder(out)
     try:
-        _build(con, store, built_dir, title, sources, images, extra_sections, replay)
+        _build(con, store, built_dir, title, sources, images, extra_sections, replay, sweep)
         swap_in(built_dir, out)
     except BaseException:
         shutil.rmtree(built_dir, ignore_errors=True)
@@ -207,6 +209,7 @@ def _build(
     images: Sequence[str],
     extra_sections: Sequence[SectionBuilder],
     replay: Sequence[str],
+    sweep: Path | None = None,
 ) -> None:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
@@ -221,6 +224,12 @@ def _build(
     run_ids = resolve_runs(con, replay) if replay else []
     if replay:
         index_sections.append(replay_section(con, run_ids))
+    if sweep is not None:
+        pages["sweep"] = sweep_sections(con, sweep)
+        link = '<p>Means and 95 % intervals across seeds: <a href="sweep.html">sweep page</a>.</p>'
+        index_sections.append(Section("Sweep", link))
+        sweep_page = render_page(f"{title}: sweep", pages["sweep"], _footer(con, chosen), built)
+        _write(out / "sweep.html", sweep_page)
     if chosen:
         index_sections.append(_provenance_for(con, chosen))
     pages["index"] = index_sections

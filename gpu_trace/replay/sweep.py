@@ -1,0 +1,374 @@
+"""Run a sweep (:mod:`gpu_trace.replay.sweep_grid`): many replays, in process or on Ray
+(local or a cluster), resumable, results streamed into the store by the driver.
+
+Every run is a pure function of (workload, cluster, config): :func:`execute` is the one
+run function, called in process (``--workers 1``, no Ray needed) or as a Ray task, so
+the store rows are the same byte for byte either way. Its only measurements (wall
+time, worker pid, host) are kept out of the store: ``replay_runs.wall_s`` of a sweep run
+is null, the timing lives in the run's marker in the sweep folder.
+
+The sweep folder holds ``sweep.json`` (the grid, the runs with their grid points, the
+workload fingerprint) and ``runs/<run_id>.json``, one marker per finished run, written
+atomically *after* the run's store commit. ``--resume`` skips every run whose marker
+says done and whose rows are in the store, so a killed sweep loses only the runs that
+were in flight; a run committed but not yet marked is simply run again and replaces its
+own files with the same bytes (each run is exactly once in the store).
+
+On Ray the workload is put in the object store once (``ray.put``); tasks are retried
+when their worker dies (``max_retries``), never for a run's own error, which is
+deterministic and recorded as ``failed`` in its marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay.cluster import ClusterSpec
+from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster
+from gpu_trace.replay.sweep_grid import SweepSpec
+from gpu_trace.store.parquet import StoreTransaction
+from gpu_trace.store.scan import scan
+
+MANIFEST = "sweep.json"
+MARKERS = "runs"
+MANIFEST_VERSION = 1
+MAX_RETRIES = 3
+"""Ray re-runs a task this many times when its worker process dies."""
+TABLES = ("replay_runs", "replay_jobs", "replay_timeseries")
+
+
+class SweepError(GpuTraceError):
+    """The sweep folder or the store does not fit the sweep (resume of another sweep,
+    a changed workload, Ray missing)."""
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """What a run sends back to the driver: its three tables (store-ready, ``wall_s``
+    null) and the measurements that are not results."""
+
+    run_id: str
+    source: str
+    runs: pl.DataFrame
+    jobs: pl.DataFrame
+    timeseries: pl.DataFrame
+    wall_s: float
+    pid: int
+    host: str
+
+
+def execute(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunOutput:
+    """THE run function (in process and on Ray): replay and strip the engine."""
+    started = time.perf_counter()
+    result = replay(jobs, spec, config)
+    runs = result.runs.with_columns(pl.lit(None, pl.Float64).alias("wall_s"))
+    return RunOutput(
+        run_id=result.run_id,
+        source=config.source,
+        runs=runs,
+        jobs=result.jobs,
+        timeseries=result.timeseries,
+        wall_s=time.perf_counter() - started,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+    )
+
+
+def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
+    """Commit finished runs in ONE store transaction (one new generation), tagged as
+    ``replay.run.write`` tags them (source = replayed source, dataset = run id)."""
+    if not outputs:
+        return
+    with StoreTransaction(store) as tx:
+        for out in outputs:
+            cols = {"source": out.source, "dataset": out.run_id, "cluster": out.source}
+            frames = {"replay_runs": out.runs, "replay_jobs": out.jobs}
+            frames["replay_timeseries"] = out.timeseries
+            for table, frame in frames.items():
+                tagged = frame.with_columns(
+                    *(pl.lit(v).alias(c) for c, v in cols.items()),
+                    pl.lit(out.run_id).alias("run_id"),
+                )
+                tx.write(
+                    table,
+                    tagged,
+                    source=out.source,
+                    dataset=out.run_id,
+                    metadata={"run_id": out.run_id},
+                )
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    run_id: str
+    point: dict[str, Any]
+    config: ReplayConfig
+
+
+Batch = list[tuple["PlannedRun", RunOutput | str]]
+"""Runs that finished together: written in one store commit."""
+
+
+@dataclass
+class Event:
+    """One finished (or failed) run, for a progress display."""
+
+    run_id: str
+    status: str
+    done: int
+    total: int
+    wall_s: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class SweepSummary:
+    total: int
+    already_done: int
+    ran: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    backend: str = "in-process"
+    workers: int = 1
+    startup_s: float = 0.0
+    wall_s: float = 0.0
+    run_wall_s: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        runs = sum(self.run_wall_s)
+        per = f", {runs / len(self.run_wall_s):.2f} s per run" if self.run_wall_s else ""
+        start = f", start-up {self.startup_s:.1f} s" if self.backend != "in-process" else ""
+        return (
+            f"sweep: {self.total} runs ({self.already_done} already done), ran {self.ran}, "
+            f"failed {len(self.failed)}, in {self.wall_s:.1f} s on {self.backend} with "
+            f"{self.workers} worker{'s' if self.workers != 1 else ''}{start}{per}"
+        )
+
+
+def plan(spec: SweepSpec) -> list[PlannedRun]:
+    """Every run of the grid with its stable id (the config's hash)."""
+    runs = [PlannedRun(c.resolved_run_id(), p, c) for p, c in spec.configs()]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise SweepError(f"{spec.origin}: two grid points resolve to the same run")
+    return runs
+
+
+def workload_fingerprint(store: Path, source: str, jobs: pl.DataFrame) -> str:
+    """sha256 over what the source was ingested from (file checksums per table) and the
+    job count, so ``--resume`` against a re-ingested store is refused."""
+    ingests = (
+        scan(store, "ingests", [source])
+        .select("table", "dataset", "file", "file_sha256", "rows_written")
+        .collect()
+        .sort("table", "dataset", "file")
+    )
+    h = hashlib.sha256(ingests.write_csv().encode())
+    h.update(f"jobs={jobs.height}".encode())
+    return h.hexdigest()[:16]
+
+
+def _atomic_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
+    tmp.replace(path)
+
+
+def read_manifest(out: Path) -> dict[str, Any]:
+    path = out / MANIFEST
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SweepError(f"{out}: no sweep here ({MANIFEST} is missing)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SweepError(f"{path}: not a sweep manifest ({exc})") from None
+    if data.get("version") != MANIFEST_VERSION or "runs" not in data:
+        raise SweepError(f"{path}: not a version-{MANIFEST_VERSION} sweep manifest")
+    return data
+
+
+def read_markers(out: Path) -> dict[str, dict[str, Any]]:
+    """run id -> marker, for every readable marker (a torn one is treated as absent)."""
+    found: dict[str, dict[str, Any]] = {}
+    folder = out / MARKERS
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("*.json")):
+        try:
+            found[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+    return found
+
+
+def spec_from_manifest(out: Path) -> SweepSpec:
+    """The grid a sweep folder was started with (for ``--resume`` without the file),
+    axes in their original order."""
+    from gpu_trace.replay import sweep_grid
+
+    manifest = read_manifest(out)
+    doc = dict(manifest["spec"])
+    grid = doc.get("grid", {})
+    order: list[str] = list(manifest.get("axes") or grid)
+    doc["grid"] = {a: grid[a] for a in order if a in grid}
+    return sweep_grid.parse(doc, str(out / MANIFEST))
+
+
+def _stored_runs(store: Path, source: str) -> set[str]:
+    ids = scan(store, "replay_runs", [source]).select("run_id").collect()["run_id"]
+    return set(ids.to_list())
+
+
+def _prepare(
+    store: Path,
+    spec: SweepSpec,
+    runs: list[PlannedRun],
+    out: Path,
+    resume: bool,
+    jobs: pl.DataFrame,
+) -> tuple[list[PlannedRun], dict[str, Any]]:
+    """(the runs still to do, the manifest to write once the backend delivers its first
+    result: a sweep that never started, e.g. Ray unreachable, leaves the folder as it
+    was)."""
+    fingerprint = workload_fingerprint(store, spec.source, jobs)
+    manifest_path = out / MANIFEST
+    done: set[str] = set()
+    if manifest_path.exists():
+        if not resume:
+            raise SweepError(
+                f"{out} already holds a sweep: pass --resume to continue it, or another --out"
+            )
+        old = read_manifest(out)
+        if old.get("workload") != fingerprint:
+            raise SweepError(
+                f"{manifest_path}: the store's {spec.source} jobs changed since this sweep "
+                "started (workload fingerprint differs); start a new sweep in another --out"
+            )
+        markers = read_markers(out)
+        stored = _stored_runs(store, spec.source)
+        done = {k for k, m in markers.items() if m.get("status") == "done" and k in stored}
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "spec": spec.to_json(),
+        "origin": spec.origin,
+        "store": str(store.resolve()),
+        "workload": fingerprint,
+        "axes": list(spec.axes),
+        "runs": [{"run_id": r.run_id, "point": r.point} for r in runs],
+    }
+    return [r for r in runs if r.run_id not in done], manifest
+
+
+def _mark(out: Path, run_id: str, data: dict[str, Any]) -> None:
+    _atomic_json(out / MARKERS / f"{run_id}.json", {"run_id": run_id, **data})
+
+
+def run_sweep(
+    store: Path,
+    spec: SweepSpec,
+    out: Path,
+    *,
+    workers: int | None = None,
+    address: str | None = None,
+    resume: bool = False,
+    on_event: Callable[[Event], None] | None = None,
+) -> SweepSummary:
+    """Run every unfinished run of ``spec``; ``workers=1`` without ``address`` runs in
+    this process, anything else on Ray (``ray.init()`` locally with ``workers`` CPUs,
+    or the cluster at ``address``)."""
+    started = time.perf_counter()
+    jobs = scan(store, "jobs", [spec.source]).collect()
+    if not jobs.height:
+        raise SweepError(f"no jobs in the store for source {spec.source!r}")
+    runs = plan(spec)
+    clusters = sorted({r.config.cluster for r in runs})
+    specs = {c: resolve_cluster(c, store, spec.source) for c in clusters}  # before any write
+    todo, manifest = _prepare(store, spec, runs, out, resume, jobs)
+    summary = SweepSummary(total=len(runs), already_done=len(runs) - len(todo))
+    in_process = address is None and (workers or 0) == 1
+    if not todo:
+        results: Iterator[Batch] = iter(())
+    elif in_process:
+        results = _in_process(jobs, specs, todo)
+    else:
+        results = _on_ray(jobs, specs, todo, workers, address, summary)
+    done = summary.already_done
+    if on_event:
+        on_event(Event("", "start", done, len(runs)))
+    unpublished = True
+    try:
+        for batch in results:
+            if unpublished:
+                _atomic_json(out / MANIFEST, manifest)
+                unpublished = False
+            write_outputs(store, [o for _, o in batch if isinstance(o, RunOutput)])
+            for planned, o in batch:
+                done += 1
+                if isinstance(o, RunOutput):
+                    summary.ran += 1
+                    summary.run_wall_s.append(o.wall_s)
+                    _mark(
+                        out,
+                        planned.run_id,
+                        {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host},
+                    )
+                    event = Event(planned.run_id, "done", done, len(runs), o.wall_s)
+                else:
+                    summary.failed.append((planned.run_id, o))
+                    _mark(out, planned.run_id, {"status": "failed", "error": o})
+                    event = Event(planned.run_id, "failed", done, len(runs), error=o)
+                if on_event:
+                    on_event(event)
+    finally:
+        close = getattr(results, "close", None)
+        if close:
+            close()
+    if unpublished:
+        _atomic_json(out / MANIFEST, manifest)
+    summary.wall_s = time.perf_counter() - started
+    return summary
+
+
+def _in_process(
+    jobs: pl.DataFrame, specs: dict[str, ClusterSpec], todo: list[PlannedRun]
+) -> Iterator[Batch]:
+    for planned in todo:
+        try:
+            yield [(planned, execute(jobs, specs[planned.config.cluster], planned.config))]
+        except GpuTraceError as exc:
+            yield [(planned, str(exc))]
+
+
+def _on_ray(
+    jobs: pl.DataFrame,
+    specs: dict[str, ClusterSpec],
+    todo: list[PlannedRun],
+    workers: int | None,
+    address: str | None,
+    summary: SweepSummary,
+) -> Iterator[Batch]:
+    """Submit the runs as Ray tasks (at most 2 x workers in flight) and yield the
+    finished ones as they complete (``ray.wait``), several at a time when several are
+    ready."""
+    from gpu_trace.replay import sweep_ray
+
+    t0 = time.perf_counter()
+    session = sweep_ray.connect(workers, address)
+    summary.startup_s = time.perf_counter() - t0
+    summary.backend = "ray" if address is None else f"ray at {address}"
+    summary.workers = session.workers
+    try:
+        yield from session.run(jobs, specs, todo)
+    finally:
+        session.close()

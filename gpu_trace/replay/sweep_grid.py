@@ -1,0 +1,290 @@
+"""What a sweep *is*: a grid over :class:`~gpu_trace.replay.run.ReplayConfig` fields,
+read from a TOML file or from command-line flags, expanded into one config per run.
+
+The grid is generic: any ``ReplayConfig`` field may be held fixed (``[fixed]``) or swept
+(``[grid]``), so fields added to the dataclass later (placements, inflation, faults,
+energy, multi-resource clusters) become sweepable without touching this module. Names
+are checked against the dataclass (with a "did you mean"), values against its type
+hints, and every config is validated before the first run starts::
+
+    source = "openb"
+    [fixed]
+    window_end = "1970-01-10"
+    [grid]
+    scheduler = ["fifo", "sjf", "las"]      # a list ...
+    placement = "best-fit,fgd"              # ... or a comma-separated string
+    load = "0.8:1.4:0.1"                    # a:b:step, both ends included
+    seed = "0-9"                            # an integer range, both ends included
+    cluster = ["32x8", "64x8"]              # cluster shapes are a field too
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import itertools
+import re
+import tomllib
+import types
+import typing
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay import experiment as xp
+from gpu_trace.replay.run import ReplayConfig, one_experiment
+
+TOP_KEYS = ("source", "name", "fixed", "grid")
+DERIVED = {"run_id": "run ids are derived from the config", "source": "give it at the top level"}
+MAX_VALUES = 10_000
+"""Most values one range may expand to (a typo like ``0:1e6:1`` fails fast)."""
+
+_BOOLS = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
+_INT_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+class SweepSpecError(GpuTraceError):
+    """A bad sweep file or flag: names the file (or ``command line``), key and reason."""
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A resolved grid: the source, the fixed fields and the swept axes (in order)."""
+
+    source: str
+    fixed: dict[str, Any]
+    axes: dict[str, tuple[Any, ...]]
+    name: str = "sweep"
+    origin: str = "command line"
+    """Where the spec came from (a file name), for error messages."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "name": self.name,
+            "fixed": self.fixed,
+            "grid": {k: list(v) for k, v in self.axes.items()},
+        }
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every grid point (axis -> value), in a stable order: the product of the axes
+        as written, the last axis varying fastest."""
+        keys = list(self.axes)
+        return [dict(zip(keys, combo, strict=True)) for combo in _product(self)]
+
+    def configs(self) -> list[tuple[dict[str, Any], ReplayConfig]]:
+        """(grid point, validated config) per run. When any policy trains the duration
+        model, the training split applies to every run (one job selection, as in
+        ``compare``), unless ``training_split`` is set explicitly."""
+        try:
+            return self._configs()
+        except xp.UsageError as exc:
+            raise SweepSpecError(f"{self.origin}: {exc}") from None
+
+    def _configs(self) -> list[tuple[dict[str, Any], ReplayConfig]]:
+        out: list[tuple[dict[str, Any], ReplayConfig]] = []
+        for point in self.points():
+            fields = {"source": self.source, **self.fixed, **point}
+            sched = fields.get("scheduler")
+            if isinstance(sched, str):
+                fields["scheduler"], oracle = xp.parse_scheduler(sched)
+                fields["oracle"] = bool(fields.get("oracle")) or oracle
+            out.append((point, ReplayConfig(**fields)))
+        if "training_split" in self.fixed or "training_split" in self.axes:
+            for _, c in out:
+                c.validate()
+            return out
+        resolved = one_experiment([c for _, c in out])
+        return [(p, c) for (p, _), c in zip(out, resolved, strict=True)]
+
+
+def _product(spec: SweepSpec) -> itertools.product[tuple[Any, ...]]:
+    return itertools.product(*spec.axes.values())
+
+
+def _fields() -> dict[str, Any]:
+    hints = typing.get_type_hints(ReplayConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(ReplayConfig)}
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+
+
+def _base_types(hint: Any) -> tuple[list[type], list[Any]]:
+    """(accepted Python types, Literal choices) of a field's type hint."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        kinds: list[type] = []
+        choices: list[Any] = []
+        for arg in typing.get_args(hint):
+            k, c = _base_types(arg)
+            kinds += k
+            choices += c
+        return kinds, choices
+    if origin is typing.Literal:
+        return [], list(typing.get_args(hint))
+    if origin is not None:
+        return [origin], []
+    return ([hint] if isinstance(hint, type) and hint is not type(None) else []), []
+
+
+def _type_name(hint: Any) -> str:
+    if isinstance(hint, type):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    """``value`` as the field's type (int -> float, list -> tuple), else an error."""
+    kinds, choices = _base_types(hint)
+    if choices and value in choices:
+        return value
+    if isinstance(value, bool):
+        if bool in kinds:
+            return value
+    elif float in kinds and isinstance(value, int | float):
+        return float(value)
+    elif int in kinds and isinstance(value, int):
+        return value
+    elif tuple in kinds and isinstance(value, list):
+        return tuple(value)
+    else:
+        for k in kinds:
+            if k not in (bool, float, int) and isinstance(value, k):
+                return value
+    if not kinds and not choices:
+        return value  # a hint we cannot check: ReplayConfig.validate() decides
+    raise SweepSpecError(f"{where}: {value!r} is not a {_type_name(hint)}")
+
+
+def _decimal(text: str, where: str) -> Decimal:
+    try:
+        return Decimal(text.strip())
+    except InvalidOperation:
+        raise SweepSpecError(f"{where}: {text!r} is not a number") from None
+
+
+def expand_range(text: str, hint: Any, where: str) -> list[Any]:
+    """``a:b:step`` (both ends included, decimal arithmetic so 0.8:1.4:0.1 gives 0.8,
+    0.9, ..., 1.4 exactly), ``a-b`` (integers), or ``x,y,z``."""
+    kinds, _ = _base_types(hint)
+    numeric = float in kinds or int in kinds
+    if numeric and text.count(":") == 2:
+        a, b, step = (_decimal(x, where) for x in text.split(":"))
+        if step <= 0:
+            raise SweepSpecError(f"{where}: range {text!r} needs a step > 0")
+        if b < a:
+            raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
+        count = int((b - a) / step) + 1
+        if count > MAX_VALUES:
+            raise SweepSpecError(
+                f"{where}: range {text!r} has {count:,} values (max {MAX_VALUES:,})"
+            )
+        values = [a + i * step for i in range(count)]
+        if float not in kinds:
+            if any(v != v.to_integral_value() for v in values):
+                raise SweepSpecError(f"{where}: range {text!r} is not all integers")
+            return [int(v) for v in values]
+        return [float(v) for v in values]
+    m = _INT_RANGE.match(text)
+    if numeric and m:
+        lo, hi = int(m.group(1)), int(m.group(2))
+        if hi < lo:
+            raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
+        if hi - lo + 1 > MAX_VALUES:
+            raise SweepSpecError(f"{where}: range {text!r} has {hi - lo + 1:,} values")
+        return [float(v) if float in kinds else v for v in range(lo, hi + 1)]
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise SweepSpecError(f"{where}: no values")
+    if bool in kinds and not numeric:
+        return [_BOOLS.get(p.lower(), p) for p in parts]
+    if not numeric:
+        return parts
+    return [_number(p, kinds, where) for p in parts]
+
+
+def _number(text: str, kinds: list[type], where: str) -> float | int:
+    d = _decimal(text, where)
+    if float in kinds:
+        return float(d)
+    if d != d.to_integral_value():
+        raise SweepSpecError(f"{where}: {text!r} is not an integer")
+    return int(d)
+
+
+def _check_name(key: str, where: str, known: dict[str, Any]) -> None:
+    if key in DERIVED:
+        raise SweepSpecError(f"{where}: {key} cannot be set here ({DERIVED[key]})")
+    if key not in known:
+        raise SweepSpecError(
+            f"{where}: unknown ReplayConfig field {key!r}"
+            + _did_you_mean(key, sorted(k for k in known if k not in DERIVED))
+        )
+
+
+def parse(data: dict[str, Any], origin: str) -> SweepSpec:
+    """A :class:`SweepSpec` from a TOML document's (or the flags') dict; ``origin``
+    (the file name, or ``command line``) starts every error message."""
+    for key in data:
+        if key not in TOP_KEYS:
+            raise SweepSpecError(
+                f"{origin}: unknown key {key!r}" + _did_you_mean(key, list(TOP_KEYS))
+            )
+    source = data.get("source")
+    if not isinstance(source, str) or not source:
+        raise SweepSpecError(f"{origin}: `source` (the replayed source, e.g. openb) is required")
+    name = data.get("name", "sweep")
+    if not isinstance(name, str):
+        raise SweepSpecError(f"{origin}: name: {name!r} is not a string")
+    known = _fields()
+    fixed: dict[str, Any] = {}
+    axes: dict[str, tuple[Any, ...]] = {}
+    for section in ("fixed", "grid"):
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise SweepSpecError(f"{origin}: [{section}] must be a table of field = value")
+        for key, value in table.items():
+            where = f"{origin}: {section}.{key}"
+            _check_name(key, where, known)
+            hint = known[key]
+            if section == "fixed":
+                if isinstance(value, str) and str not in _base_types(hint)[0]:
+                    parsed = expand_range(value, hint, where)
+                    if len(parsed) != 1:
+                        raise SweepSpecError(f"{where}: a fixed field takes one value")
+                    value = parsed[0]
+                fixed[key] = _coerce(value, hint, where)
+                continue
+            if key in fixed:
+                raise SweepSpecError(f"{where}: {key} is both fixed and swept")
+            raw = expand_range(value, hint, where) if isinstance(value, str) else value
+            if not isinstance(raw, list):
+                raw = [raw]
+            if not raw:
+                raise SweepSpecError(f"{where}: no values")
+            values = tuple(_coerce(v, hint, where) for v in raw)
+            seen = [v for i, v in enumerate(values) if v in values[:i]]
+            if seen:
+                raise SweepSpecError(f"{where}: {seen[0]!r} is listed twice")
+            axes[key] = values
+    return SweepSpec(source=source, fixed=fixed, axes=axes, name=name, origin=origin)
+
+
+def load(path: Path) -> SweepSpec:
+    """Read a sweep file; a TOML syntax error names the file, line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SweepSpecError(f"{path}: no such sweep file") from None
+    except UnicodeDecodeError as exc:
+        raise SweepSpecError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepSpecError(f"{path}: {exc}") from None
+    return parse(data, str(path))

@@ -1,0 +1,148 @@
+"""Sweeps on a real local Ray (2 CPUs, no dashboard): the same store bytes as in
+process, and a worker killed mid-run is retried with every run exactly once in the
+store. Skipped only where the ``ray`` extra is missing, unless
+``GPU_TRACE_REQUIRE_RAY=1`` (CI) makes a missing Ray a failure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpu_trace.replay import sweep as sw
+from gpu_trace.replay import sweep_grid as sg
+from gpu_trace.store.scan import scan
+
+if os.environ.get("GPU_TRACE_REQUIRE_RAY") == "1":
+    import ray
+else:
+    ray = pytest.importorskip("ray")
+
+TASK_TITLE = b"ray::sweep_run"
+"""Ray names a worker process after the task it runs."""
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[Any]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def small_grid() -> sg.SweepSpec:
+    return sg.parse(
+        {
+            "source": "openb",
+            "fixed": {
+                "cluster": "32x8",
+                "window_start": "1970-05-01",
+                "window_end": "1970-05-08",
+            },
+            "grid": {"scheduler": ["fifo", "sjf"], "placement": ["random"], "seed": "0-2"},
+        },
+        "test",
+    )
+
+
+def sweep_files(store: Path) -> dict[str, bytes]:
+    cur = (store / "current").resolve()
+    return {
+        str(p.relative_to(cur)): p.read_bytes()
+        for table in sw.TABLES
+        for p in sorted((cur / table / "source=openb").glob("*.parquet"))
+    }
+
+
+def test_ray_sweep_writes_the_same_bytes_as_in_process(
+    local_ray: Any, openb_store: Path, tmp_path: Path
+) -> None:
+    stores = {k: tmp_path / f"store-{k}" for k in ("ray", "local")}
+    for s in stores.values():
+        shutil.copytree(openb_store, s)
+    on_ray = sw.run_sweep(stores["ray"], small_grid(), tmp_path / "ray", workers=2)
+    local = sw.run_sweep(stores["local"], small_grid(), tmp_path / "local", workers=1)
+    assert (on_ray.backend, on_ray.workers, on_ray.ran) == ("ray", 2, 6)
+    assert (local.backend, local.ran) == ("in-process", 6)
+    ray_files = sweep_files(stores["ray"])
+    assert len(ray_files) == 3 * 6
+    assert ray_files == sweep_files(stores["local"])
+    # the tasks ran in Ray workers, not in this process
+    pids = {m["pid"] for m in sw.read_markers(tmp_path / "ray").values()}
+    assert os.getpid() not in pids
+
+
+def _task_pids() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if title.startswith(TASK_TITLE):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_killed_worker_is_retried_and_every_run_is_stored_once(
+    local_ray: Any, store_copy: Path, tmp_path: Path
+) -> None:
+    # the whole openb sample: about a second per run, long enough to kill one mid-run
+    spec = sg.parse(
+        {
+            "source": "openb",
+            "fixed": {"cluster": "32x8", "placement": "fgd"},
+            "grid": {"scheduler": ["sjf"], "seed": "0-3"},
+        },
+        "test",
+    )
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            pids = _task_pids()
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    summary = sw.run_sweep(store_copy, spec, tmp_path / "sw", workers=2)
+    thread.join()
+    assert killed, "no running sweep task was seen"
+    assert summary.ran == 4 and not summary.failed
+    runs = scan(store_copy, "replay_runs", ["openb"]).collect()
+    assert runs.height == 4 and runs["run_id"].n_unique() == 4
+    markers = sw.read_markers(tmp_path / "sw")
+    assert sorted(markers) == sorted(runs["run_id"].to_list())
+    # the killed worker returned nothing: every result came from a live worker
+    assert killed[0] not in {m["pid"] for m in markers.values()}
+
+
+def test_a_runs_own_error_on_ray_is_recorded_not_retried(
+    local_ray: Any, store_copy: Path, tmp_path: Path
+) -> None:
+    spec = sg.parse(
+        {
+            "source": "openb",
+            "fixed": {"cluster": "32x8", "window_end": "1970-05-03"},
+            "grid": {"window_start": ["1970-05-01", "not-a-date"]},
+        },
+        "test",
+    )
+    summary = sw.run_sweep(store_copy, spec, tmp_path / "sw", workers=2)
+    assert summary.ran == 1
+    assert [why for _, why in summary.failed] == [
+        "window bound 'not-a-date' is not an ISO date/time"
+    ]
+    assert scan(store_copy, "replay_runs", ["openb"]).collect().height == 1

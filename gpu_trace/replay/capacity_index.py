@@ -35,24 +35,21 @@ class BitIndex:
 
     def __init__(self, size: int, full: bool = False) -> None:
         self.size = size
+        full = full and size > 0
         self.count = size if full else 0
         self.levels: list[list[int]] = []
         n = max(size, 1)
-        while True:
+        while True:  # level 0 holds the members; level L+1 one bit per non-zero word of L
             words = (n + 63) >> 6
+            level = [0] * words
             if full:
                 level = [(1 << 64) - 1] * words
                 if n & 63:
                     level[-1] = (1 << (n & 63)) - 1
-            else:
-                level = [0] * words
             self.levels.append(level)
             if words == 1:
                 break
             n = words
-        if not full or size == 0:
-            self.levels = [[0] * len(lv) for lv in self.levels]
-            self.count = 0
 
     def __len__(self) -> int:
         return self.count
@@ -137,12 +134,21 @@ class BitIndex:
         return -1
 
     def take(self, k: int) -> list[int]:
-        """The ``k`` smallest members (fewer if there are fewer)."""
+        """The ``k`` smallest members (fewer if there are fewer), reading whole words."""
         out: list[int] = []
+        lv0 = self.levels[0]
         i = self.first_from(0)
-        while i >= 0 and len(out) < k:
-            out.append(i)
-            i = self.first_from(i + 1)
+        while i >= 0:
+            w = i >> 6
+            word = lv0[w] >> (i & 63) << (i & 63)
+            base = w << 6
+            while word:
+                low = word & -word
+                out.append(base | (low.bit_length() - 1))
+                if len(out) == k:
+                    return out
+                word ^= low
+            i = self.first_from(base + 64)
         return out
 
     def __iter__(self) -> Iterator[int]:
@@ -166,7 +172,6 @@ class CapacityIndex:
         self.nonempty = [BitIndex(gmax + 1) for _ in range(types)]
         self.nodes: list[dict[int, BitIndex]] = [{} for _ in range(types)]
         self.whole_total = [0] * types
-        n = len(node_gpus)
         self.large = [g > SMALL_NODE for g in node_gpus]
         self.gpus_free: dict[int, BitIndex] = {
             i: BitIndex(g, full=True) for i, g in enumerate(node_gpus) if g > SMALL_NODE
@@ -175,7 +180,6 @@ class CapacityIndex:
             self._nodes_of(t, g).add(i)
             self.nonempty[t].add(g)
             self.whole_total[t] += g
-        del n
 
     def _nodes_of(self, t: int, k: int) -> BitIndex:
         b = self.nodes[t].get(k)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
@@ -40,7 +40,7 @@ class FifoSkipConfig:
 class Fifo(PolicyBase):
     """Start jobs in arrival order."""
 
-    Config: Any = FifoConfig
+    Config: ClassVar[type[Any]] = FifoConfig
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)

@@ -8,10 +8,12 @@ a node's GPUs for its free ones O(node size): fine on 8-GPU nodes, minutes on on
 6,500-GPU node. :class:`CapacityIndex` adds, kept in step by the cluster's
 allocate / release:
 
-- per type, a :class:`BitIndex` of the non-empty k buckets (next non-empty count at or
-  above / below a bound: O(log_64 GPUs per node));
-- per type and k, a :class:`BitIndex` of its nodes (ascending node order for the
-  multi-node gather, without sorting a bucket);
+- per type, one :class:`BitIndex` of (count, node) keys, ``(gmax - k) * nodes + n``:
+  ascending keys are "most wholly free GPUs first, then node index" (the multi-node
+  gather's order, without sorting a bucket), and the first key at or after / last key
+  at or before a bound gives the next non-empty count above / below it, both in
+  O(log_64 (nodes x GPUs per node)); a node's move between counts is one discard and
+  one add;
 - per type, the total of wholly free GPUs (O(1) instead of a sum over buckets);
 - per node of more than :data:`SMALL_NODE` GPUs, a :class:`BitIndex` of its wholly free
   GPUs (the lowest free GPU indices in O(log_64 g) each); smaller nodes are scanned,
@@ -161,44 +163,44 @@ class BitIndex:
 class CapacityIndex:
     """The cluster's ordered free-capacity indexes (see the module docstring). The
     cluster calls :meth:`move` when a node's count of wholly free GPUs changes and
-    :meth:`gpu_whole` when one GPU of a large node becomes (un)wholly free."""
+    updates ``gpus_free[n]`` when a GPU of a large node becomes (un)wholly free."""
 
-    __slots__ = ("gmax", "gpus_free", "large", "nodes", "nonempty", "whole_total")
+    __slots__ = ("gmax", "gpus_free", "keys", "large", "n", "whole_total")
 
     def __init__(
         self, node_gpus: Sequence[int], node_type: Sequence[int], types: int, gmax: int
     ) -> None:
         self.gmax = gmax
-        self.nonempty = [BitIndex(gmax + 1) for _ in range(types)]
-        self.nodes: list[dict[int, BitIndex]] = [{} for _ in range(types)]
+        self.n = n = len(node_gpus)
+        self.keys = [BitIndex((gmax + 1) * n) for _ in range(types)]
         self.whole_total = [0] * types
         self.large = [g > SMALL_NODE for g in node_gpus]
         self.gpus_free: dict[int, BitIndex] = {
             i: BitIndex(g, full=True) for i, g in enumerate(node_gpus) if g > SMALL_NODE
         }
         for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True)):
-            self._nodes_of(t, g).add(i)
-            self.nonempty[t].add(g)
+            self.keys[t].add((gmax - g) * n + i)
             self.whole_total[t] += g
 
-    def _nodes_of(self, t: int, k: int) -> BitIndex:
-        b = self.nodes[t].get(k)
-        if b is None:
-            b = self.nodes[t][k] = BitIndex(len(self.large))
-        return b
-
-    def move(self, n: int, t: int, k_old: int, k_new: int) -> None:
-        """Node ``n`` of type ``t`` went from ``k_old`` to ``k_new`` wholly free GPUs."""
-        old = self.nodes[t][k_old]
-        old.discard(n)
-        if not old.count:
-            self.nonempty[t].discard(k_old)
-        new = self.nodes[t].get(k_new)
-        if new is None:
-            new = self.nodes[t][k_new] = BitIndex(len(self.large))
-        if not new.count:
-            self.nonempty[t].add(k_new)
-        new.add(n)
+    def move(self, node: int, t: int, k_old: int, k_new: int) -> None:
+        """Node ``node`` of type ``t`` went from ``k_old`` to ``k_new`` wholly free GPUs."""
+        keys = self.keys[t]
+        g, n = self.gmax, self.n
+        i = (g - k_old) * n + node  # a member: its bit is set
+        j = (g - k_new) * n + node  # not a member (a node has one count)
+        lv0 = keys.levels[0]
+        x = lv0[i >> 6] & ~(1 << (i & 63))
+        if x:  # the common case, inlined: the word stays non-zero
+            lv0[i >> 6] = x
+            keys.count -= 1
+        else:
+            keys.discard(i)
+        x = lv0[j >> 6]
+        if x:
+            lv0[j >> 6] = x | 1 << (j & 63)
+            keys.count += 1
+        else:
+            keys.add(j)
         self.whole_total[t] += k_new - k_old
 
     def gpu_whole(self, n: int, g: int, whole: bool) -> None:
@@ -210,19 +212,21 @@ class CapacityIndex:
             b.discard(g)
 
     def first_count(self, types: Sequence[int], lo: int, hi: int, step: int) -> tuple[int, int]:
-        """(type, k) of the first non-empty bucket from ``lo`` towards ``hi`` (inclusive)
+        """(type, k) of the first non-empty count from ``lo`` towards ``hi`` (inclusive)
         in direction ``step``; among types at the same k, the first in ``types``.
         (-1, -1) if none."""
+        g, n = self.gmax, self.n
         best_t, best_k = -1, -1
         for t in types:
-            idx = self.nonempty[t]
-            if step > 0:
-                k = idx.first_from(lo)
-                if 0 <= k <= hi and (best_k < 0 or k < best_k):
+            if step > 0:  # the smallest k >= lo: the largest key of a count >= lo
+                key = self.keys[t].last_upto((g - lo) * n + n - 1)
+                k = g - key // n if key >= 0 else -1
+                if lo <= k <= hi and (best_k < 0 or k < best_k):
                     best_t, best_k = t, k
-            else:
-                k = idx.last_upto(lo)
-                if k >= hi and k > best_k:
+            else:  # the largest k <= lo: the smallest key of a count <= lo
+                key = self.keys[t].first_from((g - lo) * n)
+                k = g - key // n if key >= 0 else -1
+                if hi <= k <= lo and k > best_k:
                     best_t, best_k = t, k
         return best_t, best_k
 
@@ -230,21 +234,27 @@ class CapacityIndex:
         """(node, wholly free GPUs) of the given types with any, most free first, then
         by type order, then by node index; lazily, so a gather reads only what it
         takes."""
-        k = self.gmax
+        g, n = self.gmax, self.n
+        k = g
         while k > 0:
             nxt = -1
             for t in types:
-                kt = self.nonempty[t].last_upto(k)
-                if kt > nxt:
-                    nxt = kt
-            if nxt <= 0:
+                key = self.keys[t].first_from((g - k) * n)
+                if key >= 0 and (nxt < 0 or key < nxt):
+                    nxt = key
+            if nxt < 0:
                 return
+            k = g - nxt // n
+            if k <= 0:
+                return
+            lo = (g - k) * n
             for t in types:
-                b = self.nodes[t].get(nxt)
-                if b is not None and b.count:
-                    for node in b:
-                        yield node, nxt
-            k = nxt - 1
+                idx = self.keys[t]
+                key = idx.first_from(lo)
+                while 0 <= key < lo + n:
+                    yield key - lo, k
+                    key = idx.first_from(key + 1)
+            k -= 1
 
     def whole_gpus(self, n: int, k: int) -> list[int]:
         """The ``k`` lowest-index wholly free GPUs of large node ``n``."""

@@ -33,7 +33,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
-from gpu_trace.replay.capacity_index import CapacityIndex
+from gpu_trace.replay.capacity_index import SMALL_NODE, CapacityIndex
 
 MILLI = 1000
 """Milli-GPU per GPU."""
@@ -284,7 +284,18 @@ class ClusterState:
         else ``lo + step``, ... up to ``hi`` (inclusive); -1 if none. ``step = 1`` from
         ``ngpu`` gives the fullest node that fits, ``step = -1`` from ``gmax`` the
         emptiest. Within one count the set's iteration order decides (deterministic;
-        ascending node index on small clusters). O(types x log G)."""
+        ascending node index on small clusters). Nodes of at most ``SMALL_NODE`` GPUs:
+        a scan of at most that many counts; larger: O(types x log G) in the index."""
+        if self.gmax <= SMALL_NODE:
+            rows = self.bucket_rows.get(mask)
+            if rows is None:
+                rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
+            for k in range(lo, hi + step, step):
+                for row in rows:
+                    b = row[k]
+                    if b:
+                        return next(iter(b))
+            return -1
         t, k = self.index.first_count(self.types_of(mask), lo, hi, step)
         if t < 0:
             return -1
@@ -310,59 +321,77 @@ class ClusterState:
 
     def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked)."""
-        moved: dict[int, int] = {}
+        moved: dict[int, int] | None = None
         index = self.index
+        node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
             row = self.free[n]
             before = row[g]
             if milli <= 0 or before < milli:
                 raise AssertionError(f"over-allocation of node {n} GPU {g}")
-            self.frag_milli -= self._frag(n)
+            cap = self.node_gpus[n] * MILLI
+            f = node_free[n]
+            if 0 < f < cap:
+                self.frag_milli -= f
+            f -= milli
+            if 0 < f < cap:
+                self.frag_milli += f
+            node_free[n] = f
             row[g] = before - milli
             self.free_np[n, g] = before - milli
-            self.node_free[n] -= milli
             self.used_milli += milli
             if before == MILLI:
-                t = self.node_type[n]
-                k = self.whole[n]
-                b = self.buckets[t]
+                k = whole[n]
+                b = self.buckets[self.node_type[n]]
                 b[k].discard(n)
                 b[k - 1].add(n)
-                self.whole[n] = k - 1
-                moved.setdefault(n, k)
+                whole[n] = k - 1
+                if moved is None:
+                    moved = {n: k}
+                else:
+                    moved.setdefault(n, k)
                 if index.large[n]:
                     index.gpus_free[n].discard(g)
-            self.frag_milli += self._frag(n)
-        for n, k in moved.items():
-            index.move(n, self.node_type[n], k, self.whole[n])
+        if moved is not None:
+            for n, k in moved.items():
+                index.move(n, self.node_type[n], k, whole[n])
 
     def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Give back what :meth:`allocate` took."""
-        moved: dict[int, int] = {}
+        moved: dict[int, int] | None = None
         index = self.index
+        node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
             row = self.free[n]
             after = row[g] + milli
             if after > MILLI:
                 raise AssertionError(f"release beyond capacity on node {n} GPU {g}")
-            self.frag_milli -= self._frag(n)
+            cap = self.node_gpus[n] * MILLI
+            f = node_free[n]
+            if 0 < f < cap:
+                self.frag_milli -= f
+            f += milli
+            if 0 < f < cap:
+                self.frag_milli += f
+            node_free[n] = f
             row[g] = after
             self.free_np[n, g] = after
-            self.node_free[n] += milli
             self.used_milli -= milli
             if after == MILLI:
-                t = self.node_type[n]
-                k = self.whole[n]
-                b = self.buckets[t]
+                k = whole[n]
+                b = self.buckets[self.node_type[n]]
                 b[k].discard(n)
                 b[k + 1].add(n)
-                self.whole[n] = k + 1
-                moved.setdefault(n, k)
+                whole[n] = k + 1
+                if moved is None:
+                    moved = {n: k}
+                else:
+                    moved.setdefault(n, k)
                 if index.large[n]:
                     index.gpus_free[n].add(g)
-            self.frag_milli += self._frag(n)
-        for n, k in moved.items():
-            index.move(n, self.node_type[n], k, self.whole[n])
+        if moved is not None:
+            for n, k in moved.items():
+                index.move(n, self.node_type[n], k, whole[n])
 
     def whole_parts(self, n: int, k: int) -> list[tuple[int, int, int]]:
         """The first ``k`` wholly free GPUs of node ``n`` as allocation parts (a large

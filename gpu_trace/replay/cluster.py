@@ -7,9 +7,11 @@ trace's own ``machines`` / ``capacity`` tables (``from-trace``).
 
 GPU capacity is tracked per GPU in milli-GPU integers (1000 = one whole GPU), so openb's
 fractional sharing (a 0.47-GPU pod) and whole-GPU jobs use one exact representation with
-no float drift. Whole-GPU placement must be O(node size), not O(nodes): nodes are
-bucketed by their count of wholly free GPUs per GPU type, so a best-fit lookup is a scan
-over at most ``max GPUs per node`` buckets. A numpy mirror of the per-GPU free matrix
+no float drift. Whole-GPU placement costs O(log G) per decision on any node size: nodes
+are bucketed by their count of wholly free GPUs per GPU type, and
+:mod:`~gpu_trace.replay.capacity_index` keeps the non-empty buckets, each bucket's nodes
+and each large node's free GPUs in ordered bitmaps (no scan over buckets, nodes or a
+node's GPUs). A numpy mirror of the per-GPU free matrix
 serves the vectorized policies (random, best-fit, FGD) that score every node at once.
 """
 
@@ -21,7 +23,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.replay.capacity_index import SMALL_NODE, CapacityIndex
 
 MILLI = 1000
 """Milli-GPU per GPU."""
@@ -224,7 +227,7 @@ class ClusterState:
     scalar access from Python and exportable as read-only memory); ``free_np`` mirrors it
     for vectorized scoring (-1 marks GPU slots a smaller node does not have).
     ``whole[n]`` counts wholly free GPUs and ``buckets[t][k]`` holds the nodes of type t
-    with exactly k wholly free GPUs.
+    with exactly k wholly free GPUs; ``index`` (:class:`CapacityIndex`) orders them.
     """
 
     def __init__(self, spec: ClusterSpec) -> None:
@@ -252,6 +255,7 @@ class ClusterState:
         self.types_for_mask: dict[int, tuple[int, ...]] = {}
         self.max_whole_for_mask: dict[int, int] = {}
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
+        self.index = CapacityIndex(spec.node_gpus, spec.node_type, len(spec.type_names), gmax)
 
     def types_of(self, mask: int) -> tuple[int, ...]:
         """Type codes allowed by ``mask`` (cached)."""
@@ -280,32 +284,36 @@ class ClusterState:
         else ``lo + step``, ... up to ``hi`` (inclusive); -1 if none. ``step = 1`` from
         ``ngpu`` gives the fullest node that fits, ``step = -1`` from ``gmax`` the
         emptiest. Within one count the set's iteration order decides (deterministic;
-        ascending node index on small clusters)."""
-        rows = self.bucket_rows.get(mask)
-        if rows is None:
-            rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
-        for k in range(lo, hi + step, step):
-            for row in rows:
-                b = row[k]
-                if b:
-                    return next(iter(b))
-        return -1
+        ascending node index on small clusters). Nodes of at most ``SMALL_NODE`` GPUs:
+        a scan of at most that many counts; larger: O(types x log G) in the index."""
+        if self.gmax <= SMALL_NODE:
+            rows = self.bucket_rows.get(mask)
+            if rows is None:
+                rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
+            for k in range(lo, hi + step, step):
+                for row in rows:
+                    b = row[k]
+                    if b:
+                        return next(iter(b))
+            return -1
+        t, k = self.index.first_count(self.types_of(mask), lo, hi, step)
+        if t < 0:
+            return -1
+        return next(iter(self.buckets[t][k]))
 
     def nodes_by_whole(self, mask: int) -> list[tuple[int, int]]:
         """(node, wholly free GPUs) of the allowed types with any, most free first, then
         by node index."""
-        types = self.types_of(mask)
-        out: list[tuple[int, int]] = []
-        for k in range(self.gmax, 0, -1):
-            for t in types:
-                out.extend((node, k) for node in sorted(self.buckets[t][k]))
-        return out
+        return list(self.iter_by_whole(mask))
+
+    def iter_by_whole(self, mask: int) -> Iterator[tuple[int, int]]:
+        """:meth:`nodes_by_whole`, lazily: each item costs O(log nodes)."""
+        return self.index.by_whole(self.types_of(mask))
 
     def whole_free(self, mask: int) -> int:
-        """Wholly free GPUs on nodes of the allowed types."""
-        s = self.buckets
-        types = self.types_of(mask)
-        return sum(k * len(s[t][k]) for t in types for k in range(1, self.gmax + 1))
+        """Wholly free GPUs on nodes of the allowed types (O(types))."""
+        total = self.index.whole_total
+        return sum(total[t] for t in self.types_of(mask))
 
     def _frag(self, n: int) -> int:
         f = self.node_free[n]
@@ -313,48 +321,84 @@ class ClusterState:
 
     def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked)."""
+        moved: dict[int, int] | None = None
+        index = self.index
+        node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
             row = self.free[n]
             before = row[g]
             if milli <= 0 or before < milli:
                 raise AssertionError(f"over-allocation of node {n} GPU {g}")
-            self.frag_milli -= self._frag(n)
+            cap = self.node_gpus[n] * MILLI
+            f = node_free[n]
+            if 0 < f < cap:
+                self.frag_milli -= f
+            f -= milli
+            if 0 < f < cap:
+                self.frag_milli += f
+            node_free[n] = f
             row[g] = before - milli
             self.free_np[n, g] = before - milli
-            self.node_free[n] -= milli
             self.used_milli += milli
             if before == MILLI:
-                t = self.node_type[n]
-                k = self.whole[n]
-                b = self.buckets[t]
+                k = whole[n]
+                b = self.buckets[self.node_type[n]]
                 b[k].discard(n)
                 b[k - 1].add(n)
-                self.whole[n] = k - 1
-            self.frag_milli += self._frag(n)
+                whole[n] = k - 1
+                if moved is None:
+                    moved = {n: k}
+                else:
+                    moved.setdefault(n, k)
+                if index.large[n]:
+                    index.gpus_free[n].discard(g)
+        if moved is not None:
+            for n, k in moved.items():
+                index.move(n, self.node_type[n], k, whole[n])
 
     def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Give back what :meth:`allocate` took."""
+        moved: dict[int, int] | None = None
+        index = self.index
+        node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
             row = self.free[n]
             after = row[g] + milli
             if after > MILLI:
                 raise AssertionError(f"release beyond capacity on node {n} GPU {g}")
-            self.frag_milli -= self._frag(n)
+            cap = self.node_gpus[n] * MILLI
+            f = node_free[n]
+            if 0 < f < cap:
+                self.frag_milli -= f
+            f += milli
+            if 0 < f < cap:
+                self.frag_milli += f
+            node_free[n] = f
             row[g] = after
             self.free_np[n, g] = after
-            self.node_free[n] += milli
             self.used_milli -= milli
             if after == MILLI:
-                t = self.node_type[n]
-                k = self.whole[n]
-                b = self.buckets[t]
+                k = whole[n]
+                b = self.buckets[self.node_type[n]]
                 b[k].discard(n)
                 b[k + 1].add(n)
-                self.whole[n] = k + 1
-            self.frag_milli += self._frag(n)
+                whole[n] = k + 1
+                if moved is None:
+                    moved = {n: k}
+                else:
+                    moved.setdefault(n, k)
+                if index.large[n]:
+                    index.gpus_free[n].add(g)
+        if moved is not None:
+            for n, k in moved.items():
+                index.move(n, self.node_type[n], k, whole[n])
 
     def whole_parts(self, n: int, k: int) -> list[tuple[int, int, int]]:
-        """The first ``k`` wholly free GPUs of node ``n`` as allocation parts."""
+        """The first ``k`` wholly free GPUs of node ``n`` as allocation parts (a large
+        node: from its free-GPU index, O(k log g); a small one: a scan of its slots)."""
+        index = self.index
+        if index.large[n]:
+            return [(n, g, MILLI) for g in index.whole_gpus(n, k)]
         out: list[tuple[int, int, int]] = []
         for g, f in enumerate(self.free[n]):
             if f == MILLI:
@@ -385,6 +429,7 @@ class ClusterView:
         "free",
         "free_np",
         "gmax",
+        "iter_by_whole",
         "node_gpus",
         "node_ok_np",
         "node_type",
@@ -412,6 +457,7 @@ class ClusterView:
     whole_parts: Callable[[int, int], list[tuple[int, int, int]]]
     node_with_whole: Callable[[int, int, int, int], int]
     nodes_by_whole: Callable[[int], list[tuple[int, int]]]
+    iter_by_whole: Callable[[int], Iterator[tuple[int, int]]]
     whole_free: Callable[[int], int]
 
     def __init__(self, state: ClusterState) -> None:
@@ -432,6 +478,7 @@ class ClusterView:
             "whole_parts",
             "node_with_whole",
             "nodes_by_whole",
+            "iter_by_whole",
             "whole_free",
         ):
             put(self, name, getattr(state, name))

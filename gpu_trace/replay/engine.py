@@ -309,6 +309,9 @@ class Engine:
             raise AssertionError(f"job {j} is already running")
         ngpu, milli = self.ngpu[j], self.milli[j]
         demand = ngpu * milli
+        state = self.state
+        if demand > state.capacity_milli - state.used_milli:
+            return False  # more than all free capacity: no placement can hold it
         quota = self.vc_quota_milli
         if quota:
             v = self.vc[j]

@@ -207,6 +207,7 @@ def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
 BUILTIN: dict[Kind, dict[str, str]] = {
     "scheduler": {
         "fifo": "gpu_trace.replay.policies.fifo:Fifo",
+        "fifo-skip": "gpu_trace.replay.policies.fifo:FifoSkip",
         "sjf": "gpu_trace.replay.policies.priority:Sjf",
         "qssf": "gpu_trace.replay.policies.priority:Qssf",
         "srtf": "gpu_trace.replay.policies.priority:Srtf",

@@ -1,19 +1,22 @@
-"""First-in first-out, and arrival-only packing.
+"""First-in first-out (two named modes), and arrival-only packing.
 
-``fifo`` is *strict* by default: the oldest waiting job blocks everyone behind it
-(head-of-line blocking, as the Helios and PAI simulators do), so it is not
-work-conserving. With ``blocking = false`` it becomes first-fit FIFO: jobs are tried
-in arrival order and any that fits starts, which is work-conserving.
+- ``fifo`` (default ``blocking = true``) is *strict* FIFO: the oldest waiting job blocks
+  everyone behind it until it fits (head-of-line blocking), so it is not
+  work-conserving. This is *not* what the published Alibaba PAI simulator does.
+- ``fifo-skip`` (the same as ``fifo -o blocking=false``) is the PAI simulator's FIFO
+  (``alibaba/clusterdata:cluster-trace-gpu-v2020/simulator``, ``Scheduler.alloc_job``
+  with the FIFO sort): every pass scans the waiting jobs in arrival order and starts
+  every job that fits, skipping the ones that do not; work-conserving.
 
-With VC quotas each VC has its own line (a VC at its quota does not block the others),
-as HeliosArtifact runs one FIFO per VC.
+With VC quotas strict FIFO keeps one line per VC (a VC at its quota does not block the
+others), as HeliosArtifact runs one FIFO per VC.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
@@ -22,22 +25,31 @@ from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, Po
 class FifoConfig:
     blocking: bool = field(
         default=True,
-        metadata={"help": "Strict FIFO: the head job blocks the queue until it fits."},
+        metadata={
+            "help": "Strict FIFO: the head job blocks the queue until it fits "
+            "(false = fifo-skip, the PAI simulator's scan: start every job that fits)."
+        },
     )
+
+
+@dataclass(frozen=True)
+class FifoSkipConfig:
+    """``fifo-skip`` has no options: it is ``fifo -o blocking=false``."""
 
 
 class Fifo(PolicyBase):
     """Start jobs in arrival order."""
 
-    Config = FifoConfig
+    Config: ClassVar[type[Any]] = FifoConfig
 
-    def __init__(self, config: FifoConfig, engine: EngineView | HasView) -> None:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
+        self.blocking = self.is_blocking()
         self.lines: dict[int, deque[int]] = {}
         self.first_fit = ClassedQueue(self.shape_key)
 
     def on_arrival(self, j: int) -> None:
-        if not self.config.blocking:
+        if not self.blocking:
             self.first_fit.push(j, j)
             return
         line = self.e.vc[j] if self.e.vc_quota_milli else -1
@@ -48,12 +60,30 @@ class Fifo(PolicyBase):
 
     def schedule(self) -> None:
         start = self.e.try_start
-        if not self.config.blocking:
+        if not self.blocking:
             self.first_fit.fill(start)
             return
         for q in self.lines.values():
             while q and start(q[0]):
                 q.popleft()
+
+    def is_blocking(self) -> bool:
+        """Strict (head-of-line) or skip mode, from the options."""
+        return bool(self.config.blocking)
+
+
+class FifoSkip(Fifo):
+    """The PAI simulator's FIFO: scan in arrival order, start every job that fits.
+
+    Jobs of one request shape fit or not together within a pass, so the scan runs on
+    :class:`~gpu_trace.replay.policies.base.ClassedQueue` (one heap per shape) and
+    costs O(starts x shapes) per pass, with the same outcome as scanning every job.
+    """
+
+    Config = FifoSkipConfig
+
+    def is_blocking(self) -> bool:
+        return False
 
 
 @dataclass(frozen=True)

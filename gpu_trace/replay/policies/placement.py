@@ -56,7 +56,7 @@ class PlacementBase:
             return None
         parts: Parts = []
         rem = need
-        for node, k in s.nodes_by_whole(mask):
+        for node, k in s.iter_by_whole(mask):
             take = min(k, rem)
             parts.extend(s.whole_parts(node, take))
             rem -= take

@@ -124,3 +124,59 @@ def test_energy_never_negative_and_bounded(
     assert (
         row["energy_kwh"] is None or 0 <= row["energy_kwh"] <= 16 * (300 + 50) * span / KWH + 1e-12
     )
+
+
+def test_power_off_saving_and_jct_hand_computed() -> None:
+    # two V100 nodes of 2 GPUs (idle 40 + host 50 = 90 W per GPU, 180 W per node; busy
+    # 300 W). j0 1 GPU 0..100 s on node 0; j1 2 GPUs arrives at 5000 s. Power-off: idle
+    # 600 s, boot 300 s, checks every 60 s.
+    # node 1 idle from 0: off at the 600 s check; node 0 last seen busy at the 60 s
+    # check: off at 660. j1 waits; the 5040 s check wakes one node (node 0), which
+    # boots until 5340: j1 runs 5340..5440 (JCT 440 s instead of 100 s always-on).
+    rows = [(0, 100, 1), (5000, 100, 2)]
+    spec = parse_spec("4x2:V100")
+    cfg = ReplayConfig(source="t", power="gpu-model", power_off="idle=600,boot=300,check=60")
+    r = replay(jobs_frame(rows), spec, cfg)
+    assert by_id(r, "finish_time_s") == {"j0": 100.0, "j1": 5440.0}
+    row = r.runs.row(0, named=True)
+    assert row["node_boots"] == 1
+    # baseline 360 W x 5440 s - 180 W x (5440 - 600) [node 1] - 180 W x (5340 - 660)
+    # [node 0] = 244,800 J; busy extra 260 W x (1 x 100 + 2 x 100) GPU-s = 78,000 J; the
+    # boot 300 s x 180 W = 54,000 J -> 376,800 J
+    assert row["energy_kwh"] == pytest.approx(376_800 / KWH)
+    # saved vs always-on: 90 W x (2 x 4840 + 2 x 4680) GPU-s - 54,000 J = 1,659,600 J
+    assert row["energy_saved_kwh"] == pytest.approx(1_659_600 / KWH)
+    on = replay(jobs_frame(rows), spec, ReplayConfig(source="t", power="gpu-model"))
+    assert by_id(on, "finish_time_s")["j1"] == 5100.0
+    # always-on: 360 W x 5100 s + 78,000 J = 1,914,000 J
+    assert on.runs["energy_kwh"][0] == pytest.approx(1_914_000 / KWH)
+
+
+def test_power_off_reserve_keeps_idle_nodes_on() -> None:
+    # as above with reserve=1: at 600 s two nodes are idle, one may go (node 1); at 660
+    # node 0 is the only idle node on, kept as the reserve: j1 starts at once at 5000.
+    rows = [(0, 100, 1), (5000, 100, 2)]
+    cfg = ReplayConfig(
+        source="t", power="gpu-model", power_off="idle=600,boot=300,reserve=1,check=60"
+    )
+    r = replay(jobs_frame(rows), parse_spec("4x2:V100"), cfg)
+    assert by_id(r, "finish_time_s")["j1"] == 5100.0
+    row = r.runs.row(0, named=True)
+    assert row["node_boots"] == 0
+    # 360 W x 5100 s - 180 W x (5100 - 600) + 78,000 J = 1,104,000 J
+    assert row["energy_kwh"] == pytest.approx(1_104_000 / KWH)
+    assert row["energy_saved_kwh"] == pytest.approx(180 * 4500 / KWH)
+
+
+def test_bad_power_off_is_an_error() -> None:
+    from gpu_trace.errors import GpuTraceError
+
+    for bad, want in (
+        ("boot=5m", "needs idle"),
+        ("idle=x", "not a duration"),
+        ("idle=1m,zz=1", "expected"),
+    ):
+        with pytest.raises(GpuTraceError, match=want):
+            replay(
+                jobs_frame([(0, 10, 1)]), parse_spec("2x2"), ReplayConfig(source="t", power_off=bad)
+            )

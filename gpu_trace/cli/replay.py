@@ -196,6 +196,13 @@ def run_cmd(
         str | None,
         typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
     ] = None,
+    power_off: Annotated[
+        str | None,
+        typer.Option(
+            help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
+            "longer than idle, wake them (boot time) when jobs wait."
+        ),
+    ] = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out."""
     sched_opts, place_opts = _opts(option)
@@ -223,6 +230,7 @@ def run_cmd(
         checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
         retries=retries,
         power=power,
+        power_off=power_off,
     )
     result = run(resolve_store(store), config, out)
     _print_experiment(result.runs)

@@ -18,6 +18,7 @@ from gpu_trace.analyses import failures as fa
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import energy as en
 from gpu_trace.replay import faults as fl
+from gpu_trace.replay import poweroff as po
 from gpu_trace.replay.engine import Engine
 from gpu_trace.replay.metrics import _integral
 from gpu_trace.store.scan import scan
@@ -35,6 +36,7 @@ class Hooks:
 
     faults: fl.Faults | None
     power: PowerModel | None
+    power_off: po.PowerOff | None = None
 
 
 def resolve_faults(store: Path | None, config: ReplayConfig) -> ReplayConfig:
@@ -84,16 +86,23 @@ def attach(engine: Engine, config: ReplayConfig) -> Hooks:
             config.restore_s,
             config.seed,
         )
-    model = en.load_model(config.power) if config.power else None
+    off = po.PowerOff(engine, po.parse_power_off(config.power_off)) if config.power_off else None
+    if config.power:
+        model: PowerModel | None = en.load_model(config.power)
+    else:  # the power-off policy reports its saving: from the built-in table
+        model = en.load_model("gpu-model") if off is not None else None
     if model is not None:
         engine.segments = []
-    return Hooks(faults, model)
+    return Hooks(faults, model, off)
 
 
-def after_run(hooks: Hooks) -> None:
-    """Before scoring: cut the timeline where the work ended (see :meth:`Faults.trim`)."""
-    if hooks.faults is not None:
-        hooks.faults.trim()
+def after_run(engine: Engine, hooks: Hooks) -> None:
+    """Before scoring: cut the timeline where the work ended (:func:`faults.trim_timeline`)."""
+    if hooks.faults is not None or hooks.power_off is not None:
+        fl.trim_timeline(engine.timeline)
+    if hooks.power_off is not None:
+        t = engine.timeline.time
+        hooks.power_off.finish(t[-1] if t else engine.now)
 
 
 def finish(result: RunResult, hooks: Hooks) -> RunResult:
@@ -101,6 +110,7 @@ def finish(result: RunResult, hooks: Hooks) -> RunResult:
     ``_timeseries``); the fault event log goes to ``result.extra``."""
     e = result.engine
     f, model = hooks.faults, hooks.power
+    off = hooks.power_off
     if f is None and model is None:
         return result
     n = e.w.n
@@ -141,10 +151,22 @@ def finish(result: RunResult, hooks: Hooks) -> RunResult:
     if model is not None:
         energy = en.account(e, model)
         job_cols.append(pl.Series("energy_kwh", energy.job_j / en.J_PER_KWH))
+        run_j, mean_w = energy.run_j, energy.mean_w
+        if off is not None:
+            # a boot draws the node's idle power for boot_s; always-on would have drawn
+            # it for every GPU-second a node was off or booting
+            per_gpu_w = energy.baseline_w / e.spec.gpus
+            boot_j = off.boots * off.c.boot_s * per_gpu_w * e.spec.max_node_gpus
+            run_j += boot_j
+            tt = e.timeline.time
+            span = tt[-1] - tt[0] if len(tt) > 1 else 0.0
+            mean_w = run_j / span if span > 0 else mean_w
+            run_cols["energy_saved_kwh"] = (off.off_gpu_s * per_gpu_w - boot_j) / en.J_PER_KWH
+            run_cols["node_boots"] = off.boots
         run_cols.update(
             {
-                "energy_kwh": energy.run_j / en.J_PER_KWH,
-                "power_mean_w": energy.mean_w,
+                "energy_kwh": run_j / en.J_PER_KWH,
+                "power_mean_w": mean_w,
                 "power_model_json": json.dumps(
                     en.describe(model, e.spec.type_names), sort_keys=True
                 ),
@@ -158,7 +180,7 @@ def finish(result: RunResult, hooks: Hooks) -> RunResult:
                 )
             )
         result.extra["energy"] = energy
-    if f is not None and ts.height:
+    if (f is not None or off is not None) and ts.height:
         tl = e.timeline
         t = np.asarray(tl.time, dtype=np.float64)
         edges = np.concatenate([ts["time_s"].to_numpy(), [ts["time_s"][-1] + ts["bin_s"][-1]]])

@@ -191,6 +191,9 @@ class Faults:
         if ver != self.ver or not self._work_left():
             return
         node = self.up[int(self.rng.integers(len(self.up)))]
+        if node in self.e.state.down:  # powered off (power-off policy): cannot fail
+            self._schedule_next()
+            return
         self._fail_node(node)
         repair = float(self.rng.exponential(self.model.mttr_s))
         self.e.at(self.e.now + repair, self._repair_hook, node)
@@ -198,7 +201,7 @@ class Faults:
 
     def _on_script(self, i: int) -> None:
         node = self.model.script[i][1]
-        if node in self.pos:
+        if node in self.pos and node not in self.e.state.down:
             self._fail_node(node)
             self.e.at(self.e.now + self.model.mttr_s, self._repair_hook, node)
 
@@ -266,16 +269,6 @@ class Faults:
 
     # -- after the run -----------------------------------------------------------------
 
-    def trim(self) -> None:
-        """Drop timeline points after the work ended (a last pending repair or failure
-        event would stretch the run's time series)."""
-        tl: Timeline = self.e.timeline
-        busy = [k for k, (r, w) in enumerate(zip(tl.running, tl.waiting, strict=True)) if r or w]
-        keep = busy[-1] + 2 if busy else len(tl.time)
-        for name in tl.__dataclass_fields__:
-            col = getattr(tl, name)
-            del col[keep:]
-
     def accounting(self, finished: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, float]:
         """Consumed, useful and lost GPU-seconds by cause."""
         e = self.e
@@ -326,3 +319,13 @@ class Faults:
             },
             sort_keys=True,
         )
+
+
+def trim_timeline(tl: Timeline) -> None:
+    """Drop timeline points after the work ended (a last pending repair, failure or
+    power check would stretch the run's time series and energy span)."""
+    busy = [k for k, (r, w) in enumerate(zip(tl.running, tl.waiting, strict=True)) if r or w]
+    keep = busy[-1] + 2 if busy else len(tl.time)
+    for name in tl.__dataclass_fields__:
+        col = getattr(tl, name)
+        del col[keep:]

@@ -72,6 +72,8 @@ class ReplayConfig:
     """Energy accounting: ``gpu-model`` (built-in table) or a power-model TOML file."""
     fault_model: dict[str, Any] | None = None
     """The resolved failure model (mtbf_s, mttr_s; set from ``faults`` by :func:`run`)."""
+    power_off: str | None = None
+    """Power-off policy ``idle=D,boot=D[,reserve=N]`` (:mod:`gpu_trace.replay.poweroff`)."""
 
     def uses_model(self) -> bool:
         """Whether this run trains the duration model (its policy declares
@@ -227,7 +229,7 @@ def replay(
     )
     hooks = acct.attach(engine, config)
     engine.run()
-    acct.after_run(hooks)
+    acct.after_run(engine, hooks)
     wall = time.perf_counter() - started
     result = _score(config, spec, w, engine, estimate, accuracy, wall, training_cut=cut)
     return acct.finish(result, hooks)

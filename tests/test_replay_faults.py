@@ -262,12 +262,15 @@ def test_cli_faults_and_power_write_columns_and_event_log(store_copy: Path, tmp_
             "replay", "run", "--source", "openb", "--store", str(store_copy), "--gpus", "16x8",
             "--faults", "mtbf=20h,mttr=1h", "--checkpoint", "10m", "--restore-s", "60",
             "--power", "gpu-model", "--out", str(out), "--seed", "5",
+            "--power-off", "idle=30m,boot=5m,reserve=2",
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     runs = scan(store_copy, "replay_runs").collect()
     row = runs.row(0, named=True)
     assert row["energy_kwh"] > 0 and 0 < row["goodput_ratio"] <= 1
+    assert row["energy_saved_kwh"] is not None and row["node_boots"] >= 0
+    assert "goodput_ratio" in result.stdout
     log = pl.read_csv(out / "fault_events.csv")
     assert log.columns == ["time_s", "node", "event", "jobs_killed"]
     assert row["node_failures"] == log.filter(pl.col("event") == "failure").height

@@ -324,8 +324,10 @@ class Faults:
 def trim_timeline(tl: Timeline) -> None:
     """Drop timeline points after the work ended (a last pending repair, failure or
     power check would stretch the run's time series and energy span)."""
-    busy = [k for k, (r, w) in enumerate(zip(tl.running, tl.waiting, strict=True)) if r or w]
-    keep = busy[-1] + 2 if busy else len(tl.time)
+    busy = np.flatnonzero(
+        (np.asarray(tl.running, dtype=np.int64) > 0) | (np.asarray(tl.waiting, dtype=np.int64) > 0)
+    )
+    keep = int(busy[-1]) + 2 if busy.size else len(tl.time)
     for name in tl.__dataclass_fields__:
         col = getattr(tl, name)
         del col[keep:]

@@ -227,6 +227,58 @@ def replay_las_100k() -> dict[str, object]:
     return _replay(100_000, 1000, "las")
 
 
+def replay_faults_energy() -> dict[str, object]:
+    """Helios-sized replay (6,400 GPUs in 8-GPU nodes, FIFO) of PAI-like jobs without
+    and with node failures (MTBF 5,000 h, MTTR 2 h, 30-min checkpoints, 120 s restore)
+    + energy accounting, then + the power-off policy (idle 30 m, boot 5 m): the
+    overhead of faults and energy must stay within 2x. ``REPLAY_FAULTS_JOBS`` sets the
+    scale (default 3,362,981, the Helios job count)."""
+    import dataclasses
+
+    from gpu_trace.replay import ReplayConfig, replay
+    from gpu_trace.replay.cluster import parse_spec
+    from gpu_trace.replay.synthetic import pai_like_jobs
+
+    n = int(os.environ.get("REPLAY_FAULTS_JOBS", "3362981"))
+    jobs = pai_like_jobs(n, cluster_gpus=6400, seed=0)
+    spec = parse_spec("6400x8")
+    base = ReplayConfig(source="synthetic")
+    faults = ReplayConfig(
+        source="synthetic",
+        faults="mtbf=5000h,mttr=2h",
+        checkpoint_s=1800,
+        restore_s=120,
+        power="gpu-model",
+    )
+    off = dataclasses.replace(faults, power_off="idle=30m,boot=5m")
+    out: dict[str, object] = {"jobs": n, "gpus": 6400}
+    rows = {}
+    for name, cfg in (("plain", base), ("faults_energy", faults), ("power_off", off)):
+        start = time.perf_counter()
+        r = replay(jobs, spec, cfg)
+        out[f"{name}_s"] = round(time.perf_counter() - start, 2)
+        rows[name] = r.runs.row(0, named=True)
+    out["overhead_ratio"] = round(float(out["faults_energy_s"]) / float(out["plain_s"]), 2)  # type: ignore[arg-type]
+    f, o, p = rows["faults_energy"], rows["power_off"], rows["plain"]
+    out.update(
+        {
+            "jct_mean_plain_s": round(p["jct_mean_s"], 1),
+            "jct_mean_faults_s": round(f["jct_mean_s"], 1),
+            "node_failures": f["node_failures"],
+            "jobs_failed": f["jobs_failed"],
+            "lost_gpu_h_failure": round(f["lost_gpu_h_failure"], 1),
+            "lost_gpu_h_restore": round(f["lost_gpu_h_restore"], 1),
+            "goodput_ratio": round(f["goodput_ratio"], 4),
+            "energy_mwh": round(f["energy_kwh"] / 1000, 2),
+            "power_off_energy_mwh": round(o["energy_kwh"] / 1000, 2),
+            "power_off_saved_mwh": round(o["energy_saved_kwh"] / 1000, 2),
+            "power_off_boots": o["node_boots"],
+            "jct_mean_power_off_s": round(o["jct_mean_s"], 1),
+        }
+    )
+    return out
+
+
 def _pai_20k() -> Any:
     """20,000 PAI-like jobs re-timed to 1,000 arrivals per minute (the published PAI
     simulator setup: job i arrives at floor(i / 1000) minutes)."""
@@ -678,6 +730,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "replay_fifo_20k_one_node": replay_fifo_20k_one_node,
     "replay_fifo_20k_quarter_units": replay_fifo_20k_quarter_units,
     "replay_baseline_20k": replay_baseline_20k,
+    "replay_faults_energy": replay_faults_energy,
     "philly_full": philly_full,
     "live_emulated_200": live_emulated_200,
     "live_cuda_8": live_cuda_8,

@@ -18,6 +18,7 @@ from gpu_trace.cli.options import StoreOpt
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import interchange
+from gpu_trace.replay.faults import parse_duration
 from gpu_trace.replay.policies import base
 from gpu_trace.replay.run import ReplayConfig, one_experiment, run
 from gpu_trace.replay.run import compare as compare_runs
@@ -46,6 +47,20 @@ SUMMARY_COLUMNS = [
     "jain_slowdown",
     "wall_s",
 ]
+
+FAULT_ENERGY_COLUMNS = [
+    "node_failures",
+    "jobs_failed",
+    "lost_gpu_h_failure",
+    "lost_gpu_h_preemption",
+    "lost_gpu_h_restore",
+    "goodput_ratio",
+    "energy_kwh",
+    "power_mean_w",
+    "energy_saved_kwh",
+    "node_boots",
+]
+"""Printed after the summary when a run has faults or energy accounting."""
 
 COMPARE_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "jobs_skipped"]
 """One row per policy; the shared job counts are printed once, with the experiment."""
@@ -163,6 +178,31 @@ def run_cmd(
     option: OptionOpt = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
+    # -- faults and energy (docs/replay.md, "Faults and energy") --
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
+            "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
+    ] = "0",
+    retries: Annotated[
+        int, typer.Option(help="Restarts after node failures before a job ends failed.")
+    ] = 3,
+    power: Annotated[
+        str | None,
+        typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
+    ] = None,
+    power_off: Annotated[
+        str | None,
+        typer.Option(
+            help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
+            "longer than idle, wake them (boot time) when jobs wait."
+        ),
+    ] = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out."""
     sched_opts, place_opts = _opts(option)
@@ -186,6 +226,11 @@ def run_cmd(
         departures=not packing,
         inflate_to=inflate_to,
         run_id=run_id,
+        faults=faults,
+        checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
+        retries=retries,
+        power=power,
+        power_off=power_off,
     )
     result = run(resolve_store(store), config, out)
     _print_experiment(result.runs)
@@ -196,6 +241,9 @@ def run_cmd(
             f"within 10/50/100 %: {a.within_10:.1%} / {a.within_50:.1%} / {a.within_100:.1%}"
         )
     emit(result.runs.select(SUMMARY_COLUMNS), Format.table)
+    extra_cols = [c for c in FAULT_ENERGY_COLUMNS if c in result.runs.columns]
+    if extra_cols:
+        emit(result.runs.select(extra_cols), Format.table)
     if "packing" in result.extra:
         emit(result.extra["packing"], Format.table)
 

@@ -256,6 +256,28 @@ class ClusterState:
         self.max_whole_for_mask: dict[int, int] = {}
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
         self.index = CapacityIndex(spec.node_gpus, spec.node_type, len(spec.type_names), gmax)
+        self.down: dict[int, list[tuple[int, int, int]]] = {}
+        """Nodes out of service (failed, powered off) -> the pseudo-allocation that
+        holds all their GPUs so no placement uses them."""
+        self.down_milli = 0
+
+    def set_down(self, n: int) -> None:
+        """Take node ``n`` out of service: hold its free capacity (its jobs must have
+        been stopped first)."""
+        if n in self.down:
+            return
+        parts = [(n, g, f) for g, f in enumerate(self.free[n]) if f > 0]
+        self.allocate(parts)
+        self.down[n] = parts
+        self.down_milli += sum(p[2] for p in parts)
+
+    def set_up(self, n: int) -> None:
+        """Put node ``n`` back in service."""
+        parts = self.down.pop(n, None)
+        if parts is None:
+            return
+        self.release(parts)
+        self.down_milli -= sum(p[2] for p in parts)
 
     def types_of(self, mask: int) -> tuple[int, ...]:
         """Type codes allowed by ``mask`` (cached)."""

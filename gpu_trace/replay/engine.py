@@ -26,7 +26,7 @@ from __future__ import annotations
 import array
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -44,6 +44,8 @@ from gpu_trace.replay.view import PolicyView, set_now
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
+HOOK = 1
+"""A generic timed event (:meth:`Engine.at`): after completions, before timers."""
 TIMER = 2
 INF = math.inf
 
@@ -75,6 +77,8 @@ class Timeline:
     waiting: list[int] = field(default_factory=list)
     waiting_milli: list[int] = field(default_factory=list)
     arrived_milli: list[int] = field(default_factory=list)
+    down_milli: list[int] = field(default_factory=list)
+    """Capacity of nodes out of service (failed, powered off): not allocated work."""
 
 
 class Placeable(NamedTuple):
@@ -281,6 +285,14 @@ class Engine:
         """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
         self.view = PolicyView(self)
         """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
+        self.hooks: list[Callable[[int], None]] = []
+        """Callbacks of timed events (:meth:`at`): node failures, repairs, power."""
+        self.overhead = array.array("d", bytes(8 * n))
+        """Restore time (engine seconds) still to pay at the start of a job's next
+        segment: what a preemption or a failure restart added to ``remaining``."""
+        self.segments: list[tuple[int, float, float, int]] | None = None
+        """(job, start, end, first node) per ended run segment, when a list is set
+        (energy accounting); None = not recorded."""
 
     def bind(
         self,
@@ -435,6 +447,8 @@ class Engine:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
         elapsed = self.now - self.seg_start[j]
         self.attained_gpu_s[j] += elapsed * self.gpus[j]
+        if self.segments is not None:
+            self.segments.append((j, self.seg_start[j], self.now, parts[0][0]))
         if self.options.record_log:
             self.log.append((self.now, "stop", j, parts))
 
@@ -454,6 +468,8 @@ class Engine:
         self._stop(j)
         self.remaining[j] = max(0.0, self.remaining[j] - elapsed / self.slow[j])
         self.remaining[j] += self.options.restore_s
+        paid = min(self.overhead[j], elapsed / self.slow[j])
+        self.overhead[j] += self.options.restore_s - paid
         self.version[j] += 1
         self.end_time[j] = INF
         self.preemptions[j] += 1
@@ -464,6 +480,17 @@ class Engine:
     def set_timer(self, t: float, j: int, tag: int) -> None:
         self.seq += 1
         heapq.heappush(self.heap, (max(t, self.now), TIMER, self.seq, tag, j, 0))
+
+    def add_hook(self, fn: Callable[[int], None]) -> int:
+        """Register a timed-event callback; its id for :meth:`at`."""
+        self.hooks.append(fn)
+        return len(self.hooks) - 1
+
+    def at(self, t: float, hook: int, arg: int) -> None:
+        """Call ``hooks[hook](arg)`` at time ``t`` (after that instant's completions
+        and arrivals, before its timers and its scheduling pass)."""
+        self.seq += 1
+        heapq.heappush(self.heap, (max(t, self.now), HOOK, self.seq, hook, arg, 0))
 
     def reject(self, j: int, reason: str) -> None:
         if j in self.alloc or j in self.rejected:
@@ -544,6 +571,8 @@ class Engine:
                 _, kind, _, tag, j, _ = heappop(heap)
                 if kind == TIMER:
                     sched.on_timer(j, tag)
+                elif kind == HOOK:
+                    self.hooks[tag](j)
             sched.schedule()
             if record:
                 tl.time.append(now)
@@ -553,6 +582,7 @@ class Engine:
                 tl.waiting.append(self.waiting)
                 tl.waiting_milli.append(self.waiting_milli)
                 tl.arrived_milli.append(self.arrived_milli)
+                tl.down_milli.append(state.down_milli)
             if not sim:
                 after_pass()
 

@@ -101,6 +101,15 @@ def _integral(times: F64, values: F64, at: F64) -> F64:
     return out
 
 
+def _working(tl: Timeline) -> F64:
+    """Allocated milli-GPU per timeline point, without nodes out of service (a failed
+    or powered-off node's GPUs are held by a pseudo-allocation, not by work)."""
+    used = np.asarray(tl.used_milli, dtype=np.float64)
+    if len(tl.down_milli) == used.size and used.size:
+        used = used - np.asarray(tl.down_milli, dtype=np.float64)
+    return used
+
+
 def cluster_metrics(
     tl: Timeline, capacity_milli: int, last_arrival_s: float | None = None
 ) -> dict[str, float]:
@@ -110,7 +119,7 @@ def cluster_metrics(
     t = np.asarray(tl.time, dtype=np.float64)
     if t.size < 2:
         return {"alloc_mean_ratio": float("nan"), "unallocated_gpus_loaded": float("nan")}
-    used = np.asarray(tl.used_milli, dtype=np.float64)
+    used = _working(tl)
     waiting = np.asarray(tl.waiting, dtype=np.float64)
     dt = np.diff(t)
     end = t[-1] if last_arrival_s is None or last_arrival_s <= t[0] else last_arrival_s
@@ -141,7 +150,7 @@ def timeseries(tl: Timeline, capacity_milli: int, bin_s: float | None = None) ->
         bin_s = max(60.0, 60.0 * math.ceil(span / 500 / 60.0))
     edges = np.arange(t[0], t[-1] + bin_s, bin_s)
     series = {
-        "allocated_gpus": np.asarray(tl.used_milli, dtype=np.float64) / MILLI,
+        "allocated_gpus": _working(tl) / MILLI,
         "running_jobs": np.asarray(tl.running, dtype=np.float64),
         "queued_jobs": np.asarray(tl.waiting, dtype=np.float64),
         "queued_gpus": np.asarray(tl.waiting_milli, dtype=np.float64) / MILLI,

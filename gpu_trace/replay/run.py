@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay import accounting as acct
 from gpu_trace.replay import estimator as est
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import metrics as mt
@@ -61,6 +62,18 @@ class ReplayConfig:
     training_split: bool | None = None
     """Hold out the first ``train_fraction`` of jobs for the estimator (not replayed).
     None: only when this policy needs model estimates; a comparison sets it for all."""
+    faults: str | None = None
+    """Node failures: ``mtbf=D,mttr=D`` or ``trace[,mttr=D]`` (:mod:`gpu_trace.replay.faults`)."""
+    checkpoint_s: float = 0.0
+    """Checkpoint interval of every job (0 = none: a failure restarts the job's work)."""
+    retries: int = 3
+    """Restarts after node failures before a job ends ``failed``."""
+    power: str | None = None
+    """Energy accounting: ``gpu-model`` (built-in table) or a power-model TOML file."""
+    fault_model: dict[str, Any] | None = None
+    """The resolved failure model (mtbf_s, mttr_s; set from ``faults`` by :func:`run`)."""
+    power_off: str | None = None
+    """Power-off policy ``idle=D,boot=D[,reserve=N]`` (:mod:`gpu_trace.replay.poweroff`)."""
 
     def uses_model(self) -> bool:
         """Whether this run trains the duration model (its policy declares
@@ -214,9 +227,12 @@ def replay(
         place_cls(base.build_config(place_cls.Config, config.placement_options), engine),
         adm_cls(adm_cls.Config(), engine),
     )
+    hooks = acct.attach(engine, config)
     engine.run()
+    acct.after_run(engine, hooks)
     wall = time.perf_counter() - started
-    return _score(config, spec, w, engine, estimate, accuracy, wall, training_cut=cut)
+    result = _score(config, spec, w, engine, estimate, accuracy, wall, training_cut=cut)
+    return acct.finish(result, hooks)
 
 
 def training_cut(frame: pl.DataFrame, end: datetime | None, fraction: float) -> datetime | None:
@@ -426,6 +442,8 @@ def write(result: RunResult, store: Path | None, out_dir: Path | None) -> None:
             frame.write_parquet(out_dir / f"{table}.parquet", compression="zstd")
         if "packing" in result.extra:
             result.extra["packing"].write_csv(out_dir / "packing_curve.csv")
+        if "fault_events" in result.extra:
+            result.extra["fault_events"].write_csv(out_dir / "fault_events.csv")
 
 
 def run(
@@ -435,6 +453,7 @@ def run(
     config.validate()
     jobs = _source_jobs(store, config.source)
     spec = resolve_cluster(config.cluster, store, config.source)
+    config = acct.resolve_faults(store, config)
     result = replay(jobs, spec, config)
     write(result, store if write_store else None, out_dir)
     return result
@@ -467,6 +486,7 @@ def compare(store: Path, configs: list[ReplayConfig]) -> list[RunResult]:
     spec = resolve_cluster(first.cluster, store, first.source)
     results = []
     for config in resolved:
+        config = acct.resolve_faults(store, config)
         result = replay(jobs, spec, config)
         write(result, store, None)
         results.append(result)

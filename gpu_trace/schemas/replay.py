@@ -16,7 +16,7 @@ _RUN = Column("run_id", pa.string(), "Replay run identifier (= dataset).", nulla
 
 REPLAY_RUNS = Table(
     name="replay_runs",
-    version=3,
+    version=4,
     description=(
         "One row per replay run: policies, cluster, counts of jobs replayed, skipped and "
         "rejected, headline metrics and the duration estimator's accuracy."
@@ -114,12 +114,76 @@ REPLAY_RUNS = Table(
             unit="ms",
         ),
         Column("wakeups", pa.int64(), "Live: executor loop iterations.", unit="count"),
+        Column(
+            "node_failures",
+            pa.int64(),
+            "Faults: node failures injected over the run (--faults).",
+            unit="count",
+        ),
+        Column(
+            "lost_gpu_h_failure",
+            pa.float64(),
+            "Faults: GPU-hours of work lost to node failures (since each killed job's last "
+            "checkpoint; all of a job's work when it ends failed).",
+            unit="gpu_h",
+        ),
+        Column(
+            "lost_gpu_h_preemption",
+            pa.float64(),
+            "Faults: GPU-hours spent restoring after preemptions (restore_s per resume).",
+            unit="gpu_h",
+        ),
+        Column(
+            "lost_gpu_h_restore",
+            pa.float64(),
+            "Faults: GPU-hours spent restoring from checkpoints after node failures.",
+            unit="gpu_h",
+        ),
+        Column("consumed_gpu_h", pa.float64(), "Faults: GPU-hours held by jobs.", unit="gpu_h"),
+        Column(
+            "useful_gpu_h",
+            pa.float64(),
+            "Faults: GPU-hours of service of the finished jobs (duration x GPUs).",
+            unit="gpu_h",
+        ),
+        Column("goodput_ratio", pa.float64(), "Faults: useful_gpu_h / consumed_gpu_h."),
+        Column(
+            "fault_model_json",
+            pa.string(),
+            "Faults: the failure model used (mtbf_s, mttr_s, origin, derived rates, "
+            "checkpoint_s, retries, restore_s) as JSON.",
+        ),
+        Column(
+            "energy_kwh",
+            pa.float64(),
+            "Energy: cluster energy over the run from the power model (--power): busy GPUs "
+            "at busy_w, idle GPUs at idle_w, host baseline per node in service.",
+            unit="kWh",
+        ),
+        Column("power_mean_w", pa.float64(), "Energy: energy_kwh / run span.", unit="W"),
+        Column(
+            "power_model_json",
+            pa.string(),
+            "Energy: the power model per GPU type (origin, idle_w, busy_w, host baseline).",
+        ),
+        Column(
+            "energy_saved_kwh",
+            pa.float64(),
+            "Power-off: energy saved by switching idle nodes off vs always on.",
+            unit="kWh",
+        ),
+        Column(
+            "node_boots",
+            pa.int64(),
+            "Power-off: nodes woken (each paid the boot time).",
+            unit="count",
+        ),
     ),
 )
 
 REPLAY_JOBS = Table(
     name="replay_jobs",
-    version=2,
+    version=3,
     description="One row per job of a replay run: when it arrived, started, finished.",
     sort_by=("run_id", "arrival_time_s", "job_id"),
     columns=(
@@ -135,7 +199,8 @@ REPLAY_JOBS = Table(
             "outcome",
             pa.string(),
             "finished, unfinished (still queued or running at the end), rejected, skipped; "
-            "live runs add failed (process exited non-zero) and crashed (process killed).",
+            "failed (live: process exited non-zero; sim: killed by node failures more than "
+            "--retries times) and, live, crashed (process killed).",
             nullable=False,
         ),
         Column("reason", pa.string(), "Why a job was rejected or skipped."),
@@ -161,13 +226,26 @@ REPLAY_JOBS = Table(
             pa.int32(),
             "Live: exit status of the job's last process (negative = killed by that signal).",
         ),
-        Column("attempts", pa.int32(), "Live: worker processes started for the job.", "count"),
+        Column(
+            "attempts",
+            pa.int32(),
+            "Runs begun: live, worker processes started; sim with faults, 1 + preemptions "
+            "+ restarts after node failures.",
+            "count",
+        ),
+        Column("failures", pa.int32(), "Faults: node failures that killed the job.", "count"),
+        Column(
+            "energy_kwh",
+            pa.float64(),
+            "Energy: GPUs held x time x (busy_w + host baseline per GPU), all attempts.",
+            unit="kWh",
+        ),
     ),
 )
 
 REPLAY_TIMESERIES = Table(
     name="replay_timeseries",
-    version=1,
+    version=2,
     description=(
         "Cluster state over a replay run, binned: time-weighted means of allocation, "
         "fragmentation and queue length per bin."
@@ -189,6 +267,13 @@ REPLAY_TIMESERIES = Table(
             "fragmented_gpus",
             pa.float64(),
             "Mean free GPU capacity on partially used nodes (fragments smaller than a node).",
+            unit="gpu",
+        ),
+        Column("power_w", pa.float64(), "Energy: mean cluster power draw in the bin.", unit="W"),
+        Column(
+            "down_gpus",
+            pa.float64(),
+            "Faults / power-off: mean GPUs out of service (failed, off or booting).",
             unit="gpu",
         ),
     ),

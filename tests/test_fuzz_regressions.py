@@ -39,6 +39,8 @@ CASES = [
     # Query CSVs whose first line became a dmon-style '# gpu' header: refused.
     ("nvidia-smi-3415", "nvidia-smi-query-gpu-h100-mig.csv", 1, "names no metric column"),
     ("nvidia-smi-6295", "nvidia-smi-query-compute-apps-h100.csv", 1, "names no metric column"),
+    # A PAI table holding only a UTF-8 byte-order mark is an empty file: refused.
+    ("pai2020-1541", "pai_instance_table.csv", 1, "only a byte-order mark"),
     # A Philly util header gpu<40 digits>_util: refused, naming line 1.
     ("philly-6483", "cluster_gpu_util", 1, "GPU index above 32767"),
 ]

@@ -91,7 +91,8 @@ def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> File
         utf8 = False
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    lines = newlines + (1 if size and last != b"\n" else 0)
+    content = size - (len(_BOM_BYTES) if bom else 0)  # a lone BOM is an empty file
+    lines = newlines + (1 if content and last != b"\n" else 0)
     return FileInfo(path, digest.hexdigest(), size, max(lines - header_lines, 0), utf8, bom)
 
 

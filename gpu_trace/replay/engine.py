@@ -248,6 +248,10 @@ class Engine:
         self.gpus: tuple[float, ...] = tuple(w.gpus.tolist())
         self.vc: tuple[int, ...] = tuple(w.vc_code.tolist())
         self.gpu_type: list[str | None] = w.frame["gpu_type"].to_list()
+        multi = spec.multi_resource
+        self.cpu_req: tuple[int, ...] = tuple(w.cpu().tolist()) if multi else (0,) * n
+        self.mem_req: tuple[int, ...] = tuple(w.mem().tolist()) if multi else (0,) * n
+        """CPU / memory requests enforced (zeros on a GPU-only cluster: nothing to check)."""
         masks: dict[str | None, int] = {}
         self.mask: tuple[int, ...] = tuple(
             masks.setdefault(t, spec.type_mask(t)) if t else ANY_TYPE for t in self.gpu_type
@@ -342,7 +346,11 @@ class Engine:
         if parts is None:
             return False
         parts = list(parts)
+        cpu, mem = self.cpu_req[j], self.mem_req[j]
+        if (cpu or mem) and not self.state.res_fits(parts, cpu, mem):
+            return False  # a GPU-only placement chose a node without the CPU / memory
         self.state.allocate(parts)
+        self.state.take_res(parts, cpu, mem)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
         nodes = 1 if ngpu == 1 else len({p[0] for p in parts})
@@ -410,28 +418,32 @@ class Engine:
         place = self.placement.place
         ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
         alloc = self.alloc
-        released: list[Parts] = []
+        released: list[tuple[int, Parts]] = []
         try:
+            cpu, mem = self.cpu_req, self.mem_req
             for group in groups[:k]:
                 for r in group:
-                    released.append(alloc[r])
+                    released.append((r, alloc[r]))
                     state.release(alloc[r])
+                    state.give_res(alloc[r], cpu[r], mem[r])
             parts = place(j, ngpu, milli, mask)
             for group in groups[k:]:
                 if parts is not None:
                     break
                 k += 1
                 for r in group:
-                    released.append(alloc[r])
+                    released.append((r, alloc[r]))
                     state.release(alloc[r])
+                    state.give_res(alloc[r], cpu[r], mem[r])
                 parts = place(j, ngpu, milli, mask)
             if parts is None:
                 return None
             parts = list(parts)
             future = [state.free[n][g] for n, g, _ in parts]
         finally:
-            for p in reversed(released):
+            for r, p in reversed(released):
                 state.allocate(p)
+                state.take_res(p, self.cpu_req[r], self.mem_req[r])
         hold: Parts = []
         for (n, g, m), fut in zip(parts, future, strict=True):
             free_now = state.free[n][g]
@@ -443,6 +455,7 @@ class Engine:
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
         self.state.release(parts)
+        self.state.give_res(parts, self.cpu_req[j], self.mem_req[j])
         if self.vc_quota_milli and self.vc[j] in self.vc_quota_milli:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
         elapsed = self.now - self.seg_start[j]

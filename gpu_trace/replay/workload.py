@@ -4,6 +4,8 @@ Built once from the canonical ``jobs`` table: demand = ``gpus`` (fractional for 
 sharing, split into GPUs x per-GPU milli share), duration = ``run_s``, arrival =
 ``submit_time``. Jobs that cannot be replayed (no submit time, no run time, no GPU
 request, CPU-only) are *skipped and counted* with a reason, never dropped silently.
+CPU (``cpus``) and memory (``mem_bytes``) requests ride along (0 when the trace has none,
+so such a job is placed on GPUs alone, as before).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ WORKLOAD_COLUMNS = (
     "run_s",
     "gpus",
     "gpu_type",
+    "cpus",
+    "mem_bytes",
 )
 
 
@@ -58,6 +62,18 @@ class Workload:
     skipped: pl.DataFrame
     """job_id, user, vc, gpus, reason for the jobs that cannot be replayed."""
     load_factor: float = 1.0
+    cpu_milli: I64 | None = None
+    """CPU request in milli-cores (0 = none / unknown: the job never waits for CPU)."""
+    mem_bytes: I64 | None = None
+    """Host memory request in bytes (0 = none / unknown)."""
+
+    def cpu(self) -> I64:
+        """CPU requests (zeros when the workload has none)."""
+        return self.cpu_milli if self.cpu_milli is not None else np.zeros(self.n, np.int64)
+
+    def mem(self) -> I64:
+        """Memory requests (zeros when the workload has none)."""
+        return self.mem_bytes if self.mem_bytes is not None else np.zeros(self.n, np.int64)
 
     @property
     def n(self) -> int:
@@ -84,6 +100,8 @@ class Workload:
             "name": pl.String(),
             "start_time": pl.Datetime("us", "UTC"),
             "gpu_type": pl.String(),
+            "cpus": pl.Float64(),
+            "mem_bytes": pl.Int64(),
         }
         lf = lf.with_columns(
             pl.lit(None, dtype=t).alias(c) for c, t in optional.items() if c not in have
@@ -140,6 +158,11 @@ class Workload:
             origin=origin,
             skipped=skipped,
             load_factor=load,
+            cpu_milli=(ok["cpus"].cast(pl.Float64).fill_null(0.0).clip(lower_bound=0) * 1000)
+            .round(0)
+            .cast(pl.Int64)
+            .to_numpy(),
+            mem_bytes=ok["mem_bytes"].cast(pl.Int64).fill_null(0).clip(lower_bound=0).to_numpy(),
         )
 
 

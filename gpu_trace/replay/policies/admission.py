@@ -39,6 +39,12 @@ class Fits(PolicyBase):
         limit = total if self.config.multi_node else largest
         if ngpu > limit:
             return f"needs {ngpu} GPUs, the cluster has {limit} usable"
+        cpu, mem = e.cpu_req[j], e.mem_req[j]
+        if (cpu or mem) and ngpu <= largest:
+            s = e.state
+            ok = (s.cpu_cap >= cpu) & (s.mem_cap >= mem) & s.node_ok_np(mask)
+            if not ok.any():
+                return f"needs {cpu / 1000:g} CPUs and {mem / 2**30:g} GiB on one node; no node has both"
         quota = e.vc_quota_milli.get(e.vc[j])
         if quota is not None and ngpu * e.milli[j] > quota:
             return f"needs {ngpu * e.milli[j] / MILLI:g} GPUs, above its VC quota"

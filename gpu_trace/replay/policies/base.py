@@ -77,6 +77,16 @@ class EngineView(Protocol):
     @property
     def arrival(self) -> Sequence[float]: ...
     @property
+    def cpu_req(self) -> Sequence[int]:
+        """CPU milli-cores each job holds per node (zeros on a GPU-only cluster)."""
+        ...
+
+    @property
+    def mem_req(self) -> Sequence[int]:
+        """Memory bytes each job holds (zeros on a GPU-only cluster)."""
+        ...
+
+    @property
     def running(self) -> Mapping[int, Any]:
         """Running jobs (keys) -> their allocation parts."""
         ...

@@ -230,10 +230,14 @@ BUILTIN: dict[Kind, dict[str, str]] = {
     },
     "placement": {
         "consolidate": "gpu_trace.replay.policies.placement:Consolidate",
-        "best-fit": "gpu_trace.replay.policies.placement:BestFit",
+        "best-fit": "gpu_trace.replay.policies.fgd_paper:PaperBestFit",
         "spread": "gpu_trace.replay.policies.placement:Spread",
         "random": "gpu_trace.replay.policies.placement:RandomFit",
-        "fgd": "gpu_trace.replay.policies.fgd:Fgd",
+        "fgd": "gpu_trace.replay.policies.fgd_paper:FgdPaper",
+        "fgd-gpu": "gpu_trace.replay.policies.fgd:Fgd",
+        "dot-product": "gpu_trace.replay.policies.fgd_paper:DotProduct",
+        "packing": "gpu_trace.replay.policies.fgd_paper:GpuPacking",
+        "clustering": "gpu_trace.replay.policies.fgd_paper:GpuClustering",
     },
     "admission": {
         "fits": "gpu_trace.replay.policies.admission:Fits",

@@ -171,9 +171,17 @@ class PaperBase(PlacementBase):
 
 
 class FgdPaper(PaperBase):
-    """FGD: the option that grows the node's expected fragmentation least."""
+    """FGD: the option that grows the node's expected fragmentation least.
+
+    Scores depend only on a node's own state and the task's request, so they are kept
+    per request key ((GPUs, share, CPU, memory) -> per-node deltas) and recomputed only
+    for nodes whose state changed since that key was last scored (found by comparing a
+    snapshot of the free arrays: any change, by any job, is seen). Still numpy over the
+    changed nodes, never a Python loop over nodes.
+    """
 
     Config = FgdPaperConfig
+    CACHE_KEYS = 512
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -182,60 +190,96 @@ class FgdPaper(PaperBase):
         masks = np.asarray(e.mask, dtype=np.int64)
         self.tc = typical_classes(
             np.asarray(e.cpu_req, dtype=np.int64),
-            np.asarray(e.mem_req, dtype=np.int64),
+            np.zeros(w.n, dtype=np.int64),  # memory is not part of the paper's measure
             w.ngpu,
             w.milli,
             masks,
             config.popularity_pct,
         )
-        self.types = self.s.type_np
-
-    def _res(self, j: int, cand: I64) -> tuple[I64, I64]:
         s = self.s
-        return (
-            s.cpu_free[cand] - self.e.cpu_req[j],
-            s.mem_free[cand] - self.e.mem_req[j],
+        self.types = s.type_np
+        self.snap_free = s.free_np.copy()
+        self.snap_cpu = s.cpu_free.copy()
+        self.snap_mem = s.mem_free.copy()
+        n = len(s.node_gpus)
+        self.tick = 0
+        self.ver = np.zeros(n, dtype=np.int64)
+        self.cache: dict[tuple[int, int, int, int], tuple[I64, F64]] = {}
+
+    def _refresh(self) -> None:
+        """Bump the version of every node whose state differs from the snapshot."""
+        s = self.s
+        changed = (
+            (self.snap_free != s.free_np).any(axis=1)
+            | (self.snap_cpu != s.cpu_free)
+            | (self.snap_mem != s.mem_free)
         )
+        rows = np.flatnonzero(changed)
+        if rows.size:
+            self.tick += 1
+            self.ver[rows] = self.tick
+            self.snap_free[rows] = s.free_np[rows]
+            self.snap_cpu[rows] = s.cpu_free[rows]
+            self.snap_mem[rows] = s.mem_free[rows]
+
+    def _deltas(self, j: int, ngpu: int, milli: int) -> F64:
+        """Per node (whole-GPU: (N,)) or per node and GPU (fractional: (N, G)) growth of
+        expected fragmentation, brought up to date for the changed nodes."""
+        self._refresh()
+        e = self.e
+        key = (ngpu, milli, e.cpu_req[j], e.mem_req[j])
+        got = self.cache.pop(key, None)
+        n, g = self.snap_free.shape
+        if got is None:
+            got = (
+                np.full(n, -1, dtype=np.int64),
+                np.zeros(n if milli >= MILLI else (n, g), dtype=np.float64),
+            )
+        ver, vals = got
+        rows = np.flatnonzero(ver != self.ver)
+        if rows.size:
+            vals[rows] = self._compute(rows, ngpu, milli, key[2], key[3])
+            ver[rows] = self.ver[rows]
+        self.cache[key] = got
+        if len(self.cache) > self.CACHE_KEYS:
+            self.cache.pop(next(iter(self.cache)))
+        return vals
+
+    def _compute(self, rows: I64, ngpu: int, milli: int, cpu_req: int, mem_req: int) -> F64:
+        free = np.maximum(self.snap_free[rows].astype(np.int64), 0)
+        cpu, mem, types = self.snap_cpu[rows], self.snap_mem[rows], self.types[rows]
+        before = expected_fragmentation(free, cpu, mem, types, self.tc)
+        cpu2, mem2 = cpu - cpu_req, mem - mem_req
+        if milli >= MILLI:
+            after = free.copy()
+            whole = free == MILLI
+            after[whole & (np.cumsum(whole, axis=1) <= ngpu)] = 0
+            out: F64 = expected_fragmentation(after, cpu2, mem2, types, self.tc) - before
+            return out
+        # fractional: one option per GPU, from per-class sums (rows x GPUs x classes,
+        # not rows x GPUs x GPUs x classes): taking `milli` from GPU g changes only g's
+        # own terms of the unusable sum and of the count of GPUs that can host a class
+        tc = self.tc
+        big = free[:, :, None] >= tc.m
+        unusable = (free[:, :, None] * ~big).sum(axis=1)  # (R, C)
+        count = big.sum(axis=1)
+        type_ok = ((tc.mask >> types[:, None]) & 1).astype(bool)
+        ok2 = type_ok & (cpu2[:, None] >= tc.cpu) & (mem2[:, None] >= tc.mem)
+        f2 = free - milli
+        big2 = f2[:, :, None] >= tc.m
+        u2 = unusable[:, None, :] - free[:, :, None] * ~big + np.maximum(f2, 0)[:, :, None] * ~big2
+        c2 = count[:, None, :] - big + big2
+        total2 = free.sum(axis=1) - milli
+        frag2 = np.where(ok2[:, None, :] & (c2 >= tc.k), u2, total2[:, None, None]) @ tc.p
+        delta: F64 = np.where(free >= milli, frag2 - before[:, None], np.inf)
+        return delta
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
-        s = self.s
-        cpu, mem = s.cpu_free[cand], s.mem_free[cand]
-        before = expected_fragmentation(free, cpu, mem, self.types[cand], self.tc)
-        after = free.copy()
-        whole = free == MILLI
-        after[whole & (np.cumsum(whole, axis=1) <= ngpu)] = 0
-        cpu2, mem2 = self._res(j, cand)
-        out: F64 = expected_fragmentation(after, cpu2, mem2, self.types[cand], self.tc) - before
+        out: F64 = self._deltas(j, ngpu, MILLI)[cand]
         return out
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
-        # dedupe identical node states (sorted GPUs, CPU, memory, type): same scores
-        s = self.s
-        cpu, mem = s.cpu_free[cand], s.mem_free[cand]
-        order = np.argsort(free, axis=1, kind="stable")
-        sfree = np.take_along_axis(free, order, axis=1)
-        key = np.column_stack([sfree, cpu, mem, self.types[cand]])
-        ukey, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        uf = sfree[first]
-        ucpu, umem, utype = cpu[first], mem[first], self.types[cand][first]
-        before = expected_fragmentation(uf, ucpu, umem, utype, self.tc)
-        g = uf.shape[1]
-        # option (u, i): the share taken from sorted GPU i of unique state u
-        after = np.repeat(uf[:, None, :], g, axis=1)  # (U, G options, G)
-        idx = np.arange(g)
-        after[:, idx, idx] -= milli
-        room = uf >= milli  # (U, G)
-        c2 = ucpu - self.e.cpu_req[j]
-        m2 = umem - self.e.mem_req[j]
-        fa = expected_fragmentation(
-            np.maximum(after, 0), c2[:, None], m2[:, None], utype[:, None], self.tc
-        )
-        delta = np.where(room, fa - before[:, None], np.inf)  # (U, G sorted)
-        per_node = delta[inv]  # (cand, G sorted)
-        # back to real GPU indices
-        out = np.full(per_node.shape, np.inf)
-        np.put_along_axis(out, order, per_node, axis=1)
+        out: F64 = self._deltas(j, 1, milli)[cand]
         return out
 
 
@@ -287,7 +331,7 @@ class GpuPacking(PaperBase):
         case3 = np.maximum(33 - whole, whole)[:, None] * np.ones_like(free)
         score = np.where(idle[:, None], case3, np.where(partly, case1, case2))
         # on a node where some partly used GPU fits, the simulator uses it (min free first)
-        has_partly = partly.any(axis=1)
+        has_partly: npt.NDArray[np.bool_] = np.asarray(partly.any(axis=1))
         use = np.where(has_partly[:, None], partly, free >= milli)
         # within a node only the GPU the packing rule picks: the least free one with room
         pick = np.where(use, free, MILLI + 1).argmin(axis=1)

@@ -153,8 +153,8 @@ def from_groups(
     for i, (count, per_node, gpu_type) in enumerate(groups):
         if count < 0 or per_node < 0:
             raise GpuTraceError(f"negative node or GPU count in cluster group {count}x{per_node}")
-        if per_node == 0:
-            continue
+        if per_node == 0 and resources is None:
+            continue  # a GPU-less node matters only when CPU / memory are modelled
         if gpu_type not in types:
             types.append(gpu_type)
         gpus.extend([per_node] * count)
@@ -255,7 +255,7 @@ def load_file(path: Path) -> ClusterSpec:
       optional ``[vc_quotas]`` table of GPUs per VC.
       Optional per group: ``cpus`` (cores), ``mem`` and ``gpu_mem`` (``"768GiB"``).
     - CSV with header ``count,gpus,gpu_type`` (one group per line), the openb node list
-      ``sn,cpu_milli,memory_mib,gpu,model`` (one node per line, CPU-only nodes left out),
+      ``sn,cpu_milli,memory_mib,gpu,model`` (one node per line, CPU-only nodes too),
       or the HeliosArtifact VC file ``vc,node num`` (8-GPU nodes; each VC's quota = its
       nodes x 8).
     """
@@ -306,7 +306,7 @@ def load_file(path: Path) -> ClusterSpec:
                 )
             if header[:5] == ["sn", "cpu_milli", "memory_mib", "gpu", "model"]:
                 # the openb node list (FGD simulator input): one node per line
-                rows_ok = [r for r in body if int(r[3]) > 0]
+                rows_ok = [r for r in body if int(r[3]) > 0 or int(r[1]) > 0]
                 return from_groups(
                     [(1, int(r[3]), r[4] or "gpu") for r in rows_ok],
                     name=path.stem,
@@ -324,10 +324,18 @@ def load_file(path: Path) -> ClusterSpec:
 
 def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> ClusterSpec:
     """The trace's own cluster: its ``machines`` inventory (the dataset with the most
-    GPUs when there are several), else the peak of its published ``capacity`` in 8-GPU
-    nodes."""
-    m = machines.filter((pl.col("source") == source) & (pl.col("gpus") > 0)).collect()
-    if m.height:
+    GPUs when there are several; ties: the first by name, so openb's ``all_node``, 1,523
+    nodes with its 310 CPU-only ones, over ``gpu_node``), with each machine's CPU and
+    memory when the inventory has them, else the peak of its published ``capacity`` in
+    8-GPU nodes."""
+    m = machines.filter((pl.col("source") == source) & (pl.col("gpus") >= 0)).collect()
+    if "cpus" in m.columns:
+        # GPU-less machines (openb's CPU nodes) hold CPU-only tasks on a multi-resource
+        # cluster; without CPU data they are useless and left out
+        m = m.filter((pl.col("gpus") > 0) | (pl.col("cpus").fill_null(0) > 0))
+    else:
+        m = m.filter(pl.col("gpus") > 0)
+    if m.height and m["gpus"].sum() > 0:
         best = (
             m.group_by("dataset")
             .agg(pl.col("gpus").sum().alias("g"))
@@ -335,12 +343,14 @@ def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> C
             .item(0, "dataset")
         )
         m = m.filter(pl.col("dataset") == best).sort("machine_id")
+        res = _machine_resources(m)
+        if res is None:
+            m = m.filter(pl.col("gpus") > 0)
         groups = [
             (1, int(g), t if t is not None else "gpu")
             for g, t in zip(m["gpus"].to_list(), m["gpu_type"].to_list(), strict=True)
         ]
-        res = _machine_resources(m)
-        return from_groups(groups, name=f"{source}:{best}", resources=res)
+        return from_groups(groups, name=f"{source}:{best}", resources=_machine_resources(m))
     c = capacity.filter((pl.col("source") == source) & pl.col("vc").is_null()).collect()
     if c.height:
         peak = int(c["gpus"].max())  # type: ignore[arg-type]
@@ -511,6 +521,8 @@ class ClusterState:
         index = self.index
         node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
+            if g < 0 and milli == 0:
+                continue  # a CPU-only job's part: it names the node, holds no GPU
             row = self.free[n]
             before = row[g]
             if milli <= 0 or before < milli:
@@ -548,6 +560,8 @@ class ClusterState:
         index = self.index
         node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
+            if g < 0 and milli == 0:
+                continue
             row = self.free[n]
             after = row[g] + milli
             if after > MILLI:
@@ -599,7 +613,7 @@ class ClusterState:
         per: dict[int, int] = {}
         for n, _, milli in parts:
             per[n] = per.get(n, 0) + milli
-        if len(per) == 1:
+        if len(per) == 1 or not sum(per.values()):
             return [(n, cpu, mem) for n in per]
         total = sum(per.values())
         return [(n, -(-cpu * k // total), -(-mem * k // total)) for n, k in sorted(per.items())]

@@ -55,6 +55,11 @@ class ReplayConfig:
     multinode_slowdown: float = 1.0
     departures: bool = True
     inflate_to: float | None = None
+    inflate_mode: str = "paper"
+    """How ``--inflate-to`` grows an arrival-only workload: ``paper`` (the FGD
+    simulator's: shuffle the pods, seeded, then append pods drawn with replacement from
+    all of them, CPU-only pods included on a multi-resource cluster) or ``gpu-clones``
+    (the trace order, then clones of GPU pods only: the pre-multi-resource protocol)."""
     bin_s: float | None = None
     run_id: str | None = None
     oracle: bool = False
@@ -100,6 +105,10 @@ class ReplayConfig:
         xp.check_policy("placement", self.placement, self.placement_options)
         xp.check_policy("admission", self.admission, {})
         xp.check_estimator(self.estimator)
+        if self.inflate_mode not in {"paper", "gpu-clones"}:
+            raise xp.UsageError(
+                f"unknown inflate mode {self.inflate_mode!r}: use paper or gpu-clones"
+            )
 
 
 @dataclass
@@ -172,6 +181,41 @@ def _inflate(jobs: pl.DataFrame, cluster_gpus: int, target: float, seed: int) ->
     return pl.concat([jobs, extra.select(jobs.columns)], how="vertical_relaxed")
 
 
+def _inflate_paper(
+    jobs: pl.DataFrame, cluster_gpus: int, target: float | None, seed: int
+) -> pl.DataFrame:
+    """The FGD simulator's workload (arrival-only): the trace's pods in a seeded random
+    order, then pods drawn uniformly with replacement from them (seeded) until the
+    arrived GPU demand reaches ``target`` x the cluster's GPUs; pod i arrives at second
+    i. Without ``target`` only the shuffle."""
+    rng = np.random.default_rng(seed)
+    base = jobs.filter(pl.col("submit_time").is_not_null())
+    if not base.height:
+        return jobs
+    order = rng.permutation(base.height)
+    parts = [base[order]]
+    have = float(base["gpus"].fill_null(0).clip(lower_bound=0).sum())
+    want = (target or 0.0) * cluster_gpus
+    if have < want:
+        g = base["gpus"].fill_null(0).clip(lower_bound=0).to_numpy()
+        mean = float(g.mean()) or 1.0
+        n = int((want - have) / mean * 1.3) + 64
+        idx = rng.integers(0, base.height, size=n)
+        cum = have + np.cumsum(g[idx])
+        keep = min(n, int(np.searchsorted(cum, want, side="left")) + 1)
+        extra = base[idx[:keep]].with_columns(
+            (pl.col("job_id") + pl.lit("#clone") + pl.int_range(pl.len()).cast(pl.String)).alias(
+                "job_id"
+            )
+        )
+        parts.append(extra)
+    out = pl.concat(parts, how="vertical_relaxed")
+    first = base["submit_time"].min()
+    return out.with_columns(
+        (pl.lit(first) + pl.duration(seconds=pl.int_range(pl.len()))).alias("submit_time")
+    )
+
+
 def replay(
     jobs: pl.DataFrame | pl.LazyFrame,
     spec: ClusterSpec,
@@ -189,9 +233,12 @@ def replay(
     if not config.departures:
         # arrival-only packing: jobs never depart, so a missing run time does not matter
         frame = frame.with_columns(pl.col("run_s").fill_null(0.0))
-        if config.inflate_to:
+        if config.inflate_mode == "paper":
+            frame = _inflate_paper(frame, spec.gpus, config.inflate_to, config.seed)
+        elif config.inflate_to:
             frame = _inflate(frame, spec.gpus, config.inflate_to, config.seed)
-    w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load)
+    cpu_only = not config.departures and config.inflate_mode == "paper" and spec.multi_resource
+    w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load, cpu_only=cpu_only)
     if cut is not None:
         w.skipped = pl.concat([_held_out(frame, cut, end), w.skipped], how="diagonal_relaxed")
     estimate = w.duration_s.copy()
@@ -287,6 +334,7 @@ def _experiment(
         "multinode_slowdown": config.multinode_slowdown,
         "departures": config.departures,
         "inflate_to": config.inflate_to,
+        "inflate_mode": config.inflate_mode if not config.departures else None,
         "jobs_digest": xp.jobs_digest(replayed, w.skipped),
         **(extra or {}),
     }

@@ -87,9 +87,12 @@ class Workload:
         start: datetime | None = None,
         end: datetime | None = None,
         load: float = 1.0,
+        cpu_only: bool = False,
     ) -> Workload:
         """Select the submit-time window ``[start, end)`` and scale arrivals by ``load``
-        (inter-arrival gaps divided by it: 1.3 = 30 % more jobs per hour)."""
+        (inter-arrival gaps divided by it: 1.3 = 30 % more jobs per hour). ``cpu_only``
+        keeps jobs with no GPU but a CPU request (0 GPUs x 0 milli: they hold CPU and
+        memory only; the FGD protocol schedules them too, on a multi-resource cluster)."""
         if load <= 0:
             raise ValueError("load must be positive")
         lf = jobs.lazy()
@@ -121,7 +124,7 @@ class Workload:
             .then(pl.lit("negative run_s"))
             .when(pl.col("gpus").is_null())
             .then(pl.lit("no gpus"))
-            .when(pl.col("gpus") <= 0)
+            .when((pl.col("gpus") <= 0) & ~(pl.lit(cpu_only) & (pl.col("cpus").fill_null(0) > 0)))
             .then(pl.lit("cpu-only (gpus = 0)"))
             .when((pl.col("gpus") > 1) & (pl.col("gpus") != pl.col("gpus").floor()))
             .then(pl.lit("fractional request above one GPU"))
@@ -141,6 +144,9 @@ class Workload:
         ngpu = np.maximum(1, np.ceil(gpus - 1e-9)).astype(np.int64)
         milli = np.where(gpus < 1, np.rint(gpus * MILLI), MILLI).astype(np.int64)
         milli = np.maximum(milli, 1)
+        none = gpus <= 0  # kept CPU-only jobs: no GPU at all
+        ngpu[none] = 0
+        milli[none] = 0
         user_code, users = _codes(ok["user"])
         vc_code, vcs = _codes(ok["vc"])
         return cls(

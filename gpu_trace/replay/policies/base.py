@@ -232,7 +232,7 @@ BUILTIN: dict[Kind, dict[str, str]] = {
         "consolidate": "gpu_trace.replay.policies.placement:Consolidate",
         "best-fit": "gpu_trace.replay.policies.fgd_paper:PaperBestFit",
         "spread": "gpu_trace.replay.policies.placement:Spread",
-        "random": "gpu_trace.replay.policies.placement:RandomFit",
+        "random": "gpu_trace.replay.policies.fgd_paper:PaperRandom",
         "fgd": "gpu_trace.replay.policies.fgd_paper:FgdPaper",
         "fgd-gpu": "gpu_trace.replay.policies.fgd:Fgd",
         "dot-product": "gpu_trace.replay.policies.fgd_paper:DotProduct",

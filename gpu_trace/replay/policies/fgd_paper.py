@@ -40,7 +40,7 @@ import polars as pl
 
 from gpu_trace.replay.cluster import MILLI, UNLIMITED
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts
-from gpu_trace.replay.policies.placement import BestFit, PlacementBase
+from gpu_trace.replay.policies.placement import BestFit, PlacementBase, RandomFit
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -149,6 +149,11 @@ class PaperBase(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
+        if ngpu == 0:
+            cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
+            if not cand.size:
+                return None
+            return [(int(cand[self.pick(cand, self.score_cpu(j, cand))]), -1, 0)]
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)
         cand = np.flatnonzero(self.fits_np(ngpu, milli, mask, j))
@@ -165,6 +170,11 @@ class PaperBase(PlacementBase):
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
         raise NotImplementedError
+
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        """Score of a CPU-only task (no GPU) on each feasible node; default: all equal
+        (random among them), as the GPU packing and clustering scores give them."""
+        return np.zeros(cand.size)
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
         raise NotImplementedError
@@ -187,13 +197,13 @@ class FgdPaper(PaperBase):
         super().__init__(config, engine)
         e = self.e
         w = e.w
-        masks = np.asarray(e.mask, dtype=np.int64)
+        gpu = w.ngpu > 0  # typical classes are GPU tasks (as the simulator's default)
         self.tc = typical_classes(
-            np.asarray(e.cpu_req, dtype=np.int64),
-            np.zeros(w.n, dtype=np.int64),  # memory is not part of the paper's measure
-            w.ngpu,
-            w.milli,
-            masks,
+            np.asarray(e.cpu_req, dtype=np.int64)[gpu],
+            np.zeros(int(gpu.sum()), dtype=np.int64),  # memory: not in the paper's measure
+            w.ngpu[gpu],
+            w.milli[gpu],
+            np.asarray(e.mask, dtype=np.int64)[gpu],
             config.popularity_pct,
         )
         s = self.s
@@ -282,6 +292,10 @@ class FgdPaper(PaperBase):
         out: F64 = self._deltas(j, 1, milli)[cand]
         return out
 
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        out: F64 = self._deltas(j, 0, MILLI)[cand]
+        return out
+
 
 class DotProduct(PaperBase):
     """Tetris: the smallest dot product of request and free resources (normalised)."""
@@ -303,6 +317,13 @@ class DotProduct(PaperBase):
         )
         gpu_term = (milli / MILLI) * (free / MILLI)
         out: F64 = np.where(free >= milli, cpu_term[:, None] + gpu_term, np.inf)
+        return out
+
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        s = self.s
+        out: F64 = np.nan_to_num(
+            (self.e.cpu_req[j] / self.cpu_norm[cand]) * (s.cpu_free[cand] / self.cpu_norm[cand])
+        )
         return out
 
 
@@ -383,7 +404,7 @@ class GpuClustering(PaperBase):
         return out
 
     def _record(self, j: int, parts: Parts | None) -> Parts | None:
-        if parts:
+        if parts and self.e.ngpu[j] > 0:
             node = parts[0][0]
             old = self.placed.pop(j, None)
             if old is not None:
@@ -437,6 +458,10 @@ class PaperBestFit(PaperBase):
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
         return self._left(j, cand, free, ngpu * MILLI)
 
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        free = np.maximum(self.s.free_np[cand].astype(np.int64), 0)
+        return self._left(j, cand, free, 0)
+
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
         left = self._left(j, cand, free, milli)
         pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
@@ -444,3 +469,15 @@ class PaperBestFit(PaperBase):
         rows = np.arange(free.shape[0])
         out[rows, pick] = left
         return out
+
+
+class PaperRandom(RandomFit):
+    """``random``: a uniformly random feasible node (then GPU); CPU-only tasks too."""
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        if ngpu == 0:
+            cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
+            if not cand.size:
+                return None
+            return [(int(cand[self.e.rng.integers(cand.size)]), -1, 0)]
+        return super().place(j, ngpu, milli, mask)

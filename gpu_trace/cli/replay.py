@@ -85,10 +85,19 @@ def usage_errors(func: Callable[P, R]) -> Callable[P, R]:
 SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
 ClusterOpt = Annotated[
     str | None,
-    typer.Option("--cluster", help="Cluster file (.toml/.json/.csv) or `from-trace`."),
+    typer.Option(
+        "--cluster",
+        help="Cluster file (.toml/.json/.csv), `from-trace` or `machines` (the store's "
+        "inventory with each node's CPU and memory).",
+    ),
 ]
 GpusOpt = Annotated[
-    str | None, typer.Option("--gpus", help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8.")
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8 (CPU / memory unlimited) "
+        "or 6500x8,cpu=96,mem=768GiB.",
+    ),
 ]
 LoadOpt = Annotated[float, typer.Option("--load", help="Arrival-rate multiplier.")]
 WindowOpt = Annotated[
@@ -126,7 +135,47 @@ def _window(text: str | None) -> tuple[str | None, str | None]:
 def _cluster(cluster: str | None, gpus: str | None) -> str:
     if cluster and gpus:
         raise xp.UsageError("give --cluster or --gpus, not both")
+    if cluster == "machines":
+        return "from-trace"  # the store's machines inventory of the source
     return gpus or cluster or "from-trace"
+
+
+SeedsOpt = Annotated[
+    str | None,
+    typer.Option("--seeds", help="Repeat over seeds (0-9, 0,3,5): mean and spread reported."),
+]
+InflateOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Packing: grow the workload until arrived GPU demand = X x capacity; "
+        "START:STOP:STEP reads the curve at every point (the FGD figure)."
+    ),
+]
+InflateModeOpt = Annotated[
+    str,
+    typer.Option(
+        help="paper (seeded shuffle + pods drawn with replacement, CPU pods too) or "
+        "gpu-clones (trace order + clones of GPU pods)."
+    ),
+]
+
+
+def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float, ...] | None]:
+    if text is None:
+        return None, None
+    if not packing:
+        raise xp.UsageError("--inflate-to needs --packing (arrival-only)")
+    from gpu_trace.replay.seeds import parse_points
+
+    return parse_points(text)
+
+
+def _emit_seeds(results: list[Any], fmt: Format = Format.table) -> None:
+    """Mean and spread over seeds (stdout), after the per-run rows."""
+    from gpu_trace.replay.seeds import packing_summary, run_summary
+
+    curve = packing_summary(results)
+    emit(curve if curve.height else run_summary(results), fmt)
 
 
 def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
@@ -172,9 +221,9 @@ def run_cmd(
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
-    inflate_to: Annotated[
-        float | None, typer.Option(help="Packing: clone jobs until demand = X x capacity.")
-    ] = None,
+    inflate_to: InflateOpt = None,
+    inflate_mode: InflateModeOpt = "paper",
+    seeds: SeedsOpt = None,
     option: OptionOpt = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
@@ -204,10 +253,12 @@ def run_cmd(
         ),
     ] = None,
 ) -> None:
-    """Replay one source under one policy; results go to the store and --out."""
+    """Replay one source under one policy; results go to the store and --out. With
+    --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread."""
     sched_opts, place_opts = _opts(option)
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
+    target, points = _inflate(inflate_to, packing)
     config = ReplayConfig(
         source=source,
         scheduler=scheduler,
@@ -224,7 +275,9 @@ def run_cmd(
         restore_s=restore_s,
         multinode_slowdown=multinode_slowdown,
         departures=not packing,
-        inflate_to=inflate_to,
+        inflate_to=target,
+        inflate_mode=inflate_mode,
+        packing_points=points,
         run_id=run_id,
         faults=faults,
         checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
@@ -232,6 +285,23 @@ def run_cmd(
         power=power,
         power_off=power_off,
     )
+    if seeds is not None:
+        from gpu_trace.replay.seeds import for_seeds, parse_seeds
+
+        configs = for_seeds(config, parse_seeds(seeds))
+        for c in configs:
+            c.validate()
+        root = resolve_store(store)
+        results = [run(root, c, out / f"s{c.seed}" if out else None) for c in configs]
+        _print_experiment(results[0].runs)
+        emit(
+            pl.concat([r.runs for r in results], how="diagonal_relaxed").select(
+                ["seed", *SUMMARY_COLUMNS]
+            ),
+            Format.table,
+        )
+        _emit_seeds(results)
+        return
     result = run(resolve_store(store), config, out)
     _print_experiment(result.runs)
     if result.accuracy is not None:
@@ -263,6 +333,12 @@ def compare(
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seeds: SeedsOpt = None,
+    packing: Annotated[
+        bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
+    ] = False,
+    inflate_to: InflateOpt = None,
+    inflate_mode: InflateModeOpt = "paper",
     estimator: Annotated[
         str, typer.Option(help="model or oracle, for policies that read estimates.")
     ] = "model",
@@ -282,6 +358,9 @@ def compare(
     sched_opts, place_opts = _opts(option)
     start, end = _window(window)
     names = [x.strip() for x in policies.split(",") if x.strip()]
+    if packing:
+        names = ["packing"]
+    target, points = _inflate(inflate_to, packing)
     places = [x.strip() for x in placements.split(",") if x.strip()]
     if not names or not places:
         raise xp.UsageError("--policies and --placements need at least one name each")
@@ -303,13 +382,31 @@ def compare(
                     window_end=end,
                     estimator=estimator,
                     seed=seed,
+                    departures=not packing,
+                    inflate_to=target,
+                    inflate_mode=inflate_mode,
+                    packing_points=points,
                 )
             )
     one_experiment(configs)  # every name and option, before the first run is stored
+    if seeds is not None:
+        from gpu_trace.replay.seeds import parse_seeds
+
+        root = resolve_store(store)
+        results = []
+        for s in parse_seeds(seeds):
+            results += compare_runs(root, [dataclasses.replace(c, seed=s) for c in configs])
+        runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
+        _print_experiment(runs)
+        emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
+        _emit_seeds(results, fmt)
+        return
     results = compare_runs(resolve_store(store), configs)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
+    if packing:
+        _emit_seeds(results, fmt)
     if by:
         parts = [
             breakdown(r.jobs, by).with_columns(

@@ -60,6 +60,8 @@ class ReplayConfig:
     simulator's: shuffle the pods, seeded, then append pods drawn with replacement from
     all of them, CPU-only pods included on a multi-resource cluster) or ``gpu-clones``
     (the trace order, then clones of GPU pods only: the pre-multi-resource protocol)."""
+    packing_points: tuple[float, ...] | None = None
+    """Arrived-demand shares the packing curve is read at (default 0.7, 0.8, ..., 1.3)."""
     bin_s: float | None = None
     run_id: str | None = None
     oracle: bool = False
@@ -435,7 +437,11 @@ def _score(
     )
     extra: dict[str, Any] = {}
     if not config.departures:
-        extra["packing"] = packing_curve(engine)
+        extra["packing"] = (
+            packing_curve(engine, config.packing_points)
+            if config.packing_points
+            else packing_curve(engine)
+        )
     return RunResult(config, run_id, runs, all_jobs, ts, accuracy, engine, extra)
 
 

@@ -420,6 +420,40 @@ def compare(
 
 @app.command()
 @domain_errors
+@usage_errors
+def fidelity(
+    store: StoreOpt = None,
+    checks: Annotated[
+        str,
+        typer.Option(help="Comma-separated: fgd-openb-130, pai-fifo-sjf, philly-qssf."),
+    ] = "fgd-openb-130,pai-fifo-sjf,philly-qssf",
+    seeds: Annotated[str, typer.Option(help="Seeds for the FGD figure (mean over them).")] = "0-9",
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+) -> None:
+    """Re-run the published results the store has data for and print ours beside the
+    published figure. Exit 1 when a judged value is out of tolerance (FGD / best-fit /
+    random at 130 %: +-1.5 pp of the paper's 10-seed mean; the PAI and Philly checks:
+    their published ordering); a check without its data is shown as skipped."""
+    from gpu_trace.replay import fidelity as fd
+    from gpu_trace.replay.seeds import parse_seeds
+
+    names = [x.strip() for x in checks.split(",") if x.strip()]
+    for n in names:
+        if n not in fd.CHECKS:
+            raise xp.UsageError(f"unknown check {n!r}: use {', '.join(fd.CHECKS)}")
+    table = fd.run_checks(resolve_store(store), names, parse_seeds(seeds))
+    emit(table, fmt)
+    if fd.failed(table):
+        out = table.filter(pl.col("status") == "OUT")
+        raise fail(
+            f"{out.height} published value(s) out of tolerance: "
+            + ", ".join(f"{c}/{p}" for c, p in zip(out["check"], out["policy"], strict=True)),
+            1,
+        )
+
+
+@app.command()
+@domain_errors
 def policies() -> None:
     """List the registered policies with their options."""
     lines = []

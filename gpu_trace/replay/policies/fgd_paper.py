@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import MILLI, UNLIMITED
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import BestFit, PlacementBase, RandomFit
@@ -47,8 +48,21 @@ F64 = npt.NDArray[np.float64]
 EPS = 1e-9
 
 
+TIES_HELP = (
+    "Equal best scores: random (seeded, as the paper's Kubernetes scheduler), first "
+    "(lowest node and GPU index) or auto (random on a multi-resource cluster, first on "
+    "a GPU-only one, so GPU-only replays stay as they were)."
+)
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    ties: str = field(default="auto", metadata={"help": TIES_HELP})
+
+
 @dataclass(frozen=True)
 class FgdPaperConfig:
+    ties: str = field(default="auto", metadata={"help": TIES_HELP})
     popularity_pct: float = field(
         default=60.0,
         metadata={
@@ -56,11 +70,6 @@ class FgdPaperConfig:
             "until they cover this share of tasks (the simulator's default 60 %)."
         },
     )
-
-
-@dataclass(frozen=True)
-class NoConfig:
-    pass
 
 
 @dataclass(frozen=True)
@@ -137,13 +146,18 @@ class PaperBase(PlacementBase):
         super().__init__(config, engine)
         s = self.s
         self.gpus_np = np.asarray(s.node_gpus, dtype=np.int64)
+        ties = getattr(config, "ties", "auto")
+        if ties not in {"auto", "random", "first"}:
+            raise GpuTraceError(f"placement option ties={ties!r}: use auto, random or first")
+        self.random_ties = ties == "random" or (ties == "auto" and s.multi_resource)
         cap_cpu = s.cpu_cap.astype(np.float64)
         self.cpu_norm = np.where(s.cpu_cap >= UNLIMITED, np.inf, cap_cpu)
 
     def pick(self, cand: I64, score: F64) -> int:
-        """Index into ``cand`` of a best (lowest) score; ties at random (seeded)."""
+        """Index into ``cand`` of a best (lowest) score; ties at random (seeded) or to
+        the first (see ``ties``)."""
         best = np.flatnonzero(score <= score.min() + EPS)
-        if best.size == 1:
+        if best.size == 1 or not self.random_ties:
             return int(best[0])
         return int(best[self.e.rng.integers(best.size)])
 

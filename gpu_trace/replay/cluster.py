@@ -610,6 +610,9 @@ class ClusterState:
         all of it on its node; a multi-node job's request is shared out in proportion to
         its GPU share on each node (rounded up, so a node never holds less than its
         share)."""
+        n0 = parts[0][0]
+        if len(parts) == 1 or all(p[0] == n0 for p in parts):
+            return [(n0, cpu, mem)]
         per: dict[int, int] = {}
         for n, _, milli in parts:
             per[n] = per.get(n, 0) + milli
@@ -627,6 +630,26 @@ class ClusterState:
             for n, c, m in self.res_split(parts, cpu, mem)
         )
 
+    def try_take_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> bool:
+        """Take a job's CPU and memory on the nodes of its parts if all of them have it;
+        False (nothing taken) otherwise."""
+        cf, mf = self.cpu_free, self.mem_free
+        if len(parts) == 1:  # the common case, without building a split
+            n = parts[0][0]
+            if cf[n] < cpu or mf[n] < mem:
+                return False
+            cf[n] -= cpu
+            mf[n] -= mem
+            return True
+        split = self.res_split(parts, cpu, mem)
+        for n, c, m in split:
+            if cf[n] < c or mf[n] < m:
+                return False
+        for n, c, m in split:
+            cf[n] -= c
+            mf[n] -= m
+        return True
+
     def take_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> None:
         """Take a job's CPU and memory on the nodes of its parts (checked: never more
         than a node has)."""
@@ -642,11 +665,15 @@ class ClusterState:
         """Give back what :meth:`take_res` took."""
         if not (cpu or mem):
             return
-        for n, c, m in self.res_split(parts, cpu, mem):
-            self.cpu_free[n] += c
-            self.mem_free[n] += m
-            if self.cpu_free[n] > self.cpu_cap[n] or self.mem_free[n] > self.mem_cap[n]:
+        cf, mf = self.cpu_free, self.mem_free
+        for n, c, m in (
+            self.res_split(parts, cpu, mem) if len(parts) > 1 else ((parts[0][0], cpu, mem),)
+        ):
+            a, b = cf[n] + c, mf[n] + m
+            if a > self.cpu_cap[n] or b > self.mem_cap[n]:
                 raise AssertionError(f"CPU or memory released beyond capacity on node {n}")
+            cf[n] = a
+            mf[n] = b
 
     def whole_parts(self, n: int, k: int) -> list[tuple[int, int, int]]:
         """The first ``k`` wholly free GPUs of node ``n`` as allocation parts (a large

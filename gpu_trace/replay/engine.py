@@ -347,10 +347,9 @@ class Engine:
             return False
         parts = list(parts)
         cpu, mem = self.cpu_req[j], self.mem_req[j]
-        if (cpu or mem) and not self.state.res_fits(parts, cpu, mem):
+        if (cpu or mem) and not self.state.try_take_res(parts, cpu, mem):
             return False  # a GPU-only placement chose a node without the CPU / memory
         self.state.allocate(parts)
-        self.state.take_res(parts, cpu, mem)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
         nodes = 1 if ngpu == 1 else len({p[0] for p in parts})

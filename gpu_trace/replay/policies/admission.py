@@ -25,6 +25,7 @@ class Fits(PolicyBase):
     def __init__(self, config: FitsConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         self.cache: dict[int, tuple[int, int]] = {}
+        self.res_cache: dict[tuple[int, int, int], bool] = {}
 
     def admit(self, j: int) -> str | None:
         e = self.e
@@ -41,9 +42,13 @@ class Fits(PolicyBase):
             return f"needs {ngpu} GPUs, the cluster has {limit} usable"
         cpu, mem = e.cpu_req[j], e.mem_req[j]
         if (cpu or mem) and ngpu <= largest:
-            s = e.state
-            ok = (s.cpu_cap >= cpu) & (s.mem_cap >= mem) & s.node_ok_np(mask)
-            if not ok.any():
+            key = (mask, cpu, mem)
+            fits = self.res_cache.get(key)
+            if fits is None:
+                s = e.state
+                ok = (s.cpu_cap >= cpu) & (s.mem_cap >= mem) & s.node_ok_np(mask)
+                fits = self.res_cache[key] = bool(ok.any())
+            if not fits:
                 return f"needs {cpu / 1000:g} CPUs and {mem / 2**30:g} GiB on one node; no node has both"
         quota = e.vc_quota_milli.get(e.vc[j])
         if quota is not None and ngpu * e.milli[j] > quota:

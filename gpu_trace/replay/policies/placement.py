@@ -130,6 +130,9 @@ class Consolidate(PlacementBase):
         one with the fewest wholly free GPUs (ties: lowest index). Larger-than-a-node
         jobs are not affected (they gather whole nodes)."""
         s = self.s
+        node = s.node_with_whole(ngpu, s.gmax, 1, mask)  # the GPU-only choice, O(G)
+        if node >= 0 and s.res_ok(node, self.e.cpu_req[j], self.e.mem_req[j]):
+            return s.whole_parts(node, ngpu)
         fits = self.fits_np(ngpu, MILLI, mask, j)
         if not fits.any():
             return None

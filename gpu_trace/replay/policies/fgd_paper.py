@@ -228,6 +228,8 @@ class FgdPaper(PaperBase):
         n = len(s.node_gpus)
         self.tick = 0
         self.ver = np.zeros(n, dtype=np.int64)
+        self.before_ver = np.full(n, -1, dtype=np.int64)
+        self.before_val = np.zeros(n, dtype=np.float64)
         self.cache: dict[tuple[int, int, int, int], tuple[I64, F64]] = {}
 
     def _refresh(self) -> None:
@@ -269,10 +271,23 @@ class FgdPaper(PaperBase):
             self.cache.pop(next(iter(self.cache)))
         return vals
 
+    def _before(self, rows: I64, free: I64, cpu: I64, mem: I64, types: I64) -> F64:
+        """Current expected fragmentation of ``rows`` (kept per node, recomputed only
+        where the node changed: it does not depend on the task)."""
+        stale = self.before_ver[rows] != self.ver[rows]
+        if stale.any():
+            idx = np.flatnonzero(stale)
+            self.before_val[rows[idx]] = expected_fragmentation(
+                free[idx], cpu[idx], mem[idx], types[idx], self.tc
+            )
+            self.before_ver[rows[idx]] = self.ver[rows[idx]]
+        out: F64 = self.before_val[rows]
+        return out
+
     def _compute(self, rows: I64, ngpu: int, milli: int, cpu_req: int, mem_req: int) -> F64:
         free = np.maximum(self.snap_free[rows].astype(np.int64), 0)
         cpu, mem, types = self.snap_cpu[rows], self.snap_mem[rows], self.types[rows]
-        before = expected_fragmentation(free, cpu, mem, types, self.tc)
+        before = self._before(rows, free, cpu, mem, types)
         cpu2, mem2 = cpu - cpu_req, mem - mem_req
         if milli >= MILLI:
             after = free.copy()

@@ -45,6 +45,7 @@ SUMMARY_COLUMNS = [
     "alloc_mean_ratio",
     "preemptions",
     "jain_slowdown",
+    "throughput_mean",
     "wall_s",
 ]
 
@@ -151,6 +152,13 @@ InflateOpt = Annotated[
         "START:STOP:STEP reads the curve at every point (the FGD figure)."
     ),
 ]
+ThroughputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Throughput table (.csv job_class,gpu_type,throughput or .toml): a job's "
+        "speed on each GPU model (default 1.0); see the `hetero` placement."
+    ),
+]
 InflateModeOpt = Annotated[
     str,
     typer.Option(
@@ -224,6 +232,7 @@ def run_cmd(
     inflate_to: InflateOpt = None,
     inflate_mode: InflateModeOpt = "paper",
     seeds: SeedsOpt = None,
+    throughput: ThroughputOpt = None,
     option: OptionOpt = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
@@ -278,6 +287,7 @@ def run_cmd(
         inflate_to=target,
         inflate_mode=inflate_mode,
         packing_points=points,
+        throughput=str(throughput) if throughput else None,
         run_id=run_id,
         faults=faults,
         checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
@@ -339,6 +349,7 @@ def compare(
     ] = False,
     inflate_to: InflateOpt = None,
     inflate_mode: InflateModeOpt = "paper",
+    throughput: ThroughputOpt = None,
     estimator: Annotated[
         str, typer.Option(help="model or oracle, for policies that read estimates.")
     ] = "model",
@@ -386,6 +397,7 @@ def compare(
                     inflate_to=target,
                     inflate_mode=inflate_mode,
                     packing_points=points,
+                    throughput=str(throughput) if throughput else None,
                 )
             )
     one_experiment(configs)  # every name and option, before the first run is stored

@@ -266,6 +266,12 @@ class Engine:
         self.end_time = array.array("d", [INF]) * n
         self.seg_start = array.array("d", bytes(8 * n))
         self.slow: list[float] = [1.0] * n
+        self.speed_table = w.speed_table
+        self.speed_code: tuple[int, ...] = (
+            tuple(w.speed_code.tolist()) if w.speed_code is not None else ()
+        )
+        self.first_speed: list[float] = [1.0] * n
+        """Speed of the GPU model(s) of each job's first placement (heterogeneity)."""
         self.preemptions: list[int] = [0] * n
         self.first_nodes: list[int] = [0] * n
         self.alloc: dict[int, Parts] = {}
@@ -354,9 +360,16 @@ class Engine:
             self.vc_used_milli[self.vc[j]] += demand
         nodes = 1 if ngpu == 1 else len({p[0] for p in parts})
         slow = self.options.multinode_slowdown if nodes > 1 else 1.0
+        speed = 1.0
+        if self.speed_table is not None:
+            row = self.speed_table[self.speed_code[j]]
+            types = self.state.node_type
+            speed = float(min(row[types[p[0]]] for p in parts))  # the slowest model gates
+            slow /= speed
         if self.first_start[j] == INF:
             self.first_start[j] = now
             self.first_nodes[j] = nodes
+            self.first_speed[j] = speed
         self.slow[j] = slow
         self.seg_start[j] = now
         self.alloc[j] = parts
@@ -609,4 +622,5 @@ class Engine:
             "finish": fin,
             "preemptions": np.asarray(self.preemptions, dtype=np.int32),
             "nodes": np.asarray(self.first_nodes, dtype=np.int32),
+            "speed": np.asarray(self.first_speed, dtype=np.float64),
         }

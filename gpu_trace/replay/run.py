@@ -60,6 +60,9 @@ class ReplayConfig:
     simulator's: shuffle the pods, seeded, then append pods drawn with replacement from
     all of them, CPU-only pods included on a multi-resource cluster) or ``gpu-clones``
     (the trace order, then clones of GPU pods only: the pre-multi-resource protocol)."""
+    throughput: str | None = None
+    """Path of a throughput table (job class x GPU model -> speed; see
+    :mod:`gpu_trace.replay.throughput`); None = 1.0 everywhere."""
     packing_points: tuple[float, ...] | None = None
     """Arrived-demand shares the packing curve is read at (default 0.7, 0.8, ..., 1.3)."""
     bin_s: float | None = None
@@ -243,6 +246,12 @@ def replay(
     w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load, cpu_only=cpu_only)
     if cut is not None:
         w.skipped = pl.concat([_held_out(frame, cut, end), w.skipped], how="diagonal_relaxed")
+    if config.throughput:
+        from gpu_trace.replay import throughput as tp
+
+        w.speed_code, w.speed_table = tp.load(Path(config.throughput)).codes(
+            w.frame["name"], spec.type_names
+        )
     estimate = w.duration_s.copy()
     accuracy: est.Accuracy | None = None
     if config.uses_model():
@@ -374,6 +383,7 @@ def _score(
         pl.Series("estimate_s", np.asarray(estimate, dtype=np.float64)),
         pl.Series("preemptions", res["preemptions"]),
         pl.Series("nodes", res["nodes"]),
+        pl.Series("speed", res["speed"]),
     )
     jobs = jobs.with_columns(
         (pl.col("start_time_s") - pl.col("arrival_time_s")).alias("queue_s"),
@@ -387,6 +397,10 @@ def _score(
         .then(None)
         .otherwise(pl.col("nodes"))
         .alias("nodes"),
+        pl.when(pl.col("start_time_s").is_null())
+        .then(None)
+        .otherwise(pl.col("speed"))
+        .alias("speed"),
     )
     jobs = jobs.with_columns(
         pl.when(pl.col("jct_s").is_null()).then(None).otherwise(pl.col("bsld")).alias("bsld")
@@ -394,6 +408,7 @@ def _score(
     skipped = w.skipped.with_columns(pl.lit("skipped").alias("outcome"))
     all_jobs = pl.concat([jobs, skipped], how="diagonal_relaxed")
     headline = mt.job_metrics(jobs, spec.gpus)
+    headline["throughput_mean"] = _effective_throughput(jobs)
     headline.update(
         mt.cluster_metrics(
             engine.timeline,
@@ -433,7 +448,11 @@ def _score(
             "estimator_within_100_ratio": [accuracy.within_100 if accuracy else None],
             "wall_s": [wall],
         },
-        schema_overrides={"jain_slowdown": pl.Float64, "ftf_max_ratio": pl.Float64},
+        schema_overrides={
+            "jain_slowdown": pl.Float64,
+            "ftf_max_ratio": pl.Float64,
+            "throughput_mean": pl.Float64,
+        },
     )
     extra: dict[str, Any] = {}
     if not config.departures:
@@ -443,6 +462,15 @@ def _score(
             else packing_curve(engine)
         )
     return RunResult(config, run_id, runs, all_jobs, ts, accuracy, engine, extra)
+
+
+def _effective_throughput(jobs: pl.DataFrame) -> float | None:
+    """GPU-work-weighted speed of the started jobs: sum(d x g) / sum(d x g / speed), 1.0
+    when every model runs at the reference speed (null: nothing started)."""
+    started = jobs.filter(pl.col("speed").is_not_null() & (pl.col("duration_s") > 0))
+    work = started["duration_s"] * started["gpus"]
+    denom = float((work / started["speed"]).sum())
+    return float(work.sum()) / denom if denom > 0 else None
 
 
 def packing_curve(

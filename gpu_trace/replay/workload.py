@@ -66,6 +66,10 @@ class Workload:
     """CPU request in milli-cores (0 = none / unknown: the job never waits for CPU)."""
     mem_bytes: I64 | None = None
     """Host memory request in bytes (0 = none / unknown)."""
+    speed_code: I64 | None = None
+    """Heterogeneity: each job's row in ``speed_table`` (None: every GPU model 1.0)."""
+    speed_table: F64 | None = None
+    """Job class x GPU type (the cluster's type codes) -> speed, from a throughput table."""
 
     def cpu(self) -> I64:
         """CPU requests (zeros when the workload has none)."""

@@ -238,6 +238,7 @@ BUILTIN: dict[Kind, dict[str, str]] = {
         "dot-product": "gpu_trace.replay.policies.fgd_paper:DotProduct",
         "packing": "gpu_trace.replay.policies.fgd_paper:GpuPacking",
         "clustering": "gpu_trace.replay.policies.fgd_paper:GpuClustering",
+        "hetero": "gpu_trace.replay.policies.hetero:Hetero",
     },
     "admission": {
         "fits": "gpu_trace.replay.policies.admission:Fits",

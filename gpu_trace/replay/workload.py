@@ -32,9 +32,10 @@ WORKLOAD_COLUMNS = (
     "run_s",
     "gpus",
     "gpu_type",
-    "cpus",
-    "mem_bytes",
 )
+
+RESOURCE_COLUMNS = ("cpus", "mem_bytes")
+"""Optional CPU / memory requests (null-filled when a frame lacks them)."""
 
 
 @dataclass
@@ -113,7 +114,7 @@ class Workload:
         lf = lf.with_columns(
             pl.lit(None, dtype=t).alias(c) for c, t in optional.items() if c not in have
         )
-        lf = lf.select(WORKLOAD_COLUMNS).with_row_index("_order")
+        lf = lf.select(*WORKLOAD_COLUMNS, *RESOURCE_COLUMNS).with_row_index("_order")
         if start is not None:
             lf = lf.filter(pl.col("submit_time").is_null() | (pl.col("submit_time") >= start))
         if end is not None:

@@ -144,6 +144,11 @@ def test_fgd_scores_the_whole_node_and_picks_the_gpu() -> None:
         e = engine(rows, spec, name)
         e.state.allocate([(0, 0, 400), (1, 0, 500)])
         assert place(e, 0) == want, name
+    # the simulator's integer score int(100 sigmoid(-delta / 1000)): -250 -> 56 beats
+    # -200 -> 54 (and +250 -> 43): the same choice
+    e = engine(rows, spec, "fgd", quantize=True)
+    e.state.allocate([(0, 0, 400), (1, 0, 500)])
+    assert place(e, 0) == [(1, 0, 500)]
 
 
 def test_dot_product_prefers_the_smallest_request_free_product() -> None:

@@ -63,6 +63,13 @@ class NoConfig:
 @dataclass(frozen=True)
 class FgdPaperConfig:
     ties: str = field(default="auto", metadata={"help": TIES_HELP})
+    quantize: bool = field(
+        default=False,
+        metadata={
+            "help": "Score as the simulator's plugin does: int(100 x sigmoid(-delta / 1000)), "
+            "so deltas closer than ~40 milli-GPU tie (then random)."
+        },
+    )
     popularity_pct: float = field(
         default=60.0,
         metadata={
@@ -313,17 +320,22 @@ class FgdPaper(PaperBase):
         delta: F64 = np.where(free >= milli, frag2 - before[:, None], np.inf)
         return delta
 
-    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
-        out: F64 = self._deltas(j, ngpu, MILLI)[cand]
+    def _q(self, delta: F64) -> F64:
+        if not self.config.quantize:
+            return delta
+        with np.errstate(over="ignore", invalid="ignore"):
+            score = np.floor(100.0 / (1.0 + np.exp(delta / 1000.0)))
+        out: F64 = np.where(np.isfinite(delta), -score, np.inf)
         return out
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        return self._q(self._deltas(j, ngpu, MILLI)[cand])
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
-        out: F64 = self._deltas(j, 1, milli)[cand]
-        return out
+        return self._q(self._deltas(j, 1, milli)[cand])
 
     def score_cpu(self, j: int, cand: I64) -> F64:
-        out: F64 = self._deltas(j, 0, MILLI)[cand]
-        return out
+        return self._q(self._deltas(j, 0, MILLI)[cand])
 
 
 class DotProduct(PaperBase):

@@ -133,7 +133,7 @@ def _ordering(
         jct[p] = float(replay(jobs, spec, cfg).runs["jct_mean_s"][0])
     holds = all(jct[a] <= jct[b] for a, b in itertools.pairwise(order))
     status = "ok" if holds else "OUT"
-    rel = " < ".join(order)
+    rel = " <= ".join(order)
     return [
         Row(check, p, round(jct[p], 1), published.get(p), "s", f"ordering {rel}", status)
         for p in order

@@ -99,7 +99,18 @@ def test_every_placement_respects_memory(placement: str) -> None:
 
 def test_job_larger_than_any_node_is_rejected_with_a_reason() -> None:
     r = run([{"cpus": 200}], "8x4,cpu=96,mem=64G")
-    assert r.engine.rejected == {0: "needs 200 CPUs and 0 GiB on one node; no node has both"}
+    assert r.engine.rejected == {
+        0: "needs 200 CPUs and 0 GiB on one node; the cluster never has them"
+    }
+    # larger than a node: 8 GPUs and 200 cores over 4-GPU nodes with 96 cores hold at most
+    # floor(96 x 8 / 200) = 3 GPUs each; 8 nodes x 3 = 24 >= 8 -> admitted (and placed)
+    r = run([{"gpus": 8, "cpus": 200}], "32x4,cpu=96,mem=64G")
+    assert not r.engine.rejected
+    # with 2 nodes only 3 + 3 = 6 < 8 GPUs can come with their CPU share -> rejected
+    r = run([{"gpus": 8, "cpus": 200}], "8x4,cpu=96,mem=64G")
+    assert r.engine.rejected == {
+        0: "needs 200 CPUs and 0 GiB on the nodes its GPUs need; the cluster never has them"
+    }
 
 
 def test_trace_without_cpu_replays_as_before() -> None:
@@ -223,3 +234,25 @@ def test_no_node_ever_over_allocates_any_resource(
     _check_log(r, rows)
     again = run(rows, spec, **cfg)
     assert again.engine.log == r.engine.log  # deterministic per seed
+
+
+def test_multi_node_job_takes_fewer_gpus_where_memory_runs_short() -> None:
+    # three 4-GPU nodes with 32 GiB each; a 6-GPU job with 60 GiB holds 10 GiB per GPU,
+    # so a node can give at most floor(32 x 6 / 60) = 3 GPUs: 3 on node 0, 3 on node 1
+    # (a node's 4 GPUs would need 40 GiB). Admission: 3 + 3 + 3 >= 6, admitted.
+    r = run([{"gpus": 6, "mem": 60}], "12x4,cpu=64,mem=32G")
+    assert [p[0] for p in starts(r)[0][1]] == [0, 0, 0, 1, 1, 1]
+    assert not r.engine.rejected
+
+
+def test_job_larger_than_its_models_nodes_is_gathered_with_cpu() -> None:
+    # node 0: 8 GPUs of model A; nodes 1, 2: 2 GPUs of model B. A 4-GPU job on model B
+    # with CPU fits no single B node (2 GPUs), so consolidate gathers 2 + 2 on nodes 1, 2
+    # (it used to wait forever: no single node, and no fallback to gathering).
+    spec = from_groups(
+        [(1, 8, "A"), (2, 2, "B")],
+        resources=[(64_000, 64 * GIB, 0), (16_000, 64 * GIB, 0), (16_000, 64 * GIB, 0)],
+    )
+    r = run([{"gpus": 4, "type": "B", "cpus": 2}], spec)
+    assert [p[0] for p in starts(r)[0][1]] == [1, 1, 2, 2]
+    assert r.jobs.filter(pl.col("outcome") == "finished").height == 1

@@ -345,8 +345,8 @@ def _experiment(
         "multinode_slowdown": config.multinode_slowdown,
         "departures": config.departures,
         "inflate_to": config.inflate_to,
-        "inflate_mode": config.inflate_mode if not config.departures else None,
         "jobs_digest": xp.jobs_digest(replayed, w.skipped),
+        **({} if config.departures else {"inflate_mode": config.inflate_mode}),
         **(extra or {}),
     }
 

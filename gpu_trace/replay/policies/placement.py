@@ -60,7 +60,11 @@ class PlacementBase:
         cpu, mem = (self.e.cpu_req[j], self.e.mem_req[j]) if j >= 0 else (0, 0)
         for node, k in s.iter_by_whole(mask):
             take = min(k, rem)
-            if (cpu or mem) and not s.res_ok(node, -(-cpu * take // need), -(-mem * take // need)):
+            if cpu:  # at most the GPUs whose CPU share the node has free
+                take = min(take, int(s.cpu_free[node]) * need // cpu)
+            if mem:
+                take = min(take, int(s.mem_free[node]) * need // mem)
+            if take <= 0:
                 continue
             parts.extend(s.whole_parts(node, take))
             rem -= take
@@ -116,7 +120,10 @@ class Consolidate(PlacementBase):
             node = flat // s.gmax
             return [(node, flat % s.gmax, milli)]
         if ngpu <= s.gmax and s.multi_resource and (self.e.cpu_req[j] or self.e.mem_req[j]):
-            return self.fewest_whole_with_res(j, ngpu, mask)
+            parts = self.fewest_whole_with_res(j, ngpu, mask)
+            if parts is not None or ngpu <= self.max_single(mask):
+                return parts
+            return self.gather(ngpu, mask, j)  # larger than any allowed node
         if ngpu <= s.gmax:
             node = s.node_with_whole(ngpu, s.gmax, 1, mask)
             if node >= 0:

@@ -183,13 +183,25 @@ def nvml_sampler_overhead() -> dict[str, object]:
     }
 
 
-def _replay(n: int, gpus: int, policy: str, shape: str | None = None) -> dict[str, object]:
+def _replay(
+    n: int, gpus: int, policy: str, shape: str | None = None, resources: bool = False
+) -> dict[str, object]:
+    import polars as pl
+
     from gpu_trace.replay import ReplayConfig, replay
     from gpu_trace.replay.cluster import parse_spec
     from gpu_trace.replay.synthetic import pai_like_jobs
 
     jobs = pai_like_jobs(n, cluster_gpus=gpus, seed=0)
     spec = shape or f"{gpus}x8"
+    if resources:
+        # CPU / memory checks on: 6 cores and 48 GiB per GPU requested, nodes of 64 cores
+        # and 512 GiB (so CPU, not GPUs, sometimes refuses a node)
+        jobs = jobs.with_columns(
+            (pl.col("gpus") * 6).alias("cpus"),
+            (pl.col("gpus") * 48 * 2**30).cast(pl.Int64).alias("mem_bytes"),
+        )
+        spec += ",cpu=64,mem=512GiB"
     start, cpu = time.perf_counter(), time.process_time()
     config = ReplayConfig(source="synthetic", scheduler=policy, estimator="oracle")
     r = replay(jobs, parse_spec(spec), config)
@@ -220,6 +232,28 @@ def replay_fifo_1m_one_node() -> dict[str, object]:
     """The same 1,000,000 jobs on one node of 6,500 GPUs (the PAI simulator's shape;
     target < 40 s)."""
     return _replay(1_000_000, 6500, "fifo", "6500x6500")
+
+
+def replay_fifo_1m_multiresource() -> dict[str, object]:
+    """replay_fifo_1m with CPU and memory requests and per-node limits (target < 40 s)."""
+    return _replay(1_000_000, 6500, "fifo", resources=True)
+
+
+def replay_fgd_openb_10seeds() -> dict[str, object]:
+    """The FGD figure's 130 % point on openb default: 6 placements x 10 seeds, the
+    trace's 1,523 nodes with CPU and memory (FGD alone: target < 60 s)."""
+    from gpu_trace.replay.fidelity import fgd_check
+
+    out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        ingest(LOADERS["openb"], SAMPLES / "openb", store)
+        for name in ("fgd", "best-fit", "random"):
+            start = time.perf_counter()
+            (row,) = fgd_check(store, list(range(10)), (name,))
+            out[f"{name}_pct"] = row.ours
+            out[f"{name}_s"] = round(time.perf_counter() - start, 1)
+    return out
 
 
 def replay_las_100k() -> dict[str, object]:
@@ -724,6 +758,8 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "nvml_sampler_overhead": nvml_sampler_overhead,
     "replay_fifo_1m": replay_fifo_1m,
     "replay_fifo_1m_one_node": replay_fifo_1m_one_node,
+    "replay_fifo_1m_multiresource": replay_fifo_1m_multiresource,
+    "replay_fgd_openb_10seeds": replay_fgd_openb_10seeds,
     "replay_las_100k": replay_las_100k,
     "replay_fifo_20k_8gpu_nodes": replay_fifo_20k_8gpu_nodes,
     "replay_fifo_20k_1gpu_nodes": replay_fifo_20k_1gpu_nodes,

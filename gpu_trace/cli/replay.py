@@ -45,6 +45,7 @@ SUMMARY_COLUMNS = [
     "alloc_mean_ratio",
     "preemptions",
     "jain_slowdown",
+    "throughput_mean",
     "wall_s",
 ]
 
@@ -85,10 +86,19 @@ def usage_errors(func: Callable[P, R]) -> Callable[P, R]:
 SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
 ClusterOpt = Annotated[
     str | None,
-    typer.Option("--cluster", help="Cluster file (.toml/.json/.csv) or `from-trace`."),
+    typer.Option(
+        "--cluster",
+        help="Cluster file (.toml/.json/.csv), `from-trace` or `machines` (the store's "
+        "inventory with each node's CPU and memory).",
+    ),
 ]
 GpusOpt = Annotated[
-    str | None, typer.Option("--gpus", help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8.")
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8 (CPU / memory unlimited) "
+        "or 6500x8,cpu=96,mem=768GiB.",
+    ),
 ]
 LoadOpt = Annotated[float, typer.Option("--load", help="Arrival-rate multiplier.")]
 WindowOpt = Annotated[
@@ -126,7 +136,54 @@ def _window(text: str | None) -> tuple[str | None, str | None]:
 def _cluster(cluster: str | None, gpus: str | None) -> str:
     if cluster and gpus:
         raise xp.UsageError("give --cluster or --gpus, not both")
+    if cluster == "machines":
+        return "from-trace"  # the store's machines inventory of the source
     return gpus or cluster or "from-trace"
+
+
+SeedsOpt = Annotated[
+    str | None,
+    typer.Option("--seeds", help="Repeat over seeds (0-9, 0,3,5): mean and spread reported."),
+]
+InflateOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Packing: grow the workload until arrived GPU demand = X x capacity; "
+        "START:STOP:STEP reads the curve at every point (the FGD figure)."
+    ),
+]
+ThroughputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Throughput table (.csv job_class,gpu_type,throughput or .toml): a job's "
+        "speed on each GPU model (default 1.0); see the `hetero` placement."
+    ),
+]
+InflateModeOpt = Annotated[
+    str,
+    typer.Option(
+        help="paper (seeded shuffle + pods drawn with replacement, CPU pods too) or "
+        "gpu-clones (trace order + clones of GPU pods)."
+    ),
+]
+
+
+def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float, ...] | None]:
+    if text is None:
+        return None, None
+    if not packing:
+        raise xp.UsageError("--inflate-to needs --packing (arrival-only)")
+    from gpu_trace.replay.seeds import parse_points
+
+    return parse_points(text)
+
+
+def _emit_seeds(results: list[Any], fmt: Format = Format.table) -> None:
+    """Mean and spread over seeds (stdout), after the per-run rows."""
+    from gpu_trace.replay.seeds import packing_summary, run_summary
+
+    curve = packing_summary(results)
+    emit(curve if curve.height else run_summary(results), fmt)
 
 
 def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
@@ -172,9 +229,10 @@ def run_cmd(
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
-    inflate_to: Annotated[
-        float | None, typer.Option(help="Packing: clone jobs until demand = X x capacity.")
-    ] = None,
+    inflate_to: InflateOpt = None,
+    inflate_mode: InflateModeOpt = "paper",
+    seeds: SeedsOpt = None,
+    throughput: ThroughputOpt = None,
     option: OptionOpt = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
@@ -204,10 +262,12 @@ def run_cmd(
         ),
     ] = None,
 ) -> None:
-    """Replay one source under one policy; results go to the store and --out."""
+    """Replay one source under one policy; results go to the store and --out. With
+    --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread."""
     sched_opts, place_opts = _opts(option)
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
+    target, points = _inflate(inflate_to, packing)
     config = ReplayConfig(
         source=source,
         scheduler=scheduler,
@@ -224,7 +284,10 @@ def run_cmd(
         restore_s=restore_s,
         multinode_slowdown=multinode_slowdown,
         departures=not packing,
-        inflate_to=inflate_to,
+        inflate_to=target,
+        inflate_mode=inflate_mode,
+        packing_points=points,
+        throughput=str(throughput) if throughput else None,
         run_id=run_id,
         faults=faults,
         checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
@@ -232,6 +295,23 @@ def run_cmd(
         power=power,
         power_off=power_off,
     )
+    if seeds is not None:
+        from gpu_trace.replay.seeds import for_seeds, parse_seeds
+
+        configs = for_seeds(config, parse_seeds(seeds))
+        for c in configs:
+            c.validate()
+        root = resolve_store(store)
+        results = [run(root, c, out / f"s{c.seed}" if out else None) for c in configs]
+        _print_experiment(results[0].runs)
+        emit(
+            pl.concat([r.runs for r in results], how="diagonal_relaxed").select(
+                ["seed", *SUMMARY_COLUMNS]
+            ),
+            Format.table,
+        )
+        _emit_seeds(results)
+        return
     result = run(resolve_store(store), config, out)
     _print_experiment(result.runs)
     if result.accuracy is not None:
@@ -263,6 +343,13 @@ def compare(
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seeds: SeedsOpt = None,
+    packing: Annotated[
+        bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
+    ] = False,
+    inflate_to: InflateOpt = None,
+    inflate_mode: InflateModeOpt = "paper",
+    throughput: ThroughputOpt = None,
     estimator: Annotated[
         str, typer.Option(help="model or oracle, for policies that read estimates.")
     ] = "model",
@@ -282,6 +369,9 @@ def compare(
     sched_opts, place_opts = _opts(option)
     start, end = _window(window)
     names = [x.strip() for x in policies.split(",") if x.strip()]
+    if packing:
+        names = ["packing"]
+    target, points = _inflate(inflate_to, packing)
     places = [x.strip() for x in placements.split(",") if x.strip()]
     if not names or not places:
         raise xp.UsageError("--policies and --placements need at least one name each")
@@ -303,13 +393,32 @@ def compare(
                     window_end=end,
                     estimator=estimator,
                     seed=seed,
+                    departures=not packing,
+                    inflate_to=target,
+                    inflate_mode=inflate_mode,
+                    packing_points=points,
+                    throughput=str(throughput) if throughput else None,
                 )
             )
     one_experiment(configs)  # every name and option, before the first run is stored
+    if seeds is not None:
+        from gpu_trace.replay.seeds import parse_seeds
+
+        root = resolve_store(store)
+        results = []
+        for s in parse_seeds(seeds):
+            results += compare_runs(root, [dataclasses.replace(c, seed=s) for c in configs])
+        runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
+        _print_experiment(runs)
+        emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
+        _emit_seeds(results, fmt)
+        return
     results = compare_runs(resolve_store(store), configs)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
+    if packing:
+        _emit_seeds(results, fmt)
     if by:
         parts = [
             breakdown(r.jobs, by).with_columns(
@@ -319,6 +428,40 @@ def compare(
             for r in results
         ]
         emit(pl.concat(parts), fmt)
+
+
+@app.command()
+@domain_errors
+@usage_errors
+def fidelity(
+    store: StoreOpt = None,
+    checks: Annotated[
+        str,
+        typer.Option(help="Comma-separated: fgd-openb-130, pai-fifo-sjf, philly-qssf."),
+    ] = "fgd-openb-130,pai-fifo-sjf,philly-qssf",
+    seeds: Annotated[str, typer.Option(help="Seeds for the FGD figure (mean over them).")] = "0-9",
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+) -> None:
+    """Re-run the published results the store has data for and print ours beside the
+    published figure. Exit 1 when a judged value is out of tolerance (FGD / best-fit /
+    random at 130 %: +-1.5 pp of the paper's 10-seed mean; the PAI and Philly checks:
+    their published ordering); a check without its data is shown as skipped."""
+    from gpu_trace.replay import fidelity as fd
+    from gpu_trace.replay.seeds import parse_seeds
+
+    names = [x.strip() for x in checks.split(",") if x.strip()]
+    for n in names:
+        if n not in fd.CHECKS:
+            raise xp.UsageError(f"unknown check {n!r}: use {', '.join(fd.CHECKS)}")
+    table = fd.run_checks(resolve_store(store), names, parse_seeds(seeds))
+    emit(table, fmt)
+    if fd.failed(table):
+        out = table.filter(pl.col("status") == "OUT")
+        raise fail(
+            f"{out.height} published value(s) out of tolerance: "
+            + ", ".join(f"{c}/{p}" for c, p in zip(out["check"], out["policy"], strict=True)),
+            1,
+        )
 
 
 @app.command()

@@ -41,6 +41,10 @@ MILLI = 1000
 ANY_TYPE = -1
 """Type mask meaning "any GPU type" (all bits set)."""
 
+UNLIMITED = 1 << 60
+"""CPU (milli-cores) or memory (bytes) of a node whose spec does not give it: so large that
+no job is ever refused for it, so a GPU-only cluster (``6500x8``) replays as before."""
+
 
 @dataclass(frozen=True)
 class ClusterSpec:
@@ -51,12 +55,42 @@ class ClusterSpec:
     type_names: tuple[str, ...]
     vc_quota_gpus: dict[str, float] = field(default_factory=dict)
     name: str = "cluster"
+    node_cpu_milli: tuple[int, ...] | None = None
+    """CPU per node in milli-cores; None = :data:`UNLIMITED` on every node."""
+    node_mem_bytes: tuple[int, ...] | None = None
+    """Host memory per node in bytes; None = :data:`UNLIMITED`."""
+    node_gpu_mem_bytes: tuple[int, ...] | None = None
+    """Memory of one GPU per node (informational: no trace requests GPU memory)."""
 
     def __post_init__(self) -> None:
         if not self.node_gpus:
             raise GpuTraceError("the cluster has no GPU nodes")
         if len(self.type_names) > 62:
             raise GpuTraceError("at most 62 GPU types are supported")
+        for name in ("node_cpu_milli", "node_mem_bytes", "node_gpu_mem_bytes"):
+            got = getattr(self, name)
+            if got is not None and len(got) != len(self.node_gpus):
+                raise GpuTraceError(f"cluster {name} has {len(got)} entries for {self.nodes} nodes")
+
+    @property
+    def multi_resource(self) -> bool:
+        """Whether any node has a finite CPU or memory capacity."""
+        return any(
+            v is not None and any(x < UNLIMITED for x in v)
+            for v in (self.node_cpu_milli, self.node_mem_bytes)
+        )
+
+    def cpu_np(self) -> npt.NDArray[np.int64]:
+        """CPU milli-cores per node (UNLIMITED where not given)."""
+        if self.node_cpu_milli is None:
+            return np.full(self.nodes, UNLIMITED, dtype=np.int64)
+        return np.asarray(self.node_cpu_milli, dtype=np.int64)
+
+    def mem_np(self) -> npt.NDArray[np.int64]:
+        """Host memory bytes per node (UNLIMITED where not given)."""
+        if self.node_mem_bytes is None:
+            return np.full(self.nodes, UNLIMITED, dtype=np.int64)
+        return np.asarray(self.node_mem_bytes, dtype=np.int64)
 
     @property
     def nodes(self) -> int:
@@ -87,55 +121,131 @@ class ClusterSpec:
             d = by_type.setdefault(self.type_names[t], {"nodes": 0, "gpus": 0})
             d["nodes"] += 1
             d["gpus"] += g
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "nodes": self.nodes,
             "gpus": self.gpus,
             "types": by_type,
             "vc_quota_gpus": dict(sorted(self.vc_quota_gpus.items())),
         }
+        if self.multi_resource:
+            cpu, mem = self.cpu_np(), self.mem_np()
+            out["cpu_milli"] = int(cpu[cpu < UNLIMITED].sum())
+            out["mem_bytes"] = int(mem[mem < UNLIMITED].sum())
+        return out
 
 
 def from_groups(
     groups: Sequence[tuple[int, int, str]],
     vc_quota_gpus: dict[str, float] | None = None,
     name: str = "cluster",
+    resources: Sequence[tuple[int, int, int]] | None = None,
 ) -> ClusterSpec:
-    """Build a spec from ``(node count, GPUs per node, GPU type)`` groups."""
+    """Build a spec from ``(node count, GPUs per node, GPU type)`` groups; ``resources``
+    (one per group: CPU milli-cores, memory bytes, GPU memory bytes per node, each
+    :data:`UNLIMITED` / 0 when unknown) makes it a multi-resource cluster."""
     types: list[str] = []
     gpus: list[int] = []
     kinds: list[int] = []
-    for count, per_node, gpu_type in groups:
+    cpu: list[int] = []
+    mem: list[int] = []
+    gmem: list[int] = []
+    for i, (count, per_node, gpu_type) in enumerate(groups):
         if count < 0 or per_node < 0:
             raise GpuTraceError(f"negative node or GPU count in cluster group {count}x{per_node}")
-        if per_node == 0:
-            continue
+        if per_node == 0 and resources is None:
+            continue  # a GPU-less node matters only when CPU / memory are modelled
         if gpu_type not in types:
             types.append(gpu_type)
         gpus.extend([per_node] * count)
         kinds.extend([types.index(gpu_type)] * count)
-    return ClusterSpec(tuple(gpus), tuple(kinds), tuple(types), dict(vc_quota_gpus or {}), name)
+        if resources is not None:
+            c, m, g = resources[i]
+            if c <= 0 or m <= 0:
+                raise GpuTraceError(
+                    f"cluster group {count}x{per_node} needs positive CPU and memory"
+                )
+            cpu.extend([c] * count)
+            mem.extend([m] * count)
+            gmem.extend([g] * count)
+    if resources is None:
+        return ClusterSpec(tuple(gpus), tuple(kinds), tuple(types), dict(vc_quota_gpus or {}), name)
+    return ClusterSpec(
+        tuple(gpus),
+        tuple(kinds),
+        tuple(types),
+        dict(vc_quota_gpus or {}),
+        name,
+        tuple(cpu),
+        tuple(mem),
+        tuple(gmem),
+    )
 
 
-_SPEC = re.compile(r"^(?P<gpus>\d+)x(?P<per>\d+)(?::(?P<type>[A-Za-z0-9_.-]+))?$")
+_SIZE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>[KMGT]i?B?|B)?$", re.IGNORECASE)
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """``768G`` / ``768GiB`` / ``512M`` / ``1024`` -> bytes (binary units)."""
+    m = _SIZE.match(text.strip())
+    if not m:
+        raise GpuTraceError(f"memory size {text!r} is not a number with K/M/G/T (e.g. 768GiB)")
+    unit = (m["unit"] or "").upper()[:1]
+    return int(float(m["num"]) * _UNITS[unit])
+
+
+def parse_resources(text: str) -> tuple[int, int, int]:
+    """``cpu=96,mem=768GiB[,gpumem=32GiB]`` -> (CPU milli-cores, memory bytes, GPU memory
+    bytes); an absent CPU / memory stays :data:`UNLIMITED`."""
+    cpu, mem, gmem = UNLIMITED, UNLIMITED, 0
+    for item in text.split(","):
+        key, _, val = item.partition("=")
+        key = key.strip().lower()
+        try:
+            if key == "cpu":
+                cpu = round(float(val) * 1000)
+            elif key == "mem":
+                mem = parse_bytes(val)
+            elif key == "gpumem":
+                gmem = parse_bytes(val)
+            else:
+                raise GpuTraceError(f"cluster resource {item!r}: use cpu=, mem= or gpumem=")
+        except ValueError:
+            raise GpuTraceError(f"cluster resource {item!r} is not a number") from None
+    return cpu, mem, gmem
+
+
+_SPEC = re.compile(
+    r"^(?P<gpus>\d+)x(?P<per>\d+)(?::(?P<type>[A-Za-z0-9_.-]+))?(?:,(?P<res>[^+]+))?$"
+)
 
 
 def parse_spec(text: str) -> ClusterSpec:
-    """``N x G[:TYPE]``: N GPUs in nodes of G (a last, smaller node takes the remainder);
-    several groups joined with ``+`` (``64x8:V100+32x4:P100``)."""
+    """``N x G[:TYPE][,cpu=C,mem=M]``: N GPUs in nodes of G (a last, smaller node takes
+    the remainder); several groups joined with ``+`` (``64x8:V100+32x4:P100``). Without
+    ``cpu=`` / ``mem=`` a node's CPU and memory are :data:`UNLIMITED` (GPU-only, as
+    before); with them each node has ``C`` cores and ``M`` bytes (``6500x8,cpu=96,mem=768G``)."""
     groups: list[tuple[int, int, str]] = []
+    res: list[tuple[int, int, int]] = []
     for part in text.split("+"):
         m = _SPEC.match(part.strip())
         if not m:
-            raise GpuTraceError(f"cluster spec {part!r} is not NxG or NxG:TYPE (e.g. 6500x8)")
+            raise GpuTraceError(
+                f"cluster spec {part!r} is not NxG[:TYPE][,cpu=C,mem=M] (e.g. 6500x8)"
+            )
         total, per = int(m["gpus"]), int(m["per"])
         if per <= 0 or total <= 0:
             raise GpuTraceError(f"cluster spec {part!r} needs positive GPU counts")
         gtype = m["type"] or "gpu"
+        r = parse_resources(m["res"]) if m["res"] else (UNLIMITED, UNLIMITED, 0)
         groups.append((total // per, per, gtype))
+        res.append(r)
         if total % per:
             groups.append((1, total % per, gtype))
-    return from_groups(groups, name=text)
+            res.append(r)
+    limited = any(c < UNLIMITED or mm < UNLIMITED for c, mm, _ in res)
+    return from_groups(groups, name=text, resources=res if limited else None)
 
 
 def load_file(path: Path) -> ClusterSpec:
@@ -143,8 +253,11 @@ def load_file(path: Path) -> ClusterSpec:
 
     - TOML / JSON: ``nodes = [{count = 100, gpus = 8, gpu_type = "V100"}, ...]`` and an
       optional ``[vc_quotas]`` table of GPUs per VC.
-    - CSV with header ``count,gpus,gpu_type`` (one group per line), or the HeliosArtifact
-      VC file ``vc,node num`` (8-GPU nodes; each VC's quota = its nodes x 8).
+      Optional per group: ``cpus`` (cores), ``mem`` and ``gpu_mem`` (``"768GiB"``).
+    - CSV with header ``count,gpus,gpu_type`` (one group per line), the openb node list
+      ``sn,cpu_milli,memory_mib,gpu,model`` (one node per line, CPU-only nodes too),
+      or the HeliosArtifact VC file ``vc,node num`` (8-GPU nodes; each VC's quota = its
+      nodes x 8).
     """
     suffix = path.suffix.lower()
     if suffix in {".toml", ".json"}:
@@ -157,15 +270,27 @@ def load_file(path: Path) -> ClusterSpec:
         if not isinstance(nodes, list) or not nodes:
             raise InputError(path, "needs a non-empty `nodes` list")
         groups = []
+        res: list[tuple[int, int, int]] = []
         for i, g in enumerate(nodes):
             try:
                 groups.append((int(g["count"]), int(g["gpus"]), str(g.get("gpu_type", "gpu"))))
-            except (KeyError, TypeError, ValueError):
+                res.append(
+                    (
+                        round(float(g["cpus"]) * 1000) if "cpus" in g else UNLIMITED,
+                        parse_bytes(str(g["mem"])) if "mem" in g else UNLIMITED,
+                        parse_bytes(str(g["gpu_mem"])) if "gpu_mem" in g else 0,
+                    )
+                )
+            except (KeyError, TypeError, ValueError, GpuTraceError):
                 raise InputError(
-                    path, "each node group needs integer `count` and `gpus`", f"nodes[{i}]"
+                    path,
+                    "each node group needs integer `count` and `gpus` "
+                    '(optional `cpus`, `mem`, `gpu_mem` like 96 / "768GiB")',
+                    f"nodes[{i}]",
                 ) from None
         quotas = {str(k): float(v) for k, v in dict(doc.get("vc_quotas", {})).items()}
-        return from_groups(groups, quotas, name=path.stem)
+        limited = any(c < UNLIMITED or m < UNLIMITED for c, m, _ in res)
+        return from_groups(groups, quotas, name=path.stem, resources=res if limited else None)
     if suffix == ".csv":
         with path.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
@@ -179,6 +304,14 @@ def load_file(path: Path) -> ClusterSpec:
                     [(int(r[0]), int(r[1]), r[2] if len(r) > 2 and r[2] else "gpu") for r in body],
                     name=path.stem,
                 )
+            if header[:5] == ["sn", "cpu_milli", "memory_mib", "gpu", "model"]:
+                # the openb node list (FGD simulator input): one node per line
+                rows_ok = [r for r in body if int(r[3]) > 0 or int(r[1]) > 0]
+                return from_groups(
+                    [(1, int(r[3]), r[4] or "gpu") for r in rows_ok],
+                    name=path.stem,
+                    resources=[(int(r[1]), int(r[2]) << 20, 0) for r in rows_ok],
+                )
             if header == ["vc", "node num"]:
                 groups = [(int(r[1]), 8, "gpu") for r in body]
                 quotas = {r[0]: int(r[1]) * 8.0 for r in body}
@@ -191,10 +324,18 @@ def load_file(path: Path) -> ClusterSpec:
 
 def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> ClusterSpec:
     """The trace's own cluster: its ``machines`` inventory (the dataset with the most
-    GPUs when there are several), else the peak of its published ``capacity`` in 8-GPU
-    nodes."""
-    m = machines.filter((pl.col("source") == source) & (pl.col("gpus") > 0)).collect()
-    if m.height:
+    GPUs when there are several; ties: the first by name, so openb's ``all_node``, 1,523
+    nodes with its 310 CPU-only ones, over ``gpu_node``), with each machine's CPU and
+    memory when the inventory has them, else the peak of its published ``capacity`` in
+    8-GPU nodes."""
+    m = machines.filter((pl.col("source") == source) & (pl.col("gpus") >= 0)).collect()
+    if "cpus" in m.columns:
+        # GPU-less machines (openb's CPU nodes) hold CPU-only tasks on a multi-resource
+        # cluster; without CPU data they are useless and left out
+        m = m.filter((pl.col("gpus") > 0) | (pl.col("cpus").fill_null(0) > 0))
+    else:
+        m = m.filter(pl.col("gpus") > 0)
+    if m.height and m["gpus"].sum() > 0:
         best = (
             m.group_by("dataset")
             .agg(pl.col("gpus").sum().alias("g"))
@@ -202,11 +343,14 @@ def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> C
             .item(0, "dataset")
         )
         m = m.filter(pl.col("dataset") == best).sort("machine_id")
+        res = _machine_resources(m)
+        if res is None:
+            m = m.filter(pl.col("gpus") > 0)
         groups = [
             (1, int(g), t if t is not None else "gpu")
             for g, t in zip(m["gpus"].to_list(), m["gpu_type"].to_list(), strict=True)
         ]
-        return from_groups(groups, name=f"{source}:{best}")
+        return from_groups(groups, name=f"{source}:{best}", resources=_machine_resources(m))
     c = capacity.filter((pl.col("source") == source) & pl.col("vc").is_null()).collect()
     if c.height:
         peak = int(c["gpus"].max())  # type: ignore[arg-type]
@@ -217,6 +361,28 @@ def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> C
     raise GpuTraceError(
         f"source {source!r} has no machines or capacity in the store; give --gpus or --cluster"
     )
+
+
+def _machine_resources(m: pl.DataFrame) -> list[tuple[int, int, int]] | None:
+    """(CPU milli-cores, memory bytes, GPU memory bytes) per machine row, when the
+    inventory has CPU and memory (an unknown value on one machine = :data:`UNLIMITED`);
+    None when it has neither, so the cluster stays GPU-only."""
+    cols = set(m.columns)
+    if not {"cpus", "mem_bytes"} <= cols or (
+        m["cpus"].null_count() == m.height and m["mem_bytes"].null_count() == m.height
+    ):
+        return None
+    cpu = (m["cpus"] * 1000).round(0).cast(pl.Int64).fill_null(UNLIMITED).to_list()
+    mem = m["mem_bytes"].cast(pl.Int64).fill_null(UNLIMITED).to_list()
+    gm = (
+        m["gpu_mem_bytes"].cast(pl.Int64).fill_null(0).to_list()
+        if "gpu_mem_bytes" in cols
+        else [0] * m.height
+    )
+    return [
+        (c if c > 0 else UNLIMITED, b if b > 0 else UNLIMITED, g)
+        for c, b, g in zip(cpu, mem, gm, strict=True)
+    ]
 
 
 class ClusterState:
@@ -252,6 +418,14 @@ class ClusterState:
         self.used_milli = 0
         self.frag_milli = 0
         """Free capacity on nodes that are partly used (see :meth:`_frag`)."""
+        self.multi_resource = spec.multi_resource
+        """Whether CPU / memory can refuse a job (else those checks are skipped)."""
+        self.cpu_cap = spec.cpu_np()
+        self.mem_cap = spec.mem_np()
+        self.cpu_free = self.cpu_cap.copy()
+        """Free CPU milli-cores per node (numpy: checked for all nodes at once)."""
+        self.mem_free = self.mem_cap.copy()
+        """Free host memory bytes per node."""
         self.types_for_mask: dict[int, tuple[int, ...]] = {}
         self.max_whole_for_mask: dict[int, int] = {}
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
@@ -347,6 +521,8 @@ class ClusterState:
         index = self.index
         node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
+            if g < 0 and milli == 0:
+                continue  # a CPU-only job's part: it names the node, holds no GPU
             row = self.free[n]
             before = row[g]
             if milli <= 0 or before < milli:
@@ -384,6 +560,8 @@ class ClusterState:
         index = self.index
         node_free, whole = self.node_free, self.whole
         for n, g, milli in parts:
+            if g < 0 and milli == 0:
+                continue
             row = self.free[n]
             after = row[g] + milli
             if after > MILLI:
@@ -414,6 +592,88 @@ class ClusterState:
         if moved is not None:
             for n, k in moved.items():
                 index.move(n, self.node_type[n], k, whole[n])
+
+    def res_ok_np(self, cpu: int, mem: int) -> npt.NDArray[np.bool_]:
+        """Per node: are ``cpu`` milli-cores and ``mem`` bytes free?"""
+        ok: npt.NDArray[np.bool_] = (self.cpu_free >= cpu) & (self.mem_free >= mem)
+        return ok
+
+    def res_ok(self, n: int, cpu: int, mem: int) -> bool:
+        """Node ``n`` has ``cpu`` milli-cores and ``mem`` bytes free."""
+        return bool(self.cpu_free[n] >= cpu and self.mem_free[n] >= mem)
+
+    @staticmethod
+    def res_split(
+        parts: Sequence[tuple[int, int, int]], cpu: int, mem: int
+    ) -> list[tuple[int, int, int]]:
+        """(node, CPU, memory) a job of ``cpu`` / ``mem`` holds on each node of its parts:
+        all of it on its node; a multi-node job's request is shared out in proportion to
+        its GPU share on each node (rounded up, so a node never holds less than its
+        share)."""
+        n0 = parts[0][0]
+        if len(parts) == 1 or all(p[0] == n0 for p in parts):
+            return [(n0, cpu, mem)]
+        per: dict[int, int] = {}
+        for n, _, milli in parts:
+            per[n] = per.get(n, 0) + milli
+        if len(per) == 1 or not sum(per.values()):
+            return [(n, cpu, mem) for n in per]
+        total = sum(per.values())
+        return [(n, -(-cpu * k // total), -(-mem * k // total)) for n, k in sorted(per.items())]
+
+    def res_fits(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> bool:
+        """Whether the nodes of ``parts`` have the job's CPU and memory free."""
+        if not (cpu or mem):
+            return True
+        return all(
+            self.cpu_free[n] >= c and self.mem_free[n] >= m
+            for n, c, m in self.res_split(parts, cpu, mem)
+        )
+
+    def try_take_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> bool:
+        """Take a job's CPU and memory on the nodes of its parts if all of them have it;
+        False (nothing taken) otherwise."""
+        cf, mf = self.cpu_free, self.mem_free
+        if len(parts) == 1:  # the common case, without building a split
+            n = parts[0][0]
+            if cf[n] < cpu or mf[n] < mem:
+                return False
+            cf[n] -= cpu
+            mf[n] -= mem
+            return True
+        split = self.res_split(parts, cpu, mem)
+        for n, c, m in split:
+            if cf[n] < c or mf[n] < m:
+                return False
+        for n, c, m in split:
+            cf[n] -= c
+            mf[n] -= m
+        return True
+
+    def take_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> None:
+        """Take a job's CPU and memory on the nodes of its parts (checked: never more
+        than a node has)."""
+        if not (cpu or mem):
+            return
+        for n, c, m in self.res_split(parts, cpu, mem):
+            if self.cpu_free[n] < c or self.mem_free[n] < m:
+                raise AssertionError(f"over-allocation of CPU or memory on node {n}")
+            self.cpu_free[n] -= c
+            self.mem_free[n] -= m
+
+    def give_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> None:
+        """Give back what :meth:`take_res` took."""
+        if not (cpu or mem):
+            return
+        cf, mf = self.cpu_free, self.mem_free
+        for n, c, m in (
+            self.res_split(parts, cpu, mem) if len(parts) > 1 else ((parts[0][0], cpu, mem),)
+        ):
+            a, b = cf[n] + c, mf[n] + m
+            if a > self.cpu_cap[n] or b > self.mem_cap[n]:
+                raise AssertionError(f"CPU or memory released beyond capacity on node {n}")
+            cf[n] = a
+            mf[n] = b
 
     def whole_parts(self, n: int, k: int) -> list[tuple[int, int, int]]:
         """The first ``k`` wholly free GPUs of node ``n`` as allocation parts (a large
@@ -448,15 +708,22 @@ class ClusterView:
         "_s",
         "capacity_for",
         "capacity_milli",
+        "cpu_cap",
+        "cpu_free",
         "free",
         "free_np",
         "gmax",
         "iter_by_whole",
+        "mem_cap",
+        "mem_free",
+        "multi_resource",
         "node_gpus",
         "node_ok_np",
         "node_type",
         "node_with_whole",
         "nodes_by_whole",
+        "res_ok",
+        "res_ok_np",
         "spec",
         "type_np",
         "types_of",
@@ -481,6 +748,13 @@ class ClusterView:
     nodes_by_whole: Callable[[int], list[tuple[int, int]]]
     iter_by_whole: Callable[[int], Iterator[tuple[int, int]]]
     whole_free: Callable[[int], int]
+    multi_resource: bool
+    cpu_cap: npt.NDArray[np.int64]
+    mem_cap: npt.NDArray[np.int64]
+    cpu_free: npt.NDArray[np.int64]
+    mem_free: npt.NDArray[np.int64]
+    res_ok_np: Callable[[int, int], npt.NDArray[np.bool_]]
+    res_ok: Callable[[int, int, int], bool]
 
     def __init__(self, state: ClusterState) -> None:
         put = object.__setattr__
@@ -493,7 +767,12 @@ class ClusterView:
         put(self, "capacity_milli", state.capacity_milli)
         put(self, "free", tuple(memoryview(r).toreadonly() for r in state.free))
         put(self, "free_np", _readonly(state.free_np))
+        put(self, "multi_resource", state.multi_resource)
+        for arr in ("cpu_cap", "mem_cap", "cpu_free", "mem_free"):
+            put(self, arr, _readonly(getattr(state, arr)))
         for name in (
+            "res_ok_np",
+            "res_ok",
             "types_of",
             "node_ok_np",
             "capacity_for",

@@ -248,6 +248,10 @@ class Engine:
         self.gpus: tuple[float, ...] = tuple(w.gpus.tolist())
         self.vc: tuple[int, ...] = tuple(w.vc_code.tolist())
         self.gpu_type: list[str | None] = w.frame["gpu_type"].to_list()
+        multi = spec.multi_resource
+        self.cpu_req: tuple[int, ...] = tuple(w.cpu().tolist()) if multi else (0,) * n
+        self.mem_req: tuple[int, ...] = tuple(w.mem().tolist()) if multi else (0,) * n
+        """CPU / memory requests enforced (zeros on a GPU-only cluster: nothing to check)."""
         masks: dict[str | None, int] = {}
         self.mask: tuple[int, ...] = tuple(
             masks.setdefault(t, spec.type_mask(t)) if t else ANY_TYPE for t in self.gpu_type
@@ -262,6 +266,12 @@ class Engine:
         self.end_time = array.array("d", [INF]) * n
         self.seg_start = array.array("d", bytes(8 * n))
         self.slow: list[float] = [1.0] * n
+        self.speed_table = w.speed_table
+        self.speed_code: tuple[int, ...] = (
+            tuple(w.speed_code.tolist()) if w.speed_code is not None else ()
+        )
+        self.first_speed: list[float] = [1.0] * n
+        """Speed of the GPU model(s) of each job's first placement (heterogeneity)."""
         self.preemptions: list[int] = [0] * n
         self.first_nodes: list[int] = [0] * n
         self.alloc: dict[int, Parts] = {}
@@ -342,14 +352,24 @@ class Engine:
         if parts is None:
             return False
         parts = list(parts)
+        cpu, mem = self.cpu_req[j], self.mem_req[j]
+        if (cpu or mem) and not self.state.try_take_res(parts, cpu, mem):
+            return False  # a GPU-only placement chose a node without the CPU / memory
         self.state.allocate(parts)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
         nodes = 1 if ngpu == 1 else len({p[0] for p in parts})
         slow = self.options.multinode_slowdown if nodes > 1 else 1.0
+        speed = 1.0
+        if self.speed_table is not None:
+            row = self.speed_table[self.speed_code[j]]
+            types = self.state.node_type
+            speed = float(min(row[types[p[0]]] for p in parts))  # the slowest model gates
+            slow /= speed
         if self.first_start[j] == INF:
             self.first_start[j] = now
             self.first_nodes[j] = nodes
+            self.first_speed[j] = speed
         self.slow[j] = slow
         self.seg_start[j] = now
         self.alloc[j] = parts
@@ -410,28 +430,32 @@ class Engine:
         place = self.placement.place
         ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
         alloc = self.alloc
-        released: list[Parts] = []
+        released: list[tuple[int, Parts]] = []
         try:
+            cpu, mem = self.cpu_req, self.mem_req
             for group in groups[:k]:
                 for r in group:
-                    released.append(alloc[r])
+                    released.append((r, alloc[r]))
                     state.release(alloc[r])
+                    state.give_res(alloc[r], cpu[r], mem[r])
             parts = place(j, ngpu, milli, mask)
             for group in groups[k:]:
                 if parts is not None:
                     break
                 k += 1
                 for r in group:
-                    released.append(alloc[r])
+                    released.append((r, alloc[r]))
                     state.release(alloc[r])
+                    state.give_res(alloc[r], cpu[r], mem[r])
                 parts = place(j, ngpu, milli, mask)
             if parts is None:
                 return None
             parts = list(parts)
             future = [state.free[n][g] for n, g, _ in parts]
         finally:
-            for p in reversed(released):
+            for r, p in reversed(released):
                 state.allocate(p)
+                state.take_res(p, self.cpu_req[r], self.mem_req[r])
         hold: Parts = []
         for (n, g, m), fut in zip(parts, future, strict=True):
             free_now = state.free[n][g]
@@ -443,6 +467,7 @@ class Engine:
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
         self.state.release(parts)
+        self.state.give_res(parts, self.cpu_req[j], self.mem_req[j])
         if self.vc_quota_milli and self.vc[j] in self.vc_quota_milli:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
         elapsed = self.now - self.seg_start[j]
@@ -597,4 +622,5 @@ class Engine:
             "finish": fin,
             "preemptions": np.asarray(self.preemptions, dtype=np.int32),
             "nodes": np.asarray(self.first_nodes, dtype=np.int32),
+            "speed": np.asarray(self.first_speed, dtype=np.float64),
         }

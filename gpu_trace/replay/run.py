@@ -55,6 +55,16 @@ class ReplayConfig:
     multinode_slowdown: float = 1.0
     departures: bool = True
     inflate_to: float | None = None
+    inflate_mode: str = "paper"
+    """How ``--inflate-to`` grows an arrival-only workload: ``paper`` (the FGD
+    simulator's: shuffle the pods, seeded, then append pods drawn with replacement from
+    all of them, CPU-only pods included on a multi-resource cluster) or ``gpu-clones``
+    (the trace order, then clones of GPU pods only: the pre-multi-resource protocol)."""
+    throughput: str | None = None
+    """Path of a throughput table (job class x GPU model -> speed; see
+    :mod:`gpu_trace.replay.throughput`); None = 1.0 everywhere."""
+    packing_points: tuple[float, ...] | None = None
+    """Arrived-demand shares the packing curve is read at (default 0.7, 0.8, ..., 1.3)."""
     bin_s: float | None = None
     run_id: str | None = None
     oracle: bool = False
@@ -100,6 +110,10 @@ class ReplayConfig:
         xp.check_policy("placement", self.placement, self.placement_options)
         xp.check_policy("admission", self.admission, {})
         xp.check_estimator(self.estimator)
+        if self.inflate_mode not in {"paper", "gpu-clones"}:
+            raise xp.UsageError(
+                f"unknown inflate mode {self.inflate_mode!r}: use paper or gpu-clones"
+            )
 
 
 @dataclass
@@ -172,6 +186,41 @@ def _inflate(jobs: pl.DataFrame, cluster_gpus: int, target: float, seed: int) ->
     return pl.concat([jobs, extra.select(jobs.columns)], how="vertical_relaxed")
 
 
+def _inflate_paper(
+    jobs: pl.DataFrame, cluster_gpus: int, target: float | None, seed: int
+) -> pl.DataFrame:
+    """The FGD simulator's workload (arrival-only): the trace's pods in a seeded random
+    order, then pods drawn uniformly with replacement from them (seeded) until the
+    arrived GPU demand reaches ``target`` x the cluster's GPUs; pod i arrives at second
+    i. Without ``target`` only the shuffle."""
+    rng = np.random.default_rng(seed)
+    base = jobs.filter(pl.col("submit_time").is_not_null())
+    if not base.height:
+        return jobs
+    order = rng.permutation(base.height)
+    parts = [base[order]]
+    have = float(base["gpus"].fill_null(0).clip(lower_bound=0).sum())
+    want = (target or 0.0) * cluster_gpus
+    if have < want:
+        g = base["gpus"].fill_null(0).clip(lower_bound=0).to_numpy()
+        mean = float(g.mean()) or 1.0
+        n = int((want - have) / mean * 1.3) + 64
+        idx = rng.integers(0, base.height, size=n)
+        cum = have + np.cumsum(g[idx])
+        keep = min(n, int(np.searchsorted(cum, want, side="left")) + 1)
+        extra = base[idx[:keep]].with_columns(
+            (pl.col("job_id") + pl.lit("#clone") + pl.int_range(pl.len()).cast(pl.String)).alias(
+                "job_id"
+            )
+        )
+        parts.append(extra)
+    out = pl.concat(parts, how="vertical_relaxed")
+    first = base["submit_time"].min()
+    return out.with_columns(
+        (pl.lit(first) + pl.duration(seconds=pl.int_range(pl.len()))).alias("submit_time")
+    )
+
+
 def replay(
     jobs: pl.DataFrame | pl.LazyFrame,
     spec: ClusterSpec,
@@ -189,11 +238,20 @@ def replay(
     if not config.departures:
         # arrival-only packing: jobs never depart, so a missing run time does not matter
         frame = frame.with_columns(pl.col("run_s").fill_null(0.0))
-        if config.inflate_to:
+        if config.inflate_mode == "paper":
+            frame = _inflate_paper(frame, spec.gpus, config.inflate_to, config.seed)
+        elif config.inflate_to:
             frame = _inflate(frame, spec.gpus, config.inflate_to, config.seed)
-    w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load)
+    cpu_only = not config.departures and config.inflate_mode == "paper" and spec.multi_resource
+    w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load, cpu_only=cpu_only)
     if cut is not None:
         w.skipped = pl.concat([_held_out(frame, cut, end), w.skipped], how="diagonal_relaxed")
+    if config.throughput:
+        from gpu_trace.replay import throughput as tp
+
+        w.speed_code, w.speed_table = tp.load(Path(config.throughput)).codes(
+            w.frame["name"], spec.type_names
+        )
     estimate = w.duration_s.copy()
     accuracy: est.Accuracy | None = None
     if config.uses_model():
@@ -288,6 +346,7 @@ def _experiment(
         "departures": config.departures,
         "inflate_to": config.inflate_to,
         "jobs_digest": xp.jobs_digest(replayed, w.skipped),
+        **({} if config.departures else {"inflate_mode": config.inflate_mode}),
         **(extra or {}),
     }
 
@@ -324,6 +383,7 @@ def _score(
         pl.Series("estimate_s", np.asarray(estimate, dtype=np.float64)),
         pl.Series("preemptions", res["preemptions"]),
         pl.Series("nodes", res["nodes"]),
+        pl.Series("speed", res["speed"]),
     )
     jobs = jobs.with_columns(
         (pl.col("start_time_s") - pl.col("arrival_time_s")).alias("queue_s"),
@@ -337,6 +397,10 @@ def _score(
         .then(None)
         .otherwise(pl.col("nodes"))
         .alias("nodes"),
+        pl.when(pl.col("start_time_s").is_null())
+        .then(None)
+        .otherwise(pl.col("speed"))
+        .alias("speed"),
     )
     jobs = jobs.with_columns(
         pl.when(pl.col("jct_s").is_null()).then(None).otherwise(pl.col("bsld")).alias("bsld")
@@ -344,6 +408,7 @@ def _score(
     skipped = w.skipped.with_columns(pl.lit("skipped").alias("outcome"))
     all_jobs = pl.concat([jobs, skipped], how="diagonal_relaxed")
     headline = mt.job_metrics(jobs, spec.gpus)
+    headline["throughput_mean"] = _effective_throughput(jobs)
     headline.update(
         mt.cluster_metrics(
             engine.timeline,
@@ -383,12 +448,29 @@ def _score(
             "estimator_within_100_ratio": [accuracy.within_100 if accuracy else None],
             "wall_s": [wall],
         },
-        schema_overrides={"jain_slowdown": pl.Float64, "ftf_max_ratio": pl.Float64},
+        schema_overrides={
+            "jain_slowdown": pl.Float64,
+            "ftf_max_ratio": pl.Float64,
+            "throughput_mean": pl.Float64,
+        },
     )
     extra: dict[str, Any] = {}
     if not config.departures:
-        extra["packing"] = packing_curve(engine)
+        extra["packing"] = (
+            packing_curve(engine, config.packing_points)
+            if config.packing_points
+            else packing_curve(engine)
+        )
     return RunResult(config, run_id, runs, all_jobs, ts, accuracy, engine, extra)
+
+
+def _effective_throughput(jobs: pl.DataFrame) -> float | None:
+    """GPU-work-weighted speed of the started jobs: sum(d x g) / sum(d x g / speed), 1.0
+    when every model runs at the reference speed (null: nothing started)."""
+    started = jobs.filter(pl.col("speed").is_not_null() & (pl.col("duration_s") > 0))
+    work = started["duration_s"] * started["gpus"]
+    denom = float((work / started["speed"]).sum())
+    return float(work.sum()) / denom if denom > 0 else None
 
 
 def packing_curve(

@@ -45,6 +45,8 @@ _SLOTS = (
     "gpus",
     "vc",
     "arrival",
+    "cpu_req",
+    "mem_req",
     "running",
     "vc_quota_milli",
     "rng",
@@ -93,6 +95,8 @@ class PolicyView:
     gpus: Sequence[float]
     vc: Sequence[int]
     arrival: Sequence[float]
+    cpu_req: Sequence[int]
+    mem_req: Sequence[int]
     running: MappingProxyType[int, Any]
     vc_quota_milli: MappingProxyType[int, int]
     rng: np.random.Generator
@@ -111,7 +115,7 @@ class PolicyView:
         put(self, "estimate_s", _ro(e.estimate_s))
         for name in ("remaining", "attained_gpu_s", "end_time", "seg_start"):
             put(self, name, memoryview(getattr(e, name)).toreadonly())
-        for name in ("ngpu", "milli", "mask", "gpus", "vc", "arrival"):
+        for name in ("ngpu", "milli", "mask", "gpus", "vc", "arrival", "cpu_req", "mem_req"):
             put(self, name, getattr(e, name))  # tuples
         put(self, "running", MappingProxyType(e.alloc))
         put(self, "vc_quota_milli", MappingProxyType(e.vc_quota_milli))

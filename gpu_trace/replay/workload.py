@@ -4,6 +4,8 @@ Built once from the canonical ``jobs`` table: demand = ``gpus`` (fractional for 
 sharing, split into GPUs x per-GPU milli share), duration = ``run_s``, arrival =
 ``submit_time``. Jobs that cannot be replayed (no submit time, no run time, no GPU
 request, CPU-only) are *skipped and counted* with a reason, never dropped silently.
+CPU (``cpus``) and memory (``mem_bytes``) requests ride along (0 when the trace has none,
+so such a job is placed on GPUs alone, as before).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ WORKLOAD_COLUMNS = (
     "gpu_type",
 )
 
+RESOURCE_COLUMNS = ("cpus", "mem_bytes")
+"""Optional CPU / memory requests (null-filled when a frame lacks them)."""
+
 
 @dataclass
 class Workload:
@@ -58,6 +63,22 @@ class Workload:
     skipped: pl.DataFrame
     """job_id, user, vc, gpus, reason for the jobs that cannot be replayed."""
     load_factor: float = 1.0
+    cpu_milli: I64 | None = None
+    """CPU request in milli-cores (0 = none / unknown: the job never waits for CPU)."""
+    mem_bytes: I64 | None = None
+    """Host memory request in bytes (0 = none / unknown)."""
+    speed_code: I64 | None = None
+    """Heterogeneity: each job's row in ``speed_table`` (None: every GPU model 1.0)."""
+    speed_table: F64 | None = None
+    """Job class x GPU type (the cluster's type codes) -> speed, from a throughput table."""
+
+    def cpu(self) -> I64:
+        """CPU requests (zeros when the workload has none)."""
+        return self.cpu_milli if self.cpu_milli is not None else np.zeros(self.n, np.int64)
+
+    def mem(self) -> I64:
+        """Memory requests (zeros when the workload has none)."""
+        return self.mem_bytes if self.mem_bytes is not None else np.zeros(self.n, np.int64)
 
     @property
     def n(self) -> int:
@@ -71,9 +92,12 @@ class Workload:
         start: datetime | None = None,
         end: datetime | None = None,
         load: float = 1.0,
+        cpu_only: bool = False,
     ) -> Workload:
         """Select the submit-time window ``[start, end)`` and scale arrivals by ``load``
-        (inter-arrival gaps divided by it: 1.3 = 30 % more jobs per hour)."""
+        (inter-arrival gaps divided by it: 1.3 = 30 % more jobs per hour). ``cpu_only``
+        keeps jobs with no GPU but a CPU request (0 GPUs x 0 milli: they hold CPU and
+        memory only; the FGD protocol schedules them too, on a multi-resource cluster)."""
         if load <= 0:
             raise ValueError("load must be positive")
         lf = jobs.lazy()
@@ -84,11 +108,13 @@ class Workload:
             "name": pl.String(),
             "start_time": pl.Datetime("us", "UTC"),
             "gpu_type": pl.String(),
+            "cpus": pl.Float64(),
+            "mem_bytes": pl.Int64(),
         }
         lf = lf.with_columns(
             pl.lit(None, dtype=t).alias(c) for c, t in optional.items() if c not in have
         )
-        lf = lf.select(WORKLOAD_COLUMNS).with_row_index("_order")
+        lf = lf.select(*WORKLOAD_COLUMNS, *RESOURCE_COLUMNS).with_row_index("_order")
         if start is not None:
             lf = lf.filter(pl.col("submit_time").is_null() | (pl.col("submit_time") >= start))
         if end is not None:
@@ -103,7 +129,7 @@ class Workload:
             .then(pl.lit("negative run_s"))
             .when(pl.col("gpus").is_null())
             .then(pl.lit("no gpus"))
-            .when(pl.col("gpus") <= 0)
+            .when((pl.col("gpus") <= 0) & ~(pl.lit(cpu_only) & (pl.col("cpus").fill_null(0) > 0)))
             .then(pl.lit("cpu-only (gpus = 0)"))
             .when((pl.col("gpus") > 1) & (pl.col("gpus") != pl.col("gpus").floor()))
             .then(pl.lit("fractional request above one GPU"))
@@ -123,6 +149,9 @@ class Workload:
         ngpu = np.maximum(1, np.ceil(gpus - 1e-9)).astype(np.int64)
         milli = np.where(gpus < 1, np.rint(gpus * MILLI), MILLI).astype(np.int64)
         milli = np.maximum(milli, 1)
+        none = gpus <= 0  # kept CPU-only jobs: no GPU at all
+        ngpu[none] = 0
+        milli[none] = 0
         user_code, users = _codes(ok["user"])
         vc_code, vcs = _codes(ok["vc"])
         return cls(
@@ -140,6 +169,11 @@ class Workload:
             origin=origin,
             skipped=skipped,
             load_factor=load,
+            cpu_milli=(ok["cpus"].cast(pl.Float64).fill_null(0.0).clip(lower_bound=0) * 1000)
+            .round(0)
+            .cast(pl.Int64)
+            .to_numpy(),
+            mem_bytes=ok["mem_bytes"].cast(pl.Int64).fill_null(0).clip(lower_bound=0).to_numpy(),
         )
 
 

@@ -84,6 +84,12 @@ REPLAY_RUNS = Table(
         ),
         Column("preemptions", pa.int64(), "Preemptions over the run.", unit="count"),
         Column(
+            "throughput_mean",
+            pa.float64(),
+            "Effective throughput: GPU-work-weighted speed of the started jobs on the GPU "
+            "models they got (1 = reference; --throughput table).",
+        ),
+        Column(
             "jain_slowdown",
             pa.float64(),
             "Jain's fairness index over per-user mean slowdown; null with fewer than 2 users "
@@ -214,6 +220,11 @@ REPLAY_JOBS = Table(
         Column("bsld", pa.float64(), "Bounded slowdown: max(1, jct / max(duration, 10 s))."),
         Column("preemptions", pa.int32(), "Times this job was preempted.", unit="count"),
         Column("nodes", pa.int32(), "Nodes of its first placement.", unit="node"),
+        Column(
+            "speed",
+            pa.float64(),
+            "Throughput factor of its first placement's GPU model (slowest if several).",
+        ),
         Column("mode", pa.string(), "sim or live (see replay_runs.mode)."),
         Column(
             "end_time_s",

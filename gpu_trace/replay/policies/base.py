@@ -77,6 +77,16 @@ class EngineView(Protocol):
     @property
     def arrival(self) -> Sequence[float]: ...
     @property
+    def cpu_req(self) -> Sequence[int]:
+        """CPU milli-cores each job holds per node (zeros on a GPU-only cluster)."""
+        ...
+
+    @property
+    def mem_req(self) -> Sequence[int]:
+        """Memory bytes each job holds (zeros on a GPU-only cluster)."""
+        ...
+
+    @property
     def running(self) -> Mapping[int, Any]:
         """Running jobs (keys) -> their allocation parts."""
         ...
@@ -220,10 +230,15 @@ BUILTIN: dict[Kind, dict[str, str]] = {
     },
     "placement": {
         "consolidate": "gpu_trace.replay.policies.placement:Consolidate",
-        "best-fit": "gpu_trace.replay.policies.placement:BestFit",
+        "best-fit": "gpu_trace.replay.policies.fgd_paper:PaperBestFit",
         "spread": "gpu_trace.replay.policies.placement:Spread",
-        "random": "gpu_trace.replay.policies.placement:RandomFit",
-        "fgd": "gpu_trace.replay.policies.fgd:Fgd",
+        "random": "gpu_trace.replay.policies.fgd_paper:PaperRandom",
+        "fgd": "gpu_trace.replay.policies.fgd_paper:FgdPaper",
+        "fgd-gpu": "gpu_trace.replay.policies.fgd:Fgd",
+        "dot-product": "gpu_trace.replay.policies.fgd_paper:DotProduct",
+        "packing": "gpu_trace.replay.policies.fgd_paper:GpuPacking",
+        "clustering": "gpu_trace.replay.policies.fgd_paper:GpuClustering",
+        "hetero": "gpu_trace.replay.policies.hetero:Hetero",
     },
     "admission": {
         "fits": "gpu_trace.replay.policies.admission:Fits",

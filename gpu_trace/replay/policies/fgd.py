@@ -86,8 +86,8 @@ class Fgd(PlacementBase):
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
         if ngpu > s.gmax:
-            return self.gather(ngpu, mask)
-        fits = self.fits_np(ngpu, milli, mask)
+            return self.gather(ngpu, mask, j)
+        fits = self.fits_np(ngpu, milli, mask, j)
         cand = np.flatnonzero(fits)
         if not cand.size:
             return None

@@ -48,26 +48,39 @@ class PlacementBase:
         self.e = view_of(engine)
         self.s: ClusterView = self.e.state
 
-    def gather(self, need: int, mask: int) -> Parts | None:
+    def gather(self, need: int, mask: int, j: int = -1) -> Parts | None:
         """Fewest nodes: take wholly free GPUs from the nodes with the most of them
-        (ties: lowest node index)."""
+        (ties: lowest node index); with job ``j`` on a multi-resource cluster, only
+        nodes with its CPU and memory share for what they give."""
         s = self.s
         if s.whole_free(mask) < need:
             return None
         parts: Parts = []
         rem = need
+        cpu, mem = (self.e.cpu_req[j], self.e.mem_req[j]) if j >= 0 else (0, 0)
         for node, k in s.iter_by_whole(mask):
             take = min(k, rem)
+            if cpu:  # at most the GPUs whose CPU share the node has free
+                take = min(take, int(s.cpu_free[node]) * need // cpu)
+            if mem:
+                take = min(take, int(s.mem_free[node]) * need // mem)
+            if take <= 0:
+                continue
             parts.extend(s.whole_parts(node, take))
             rem -= take
             if rem == 0:
                 return parts
         return None
 
-    def fits_np(self, ngpu: int, milli: int, mask: int) -> npt.NDArray[np.bool_]:
-        """Per node: can it hold the request alone?"""
+    def fits_np(self, ngpu: int, milli: int, mask: int, j: int = -1) -> npt.NDArray[np.bool_]:
+        """Per node: can it hold the request alone? With job ``j`` on a multi-resource
+        cluster, also its CPU and memory (a job fits only where all of them fit)."""
         s = self.s
         ok = s.node_ok_np(mask) if mask != ANY_TYPE else np.ones(len(s.node_gpus), dtype=bool)
+        if j >= 0 and s.multi_resource:
+            cpu, mem = self.e.cpu_req[j], self.e.mem_req[j]
+            if cpu or mem:
+                ok = ok & s.res_ok_np(cpu, mem)
         if milli >= MILLI:
             fit: npt.NDArray[np.bool_] = ok & ((s.free_np == MILLI).sum(axis=1) >= ngpu)
         else:
@@ -99,20 +112,39 @@ class Consolidate(PlacementBase):
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
         if milli < MILLI:
-            fits = self.fits_np(1, milli, mask)
+            fits = self.fits_np(1, milli, mask, j)
             if not fits.any():
                 return None
             free = np.where(fits[:, None] & (s.free_np >= milli), s.free_np, MILLI + 1)
             flat = int(np.argmin(free))
             node = flat // s.gmax
             return [(node, flat % s.gmax, milli)]
+        if ngpu <= s.gmax and s.multi_resource and (self.e.cpu_req[j] or self.e.mem_req[j]):
+            parts = self.fewest_whole_with_res(j, ngpu, mask)
+            if parts is not None or ngpu <= self.max_single(mask):
+                return parts
+            return self.gather(ngpu, mask, j)  # larger than any allowed node
         if ngpu <= s.gmax:
             node = s.node_with_whole(ngpu, s.gmax, 1, mask)
             if node >= 0:
                 return s.whole_parts(node, ngpu)
             if ngpu <= self.max_single(mask):
                 return None
-        return self.gather(ngpu, mask)
+        return self.gather(ngpu, mask, j)
+
+    def fewest_whole_with_res(self, j: int, ngpu: int, mask: int) -> Parts | None:
+        """Multi-resource consolidate: among nodes where GPUs, CPU and memory all fit, the
+        one with the fewest wholly free GPUs (ties: lowest index). Larger-than-a-node
+        jobs are not affected (they gather whole nodes)."""
+        s = self.s
+        node = s.node_with_whole(ngpu, s.gmax, 1, mask)  # the GPU-only choice, O(G)
+        if node >= 0 and s.res_ok(node, self.e.cpu_req[j], self.e.mem_req[j]):
+            return s.whole_parts(node, ngpu)
+        fits = self.fits_np(ngpu, MILLI, mask, j)
+        if not fits.any():
+            return None
+        whole = np.where(fits, (s.free_np == MILLI).sum(axis=1), s.gmax + 1)
+        return s.whole_parts(int(np.argmin(whole)), ngpu)
 
     def max_single(self, mask: int) -> int:
         cache: dict[int, int] = self.__dict__.setdefault("_max_single", {})
@@ -129,18 +161,23 @@ class Spread(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
-        if milli >= MILLI and ngpu <= s.gmax:
+        if milli >= MILLI and ngpu <= s.gmax and s.multi_resource:
+            fits = self.fits_np(ngpu, milli, mask, j)
+            if fits.any():
+                whole = np.where(fits, (s.free_np == MILLI).sum(axis=1), -1)
+                return s.whole_parts(int(np.argmax(whole)), ngpu)
+        elif milli >= MILLI and ngpu <= s.gmax:
             node = s.node_with_whole(s.gmax, ngpu, -1, mask)
             if node >= 0:
                 return s.whole_parts(node, ngpu)
         elif milli < MILLI:
-            fits = self.fits_np(1, milli, mask)
+            fits = self.fits_np(1, milli, mask, j)
             if fits.any():
                 node = int(np.argmax(np.where(fits, s.node_free, -1)))
                 return self.on_node(node, 1, milli, best_gpu=False)
             return None
         if ngpu > s.gmax or self.config.split:
-            return self.gather(ngpu, mask)
+            return self.gather(ngpu, mask, j)
         return None
 
 
@@ -152,10 +189,10 @@ class BestFit(PlacementBase):
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
         if ngpu > s.gmax:
-            return self.gather(ngpu, mask)
-        fits = self.fits_np(ngpu, milli, mask)
+            return self.gather(ngpu, mask, j)
+        fits = self.fits_np(ngpu, milli, mask, j)
         if not fits.any():
-            return self.gather(ngpu, mask) if self.config.split else None
+            return self.gather(ngpu, mask, j) if self.config.split else None
         left = np.where(fits, s.node_free, np.iinfo(np.int64).max)
         return self.on_node(int(np.argmin(left)), ngpu, milli)
 
@@ -168,10 +205,10 @@ class RandomFit(PlacementBase):
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         s = self.s
         if ngpu > s.gmax:
-            return self.gather(ngpu, mask)
-        cand = np.flatnonzero(self.fits_np(ngpu, milli, mask))
+            return self.gather(ngpu, mask, j)
+        cand = np.flatnonzero(self.fits_np(ngpu, milli, mask, j))
         if not cand.size:
-            return self.gather(ngpu, mask) if self.config.split else None
+            return self.gather(ngpu, mask, j) if self.config.split else None
         node = int(cand[self.e.rng.integers(cand.size)])
         if milli < MILLI:
             row = s.free[node]

@@ -1,0 +1,524 @@
+"""The FGD paper's placement policies (Weng et al., ATC'23, section 6), on the
+multi-resource node model: a node's GPUs (milli-GPU each), CPU and memory.
+
+Every policy here shares one node and GPU-selection frame, all nodes scored at once with
+numpy (no Python loop over nodes per decision):
+
+- *feasible nodes*: GPU model allowed, CPU and memory free, and the GPUs: ``k`` wholly
+  free GPUs for a whole-GPU task, one GPU with the share free for a fractional one;
+- *options*: a whole-GPU task has one option per node (which wholly free GPUs it takes
+  changes no score); a fractional task has one option per (node, GPU with room);
+- *ties*: uniformly at random among the best options (seeded engine generator), as the
+  Kubernetes scheduler the paper's simulator runs on picks among equal node scores.
+
+Policies (the paper's definitions, as its published simulator scores them):
+
+- ``fgd``: the option minimising the growth of the node's *expected fragmentation*
+  (:func:`expected_fragmentation`) over the workload's typical task classes.
+- ``dot-product`` (Tetris): the option minimising the dot product of the task's request
+  and the node's free resources, both normalised by the node's capacity (CPU, GPU).
+- ``packing`` (GPU packing): prefer using partly used GPUs (least free share first), then
+  wholly free GPUs of a partly used node (fewest), then an idle node (fewest GPUs).
+- ``clustering`` (GPU clustering): prefer nodes running only tasks of the same GPU
+  request, then nodes that include it, then idle nodes, then others; within a tier the
+  node with the least free GPU.
+- ``best-fit`` (multi-resource): the node with the least weighted free CPU and GPU left
+  after placement, 0.5 x CPU / max node CPU + 0.5 x GPU / max node GPU (the paper's
+  BestFit); on a GPU-only cluster the original single-resource ``best-fit``.
+
+Multi-node tasks (more GPUs than any node has) fall back to the shared ``gather``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay.cluster import MILLI, UNLIMITED
+from gpu_trace.replay.policies.base import EngineView, HasView, Parts
+from gpu_trace.replay.policies.placement import BestFit, PlacementBase, RandomFit
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+EPS = 1e-9
+
+
+TIES_HELP = (
+    "Equal best scores: random (seeded, as the paper's Kubernetes scheduler), first "
+    "(lowest node and GPU index) or auto (random on a multi-resource cluster, first on "
+    "a GPU-only one, so GPU-only replays stay as they were)."
+)
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    ties: str = field(default="auto", metadata={"help": TIES_HELP})
+
+
+@dataclass(frozen=True)
+class FgdPaperConfig:
+    ties: str = field(default="auto", metadata={"help": TIES_HELP})
+    quantize: bool = field(
+        default=False,
+        metadata={
+            "help": "Score as the simulator's plugin does: int(100 x sigmoid(-delta / 1000)), "
+            "so deltas closer than ~40 milli-GPU tie (then random)."
+        },
+    )
+    popularity_pct: float = field(
+        default=60.0,
+        metadata={
+            "help": "Typical task classes: the most popular ones, in steps of 10 classes, "
+            "until they cover this share of tasks (the simulator's default 60 %)."
+        },
+    )
+
+
+@dataclass(frozen=True)
+class TaskClasses:
+    """The workload's typical task classes and their popularity (sums to 1)."""
+
+    cpu: I64
+    mem: I64
+    k: I64
+    """GPUs per task."""
+    m: I64
+    """Milli-GPU per GPU (1000 for whole-GPU tasks)."""
+    mask: I64
+    """Allowed GPU-type bit mask (ANY_TYPE = any)."""
+    p: F64
+
+
+def typical_classes(
+    cpu: I64, mem: I64, ngpu: I64, milli: I64, mask: I64, pct: float = 60.0
+) -> TaskClasses:
+    """Group tasks by (CPU, memory, GPUs, per-GPU share, type constraint), most popular
+    first; keep the leading classes, 10 at a time, until they hold ``pct`` % of tasks
+    (the FGD simulator's ``GetTypicalPods``), renormalised."""
+    df = pl.DataFrame({"cpu": cpu, "mem": mem, "k": ngpu, "m": milli, "mask": mask})
+    g = (
+        df.group_by(["cpu", "mem", "k", "m", "mask"])
+        .len()
+        .sort(
+            ["len", "k", "m", "cpu", "mem", "mask"],
+            descending=[True, False, False, False, False, False],
+        )
+    )
+    cum = g["len"].cum_sum().to_numpy() / max(1, df.height)
+    need = int(np.searchsorted(cum, pct / 100.0 - EPS) + 1)
+    keep = min(g.height, -(-need // 10) * 10)
+    g = g.head(keep)
+    p = g["len"].to_numpy().astype(np.float64)
+    return TaskClasses(
+        g["cpu"].to_numpy().astype(np.int64),
+        g["mem"].to_numpy().astype(np.int64),
+        g["k"].to_numpy().astype(np.int64),
+        g["m"].to_numpy().astype(np.int64),
+        g["mask"].to_numpy().astype(np.int64),
+        p / p.sum() if p.size else p,
+    )
+
+
+def expected_fragmentation(free: I64, cpu: I64, mem: I64, node_type: I64, tc: TaskClasses) -> F64:
+    """Expected fragmented milli-GPU of each node row (the paper's F_n(M)).
+
+    For one task class m: if m cannot run on the node at all (GPU model not allowed,
+    too little CPU or memory, or fewer than k GPUs with m's per-GPU share free) every
+    free milli-GPU of the node is a fragment; otherwise the free milli-GPU on GPUs whose
+    free share is below m's per-GPU request are. F_n(M) = sum over classes of popularity
+    x F_n(m). ``free``: nodes x GPUs (absent GPUs as 0).
+    """
+    total = free.sum(axis=-1)
+    big = free[..., :, None] >= tc.m  # (..., G, C): GPU can host the class's share
+    unusable = (free[..., :, None] * ~big).sum(axis=-2)
+    count = big.sum(axis=-2)
+    type_ok = ((tc.mask >> node_type[..., None]) & 1).astype(bool)
+    ok = type_ok & (cpu[..., None] >= tc.cpu) & (mem[..., None] >= tc.mem) & (count >= tc.k)
+    frag = np.where(ok, unusable, total[..., None])
+    out: F64 = frag @ tc.p
+    return out
+
+
+class PaperBase(PlacementBase):
+    """Shared frame: feasible nodes, options, random ties; subclasses score options."""
+
+    Config: Any = NoConfig
+
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
+        super().__init__(config, engine)
+        s = self.s
+        self.gpus_np = np.asarray(s.node_gpus, dtype=np.int64)
+        ties = getattr(config, "ties", "auto")
+        if ties not in {"auto", "random", "first"}:
+            raise GpuTraceError(f"placement option ties={ties!r}: use auto, random or first")
+        self.random_ties = ties == "random" or (ties == "auto" and s.multi_resource)
+        cap_cpu = s.cpu_cap.astype(np.float64)
+        self.cpu_norm = np.where(s.cpu_cap >= UNLIMITED, np.inf, cap_cpu)
+
+    def pick(self, cand: I64, score: F64) -> int:
+        """Index into ``cand`` of a best (lowest) score; ties at random (seeded) or to
+        the first (see ``ties``)."""
+        best = np.flatnonzero(score <= score.min() + EPS)
+        if best.size == 1 or not self.random_ties:
+            return int(best[0])
+        return int(best[self.e.rng.integers(best.size)])
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        s = self.s
+        if ngpu == 0:
+            cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
+            if not cand.size:
+                return None
+            return [(int(cand[self.pick(cand, self.score_cpu(j, cand))]), -1, 0)]
+        if ngpu > s.gmax:
+            return self.gather(ngpu, mask, j)
+        cand = np.flatnonzero(self.fits_np(ngpu, milli, mask, j))
+        if not cand.size:
+            return None
+        free = np.maximum(s.free_np[cand].astype(np.int64), 0)
+        if milli < MILLI:
+            score = self.score_fractional(j, cand, free, milli)  # (cand, G), inf = no room
+            flat = self.pick(np.arange(score.size), score.ravel())
+            node, g = divmod(flat, s.gmax)
+            return [(int(cand[node]), int(g), milli)]
+        score1 = self.score_whole(j, cand, free, ngpu)
+        return s.whole_parts(int(cand[self.pick(cand, score1)]), ngpu)
+
+    def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        raise NotImplementedError
+
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        """Score of a CPU-only task (no GPU) on each feasible node; default: all equal
+        (random among them), as the GPU packing and clustering scores give them."""
+        return np.zeros(cand.size)
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        raise NotImplementedError
+
+
+class FgdPaper(PaperBase):
+    """FGD: the option that grows the node's expected fragmentation least.
+
+    Scores depend only on a node's own state and the task's request, so they are kept
+    per request key ((GPUs, share, CPU, memory) -> per-node deltas) and recomputed only
+    for nodes whose state changed since that key was last scored (found by comparing a
+    snapshot of the free arrays: any change, by any job, is seen). Still numpy over the
+    changed nodes, never a Python loop over nodes.
+    """
+
+    Config = FgdPaperConfig
+    CACHE_KEYS = 512
+
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
+        super().__init__(config, engine)
+        e = self.e
+        w = e.w
+        gpu = w.ngpu > 0  # typical classes are GPU tasks (as the simulator's default)
+        self.tc = typical_classes(
+            np.asarray(e.cpu_req, dtype=np.int64)[gpu],
+            np.zeros(int(gpu.sum()), dtype=np.int64),  # memory: not in the paper's measure
+            w.ngpu[gpu],
+            w.milli[gpu],
+            np.asarray(e.mask, dtype=np.int64)[gpu],
+            config.popularity_pct,
+        )
+        s = self.s
+        self.types = s.type_np
+        self.snap_free = s.free_np.copy()
+        self.snap_cpu = s.cpu_free.copy()
+        self.snap_mem = s.mem_free.copy()
+        n = len(s.node_gpus)
+        self.tick = 0
+        self.ver = np.zeros(n, dtype=np.int64)
+        self.before_ver = np.full(n, -1, dtype=np.int64)
+        self.before_val = np.zeros(n, dtype=np.float64)
+        self.cache: dict[tuple[int, int, int, int], tuple[I64, F64]] = {}
+
+    def _refresh(self) -> None:
+        """Bump the version of every node whose state differs from the snapshot."""
+        s = self.s
+        changed = (
+            (self.snap_free != s.free_np).any(axis=1)
+            | (self.snap_cpu != s.cpu_free)
+            | (self.snap_mem != s.mem_free)
+        )
+        rows = np.flatnonzero(changed)
+        if rows.size:
+            self.tick += 1
+            self.ver[rows] = self.tick
+            self.snap_free[rows] = s.free_np[rows]
+            self.snap_cpu[rows] = s.cpu_free[rows]
+            self.snap_mem[rows] = s.mem_free[rows]
+
+    def _deltas(self, j: int, ngpu: int, milli: int) -> F64:
+        """Per node (whole-GPU: (N,)) or per node and GPU (fractional: (N, G)) growth of
+        expected fragmentation, brought up to date for the changed nodes."""
+        self._refresh()
+        e = self.e
+        key = (ngpu, milli, e.cpu_req[j], e.mem_req[j])
+        got = self.cache.pop(key, None)
+        n, g = self.snap_free.shape
+        if got is None:
+            got = (
+                np.full(n, -1, dtype=np.int64),
+                np.zeros(n if milli >= MILLI else (n, g), dtype=np.float64),
+            )
+        ver, vals = got
+        rows = np.flatnonzero(ver != self.ver)
+        if rows.size:
+            vals[rows] = self._compute(rows, ngpu, milli, key[2], key[3])
+            ver[rows] = self.ver[rows]
+        self.cache[key] = got
+        if len(self.cache) > self.CACHE_KEYS:
+            self.cache.pop(next(iter(self.cache)))
+        return vals
+
+    def _before(self, rows: I64, free: I64, cpu: I64, mem: I64, types: I64) -> F64:
+        """Current expected fragmentation of ``rows`` (kept per node, recomputed only
+        where the node changed: it does not depend on the task)."""
+        stale = self.before_ver[rows] != self.ver[rows]
+        if stale.any():
+            idx = np.flatnonzero(stale)
+            self.before_val[rows[idx]] = expected_fragmentation(
+                free[idx], cpu[idx], mem[idx], types[idx], self.tc
+            )
+            self.before_ver[rows[idx]] = self.ver[rows[idx]]
+        out: F64 = self.before_val[rows]
+        return out
+
+    def _compute(self, rows: I64, ngpu: int, milli: int, cpu_req: int, mem_req: int) -> F64:
+        free = np.maximum(self.snap_free[rows].astype(np.int64), 0)
+        cpu, mem, types = self.snap_cpu[rows], self.snap_mem[rows], self.types[rows]
+        before = self._before(rows, free, cpu, mem, types)
+        cpu2, mem2 = cpu - cpu_req, mem - mem_req
+        if milli >= MILLI:
+            after = free.copy()
+            whole = free == MILLI
+            after[whole & (np.cumsum(whole, axis=1) <= ngpu)] = 0
+            out: F64 = expected_fragmentation(after, cpu2, mem2, types, self.tc) - before
+            return out
+        # fractional: one option per GPU, from per-class sums (rows x GPUs x classes,
+        # not rows x GPUs x GPUs x classes): taking `milli` from GPU g changes only g's
+        # own terms of the unusable sum and of the count of GPUs that can host a class
+        tc = self.tc
+        big = free[:, :, None] >= tc.m
+        unusable = (free[:, :, None] * ~big).sum(axis=1)  # (R, C)
+        count = big.sum(axis=1)
+        type_ok = ((tc.mask >> types[:, None]) & 1).astype(bool)
+        ok2 = type_ok & (cpu2[:, None] >= tc.cpu) & (mem2[:, None] >= tc.mem)
+        f2 = free - milli
+        big2 = f2[:, :, None] >= tc.m
+        u2 = unusable[:, None, :] - free[:, :, None] * ~big + np.maximum(f2, 0)[:, :, None] * ~big2
+        c2 = count[:, None, :] - big + big2
+        total2 = free.sum(axis=1) - milli
+        frag2 = np.where(ok2[:, None, :] & (c2 >= tc.k), u2, total2[:, None, None]) @ tc.p
+        delta: F64 = np.where(free >= milli, frag2 - before[:, None], np.inf)
+        return delta
+
+    def _q(self, delta: F64) -> F64:
+        if not self.config.quantize:
+            return delta
+        with np.errstate(over="ignore", invalid="ignore"):
+            score = np.floor(100.0 / (1.0 + np.exp(delta / 1000.0)))
+        out: F64 = np.where(np.isfinite(delta), -score, np.inf)
+        return out
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        return self._q(self._deltas(j, ngpu, MILLI)[cand])
+
+    def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        return self._q(self._deltas(j, 1, milli)[cand])
+
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        return self._q(self._deltas(j, 0, MILLI)[cand])
+
+
+class DotProduct(PaperBase):
+    """Tetris: the smallest dot product of request and free resources (normalised)."""
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        s = self.s
+        g = self.gpus_np[cand].astype(np.float64)
+        cpu_term = (self.e.cpu_req[j] / self.cpu_norm[cand]) * (
+            s.cpu_free[cand] / self.cpu_norm[cand]
+        )
+        gpu_term = (ngpu / g) * (free.sum(axis=1) / MILLI / g)
+        out: F64 = np.nan_to_num(cpu_term) + gpu_term
+        return out
+
+    def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        s = self.s
+        cpu_term = np.nan_to_num(
+            (self.e.cpu_req[j] / self.cpu_norm[cand]) * (s.cpu_free[cand] / self.cpu_norm[cand])
+        )
+        gpu_term = (milli / MILLI) * (free / MILLI)
+        out: F64 = np.where(free >= milli, cpu_term[:, None] + gpu_term, np.inf)
+        return out
+
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        s = self.s
+        out: F64 = np.nan_to_num(
+            (self.e.cpu_req[j] / self.cpu_norm[cand]) * (s.cpu_free[cand] / self.cpu_norm[cand])
+        )
+        return out
+
+
+class GpuPacking(PaperBase):
+    """Partly used GPUs first, then free GPUs of used nodes, then idle nodes."""
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        g = self.gpus_np[cand]
+        whole = (free == MILLI).sum(axis=1)
+        idle = whole == g
+        # higher is better in the paper's integer scores; we minimise the negative
+        used_node = np.maximum(50 - ngpu, 33)  # a whole-GPU task takes ngpu free GPUs
+        idle_node = np.maximum(33 - whole, whole)
+        score = np.where(idle, idle_node, used_node)
+        out: F64 = -score.astype(np.float64)
+        return out
+
+    def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        g = self.gpus_np[cand]
+        whole = (free == MILLI).sum(axis=1)
+        idle = whole == g
+        partly = (free >= milli) & (free < MILLI)
+        # case 1: a partly used GPU has room: 100 - free%/10 of the GPU used, >= 50
+        case1 = np.maximum(100 - (free * 100 // MILLI) // 10, 50)
+        case2 = np.full(free.shape, 49)  # 50 - one free GPU, capped at 33
+        case3 = np.maximum(33 - whole, whole)[:, None] * np.ones_like(free)
+        score = np.where(idle[:, None], case3, np.where(partly, case1, case2))
+        # on a node where some partly used GPU fits, the simulator uses it (min free first)
+        has_partly: npt.NDArray[np.bool_] = np.asarray(partly.any(axis=1))
+        use = np.where(has_partly[:, None], partly, free >= milli)
+        # within a node only the GPU the packing rule picks: the least free one with room
+        pick = np.where(use, free, MILLI + 1).argmin(axis=1)
+        out = np.full(free.shape, np.inf)
+        rows = np.arange(free.shape[0])
+        out[rows, pick] = -score[rows, pick]
+        return out
+
+
+class GpuClustering(PaperBase):
+    """Nodes already running the same GPU request first (homogeneous nodes)."""
+
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
+        super().__init__(config, engine)
+        w = self.e.w
+        key = w.ngpu * (MILLI + 1) + w.milli
+        _, self.cls = np.unique(key, return_inverse=True)
+        self.ncls = int(self.cls.max()) + 1 if self.cls.size else 1
+        self.counts = np.zeros((len(self.s.node_gpus), self.ncls), dtype=np.int64)
+        self.placed: dict[int, int] = {}
+        """Job -> node we last placed it on (confirmed against the running set)."""
+        self.pending: tuple[int, int] | None = None
+        self.total_cap = (self.gpus_np * MILLI).max()
+
+    def _sync(self) -> None:
+        """Forget jobs that stopped, or whose placement the engine did not start."""
+        running = self.e.running
+        if self.pending is not None:
+            job, node = self.pending
+            self.pending = None
+            if job not in running or running[job][0][0] != node:
+                self.counts[node, self.cls[job]] -= 1
+                del self.placed[job]
+        if len(running) >= len(self.placed):
+            return
+        for job, node in list(self.placed.items()):
+            if job not in running or running[job][0][0] != node:
+                self.counts[node, self.cls[job]] -= 1
+                del self.placed[job]
+
+    def _tier(self, j: int, cand: I64, free: I64) -> F64:
+        self._sync()
+        c = self.counts[cand]
+        mine = c[:, self.cls[j]] > 0
+        kinds = (c > 0).sum(axis=1)
+        tier = np.where(mine, np.where(kinds == 1, 3, 2), np.where(kinds == 0, 1, 0))
+        fill = (self.total_cap - free.sum(axis=1)) / self.total_cap
+        out: F64 = -(tier + fill / 4.0 * 0.999)
+        return out
+
+    def _record(self, j: int, parts: Parts | None) -> Parts | None:
+        if parts and self.e.ngpu[j] > 0:
+            node = parts[0][0]
+            old = self.placed.pop(j, None)
+            if old is not None:
+                self.counts[old, self.cls[j]] -= 1
+            self.placed[j] = node
+            self.counts[node, self.cls[j]] += 1
+            self.pending = (j, node)
+        return parts
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        self._sync()
+        return self._record(j, super().place(j, ngpu, milli, mask))
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        return self._tier(j, cand, free)
+
+    def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        tier = self._tier(j, cand, free)
+        pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
+        out = np.full(free.shape, np.inf)
+        rows = np.arange(free.shape[0])
+        out[rows, pick] = tier
+        return out
+
+
+class PaperBestFit(PaperBase):
+    """Multi-resource BestFit; the single-resource ``best-fit`` on GPU-only clusters."""
+
+    Config = BestFit.Config
+
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
+        super().__init__(config, engine)
+        self.plain = BestFit(config, engine)
+        s = self.s
+        finite = s.cpu_cap[s.cpu_cap < UNLIMITED]
+        self.max_cpu = float(finite.max()) if finite.size else 1.0
+        self.max_gpu = float(self.gpus_np.max() * MILLI)
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        if not self.s.multi_resource:
+            return self.plain.place(j, ngpu, milli, mask)
+        return super().place(j, ngpu, milli, mask)
+
+    def _left(self, j: int, cand: I64, free: I64, gpu_milli: int) -> F64:
+        s = self.s
+        cpu_left = np.minimum(s.cpu_free[cand] - self.e.cpu_req[j], self.max_cpu)
+        gpu_left = free.sum(axis=1) - gpu_milli
+        out: F64 = 0.5 * cpu_left / self.max_cpu + 0.5 * gpu_left / self.max_gpu
+        return out
+
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        return self._left(j, cand, free, ngpu * MILLI)
+
+    def score_cpu(self, j: int, cand: I64) -> F64:
+        free = np.maximum(self.s.free_np[cand].astype(np.int64), 0)
+        return self._left(j, cand, free, 0)
+
+    def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        left = self._left(j, cand, free, milli)
+        pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
+        out = np.full(free.shape, np.inf)
+        rows = np.arange(free.shape[0])
+        out[rows, pick] = left
+        return out
+
+
+class PaperRandom(RandomFit):
+    """``random``: a uniformly random feasible node (then GPU); CPU-only tasks too."""
+
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        if ngpu == 0:
+            cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
+            if not cand.size:
+                return None
+            return [(int(cand[self.e.rng.integers(cand.size)]), -1, 0)]
+        return super().place(j, ngpu, milli, mask)

@@ -290,3 +290,29 @@ def test_cli_bad_faults_is_one_line_error(store_copy: Path) -> None:
         )  # fmt: skip
         assert result.exit_code == 1
         assert want in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_report_shows_failures_and_energy_of_a_faulted_run(
+    store_copy: Path, tmp_path: Path
+) -> None:
+    """The replay page carries a failures-and-energy table with the run's own values
+    (read back from replay_runs) and a cluster-power chart."""
+    result = runner.invoke(
+        app,
+        [
+            "replay", "run", "--source", "openb", "--store", str(store_copy), "--gpus", "16x8",
+            "--faults", "mtbf=20h,mttr=1h", "--checkpoint", "10m", "--power", "gpu-model",
+            "--seed", "5",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    row = scan(store_copy, "replay_runs").collect().row(0, named=True)
+    site = tmp_path / "site"
+    built = runner.invoke(
+        app, ["report", "--store", str(store_copy), "--out", str(site), "--replay", "all"]
+    )
+    assert built.exit_code == 0, built.output
+    html = "".join(p.read_text() for p in site.glob("*.html"))
+    assert "Failures and energy" in html and "Cluster power over time per run" in html
+    assert f"<td>{row['node_failures']:,}</td>" in html
+    assert f"{row['energy_kwh']:,.1f}" in html

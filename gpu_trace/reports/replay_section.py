@@ -33,6 +33,20 @@ SCORE_METRICS: dict[str, tuple[str, bool]] = {
 }
 CDF_POINTS = 200
 
+# faults and energy columns of replay_runs -> label (shown only for runs that have them)
+FAULT_ENERGY: dict[str, str] = {
+    "node_failures": "node failures",
+    "jobs_failed": "jobs failed",
+    "lost_gpu_h_failure": "GPU-h lost to failures",
+    "lost_gpu_h_restore": "GPU-h lost to restores",
+    "lost_gpu_h_preemption": "GPU-h lost to preemption",
+    "goodput_ratio": "goodput",
+    "energy_kwh": "energy (kWh)",
+    "power_mean_w": "mean power (W)",
+    "energy_saved_kwh": "saved by power-off (kWh)",
+    "node_boots": "node boots",
+}
+
 
 def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> pl.DataFrame:
     rel = con.sql(sql, params=params)
@@ -110,6 +124,37 @@ def scorecards(runs: pl.DataFrame) -> str:
     return "".join(parts)
 
 
+def faults_energy_table(runs: pl.DataFrame) -> str:
+    """Failures and energy of the runs that recorded them (``--faults``, ``--power``);
+    empty when none did. Not ranked: runs with other fault models are not comparable."""
+    cols = [c for c in FAULT_ENERGY if c in runs.columns]
+    shown = (
+        runs.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in cols))
+        if cols
+        else runs.head(0)
+    )
+    if not shown.height:
+        return ""
+    head = "<th>run</th>" + "".join(f"<th>{esc(FAULT_ENERGY[c])}</th>" for c in cols)
+    rows = []
+    for row in shown.iter_rows(named=True):
+        cells = [f"<td>{esc(row['run_id'])}</td>"]
+        for c in cols:
+            v = row[c]
+            if v is None:
+                cells.append("<td></td>")
+            elif isinstance(v, float):
+                cells.append(f"<td>{v:,.3f}</td>" if abs(v) < 10 else f"<td>{v:,.1f}</td>")
+            else:
+                cells.append(f"<td>{v:,}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        "<h3>Failures and energy</h3><table><caption>Lost GPU time by cause, goodput "
+        "(useful / consumed GPU time) and energy, per run (definitions: docs/replay.md)"
+        f"</caption><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Section:
     """The scorecard section for ``run_ids`` (already resolved)."""
     if not run_ids:
@@ -123,7 +168,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
         "SELECT * FROM replay_runs WHERE run_id IN (SELECT unnest($runs)) ORDER BY run_id",
         params,
     )
-    sec = Section("Replay scorecard", scorecards(runs))
+    sec = Section("Replay scorecard", scorecards(runs) + faults_energy_table(runs))
     qs = ", ".join(f"{i / CDF_POINTS:.4f}" for i in range(CDF_POINTS + 1))
     cdf = _frame(
         con,
@@ -174,5 +219,23 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
                 ],
             )
             .properties(width=WIDTH, title="Allocation over time per run")
+        )
+    power = _frame(
+        con,
+        "SELECT run_id AS series, time_s, power_w FROM replay_timeseries "
+        "WHERE run_id IN (SELECT unnest($runs)) AND power_w IS NOT NULL ORDER BY 1, 2",
+        params,
+    )
+    if power.height:
+        sec.charts.append(
+            alt.Chart(thin(power))
+            .mark_line()
+            .encode(
+                x=alt.X("time_s:Q", title="time since run start (s)"),
+                y=alt.Y("power_w:Q", title="cluster power (W)"),
+                color=alt.Color("series:N", title="run"),
+                tooltip=["series:N", "time_s:Q", alt.Tooltip("power_w:Q", format=",.0f")],
+            )
+            .properties(width=WIDTH, title="Cluster power over time per run")
         )
     return sec

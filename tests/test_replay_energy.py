@@ -3,11 +3,9 @@ failed nodes drawing nothing, and energy never negative."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,27 +13,9 @@ from hypothesis import strategies as st
 from gpu_trace.errors import InputError
 from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay.cluster import parse_spec
+from tests.replay_frames import jobs_frame
 
-T0 = datetime(2020, 1, 1, tzinfo=UTC)
 KWH = 3.6e6
-
-
-def jobs_frame(rows: list[tuple[float, float, float]]) -> pl.DataFrame:
-    n = len(rows)
-    return pl.DataFrame(
-        {
-            "job_id": [f"j{i}" for i in range(n)],
-            "user": ["u"] * n,
-            "vc": ["vc0"] * n,
-            "name": ["job"] * n,
-            "submit_time": [T0 + timedelta(seconds=r[0]) for r in rows],
-            "start_time": [None] * n,
-            "run_s": [float(r[1]) for r in rows],
-            "gpus": [float(r[2]) for r in rows],
-            "gpu_type": [None] * n,
-        },
-        schema_overrides={"start_time": pl.Datetime("us", "UTC"), "gpu_type": pl.String},
-    )
 
 
 def by_id(result: Any, col: str) -> dict[str, float]:

@@ -4,7 +4,6 @@ determinism per seed)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +21,15 @@ from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.faults import from_trace, parse_duration, parse_faults
 from gpu_trace.replay.synthetic import pai_like_jobs
 from gpu_trace.store.scan import scan
+from tests.replay_frames import jobs_frame as shared_frame
 
-T0 = datetime(2020, 1, 1, tzinfo=UTC)
 runner = CliRunner()
 
 
 def jobs_frame(rows: list[tuple[float, float, float]]) -> pl.DataFrame:
-    """(submit offset s, run_s, gpus) rows as canonical-like jobs."""
-    n = len(rows)
-    return pl.DataFrame(
-        {
-            "job_id": [f"j{i}" for i in range(n)],
-            "user": [f"u{i % 3}" for i in range(n)],
-            "vc": ["vc0"] * n,
-            "name": ["job"] * n,
-            "submit_time": [T0 + timedelta(seconds=r[0]) for r in rows],
-            "start_time": [None] * n,
-            "run_s": [float(r[1]) for r in rows],
-            "gpus": [float(r[2]) for r in rows],
-            "gpu_type": [None] * n,
-        },
-        schema_overrides={"start_time": pl.Datetime("us", "UTC"), "gpu_type": pl.String},
+    """(submit offset s, run_s, gpus) rows as jobs of three users u0, u1, u2."""
+    return shared_frame(
+        rows, users=[f"u{i % 3}" for i in range(len(rows))], vcs=["vc0"] * len(rows)
     )
 
 

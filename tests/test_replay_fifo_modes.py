@@ -4,7 +4,6 @@ replica (``bench/baseline_replay.py``) agreeing with ``fifo-skip`` job by job.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -16,27 +15,9 @@ from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.policies import base
 from gpu_trace.replay.synthetic import pai_like_jobs
+from tests.replay_frames import jobs_frame
 
-T0 = datetime(2020, 1, 1, tzinfo=UTC)
-
-
-def frame(rows: list[tuple[float, float, float]]) -> pl.DataFrame:
-    """(submit offset s, run_s, gpus) rows -> jobs j0, j1, ..."""
-    n = len(rows)
-    return pl.DataFrame(
-        {
-            "job_id": [f"j{i}" for i in range(n)],
-            "user": ["u"] * n,
-            "vc": ["vc"] * n,
-            "name": ["job"] * n,
-            "submit_time": [T0 + timedelta(seconds=r[0]) for r in rows],
-            "start_time": [None] * n,
-            "run_s": [float(r[1]) for r in rows],
-            "gpus": [float(r[2]) for r in rows],
-            "gpu_type": [None] * n,
-        },
-        schema_overrides={"start_time": pl.Datetime("us", "UTC"), "gpu_type": pl.String},
-    )
+frame = jobs_frame
 
 
 def times(result: Any) -> dict[str, tuple[float, float]]:

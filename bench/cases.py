@@ -234,6 +234,11 @@ def replay_fifo_1m_one_node() -> dict[str, object]:
     return _replay(1_000_000, 6500, "fifo", "6500x6500")
 
 
+def replay_fifo_1m_1gpu_nodes() -> dict[str, object]:
+    """The same 1,000,000 jobs on 6,500 one-GPU nodes (target < 40 s)."""
+    return _replay(1_000_000, 6500, "fifo", "6500x1")
+
+
 def replay_fifo_1m_multiresource() -> dict[str, object]:
     """replay_fifo_1m with CPU and memory requests and per-node limits (target < 40 s)."""
     return _replay(1_000_000, 6500, "fifo", resources=True)
@@ -758,6 +763,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "nvml_sampler_overhead": nvml_sampler_overhead,
     "replay_fifo_1m": replay_fifo_1m,
     "replay_fifo_1m_one_node": replay_fifo_1m_one_node,
+    "replay_fifo_1m_1gpu_nodes": replay_fifo_1m_1gpu_nodes,
     "replay_fifo_1m_multiresource": replay_fifo_1m_multiresource,
     "replay_fgd_openb_10seeds": replay_fgd_openb_10seeds,
     "replay_las_100k": replay_las_100k,

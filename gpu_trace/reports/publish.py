@@ -21,22 +21,13 @@ import uuid
 from pathlib import Path
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.store.generations import pid_alive
 
 SITE_MARKER = ".gpu-trace-site"
 """Written into every site we build: only such a folder is ever replaced."""
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
@@ -59,7 +50,7 @@ def recover(out: Path) -> None:
     for path, _ in old:
         shutil.rmtree(path, ignore_errors=True)
     for path, pid in _siblings(out, "build"):
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -179,7 +179,8 @@ def repair(store: Path) -> None:
         _swap_current(store, target.name)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (its leftovers must then be kept)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -213,7 +214,7 @@ def _dead_tx(store: Path) -> list[Path]:
     with contextlib.suppress(FileNotFoundError):
         for entry in os.scandir(store):
             m = _TX.match(entry.name)
-            if m and not _pid_alive(int(m.group(1))):
+            if m and not pid_alive(int(m.group(1))):
                 out.append(Path(entry.path))
     return out
 

@@ -3,11 +3,6 @@ build killed before the swap leaves the old site whole."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +11,7 @@ from typer.testing import CliRunner
 from gpu_trace.cli import app
 from gpu_trace.reports.publish import SITE_MARKER, recover
 from tests.conftest import SAMPLES
+from tests.kill_child import kill_when_paused
 
 runner = CliRunner()
 CSV = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,10,5,vgg,100,1\n"
@@ -99,22 +95,21 @@ def test_kill_before_swap_keeps_old_site(two_sources: Path, tmp_path: Path) -> N
     assert report(two_sources, out).exit_code == 0
     before = {n: (out / n).read_bytes() for n in pages(out)}
     marker = tmp_path / "paused"
-    child = subprocess.Popen(
+    kill_when_paused(
         [
-            *(sys.executable, "-c", CHILD, str(marker), "report"),
-            *("--store", str(two_sources), "--out", str(out), "--source", "chronus"),
+            CHILD,
+            str(marker),
+            "report",
+            "--store",
+            str(two_sources),
+            "--out",
+            str(out),
+            "--source",
+            "chronus",
         ],
-        env=os.environ.copy(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        marker,
+        180,
     )
-    deadline = time.monotonic() + 180
-    while not marker.exists():
-        assert child.poll() is None, child.stderr.read() if child.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
     assert {n: (out / n).read_bytes() for n in pages(out)} == before
     leftovers = [n for n in pages(tmp_path) if n.startswith(".site.build-")]
     assert len(leftovers) == 1 and (tmp_path / leftovers[0] / "index.html").exists()

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import polars as pl
@@ -23,6 +22,7 @@ from gpu_trace.errors import StoreError
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import StoreTransaction, dataset_path, ensure_layout, read_table
+from tests.kill_child import kill_when_paused
 
 runner = CliRunner()
 HEADER = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
@@ -86,20 +86,10 @@ def test_kill_9_mid_ingest(
     src.write_text(V2)
     marker = tmp_path / "paused"
     spec = json.dumps([event, index, pattern, str(marker)])
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, spec, "ingest", "chronus", str(src), "--store", str(store)],
-        env=os.environ.copy(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    code = kill_when_paused(
+        [CHILD, spec, "ingest", "chronus", str(src), "--store", str(store)], marker, 120
     )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert child.poll() is None, child.stderr.read() if child.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
-    assert child.returncode == -signal.SIGKILL
+    assert code == -signal.SIGKILL
 
     # Readers see exactly the old or exactly the new ingest, never a mix.
     assert state(store) == ((3, 0, 3, 0) if visible else (2, 1, 2, 1))

@@ -375,29 +375,33 @@ def compare(
     places = [x.strip() for x in placements.split(",") if x.strip()]
     if not names or not places:
         raise xp.UsageError("--policies and --placements need at least one name each")
+    # What every run of the experiment shares; each (policy, placement) varies only those.
+    base = ReplayConfig(
+        source=source,
+        placement_options=place_opts,
+        cluster=_cluster(cluster, gpus),
+        load=load,
+        window_start=start,
+        window_end=end,
+        estimator=estimator,
+        seed=seed,
+        departures=not packing,
+        inflate_to=target,
+        inflate_mode=inflate_mode,
+        packing_points=points,
+        throughput=str(throughput) if throughput else None,
+    )
     configs = []
     for p in names:
         scheduler, oracle, opts = _policy(p, sched_opts)
         for pl_name in places:
             configs.append(
-                ReplayConfig(
-                    source=source,
+                dataclasses.replace(
+                    base,
                     scheduler=scheduler,
                     oracle=oracle,
                     placement=pl_name,
                     scheduler_options=opts,
-                    placement_options=place_opts,
-                    cluster=_cluster(cluster, gpus),
-                    load=load,
-                    window_start=start,
-                    window_end=end,
-                    estimator=estimator,
-                    seed=seed,
-                    departures=not packing,
-                    inflate_to=target,
-                    inflate_mode=inflate_mode,
-                    packing_points=points,
-                    throughput=str(throughput) if throughput else None,
                 )
             )
     one_experiment(configs)  # every name and option, before the first run is stored

@@ -492,23 +492,34 @@ def packing_curve(
     )
 
 
+def tag_run_frames(
+    source: str, run_id: str, runs: pl.DataFrame, jobs: pl.DataFrame, timeseries: pl.DataFrame
+) -> dict[str, pl.DataFrame]:
+    """A run's three tables keyed as the store keeps them: source = the replayed
+    source, dataset = the run id (shared by ``run`` and sweeps, so both write alike)."""
+    cols = {"source": source, "dataset": run_id, "cluster": source, "run_id": run_id}
+    frames = {"replay_runs": runs, "replay_jobs": jobs, "replay_timeseries": timeseries}
+    return {
+        k: v.with_columns(*(pl.lit(x).alias(c) for c, x in cols.items())) for k, v in frames.items()
+    }
+
+
+def stage_run(
+    tx: StoreTransaction, source: str, run_id: str, tagged: dict[str, pl.DataFrame]
+) -> None:
+    """Stage one run's tagged tables in ``tx``."""
+    for table, frame in tagged.items():
+        tx.write(table, frame, source=source, dataset=run_id, metadata={"run_id": run_id})
+
+
 def write(result: RunResult, store: Path | None, out_dir: Path | None) -> None:
     """Write a run's three tables to the store and/or a run directory."""
     source = result.config.source
     run_id = result.run_id
-    cols = {"source": source, "dataset": run_id, "cluster": source, "run_id": run_id}
-    frames = {
-        "replay_runs": result.runs,
-        "replay_jobs": result.jobs,
-        "replay_timeseries": result.timeseries,
-    }
-    tagged = {
-        k: v.with_columns(*(pl.lit(x).alias(c) for c, x in cols.items())) for k, v in frames.items()
-    }
+    tagged = tag_run_frames(source, run_id, result.runs, result.jobs, result.timeseries)
     if store is not None:
         with StoreTransaction(store) as tx:
-            for table, frame in tagged.items():
-                tx.write(table, frame, source=source, dataset=run_id, metadata={"run_id": run_id})
+            stage_run(tx, source, run_id, tagged)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         resolved = {

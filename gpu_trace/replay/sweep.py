@@ -35,7 +35,7 @@ import polars as pl
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import ClusterSpec
-from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster
+from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster, stage_run, tag_run_frames
 from gpu_trace.replay.sweep_grid import SweepSpec
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
@@ -92,21 +92,8 @@ def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
         return
     with StoreTransaction(store) as tx:
         for out in outputs:
-            cols = {"source": out.source, "dataset": out.run_id, "cluster": out.source}
-            frames = {"replay_runs": out.runs, "replay_jobs": out.jobs}
-            frames["replay_timeseries"] = out.timeseries
-            for table, frame in frames.items():
-                tagged = frame.with_columns(
-                    *(pl.lit(v).alias(c) for c, v in cols.items()),
-                    pl.lit(out.run_id).alias("run_id"),
-                )
-                tx.write(
-                    table,
-                    tagged,
-                    source=out.source,
-                    dataset=out.run_id,
-                    metadata={"run_id": out.run_id},
-                )
+            tagged = tag_run_frames(out.source, out.run_id, out.runs, out.jobs, out.timeseries)
+            stage_run(tx, out.source, out.run_id, tagged)
 
 
 @dataclass(frozen=True)

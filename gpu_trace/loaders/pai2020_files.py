@@ -286,8 +286,8 @@ def open_input(csv: Path, spec: Spec) -> Input:
     else:
         source = "built-in column list (no .header file found)"
     info = file_info(csv, header_lines=0)
-    if info.size_bytes == 0 or (info.bom and info.size_bytes == 3):
-        what = "0 bytes" if info.size_bytes == 0 else "only a byte-order mark"
+    if info.empty:
+        what = "only a byte-order mark" if info.bom else "0 bytes"
         raise InputError(csv, f"file is empty ({what}); remove it to skip this table")
     skip = 0
     if _names(read_header(csv)) == spec.names:

@@ -58,6 +58,11 @@ class FileInfo:
     bom: bool = False
     """Whether the file starts with a UTF-8 byte-order mark (dropped when reading)."""
 
+    @property
+    def empty(self) -> bool:
+        """No content: 0 bytes, or a byte-order mark alone."""
+        return self.size_bytes == (len(_BOM_BYTES) if self.bom else 0)
+
 
 def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> FileInfo:
     """Hash, count and UTF-8-check the file in one streaming pass over its bytes.

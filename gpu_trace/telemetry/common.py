@@ -297,7 +297,7 @@ def check_lines(info: FileInfo, used: int, header_lines: int) -> None:
 
 
 def require_text(info: FileInfo) -> None:
-    if info.size_bytes == 0:
+    if info.empty:
         raise InputError(info.path, "file is empty")
 
 

@@ -142,7 +142,7 @@ def exposition_file(
     path: Path, dataset: str, *, host: str | None = None, time: str | None = None
 ) -> list[Batch]:
     info = file_info(path, 0)
-    if info.size_bytes == 0:
+    if info.empty:
         raise InputError(path, "file is empty")
     when = parse_start(time, "UTC")
     basis = TimeBasis("start" if when else "relative", "UTC")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import altair as alt
+import duckdb
 import polars as pl
 import vl_convert as vlc
 
@@ -94,3 +95,14 @@ def render_page(
         + "".join(parts)
         + f"<footer>{footer_html}</footer><script>{embeds}</script></body></html>\n"
     )
+
+
+def sql_frame(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
+) -> pl.DataFrame:
+    """A query's result as a polars frame (every report section reads the store so)."""
+    rel = con.sql(sql, params=params)
+    assert rel is not None
+    out = pl.from_arrow(rel.to_arrow_table())
+    assert isinstance(out, pl.DataFrame)
+    return out

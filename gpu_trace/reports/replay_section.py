@@ -15,7 +15,7 @@ import polars as pl
 
 from gpu_trace.analyses.charts import WIDTH, thin
 from gpu_trace.replay.experiment import describe
-from gpu_trace.reports.page import Section, esc
+from gpu_trace.reports.page import Section, esc, sql_frame
 
 # metric column -> (label, True when lower is better)
 SCORE_METRICS: dict[str, tuple[str, bool]] = {
@@ -46,14 +46,6 @@ FAULT_ENERGY: dict[str, str] = {
     "energy_saved_kwh": "saved by power-off (kWh)",
     "node_boots": "node boots",
 }
-
-
-def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> pl.DataFrame:
-    rel = con.sql(sql, params=params)
-    assert rel is not None
-    out = pl.from_arrow(rel.to_arrow_table())
-    assert isinstance(out, pl.DataFrame)
-    return out
 
 
 def resolve_runs(con: duckdb.DuckDBPyConnection, wanted: Sequence[str]) -> list[str]:
@@ -163,14 +155,14 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
             "<p>No replay run matched; run <code>gpu-trace replay run</code> first.</p>",
         )
     params: dict[str, object] = {"runs": list(run_ids)}
-    runs = _frame(
+    runs = sql_frame(
         con,
         "SELECT * FROM replay_runs WHERE run_id IN (SELECT unnest($runs)) ORDER BY run_id",
         params,
     )
     sec = Section("Replay scorecard", scorecards(runs) + faults_energy_table(runs))
     qs = ", ".join(f"{i / CDF_POINTS:.4f}" for i in range(CDF_POINTS + 1))
-    cdf = _frame(
+    cdf = sql_frame(
         con,
         f"""
         SELECT run_id, unnest([{qs}]::DOUBLE[]) AS quantile,
@@ -197,7 +189,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
             )
             .properties(width=WIDTH, title="JCT CDF per run")
         )
-    ts = _frame(
+    ts = sql_frame(
         con,
         "SELECT run_id, time_s, alloc_ratio, queued_jobs FROM replay_timeseries "
         "WHERE run_id IN (SELECT unnest($runs)) ORDER BY run_id, time_s",
@@ -220,7 +212,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
             )
             .properties(width=WIDTH, title="Allocation over time per run")
         )
-    power = _frame(
+    power = sql_frame(
         con,
         "SELECT run_id AS series, time_s, power_w FROM replay_timeseries "
         "WHERE run_id IN (SELECT unnest($runs)) AND power_w IS NOT NULL ORDER BY 1, 2",

@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import vl_convert as vlc
 
 from gpu_trace import __version__
@@ -32,7 +31,7 @@ from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
 from gpu_trace.datasets.registry import registry
-from gpu_trace.reports.page import Section, esc, render_page, table_html
+from gpu_trace.reports.page import Section, esc, render_page, sql_frame, table_html
 from gpu_trace.reports.publish import check_replaceable, recover, staging_folder, swap_in
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
@@ -53,18 +52,12 @@ def credit(source: str) -> str:
     return f"{d.title}; licence: {d.license}. Cite {d.citation}."
 
 
-def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
-    out = pl.from_arrow(con.sql(sql).to_arrow_table())
-    assert isinstance(out, pl.DataFrame)
-    return out
-
-
 def _inventory(con: duckdb.DuckDBPyConnection) -> Section:
     unions = " UNION ALL ".join(
         f"SELECT '{t}' AS \"table\", source, dataset, count(*) AS rows FROM {t} GROUP BY ALL"
         for t in TABLES
     )
-    counts = _frame(con, f'SELECT * FROM ({unions}) ORDER BY "table", source, dataset')
+    counts = sql_frame(con, f'SELECT * FROM ({unions}) ORDER BY "table", source, dataset')
     html = (
         table_html(counts, caption="Rows per table, source and dataset")
         if counts.height
@@ -88,13 +81,13 @@ def _where(sources: Sequence[str]) -> str:
 
 def _provenance_for(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> Section:
     where = _where(sources)
-    ingests = _frame(
+    ingests = sql_frame(
         con,
         'SELECT source, dataset, file, "table", rows_read, rows_written, rows_quarantined, '
         f"file_bytes, file_sha256, gpu_trace_version FROM ingests {where} "
         'ORDER BY source, dataset, file, "table"',
     )
-    reasons = _frame(
+    reasons = sql_frame(
         con,
         'SELECT source, dataset, file, "table", reason, count(*) AS rows FROM quarantine '
         f"{where} GROUP BY ALL ORDER BY rows DESC, source, dataset, file LIMIT 50",

@@ -18,20 +18,12 @@ import polars as pl
 from gpu_trace.analyses.charts import WIDTH
 from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_stats as st
-from gpu_trace.reports.page import Section, esc
+from gpu_trace.reports.page import Section, esc, sql_frame
 
 MAX_PAIRED_ROWS = 300
 PAIRED_AXES = ("scheduler", "placement")
 CURVE_METRICS = ("alloc_mean_ratio", "jct_mean_s")
 CURVE_X = ("load", "inflate_to")
-
-
-def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> pl.DataFrame:
-    rel = con.sql(sql, params=params)
-    assert rel is not None
-    out = pl.from_arrow(rel.to_arrow_table())
-    assert isinstance(out, pl.DataFrame)
-    return out
 
 
 def _num(v: float | None) -> str:
@@ -161,7 +153,7 @@ def sweep_sections(con: duckdb.DuckDBPyConnection, sweep_dir: Path) -> list[Sect
     """The sections of the sweep page."""
     manifest = sw.read_manifest(sweep_dir)
     ids = [r["run_id"] for r in manifest["runs"]]
-    runs = _frame(
+    runs = sql_frame(
         con,
         "SELECT * FROM replay_runs WHERE run_id IN (SELECT unnest($runs)) ORDER BY run_id",
         {"runs": ids},

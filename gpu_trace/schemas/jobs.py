@@ -35,7 +35,7 @@ TIME_BASES = ("absolute", "hidden_epoch", "relative")
 
 JOBS = Table(
     name="jobs",
-    version=1,
+    version=2,
     description="One row per submitted job (pod for openb), normalized across traces.",
     sort_by=("submit_time", "job_id"),
     columns=(
@@ -90,6 +90,37 @@ JOBS = Table(
         ),
         Column("raw_status", pa.string(), "The source's own status value, unchanged."),
         Column("qos", pa.string(), "Quality-of-service / priority class (openb: LS, BE, ...)."),
+        Column("account", pa.string(), "Accounting / charge group (Slurm `Account`)."),
+        Column(
+            "eligible_time",
+            TS_UTC,
+            "When the job became eligible to start (Slurm `Eligible`: after holds and "
+            "dependencies); null where the source does not say.",
+        ),
+        Column(
+            "time_limit_s",
+            pa.float64(),
+            "Wall-time limit the job asked for (Slurm `Timelimit`); null when unlimited or "
+            "unknown.",
+            unit="s",
+        ),
+        Column(
+            "exit_code",
+            pa.int32(),
+            "Exit status of the job's process (Slurm `ExitCode` before the colon, Kubernetes "
+            "container `exitCode`).",
+        ),
+        Column(
+            "exit_signal",
+            pa.int32(),
+            "Signal that ended the job's process (Slurm `ExitCode` after the colon).",
+        ),
+        Column(
+            "workload_type",
+            pa.string(),
+            "Workload class as the source labels it (AcmeTrace `type`: pretrain, sft, "
+            "eval, debug, ...; Kubernetes owner kind).",
+        ),
         Column(
             "source_tz",
             pa.string(),

@@ -1,6 +1,6 @@
-"""Numbers as a person reads them, for ``--format table`` only.
+"""Numbers as a person reads them: ``--format table`` and the report's HTML tables.
 
-csv / json / parquet keep the raw, exact values; this module is only the terminal view:
+csv / json / parquet keep the raw, exact values; this module is only the reading view:
 
 - no scientific notation: floats get fixed decimals chosen per column from its largest
   magnitude (``1,234.5``, ``12.346``, ``0.0123``);
@@ -9,7 +9,8 @@ csv / json / parquet keep the raw, exact values; this module is only the termina
   decimal-comma locale) and never in identifier-like columns (``job_id``, ``seed``, ...);
 - a column whose name carries the unit token ``s`` (``queue_s``, ``med_run_s_gpu``) is
   shown as a duration (``2 h 03 min``), ``bytes`` / ``mib`` as a binary size
-  (``1.5 TiB``);
+  (``1.5 TiB``), a ``share`` / ``rate`` / ``ratio`` (a fraction 0-1) as a percentage
+  (``22.9 %``);
 - a one-row result with many columns (``analyze summary`` of one cluster) is printed as
   a two-column ``metric | value`` table instead of a line 31 columns wide.
 
@@ -36,7 +37,8 @@ def _tokens(name: str) -> list[str]:
 
 
 def unit_of(name: str) -> str | None:
-    """``"s"`` for a seconds column, ``"bytes"`` / ``"mib"`` for sizes, else None."""
+    """``"s"`` for seconds, ``"bytes"`` / ``"mib"`` for sizes, ``"fraction"`` for 0-1
+    shares, rates and ratios, else None."""
     tokens = _tokens(name)
     if "s" in tokens:
         return "s"
@@ -44,6 +46,8 @@ def unit_of(name: str) -> str | None:
         return "bytes"
     if "mib" in tokens:
         return "mib"
+    if {"share", "rate", "ratio"} & set(tokens) and not {"pct", "ftf"} & set(tokens):
+        return "fraction"  # finish-time fairness (ftf) ratios are not 0-1 shares
     return None
 
 
@@ -158,6 +162,11 @@ def size(expr: pl.Expr, unit_bytes: int = 1) -> pl.Expr:
     )
 
 
+def percent(expr: pl.Expr) -> pl.Expr:
+    """A fraction 0-1 as ``22.9 %`` (one decimal; ``0.0 %`` for tiny non-zero shares)."""
+    return pl.concat_str(fixed(expr.cast(pl.Float64) * 100, 1, group=False), pl.lit(" %"))
+
+
 def readable(frame: pl.DataFrame) -> pl.DataFrame:
     """Every numeric column as display text (see the module docstring); other columns
     unchanged. Booleans stay booleans."""
@@ -173,6 +182,8 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
             exprs.append(size(col).alias(name))
         elif unit == "mib":
             exprs.append(size(col, 2**20).alias(name))
+        elif unit == "fraction":
+            exprs.append(percent(col).alias(name))
         elif _id_like(name):
             exprs.append(col.cast(pl.String))
         elif dtype.is_integer():

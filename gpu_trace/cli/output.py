@@ -10,7 +10,7 @@ import polars as pl
 from polars.datatypes import DataTypeClass
 
 from gpu_trace.cli._boundary import err
-from gpu_trace.cli.humanize import WIDE_ONE_ROW, readable, transposed
+from gpu_trace.display import WIDE_ONE_ROW, readable, transposed
 from gpu_trace.errors import GpuTraceError
 
 

@@ -85,7 +85,7 @@ def portable_views_sql(default_store: str) -> str:
         f"-- Store: the DuckDB variable {STORE_VARIABLE}, else {default_store} relative to the",
         "-- folder DuckDB runs in (set it before this script runs). From any folder:",
         f"--   duckdb -cmd \"SET VARIABLE {STORE_VARIABLE} = '/repo/data/store'\" \\",
-        "--          -cmd \".read /repo/schemas/views.sql\"",
+        '--          -cmd ".read /repo/schemas/views.sql"',
         "-- Every table has a zero-row file under source=_empty/ so the views always bind.",
         f"SET VARIABLE {STORE_VARIABLE} = coalesce({var}, {_quote(default_store)});",
     ]

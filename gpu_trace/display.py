@@ -201,3 +201,9 @@ def transposed(frame: pl.DataFrame) -> pl.DataFrame:
         {"metric": text.columns, "value": [text[c][0] for c in text.columns]},
         schema={"metric": pl.String, "value": pl.String},
     )
+
+
+def duration_text(seconds: float) -> str:
+    """One duration as text, the same way tables show it (``2 h 44 min``)."""
+    text = pl.select(duration(pl.lit(float(seconds)))).item()
+    return str(text)

@@ -30,17 +30,18 @@ def _cells(text: str) -> dict[str, str]:
 def test_numbers_fixed_decimals_no_scientific() -> None:
     frame = pl.DataFrame(
         {
-            "rate": [1e-9, 0.5],  # largest 0.5 -> 3 decimals; 1e-9 rounds to 0.000
+            "x": [1e-9, 0.5],  # largest 0.5 -> 3 decimals; 1e-9 rounds to 0.000
             "big": [123456789.123, 1.0],  # >= 1000 -> 1 decimal, grouped from 5 digits
             "n": [12345, 1234],  # a 4-digit number is never grouped (1,234 reads as 1.234)
             "job_id": [99999999999, 1],  # identifiers are never grouped
+            "failed_rate": [0.2294, 1e-9],  # a 0-1 share: x 100, one decimal
         }
     )
     text = table_text(frame, 0)
     assert not SCI.search(text), text
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[2:]]
-    assert rows[0] == ["0.000", "123,456,789.1", "12,345", "99999999999"]
-    assert rows[1] == ["0.500", "1.0", "1234", "1"]
+    assert rows[0] == ["0.000", "123,456,789.1", "12,345", "99999999999", "22.9 %"]
+    assert rows[1] == ["0.500", "1.0", "1234", "1", "0.0 %"]
 
 
 def test_durations_and_sizes_humanized() -> None:

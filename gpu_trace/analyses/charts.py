@@ -37,6 +37,7 @@ DURATION_TICKS: tuple[tuple[float, str], ...] = (
     (365 * 86400, "1 y"),
 )
 
+
 def top_header() -> alt.Header:
     """Facet headers above each panel, horizontal: row labels written sideways overlap
     the y-axis title of short panels (and each other)."""

@@ -213,8 +213,10 @@ def build_site(
     extra_sections: Sequence[SectionBuilder] = (),
     replay: Sequence[str] = (),
     sweep: Path | None = None,
+    on_progress: Callable[[int, int | None, str], None] | None = None,
 ) -> Path:
     """Build the site and swap it in as ``out``; return the path of ``index.html``.
+    ``on_progress(sections built, total, what is built now)`` reports each section.
 
     ``out`` must be missing, empty or a site built here (else a one-line error). The
     build time comes from ``$SOURCE_DATE_EPOCH`` when set, so CI builds can be
@@ -228,7 +230,18 @@ def build_site(
     con = connect(store)
     built_dir = staging_folder(out)
     try:
-        _build(con, store, built_dir, title, sources, images, extra_sections, replay, sweep)
+        _build(
+            con,
+            store,
+            built_dir,
+            title,
+            sources,
+            images,
+            extra_sections,
+            replay,
+            sweep,
+            on_progress or (lambda done, total, what: None),
+        )
         swap_in(built_dir, out)
     except BaseException:
         shutil.rmtree(built_dir, ignore_errors=True)
@@ -245,7 +258,8 @@ def _build(
     images: Sequence[str],
     extra_sections: Sequence[SectionBuilder],
     replay: Sequence[str],
-    sweep: Path | None = None,
+    sweep: Path | None,
+    progress: Callable[[int, int | None, str], None],
 ) -> None:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
@@ -254,6 +268,10 @@ def _build(
         r[0] for r in con.execute("SELECT DISTINCT source FROM ingests ORDER BY 1").fetchall()
     ]
     chosen = [s for s in present if not sources or s in sources]
+    builders = (*SOURCE_SECTIONS, *EXTRA_SOURCE_SECTIONS, *extra_sections)
+    total = 1 + len(chosen) * len(builders)
+    done = 0
+    progress(done, total, "overview")
     pages: dict[str, list[Section]] = {}
     all_inputs = Inputs.from_store(store, chosen or None)
     synthetic = {row[0] for row in synthetic_inputs(con, chosen)}
@@ -275,6 +293,7 @@ def _build(
     if chosen:
         index_sections.append(_provenance_for(con, chosen))
     pages["index"] = index_sections
+    done += 1
     _write(
         out / "index.html",
         render_page(
@@ -283,7 +302,11 @@ def _build(
     )
     for src in chosen:
         inp = Inputs.from_store(store, [src])
-        sections = [b(inp) for b in (*SOURCE_SECTIONS, *EXTRA_SOURCE_SECTIONS, *extra_sections)]
+        sections = []
+        for build in builders:
+            progress(done, total, f"{src}: {build.__name__.removesuffix('_section')}")
+            sections.append(build(inp))
+            done += 1
         if (src_banner := _synthetic_section(con, [src])) is not None:
             sections.insert(0, src_banner)
         sections.append(_provenance_for(con, [src]))
@@ -297,6 +320,7 @@ def _build(
             nav=_nav(chosen, src, synthetic),
         )
         _write(out / name, page)
+    progress(done, total, "images" if images else "done")
     _export_images(pages, out, images)
 
 

@@ -107,11 +107,9 @@ def test_live_time_scale_chosen_or_refused() -> None:
 
 
 def test_live_cli_refuses_a_run_of_hours(openb_store: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        app,
-        ["replay", "live", "--source", "openb", "--out", str(tmp_path / "run"), "--jobs", "20"]
-        + ["--time-scale", "1", "--max-wall-s", "600", "--store", str(openb_store)],
-    )
+    args = ["replay", "live", "--source", "openb", "--out", str(tmp_path / "run")]
+    args += ["--jobs", "20", "--time-scale", "1", "--max-wall-s", "600"]
+    result = CliRunner().invoke(app, [*args, "--store", str(openb_store)])
     assert result.exit_code == 1, result.output
     assert "replay live would take at least" in result.output
     assert not (tmp_path / "run").exists()  # refused before anything ran

@@ -83,3 +83,15 @@ def test_summary_is_two_columns_and_machine_formats_stay_raw(openb_store: Path) 
     csv = runner.invoke(app, ["analyze", "summary", "--store", str(openb_store), "-f", "csv"])
     header, row = csv.stdout.splitlines()[:2]
     assert len(header.split(",")) == len(cells) and "h" not in row.split(",")[6]
+
+
+def test_policy_descriptions_are_whole_sentences() -> None:
+    """`replay policies` printed the docstring's first line: "2D-LAS ... with optional"."""
+    out = CliRunner().invoke(app, ["replay", "policies"]).stdout
+    rows = [line for line in out.splitlines() if line.startswith("  ") and line[2] != " "]
+    assert rows
+    for line in rows:
+        doc = line[15:].split(" [reads estimates", 1)[0]
+        assert doc.endswith((".", ")")), line
+    las = next(line for line in rows if line.split()[0] == "las")
+    assert "with optional starvation promotion." in las

@@ -482,6 +482,14 @@ def fidelity(
         )
 
 
+def _first_sentence(doc: str) -> str:
+    """A docstring's first sentence, over line breaks (its first line alone is often cut
+    mid-sentence: "2D-LAS ... with optional")."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
 @app.command()
 @domain_errors
 def policies() -> None:
@@ -492,7 +500,7 @@ def policies() -> None:
         lines.append(f"{kind} policies:")
         for name in base.names(kind):
             cls = base.get(kind, name)
-            doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            doc = _first_sentence(cls.__doc__ or "")
             if kind == "scheduler" and base.needs_estimates(name):
                 doc += f" [reads estimates; {name}{xp.ORACLE_SUFFIX} = true durations]"
             lines.append(f"  {name:<12} {doc}")

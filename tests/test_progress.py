@@ -113,3 +113,38 @@ def test_live_cli_refuses_a_run_of_hours(openb_store: Path, tmp_path: Path) -> N
     assert result.exit_code == 1, result.output
     assert "replay live would take at least" in result.output
     assert not (tmp_path / "run").exists()  # refused before anything ran
+
+
+def test_live_reports_jobs_ended_and_the_trace_clock(tmp_path: Path) -> None:
+    """Two 1-GPU jobs of 200 trace s on one emulated slot, scale 1000: FIFO runs them
+    back to back (0..200, 200..400), so progress counts 0, 1, 2 ended of 2 and the
+    trace clock reaches at least 400 s = 0.11 h."""
+    from datetime import UTC, datetime, timedelta
+
+    import polars as pl
+
+    from gpu_trace.replay.live.executor import LiveOptions, run_live
+
+    t0 = datetime(2020, 1, 1, tzinfo=UTC)
+    jobs = pl.DataFrame(
+        {
+            "job_id": ["j0", "j1"],
+            "user": ["u0", "u1"],
+            "submit_time": [t0, t0 + timedelta(seconds=1)],
+            "run_s": [200.0, 200.0],
+            "gpus": [1.0, 1.0],
+        }
+    )
+    calls: list[tuple[int, int | None, str]] = []
+    run_live(
+        jobs,
+        ReplayConfig(source="synthetic", scheduler="fifo", run_id="live-progress"),
+        LiveOptions(devices="emulated:1", time_scale=1000.0),
+        tmp_path / "run",
+        on_progress=lambda d, t, s: calls.append((d, t, s)),
+    )
+    done = [d for d, _, _ in calls]
+    assert done == sorted(done) and done[0] == 0 and done[-1] == 2
+    assert {t for _, t, _ in calls} == {2}
+    hours = float(calls[-1][2].removeprefix("trace clock ").removesuffix(" h"))
+    assert hours >= 0.11

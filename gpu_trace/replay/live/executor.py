@@ -333,6 +333,8 @@ class LiveEngine(Engine):
         finally:
             self._shutdown()
             self.wall_s = time.perf_counter() - start
+            if self.on_progress is not None:  # the last exits are reaped after a wait
+                self.on_progress(self.jobs_ended, self.w.n, f"trace clock {self.now / 3600:,.2f} h")
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
@@ -356,8 +358,7 @@ class LiveEngine(Engine):
             self.lag_s.append(max(0.0, wake - self._wall(due)))
             now = max(now, due)
         if self.on_progress is not None:
-            clock = f"trace clock {now / 3600:,.2f} h"
-            self.on_progress(self.jobs_ended, self.w.n, clock)
+            self.on_progress(self.jobs_ended, self.w.n, f"trace clock {now / 3600:,.2f} h")
         return now
 
     def complete(self) -> None:

@@ -50,6 +50,8 @@ ANALYSIS_COLUMNS: dict[str, tuple[str, str]] = {
     "median_allocation_pct": ("median allocation (%)", "median over bins of allocation_pct"),
     "peak_allocated_gpus": ("peak GPUs held", "most GPUs held by running jobs in one bin"),
     "capacity_gpus": ("GPUs installed", "largest installed GPU count in the window"),
+    "min_capacity_gpus": ("fewest GPUs installed", "smallest cluster GPU total of any period"),
+    "max_capacity_gpus": ("most GPUs installed", "largest cluster GPU total of any period"),
     "failed_gpu_hours": ("GPU hours failed", "GPU time of jobs that ended failed"),
     "cancelled_gpu_hours": ("GPU hours cancelled", "GPU time of jobs that ended cancelled"),
     "lost_share": ("lost (share)", "(failed + cancelled GPU hours) / GPU hours"),

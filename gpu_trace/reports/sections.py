@@ -275,8 +275,8 @@ def inventory_section(inp: Inputs) -> Section:
     if cap.height:
         per = cap.group_by("source", "cluster", "basis").agg(
             pl.len().alias("periods"),
-            pl.col("gpus").min().alias("min_gpus"),
-            pl.col("gpus").max().alias("max_gpus"),
+            pl.col("gpus").min().alias("min_capacity_gpus"),
+            pl.col("gpus").max().alias("max_capacity_gpus"),
         )
         sec.html += table_html(
             per.sort("source", "cluster", "basis"), caption="GPU capacity (cluster totals)"

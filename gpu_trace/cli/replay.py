@@ -16,6 +16,8 @@ import typer
 from gpu_trace.cli._boundary import domain_errors, err, fail
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.cli.output import Format, emit
+from gpu_trace.display import duration_text
+from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import interchange
 from gpu_trace.replay.faults import parse_duration
@@ -410,14 +412,26 @@ def compare(
 
         root = resolve_store(store)
         results = []
-        for s in parse_seeds(seeds):
-            results += compare_runs(root, [dataclasses.replace(c, seed=s) for c in configs])
+        seed_list = parse_seeds(seeds)
+        total = len(seed_list) * len(configs)
+        with task("replay compare: runs", total) as update:
+            for k, s in enumerate(seed_list):
+
+                def seed_progress(
+                    done: int, _total: int | None, what: str, k: int = k, s: int = s
+                ) -> None:
+                    update(k * len(configs) + done, total, f"seed {s}: {what}")
+
+                results += compare_runs(
+                    root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress
+                )
         runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
         _print_experiment(runs)
         emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
         _emit_seeds(results, fmt)
         return
-    results = compare_runs(resolve_store(store), configs)
+    with task("replay compare: runs", len(configs)) as update:
+        results = compare_runs(resolve_store(store), configs, update)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
@@ -468,6 +482,14 @@ def fidelity(
         )
 
 
+def _first_sentence(doc: str) -> str:
+    """A docstring's first sentence, over line breaks (its first line alone is often cut
+    mid-sentence: "2D-LAS ... with optional")."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
 @app.command()
 @domain_errors
 def policies() -> None:
@@ -478,7 +500,7 @@ def policies() -> None:
         lines.append(f"{kind} policies:")
         for name in base.names(kind):
             cls = base.get(kind, name)
-            doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            doc = _first_sentence(cls.__doc__ or "")
             if kind == "scheduler" and base.needs_estimates(name):
                 doc += f" [reads estimates; {name}{xp.ORACLE_SUFFIX} = true durations]"
             lines.append(f"  {name:<12} {doc}")
@@ -539,7 +561,16 @@ def live_cmd(
         str, typer.Option("--devices", help="cuda:0-7 | cuda:0,2 | emulated:16 | emulated:16x8.")
     ] = "emulated:8",
     time_scale: Annotated[
-        float, typer.Option("--time-scale", help="Trace seconds per wall second.")
+        float | None,
+        typer.Option(
+            "--time-scale",
+            help="Trace seconds per wall second (default: chosen so the run takes about "
+            "2 min, at least 3600).",
+        ),
+    ] = None,
+    max_wall_s: Annotated[
+        float,
+        typer.Option("--max-wall-s", help="Refuse a --time-scale whose run would take longer (s)."),
     ] = 3600.0,
     jobs: Annotated[
         int | None, typer.Option("--jobs", help="First N replayable jobs by submit time.")
@@ -570,7 +601,9 @@ def live_cmd(
 ) -> None:
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out."""
-    from gpu_trace.replay.live.executor import LiveOptions, live_from_store
+    from gpu_trace.replay.live.budget import choose_scale, span_s
+    from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
+    from gpu_trace.replay.workload import Workload
 
     sched_opts, place_opts = _opts(option)
     scheduler, oracle, sched_opts = _policy(policy, sched_opts)
@@ -587,9 +620,19 @@ def live_cmd(
         run_id=run_id,
     )
     config.validate()
+    root = resolve_store(store)
+    chosen = select_live_jobs(root, source, jobs, dataset, keep_gpu_type)
+    span = span_s(Workload.from_jobs(chosen))
+    scale = choose_scale(span, time_scale, max_wall_s)
+    if time_scale is None:
+        err.print(
+            f"time scale {scale:g} trace s per wall s: at least "
+            f"{duration_text(span / scale)} for a trace span of {duration_text(span)} "
+            "(--time-scale to choose)"
+        )
     live = LiveOptions(
         devices=devices,
-        time_scale=time_scale,
+        time_scale=scale,
         jobs=jobs,
         dataset=dataset,
         fail_rate=fail_rate,
@@ -600,7 +643,8 @@ def live_cmd(
     )
     if run_id is None:
         config = dataclasses.replace(config, run_id=_live_id(config, live))
-    result = live_from_store(resolve_store(store), config, live, out)
+    with task("replay live: jobs", len(chosen)) as update:
+        result = run_live(chosen, config, live, out, store=root, on_progress=update)
     if result.engine.interrupted:
         err.print("interrupted: workers stopped, results so far written")
     emit(result.result.runs.select(LIVE_COLUMNS), Format.table)

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli._boundary import domain_errors
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.progress import task
 from gpu_trace.reports import build_site
 from gpu_trace.settings import STORE_ENV, resolve_store
 
@@ -55,7 +56,7 @@ def report(
         from gpu_trace.replay.sweep import read_manifest
 
         store = Path(read_manifest(sweep)["store"])  # the store the sweep wrote to
-    with err.status("building report"):
+    with task("report: sections") as update:
         index = build_site(
             resolve_store(store),
             out,
@@ -64,5 +65,6 @@ def report(
             images=formats,
             replay=replay or (),
             sweep=sweep,
+            on_progress=update,
         )
     sys.stdout.write(f"{index}\n")

@@ -14,9 +14,10 @@ Two layouts are accepted, for pods and nodes alike:
   '.items[]'``, a watch stream). Records are the non-blank lines (``line N``; blank
   lines are not records); a line that is not valid JSON is quarantined alone.
 
-A file is JSON lines when either of its first two non-blank lines is a complete JSON
-object by itself (the first line of a pretty-printed document is a lone ``{``), except
-a single-line file that holds a list (``items``), which is a compact document.
+A file is JSON lines when its first non-blank line is a complete JSON object by itself,
+or when that line is damaged (it neither parses nor ends open, with ``{``, ``[``, ``,``
+or ``:``, as the first line of a document does) and the second is a complete object;
+a single-line file that holds a list (``items``) is a compact document.
 
 Every record is decoded in one DuckDB query (``json_transform`` into :data:`STRUCTURE`,
 every leaf as text, so that numbers are never silently rounded and a value of the
@@ -130,7 +131,8 @@ def read_objects(path: Path) -> Objects:
     if len(head) == 1:
         lines_mode = first is not None and not isinstance(first.get("items"), list)
     else:
-        lines_mode = first is not None or _is_object(head[1]) is not None
+        opens = head[0].endswith(("{", "[", ",", ":"))
+        lines_mode = first is not None or (not opens and _is_object(head[1]) is not None)
     return _json_lines(info) if lines_mode else _document(info)
 
 

@@ -94,7 +94,10 @@ def test_reconciliation_and_quarantine(k8s_store: Path) -> None:
     ingests = _table(k8s_store, "ingests").sort("table", "dataset")
     rows = {(r["table"], r["dataset"]): r for r in ingests.iter_rows(named=True)}
     # 8 items in pods.json: 7 good pods (placements) + 1 quarantined (bad-mem)
-    assert (rows[("placements", "prod")]["rows_read"], rows[("placements", "prod")]["rows_written"]) == (8, 7)
+    assert (
+        rows[("placements", "prod")]["rows_read"],
+        rows[("placements", "prod")]["rows_written"],
+    ) == (8, 7)
     assert rows[("placements", "prod")]["rows_quarantined"] == 1
     # 3 nodes, in both inventories
     assert rows[("machines", "prod")]["rows_written"] == 3
@@ -115,13 +118,26 @@ def test_job_with_retry(k8s_store: Path) -> None:
     j = _job(k8s_store, "team-a/Job/train-a")
     # pod x1 OOMKilled 10:20:00, x2 created 10:20:05 after it -> attempts 2; one GPU at a
     # time (limits nvidia.com/gpu 1), so the peak is 1; the last attempt succeeded.
-    assert (j["attempts"], j["gpus"], j["status"], j["raw_status"]) == (2, 1.0, "completed", "Succeeded/Completed")
+    assert (j["attempts"], j["gpus"], j["status"], j["raw_status"]) == (
+        2,
+        1.0,
+        "completed",
+        "Succeeded/Completed",
+    )
     # cpu request 4; memory request 16Gi
     assert (j["cpus"], j["mem_bytes"], j["user"], j["vc"]) == (4.0, 16 * 2**30, "alice", "team-a")
     # created 10:00:00, first PodScheduled 10:00:30, last finishedAt 11:20:10
     assert (j["queue_s"], j["run_s"]) == (30.0, 4780.0)
-    assert (j["exit_code"], j["workload_type"], j["gpu_type"]) == (0, "Job", "NVIDIA-A100-SXM4-80GB")
-    p = _table(k8s_store, "placements").filter(pl.col("job_id") == "team-a/Job/train-a").sort("attempt")
+    assert (j["exit_code"], j["workload_type"], j["gpu_type"]) == (
+        0,
+        "Job",
+        "NVIDIA-A100-SXM4-80GB",
+    )
+    p = (
+        _table(k8s_store, "placements")
+        .filter(pl.col("job_id") == "team-a/Job/train-a")
+        .sort("attempt")
+    )
     assert p.select("attempt", "instance", "status").rows() == [
         (0, "train-a-x1", "failed"),
         (1, "train-a-x2", "completed"),
@@ -132,7 +148,12 @@ def test_parallel_workers_add_up(k8s_store: Path) -> None:
     j = _job(k8s_store, "team-b/PyTorchJob/llm-ft")
     # master + worker, 8 GPUs, 32 CPUs and 256Gi each, both running on two nodes
     assert (j["gpus"], j["cpus"], j["mem_bytes"], j["nodes"]) == (16.0, 64.0, 512 * 2**30, 2)
-    assert (j["status"], j["end_time"], j["qos"], j["user"]) == ("running", None, "training-high", "bob")
+    assert (j["status"], j["end_time"], j["qos"], j["user"]) == (
+        "running",
+        None,
+        "training-high",
+        "bob",
+    )
     p = _table(k8s_store, "placements").filter(pl.col("job_id") == "team-b/PyTorchJob/llm-ft")
     assert sorted(p.select("task", "machine_id").rows()) == [
         ("master", "gpu-a100-01"),
@@ -163,7 +184,12 @@ def test_evicted_mig_and_pending(k8s_store: Path) -> None:
     assert j["run_s"] == 5399.0  # bound 08:00:01, ended 09:30:00
     nb = _job(k8s_store, "team-a/Pod/notebook-carol")
     # no owner; unbound; the GPU model comes from the required node affinity
-    assert (nb["status"], nb["start_time"], nb["cpus"], nb["mem_bytes"]) == ("pending", None, 0.5, 2**29)
+    assert (nb["status"], nb["start_time"], nb["cpus"], nb["mem_bytes"]) == (
+        "pending",
+        None,
+        0.5,
+        2**29,
+    )
     assert nb["gpu_type"] == "NVIDIA-H100-80GB-HBM3|NVIDIA-H100-SXM5-80GB"
 
 
@@ -193,15 +219,21 @@ def test_json_lines_give_the_same_jobs(tmp_path: Path, k8s_store: Path) -> None:
     report = ingest(LOADERS["kubernetes"], f, store, more=(NODES,), cluster="prod")
     assert report.totals[0] == report.totals[1] + report.totals[2]
     cols = ["job_id", "gpus", "cpus", "mem_bytes", "status", "gpu_type"]
-    assert _table(store, "jobs").select(cols).sort("job_id").equals(
-        _table(k8s_store, "jobs").select(cols).sort("job_id")
+    assert (
+        _table(store, "jobs")
+        .select(cols)
+        .sort("job_id")
+        .equals(_table(k8s_store, "jobs").select(cols).sort("job_id"))
     )
     q = _table(store, "quarantine").sort("locator")
     # 8 pods on lines 1-8, blank line 9 (not a record), lines 10 and 11
     assert q.select("locator", "reason").rows() == [
         ("line 10", "not valid JSON"),
         ("line 11", "kind Service is not Pod or Node"),
-        ("line 8", "spec.containers[0].resources.requests.memory '4 GiB' is not a Kubernetes quantity"),
+        (
+            "line 8",
+            "spec.containers[0].resources.requests.memory '4 GiB' is not a Kubernetes quantity",
+        ),
     ]
 
 
@@ -221,7 +253,7 @@ def test_truncated_document_names_the_record(tmp_path: Path) -> None:
 def test_two_pod_files_are_refused(tmp_path: Path) -> None:
     other = tmp_path / "more-pods.json"
     other.write_bytes(PODS.read_bytes())
-    with pytest.raises(InputError, match="holds pods, and so does pods.json"):
+    with pytest.raises(InputError, match=r"holds pods, and so does pods\.json"):
         ingest(LOADERS["kubernetes"], PODS, tmp_path / "store", more=(other,))
 
 
@@ -233,7 +265,9 @@ VALUE = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     lines=st.lists(
         st.one_of(
@@ -242,20 +276,45 @@ VALUE = st.one_of(
                 {
                     "kind": st.sampled_from(["Pod", "Node", "X"]),
                     "metadata": st.fixed_dictionaries(
-                        {"name": VALUE, "creationTimestamp": VALUE, "labels": st.dictionaries(st.sampled_from(["user", "a"]), VALUE, max_size=2)}
+                        {
+                            "name": VALUE,
+                            "creationTimestamp": VALUE,
+                            "labels": st.dictionaries(
+                                st.sampled_from(["user", "a"]), VALUE, max_size=2
+                            ),
+                        }
                     ),
                     "spec": st.fixed_dictionaries(
                         {
                             "containers": st.lists(
                                 st.fixed_dictionaries(
-                                    {"resources": st.fixed_dictionaries({"requests": st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), VALUE, max_size=3)})}
+                                    {
+                                        "resources": st.fixed_dictionaries(
+                                            {
+                                                "requests": st.dictionaries(
+                                                    st.sampled_from(
+                                                        ["cpu", "memory", "nvidia.com/gpu"]
+                                                    ),
+                                                    VALUE,
+                                                    max_size=3,
+                                                )
+                                            }
+                                        )
+                                    }
                                 ),
                                 max_size=2,
                             ),
                             "nodeName": VALUE,
                         }
                     ),
-                    "status": st.fixed_dictionaries({"phase": VALUE, "capacity": st.dictionaries(st.sampled_from(["cpu", "nvidia.com/gpu"]), VALUE, max_size=2)}),
+                    "status": st.fixed_dictionaries(
+                        {
+                            "phase": VALUE,
+                            "capacity": st.dictionaries(
+                                st.sampled_from(["cpu", "nvidia.com/gpu"]), VALUE, max_size=2
+                            ),
+                        }
+                    ),
                 }
             ).map(json.dumps),
             st.text(max_size=30).filter(lambda s: "\n" not in s and "\r" not in s),
@@ -265,7 +324,9 @@ VALUE = st.one_of(
     ),
     cut=st.integers(0, 5000),
 )
-def test_fuzz_never_crashes(tmp_path_factory: pytest.TempPathFactory, lines: list[str], cut: int) -> None:
+def test_fuzz_never_crashes(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], cut: int
+) -> None:
     root = tmp_path_factory.mktemp("k8sfuzz")
     f = root / "pods.json"
     data = ("\n".join(lines) + "\n").encode()
@@ -284,10 +345,14 @@ runner = CliRunner()
 
 def test_cli_ingest_analyze_replay(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    res = runner.invoke(app, ["ingest", "kubernetes", str(PODS), str(NODES), "--cluster", "prod", "--store", store])
+    res = runner.invoke(
+        app, ["ingest", "kubernetes", str(PODS), str(NODES), "--cluster", "prod", "--store", store]
+    )
     assert res.exit_code == 0, res.output
     assert "placements" in res.stdout and "prod-allocatable" in res.stdout
-    res = runner.invoke(app, ["analyze", "queueing", "--source", "kubernetes", "--store", store, "--format", "csv"])
+    res = runner.invoke(
+        app, ["analyze", "queueing", "--source", "kubernetes", "--store", store, "--format", "csv"]
+    )
     assert res.exit_code == 0, res.output
     # queue_s of the GPU jobs by size: train-a 30 s (1 GPU), llm-ft 2 s (16 GPUs)
     assert "30.0" in res.stdout and "2.0" in res.stdout

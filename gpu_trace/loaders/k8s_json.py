@@ -33,6 +33,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+from polars._typing import PolarsDataType
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.textfile import RAW, REASON, FileInfo, file_info, scan_lines
@@ -144,7 +145,11 @@ def _json_lines(info: FileInfo) -> Objects:
         .collect()
     )
     frame = _decode(lines, None, info.path)
-    return Objects(FileInfo(info.path, info.sha256, info.size_bytes, lines.height, info.utf8, info.bom), frame, "line")
+    return Objects(
+        FileInfo(info.path, info.sha256, info.size_bytes, lines.height, info.utf8, info.bom),
+        frame,
+        "line",
+    )
 
 
 _MAX_OBJECT = (1 << 32) - 1
@@ -201,8 +206,9 @@ def _document(info: FileInfo) -> Objects:
                 raise InputError(path, "items is not a list")
             if kind not in LIST_KINDS:
                 raise InputError(
-                    path, f"the document is a {kind or 'list without kind'}, not a List, "
-                    "PodList or NodeList"
+                    path,
+                    f"the document is a {kind or 'list without kind'}, not a List, "
+                    "PodList or NodeList",
                 )
             default = LIST_KINDS[kind]
             records = con.sql(
@@ -216,7 +222,9 @@ def _document(info: FileInfo) -> Objects:
     if lines.height != counted:
         raise InputError(path, f"items holds {counted} elements but {lines.height} were read")
     frame = _decode(lines.sort(NUM), default, path)
-    return Objects(FileInfo(path, info.sha256, info.size_bytes, counted, info.utf8, info.bom), frame, "record")
+    return Objects(
+        FileInfo(path, info.sha256, info.size_bytes, counted, info.utf8, info.bom), frame, "record"
+    )
 
 
 _ITEMS = re.compile(r'"items"\s*:\s*\[')
@@ -261,7 +269,7 @@ KEY_VALUES = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
 rows, which polars can explode and filter (its Map type cannot)."""
 
 
-def _without_maps(dtype: pl.DataType) -> pl.DataType:
+def _without_maps(dtype: PolarsDataType) -> PolarsDataType:
     if isinstance(dtype, pl.Struct):
         return pl.Struct({f.name: _without_maps(f.dtype) for f in dtype.fields})
     if isinstance(dtype, pl.List):

@@ -89,5 +89,7 @@ def parse_column(
         pl.Series("_v", [p[0] for p in parsed], dtype=pl.Int64),
         pl.Series("_why", [p[1] for p in parsed], dtype=pl.String),
     )
-    out = keys.join(table, on=["q", "milli", "whole"], how="left", maintain_order="left", nulls_equal=True)
+    out = keys.join(
+        table, on=["q", "milli", "whole"], how="left", maintain_order="left", nulls_equal=True
+    )
     return out["_v"], out["_why"]

@@ -85,7 +85,13 @@ from gpu_trace.schemas.jobs import JOBS, PLACEMENTS
 from gpu_trace.store.parquet import slug
 
 SOURCE = "kubernetes"
-WHOLE_GPU = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe", "habana.ai/gaudi")
+WHOLE_GPU = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "gpu.intel.com/xe",
+    "habana.ai/gaudi",
+)
 MIG = r"^nvidia\.com/mig-([0-9]+)g\.[0-9]+gb$"
 GPU_MEM = "aliyun.com/gpu-mem"
 GPU_COUNT = "aliyun.com/gpu-count"
@@ -160,8 +166,10 @@ def _seconds(a: pl.Expr, b: pl.Expr) -> pl.Expr:
 
 def _first_reason(frame: pl.DataFrame, key: str = "_p") -> pl.DataFrame:
     """The first non-null ``_why`` per ``key`` (frames are in document order)."""
-    return frame.filter(pl.col("_why").is_not_null()).group_by(key, maintain_order=True).agg(
-        pl.col("_why").first()
+    return (
+        frame.filter(pl.col("_why").is_not_null())
+        .group_by(key, maintain_order=True)
+        .agg(pl.col("_why").first())
     )
 
 
@@ -171,7 +179,10 @@ def _first_reason(frame: pl.DataFrame, key: str = "_p") -> pl.DataFrame:
 def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per pod: effective requests by class, and the first bad quantity."""
     sections = []
-    for section, path in (("containers", "spec.containers"), ("initContainers", "spec.initContainers")):
+    for section, path in (
+        ("containers", "spec.containers"),
+        ("initContainers", "spec.initContainers"),
+    ):
         c = (
             pods.select("_p", _rec(path).alias("c"))
             .with_columns(pl.int_ranges(pl.col("c").list.len()).alias("pos"))
@@ -181,7 +192,9 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 "_p",
                 pl.col("pos").cast(pl.Int64),
                 pl.lit(section).alias("section"),
-                (pl.col("c").struct.field("restartPolicy") == "Always").fill_null(False).alias("sidecar")
+                (pl.col("c").struct.field("restartPolicy") == "Always")
+                .fill_null(False)
+                .alias("sidecar")
                 if section == "initContainers"
                 else pl.lit(False).alias("sidecar"),
                 _field(pl.col("c"), "resources.requests").alias("requests"),
@@ -249,7 +262,10 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         eff.filter(pl.col("section") == "initContainers")
         .sort("_p", "key", "pos")
         .with_columns(
-            (pl.col("v") * pl.col("sidecar").cast(pl.Int64)).cum_sum().over("_p", "key").alias("_side")
+            (pl.col("v") * pl.col("sidecar").cast(pl.Int64))
+            .cum_sum()
+            .over("_p", "key")
+            .alias("_side")
         )
         .with_columns(
             (pl.col("_side") + pl.col("v") * (~pl.col("sidecar")).cast(pl.Int64)).alias("_term")
@@ -262,8 +278,10 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .group_by("_p", "key")
         .agg(pl.col("v").sum().alias("main"))
     )
-    over = eff.filter(pl.col("section") == "overhead").group_by("_p", "key").agg(
-        pl.col("v").sum().alias("over")
+    over = (
+        eff.filter(pl.col("section") == "overhead")
+        .group_by("_p", "key")
+        .agg(pl.col("v").sum().alias("over"))
     )
     per_key = (
         main.join(init, on=["_p", "key"], how="full", coalesce=True)
@@ -313,7 +331,11 @@ def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 _field(pl.col("s"), "state.terminated.signal").alias("signal"),
                 _field(pl.col("s"), "state.terminated.reason").alias("t_reason"),
                 _field(pl.col("s"), "state.waiting.reason").alias("w_reason"),
-                pl.col("s").struct.field("state").struct.field("terminated").is_not_null().alias("_term"),
+                pl.col("s")
+                .struct.field("state")
+                .struct.field("terminated")
+                .is_not_null()
+                .alias("_term"),
             )
         )
     s = pl.concat(parts).sort("_p", "order", "pos")
@@ -349,9 +371,9 @@ def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.col("w_reason").drop_nulls().first().alias("_wait_reason"),
     )
     agg = agg.with_columns(
-        pl.coalesce(pl.col("_bad_code"), pl.when(pl.col("_any_term")).then(pl.lit(0, pl.Int32))).alias(
-            "exit_code"
-        ),
+        pl.coalesce(
+            pl.col("_bad_code"), pl.when(pl.col("_any_term")).then(pl.lit(0, pl.Int32))
+        ).alias("exit_code"),
         pl.coalesce("_fail_reason", "_term_reason", "_wait_reason").alias("_container_reason"),
     )
     return agg, bad
@@ -372,17 +394,18 @@ def _conditions(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             pl.col("c").struct.field("lastTransitionTime").alias("at"),
         )
         .with_columns(
-            _bad_time(pl.col("at"), pl.format("status.conditions[{}].lastTransitionTime", "pos")).alias(
-                "_why"
-            ),
+            _bad_time(
+                pl.col("at"), pl.format("status.conditions[{}].lastTransitionTime", "pos")
+            ).alias("_why"),
             _time(pl.col("at")).alias("_at"),
         )
     )
     bad = _first_reason(c)
     agg = c.group_by("_p").agg(
-        pl.col("_at").filter((pl.col("type") == "PodScheduled") & (pl.col("status") == "True")).min().alias(
-            "scheduled"
-        ),
+        pl.col("_at")
+        .filter((pl.col("type") == "PodScheduled") & (pl.col("status") == "True"))
+        .min()
+        .alias("scheduled"),
         pl.col("_at").max().alias("_last_transition"),
         pl.col("reason")
         .filter((pl.col("type") == "DisruptionTarget") & (pl.col("status") == "True"))
@@ -554,9 +577,7 @@ def pods_to_rows(
     mig = pl.col("mig").fill_null(0)
     mem_share = pl.col("gpu_mem").fill_null(0)
     share = pl.when(mem_share > 0).then(mem_share / pl.col("_share_per_gpu")).otherwise(0.0)
-    units = (
-        (whole > 0).cast(pl.Int8) + (mig > 0).cast(pl.Int8) + (mem_share > 0).cast(pl.Int8)
-    )
+    units = (whole > 0).cast(pl.Int8) + (mig > 0).cast(pl.Int8) + (mem_share > 0).cast(pl.Int8)
     p = p.with_columns(
         pl.format("{}/{}/{}", "vc", kind, oname).alias("job_id"),
         oname.alias("name"),
@@ -596,7 +617,14 @@ def pods_to_rows(
     )
     p = (
         p.sort("submit_time")
-        .join_asof(fails, left_on="submit_time", right_on="_t", by="job_id", strategy="backward", check_sortedness=False)
+        .join_asof(
+            fails,
+            left_on="submit_time",
+            right_on="_t",
+            by="job_id",
+            strategy="backward",
+            check_sortedness=False,
+        )
         .with_columns(pl.col("_fails").fill_null(0).cast(pl.Int32).alias("attempt"))
         .sort("_p")
     )
@@ -639,9 +667,9 @@ def pods_to_rows(
             pl.col("workload_type").first(),
             pl.col("submit_time").min(),
             pl.col("start_time").min(),
-            pl.when(pl.col("end_time").null_count() == 0).then(pl.col("end_time").max()).alias(
-                "end_time"
-            ),
+            pl.when(pl.col("end_time").null_count() == 0)
+            .then(pl.col("end_time").max())
+            .alias("end_time"),
             pl.col("gpu_type").drop_nulls().unique().sort().str.join("|").alias("gpu_type"),
             pl.col("_node").drop_nulls().n_unique().alias("_nodes"),
             (pl.col("attempt").max() + 1).alias("attempts"),
@@ -673,7 +701,9 @@ def pods_to_rows(
         .then(pl.col("_units").list.first())
         .otherwise(pl.lit("mixed"))
         .alias("gpus_raw_unit"),
-        pl.when(pl.col("_has_cpu") > 0).then(per(pl.col("cpu_milli").cast(pl.Int64), 1000)).alias("cpus"),
+        pl.when(pl.col("_has_cpu") > 0)
+        .then(per(pl.col("cpu_milli").cast(pl.Int64), 1000))
+        .alias("cpus"),
         pl.when(pl.col("_has_mem") > 0).then(pl.col("mem_bytes").cast(pl.Int64)).alias("mem_bytes"),
         pl.when(pl.col("gpu_type") != "").then(pl.col("gpu_type")).alias("gpu_type"),
         pl.when(pl.col("_nodes") > 0)
@@ -703,7 +733,9 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     """(capacity inventory, allocatable inventory, rejected nodes). Both inventories
     carry ``machine_id``, ``gpus``, ``gpu_type``, ``gpu_mem_bytes``, ``cpus``,
     ``mem_bytes`` and the GPU-sharing ``_share_per_gpu`` (GiB per GPU)."""
-    n = objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == "Node")).with_row_index("_p")
+    n = objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == "Node")).with_row_index(
+        "_p"
+    )
     n = n.with_columns(pl.col("_p").cast(pl.Int64))
     labels = _rec("metadata.labels")
     name = _rec("metadata.name")
@@ -722,11 +754,11 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
         whole = ~e["key"].is_in(["cpu", "memory", "ephemeral-storage"]) & ~e["key"].str.starts_with(
             "hugepages-"
         )
-        v, why = parse_column(e["q"], e["key"] == "cpu", whole)
+        v, bad_q = parse_column(e["q"], e["key"] == "cpu", whole)
         e = e.with_columns(
             v.alias("v"),
-            pl.when(why.is_not_null())
-            .then(pl.format("status.{}.{} '{}' {}", pl.lit(which), "key", "q", why))
+            pl.when(bad_q.is_not_null())
+            .then(pl.format("status.{}.{} '{}' {}", pl.lit(which), "key", "q", bad_q))
             .alias("_why"),
         )
         inv.append(
@@ -746,7 +778,9 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     base_why = pl.coalesce(
         pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
         pl.when(memory.is_not_null() & ~memory.str.contains(r"^[0-9]{1,9}$")).then(
-            pl.format("label {} '{}' is not a whole number of MiB", pl.lit(GPU_MEMORY_LABEL), memory)
+            pl.format(
+                "label {} '{}' is not a whole number of MiB", pl.lit(GPU_MEMORY_LABEL), memory
+            )
         ),
         pl.when(count.is_not_null() & ~count.str.contains(r"^[0-9]{1,6}$")).then(
             pl.format("label {} '{}' is not a whole number", pl.lit(GPU_COUNT_LABEL), count)
@@ -790,7 +824,9 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
 # ------------------------------------------------------------------------- loader
 
 
-def _quarantine(bad: pl.DataFrame, *, table: str, dataset: str, cluster: str, objs: Objects) -> pl.DataFrame:
+def _quarantine(
+    bad: pl.DataFrame, *, table: str, dataset: str, cluster: str, objs: Objects
+) -> pl.DataFrame:
     return bad.sort(NUM).select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
@@ -815,7 +851,9 @@ def _machine_rows(frame: pl.DataFrame, dataset: str, cluster: str) -> pl.DataFra
 def _unusable(objs: Objects) -> pl.DataFrame:
     """Records that are not decodable objects, or neither Pod nor Node."""
     kind = pl.col("kind")
-    return objs.frame.filter(pl.col(REASON).is_not_null() | ~kind.is_in(["Pod", "Node"]).fill_null(True)).select(
+    return objs.frame.filter(
+        pl.col(REASON).is_not_null() | ~kind.is_in(["Pod", "Node"]).fill_null(True)
+    ).select(
         NUM,
         RAW,
         pl.coalesce(
@@ -914,10 +952,15 @@ class KubernetesLoader:
                 dataset,
                 objs.info,
                 placements.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
-                _quarantine(rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs),
+                _quarantine(
+                    rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs
+                ),
                 rows_read=_count(objs, "Pod") + _unusable(objs).height,
                 cluster=cluster,
-                metadata={**meta, "rows_read": "Pod records (one placement per pod) and unusable records"},
+                metadata={
+                    **meta,
+                    "rows_read": "Pod records (one placement per pod) and unusable records",
+                },
                 sort=False,
             )
             yield Batch(

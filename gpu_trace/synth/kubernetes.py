@@ -58,7 +58,7 @@ def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     n_nodes = max(2, jobs // 50)
-    products = choice(rng, n_nodes, {p: 1.0 for p in PRODUCTS})
+    products = choice(rng, n_nodes, dict.fromkeys(PRODUCTS, 1.0))
     nodes = [_node(f"gpu-{i:05d}", 8, str(products[i])) for i in range(n_nodes)]
     nodes.append(_node("cpu-00000", 0, None))
     created = diurnal_arrivals(rng, jobs, start_s=START, days=max(1.0, jobs / 20_000))
@@ -66,14 +66,21 @@ def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
     run = lognormal_seconds(rng, jobs, median_s=1800, sigma=1.8, max_s=14 * 86_400)
     gpus = choice(rng, jobs, {0: 0.15, 1: 0.6, 2: 0.08, 4: 0.08, 8: 0.09})
     mig = rng.random(jobs) < 0.03
-    cpu = choice(rng, jobs, {k: 1.0 for k in CPUS})
-    mem = choice(rng, jobs, {k: 1.0 for k in MEMS})
+    cpu = choice(rng, jobs, dict.fromkeys(CPUS, 1.0))
+    mem = choice(rng, jobs, dict.fromkeys(MEMS, 1.0))
     owner = choice(rng, jobs, {"Job": 0.6, "PyTorchJob": 0.15, "ReplicaSet": 0.1, "": 0.15})
     fate = choice(
         rng,
         jobs,
-        {"ok": 0.7, "Error": 0.1, "OOMKilled": 0.04, "Evicted": 0.02, "Deadline": 0.02,
-         "Running": 0.08, "Pending": 0.04},
+        {
+            "ok": 0.7,
+            "Error": 0.1,
+            "OOMKilled": 0.04,
+            "Evicted": 0.02,
+            "Deadline": 0.02,
+            "Running": 0.08,
+            "Pending": 0.04,
+        },
     )
     node_of = rng.integers(0, n_nodes, size=jobs)
     users = rng.integers(0, 40, size=jobs)
@@ -92,8 +99,13 @@ def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
         if owner[i]:
             group = i // 2 if owner[i] == "PyTorchJob" else i
             meta["ownerReferences"] = [
-                {"apiVersion": "v1", "controller": True, "kind": str(owner[i]),
-                 "name": f"{str(owner[i]).lower()}-{group:07d}", "uid": f"o-{group:08x}"}
+                {
+                    "apiVersion": "v1",
+                    "controller": True,
+                    "kind": str(owner[i]),
+                    "name": f"{str(owner[i]).lower()}-{group:07d}",
+                    "uid": f"o-{group:08x}",
+                }
             ]
         req: dict[str, str] = {"cpu": str(cpu[i]), "memory": str(mem[i])}
         if gpus[i]:
@@ -123,14 +135,24 @@ def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
                 conds.append({"lastTransitionTime": _ts(t_end), "status": "False", "type": "Ready"})
                 state = {}
             else:
-                code, why = {"ok": (0, "Completed"), "Error": (1, "Error"),
-                             "OOMKilled": (137, "OOMKilled"), "Deadline": (143, "Error")}[f]
+                code, why = {
+                    "ok": (0, "Completed"),
+                    "Error": (1, "Error"),
+                    "OOMKilled": (137, "OOMKilled"),
+                    "Deadline": (143, "Error"),
+                }[f]
                 status["phase"] = "Succeeded" if code == 0 else "Failed"
                 if f == "Deadline":
                     status["reason"] = "DeadlineExceeded"
                     spec["activeDeadlineSeconds"] = int(run[i])
-                state = {"terminated": {"exitCode": code, "finishedAt": _ts(t_end),
-                                        "reason": why, "startedAt": _ts(t_start)}}
+                state = {
+                    "terminated": {
+                        "exitCode": code,
+                        "finishedAt": _ts(t_end),
+                        "reason": why,
+                        "startedAt": _ts(t_start),
+                    }
+                }
             if state:
                 status["containerStatuses"] = [{"name": "main", "state": state}]
         status["conditions"] = conds
@@ -142,7 +164,15 @@ def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
         fh.write(",\n".join(lines))
         fh.write('\n],"metadata":{"resourceVersion":""}}\n')
     nodes_path.write_text(
-        json.dumps({"apiVersion": "v1", "items": nodes, "kind": "List",
-                    "metadata": {"resourceVersion": ""}}, indent=4) + "\n"
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "items": nodes,
+                "kind": "List",
+                "metadata": {"resourceVersion": ""},
+            },
+            indent=4,
+        )
+        + "\n"
     )
     return [pods_path, nodes_path]

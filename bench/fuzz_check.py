@@ -179,6 +179,7 @@ def _kubernetes(data: bytes, lines: Sequence[bytes]) -> Expect:
             if not text:
                 continue
             try:
+                ln.decode("utf-8")  # an invalid UTF-8 line is quarantined whatever it holds
                 records.append(json.loads(text))
             except (ValueError, RecursionError):
                 records.append(None)

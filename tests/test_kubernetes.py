@@ -214,7 +214,7 @@ def _jsonl(tmp_path: Path, extra: list[str]) -> Path:
 
 
 def test_json_lines_give_the_same_jobs(tmp_path: Path, k8s_store: Path) -> None:
-    f = _jsonl(tmp_path, ["", '{"kind": "Pod", "metadata": ', '{"kind": "Service"}'])
+    f = _jsonl(tmp_path, ["", '{"kind": "Pod", "metadata": ', '{"kind": "Service"}', '{"metadata": {}}'])
     store = tmp_path / "store"
     report = ingest(LOADERS["kubernetes"], f, store, more=(NODES,), cluster="prod")
     assert report.totals[0] == report.totals[1] + report.totals[2]
@@ -226,10 +226,11 @@ def test_json_lines_give_the_same_jobs(tmp_path: Path, k8s_store: Path) -> None:
         .equals(_table(k8s_store, "jobs").select(cols).sort("job_id"))
     )
     q = _table(store, "quarantine").sort("locator")
-    # 8 pods on lines 1-8, blank line 9 (not a record), lines 10 and 11
+    # 8 pods on lines 1-8, blank line 9 (not a record), lines 10-12
     assert q.select("locator", "reason").rows() == [
         ("line 10", "not valid JSON"),
         ("line 11", "kind Service is not Pod or Node"),
+        ("line 12", "record has no kind (expected Pod or Node)"),
         (
             "line 8",
             "spec.containers[0].resources.requests.memory '4 GiB' is not a Kubernetes quantity",
@@ -371,3 +372,29 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 1
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "pods.json" in lines[0] and "Traceback" not in res.output
+
+
+def test_fuzz_counting_rule_by_hand() -> None:
+    from bench.fuzz_check import expect
+
+    lines = b'{"kind": "Pod"}\n\n{"kind": "Node"}\nnot json\n'
+    # records: Pod, Node, a non-JSON line (the blank line is none); the Node counts on
+    # both machines lines -> 3 + 1
+    assert expect("kubernetes", "p.jsonl", lines).lines == 4
+    doc = b'{"kind": "List", "items": [{"kind": "Node"}, {"kind": "Node"}, {"kind": "Pod"}]}'
+    assert expect("kubernetes", "n.json", doc).lines == 3 + 2
+    assert expect("kubernetes", "n.json", b'{\n  "kind": "List",\n  "items": [\n').mode == "none"
+
+
+def test_fuzz_clean_seeds_reconcile(tmp_path: Path) -> None:
+    from bench import fuzz
+
+    pool = fuzz.seeds(tmp_path, 0, ("kubernetes",))
+    cases = [fuzz.make_case(i, 0, pool, ("kubernetes",), clean=True) for i in range(4)]
+    assert sorted(c["name"] for c in cases) == [
+        "nodes.json",
+        "nodes.jsonl",
+        "pods.json",
+        "pods.jsonl",
+    ]
+    assert [fuzz.run_case(c)["cls"] for c in cases] == ["ok"] * 4

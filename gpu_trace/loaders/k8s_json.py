@@ -17,7 +17,9 @@ Two layouts are accepted, for pods and nodes alike:
 A file is JSON lines when its first non-blank line is a complete JSON object by itself,
 or when that line is damaged (it neither parses nor ends open, with ``{``, ``[``, ``,``
 or ``:``, as the first line of a document does) and the second is a complete object;
-a single-line file that holds a list (``items``) is a compact document.
+a single-line file that holds a list (``items``) is a compact document. A file taken
+for a document that does not parse is read as JSON lines after all when most of its
+first 8 non-blank lines are complete objects by themselves.
 
 Every record is decoded in one DuckDB query (``json_transform`` into :data:`STRUCTURE`,
 every leaf as text, so that numbers are never silently rounded and a value of the
@@ -134,7 +136,17 @@ def read_objects(path: Path) -> Objects:
     else:
         opens = head[0].endswith(("{", "[", ",", ":"))
         lines_mode = first is not None or (not opens and _is_object(head[1]) is not None)
-    return _json_lines(info) if lines_mode else _document(info)
+    if lines_mode:
+        return _json_lines(info)
+    try:
+        return _document(info)
+    except InputError:
+        # a JSON-lines stream whose first lines are damaged: most lines still parse
+        # alone, which never happens in a pretty-printed document
+        sample = _first_lines(info.path, 8)
+        if len(sample) > 2 and 2 * sum(_is_object(t) is not None for t in sample) > len(sample):
+            return _json_lines(info)
+        raise
 
 
 def _json_lines(info: FileInfo) -> Objects:

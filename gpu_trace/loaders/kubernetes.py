@@ -852,7 +852,7 @@ def _unusable(objs: Objects) -> pl.DataFrame:
     """Records that are not decodable objects, or neither Pod nor Node."""
     kind = pl.col("kind")
     return objs.frame.filter(
-        pl.col(REASON).is_not_null() | ~kind.is_in(["Pod", "Node"]).fill_null(True)
+        pl.col(REASON).is_not_null() | ~kind.is_in(["Pod", "Node"]).fill_null(False)
     ).select(
         NUM,
         RAW,

@@ -152,10 +152,12 @@ def _time(text: pl.Expr) -> pl.Expr:
     return pl.when((t >= lo) & (t < hi)).then(t)
 
 
-def _bad_time(text: pl.Expr, label: str | pl.Expr) -> pl.Expr:
-    """Reason for a present time that does not parse (or lies outside 1970-2100)."""
+def _bad_time(text: pl.Expr, label: str | pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
+    """Reason for a present time that does not parse (or lies outside 1970-2100);
+    ``parsed``: the column already holding ``_time(text)``, to parse only once."""
     name = pl.lit(label) if isinstance(label, str) else label
-    return pl.when(text.is_not_null() & _time(text).is_null()).then(
+    value = _time(text) if parsed is None else parsed
+    return pl.when(text.is_not_null() & value.is_null()).then(
         pl.format("{} '{}' is not an RFC 3339 time in 1970-2100", name, text)
     )
 
@@ -342,10 +344,20 @@ def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     integer = r"^[+-]?[0-9]{1,9}$"
     label = pl.format("{}[{}].state", "path", "pos")
     s = s.with_columns(
+        _time(pl.col("run_at")).alias("_run_at"),
+        _time(pl.col("t_start")).alias("_t_start"),
+        _time(pl.col("t_end")).alias("_finished"),
+    ).with_columns(
         pl.coalesce(
-            _bad_time(pl.col("run_at"), pl.format("{}.running.startedAt", label)),
-            _bad_time(pl.col("t_start"), pl.format("{}.terminated.startedAt", label)),
-            _bad_time(pl.col("t_end"), pl.format("{}.terminated.finishedAt", label)),
+            _bad_time(
+                pl.col("run_at"), pl.format("{}.running.startedAt", label), pl.col("_run_at")
+            ),
+            _bad_time(
+                pl.col("t_start"), pl.format("{}.terminated.startedAt", label), pl.col("_t_start")
+            ),
+            _bad_time(
+                pl.col("t_end"), pl.format("{}.terminated.finishedAt", label), pl.col("_finished")
+            ),
             pl.when(pl.col("code").is_not_null() & ~pl.col("code").str.contains(integer)).then(
                 pl.format("{}.terminated.exitCode '{}' is not an integer", label, "code")
             ),
@@ -353,8 +365,7 @@ def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 pl.format("{}.terminated.signal '{}' is not an integer", label, "signal")
             ),
         ).alias("_why"),
-        pl.coalesce(_time(pl.col("run_at")), _time(pl.col("t_start"))).alias("_started"),
-        _time(pl.col("t_end")).alias("_finished"),
+        pl.coalesce("_run_at", "_t_start").alias("_started"),
         pl.col("code").cast(pl.Int32, strict=False).alias("_code"),
         pl.col("signal").cast(pl.Int32, strict=False).alias("_signal"),
     )
@@ -506,10 +517,11 @@ def pods_to_rows(
             pl.format("spec.activeDeadlineSeconds '{}' is not a whole number", deadline)
         ),
     )
-    res, bad_res = _resources(pods)
-    st, bad_st = _statuses(pods)
-    cond, bad_cond = _conditions(pods)
-    wanted = _gpu_type_wanted(pods)
+    slim = pods.select("_p", "rec")
+    res, bad_res = _resources(slim)
+    st, bad_st = _statuses(slim)
+    cond, bad_cond = _conditions(slim)
+    wanted = _gpu_type_wanted(slim)
     why = (
         pods.select("_p", base_why.alias("_w0"))
         .join(bad_res.rename({"_why": "_w1"}), on="_p", how="left")
@@ -521,7 +533,7 @@ def pods_to_rows(
     rejected = pods.filter(pl.col("_why").is_not_null()).select(
         NUM, RAW, pl.col("_why").alias(REASON)
     )
-    good = pods.filter(pl.col("_why").is_null())
+    good = pods.filter(pl.col("_why").is_null()).select("_p", "rec")
 
     owners = (
         good.select("_p", _rec("metadata.ownerReferences").alias("o"))
@@ -549,29 +561,32 @@ def pods_to_rows(
         pl.col("gpu_type").alias("_node_type"),
         pl.col("_share_per_gpu"),
     )
+    # the scalar fields once, so that the joins below do not carry the nested record
+    scalars = good.select(
+        "_p",
+        _rec("metadata.namespace").fill_null("default").alias("vc"),
+        name.alias("_pod"),
+        _rec("spec.nodeName").alias("_node"),
+        _time(created_text).alias("submit_time"),
+        _rec("status.phase").alias("_phase"),
+        _rec("status.reason").alias("_pod_reason"),
+        user.alias("user"),
+        pl.coalesce(_rec("spec.priorityClassName"), _rec("status.qosClass")).alias("qos"),
+        deadline.cast(pl.Float64).alias("time_limit_s"),
+        pl.coalesce(*[_lookup(labels, k) for k in TASK_LABELS]).alias("task"),
+    )
     p = (
-        good.join(owners, on="_p", how="left")
+        scalars.join(owners, on="_p", how="left")
         .join(res, on="_p", how="left")
         .join(st, on="_p", how="left")
         .join(cond, on="_p", how="left")
         .join(wanted, on="_p", how="left")
-        .with_columns(
-            _rec("metadata.namespace").fill_null("default").alias("vc"),
-            name.alias("_pod"),
-            _rec("spec.nodeName").alias("_node"),
-            _time(created_text).alias("submit_time"),
-            _rec("status.phase").alias("_phase"),
-            user.alias("user"),
-            pl.coalesce(_rec("spec.priorityClassName"), _rec("status.qosClass")).alias("qos"),
-            deadline.cast(pl.Float64).alias("time_limit_s"),
-            pl.coalesce(*[_lookup(labels, k) for k in TASK_LABELS]).alias("task"),
-        )
         .join(node_info, on="_node", how="left")
         .sort("_p")
     )
     kind = pl.col("_okind").fill_null("Pod")
     oname = pl.coalesce("_oname", "_pod")
-    reason = pl.coalesce(_rec("status.reason"), pl.col("_disruption"), pl.col("_container_reason"))
+    reason = pl.coalesce(pl.col("_pod_reason"), pl.col("_disruption"), pl.col("_container_reason"))
     terminal = pl.col("_phase").is_in(["Succeeded", "Failed"])
     whole = pl.col("whole").fill_null(0)
     mig = pl.col("mig").fill_null(0)

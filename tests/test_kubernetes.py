@@ -214,7 +214,9 @@ def _jsonl(tmp_path: Path, extra: list[str]) -> Path:
 
 
 def test_json_lines_give_the_same_jobs(tmp_path: Path, k8s_store: Path) -> None:
-    f = _jsonl(tmp_path, ["", '{"kind": "Pod", "metadata": ', '{"kind": "Service"}', '{"metadata": {}}'])
+    f = _jsonl(
+        tmp_path, ["", '{"kind": "Pod", "metadata": ', '{"kind": "Service"}', '{"metadata": {}}']
+    )
     store = tmp_path / "store"
     report = ingest(LOADERS["kubernetes"], f, store, more=(NODES,), cluster="prod")
     assert report.totals[0] == report.totals[1] + report.totals[2]

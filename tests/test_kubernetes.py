@@ -400,3 +400,44 @@ def test_fuzz_clean_seeds_reconcile(tmp_path: Path) -> None:
         "pods.jsonl",
     ]
     assert [fuzz.run_case(c)["cls"] for c in cases] == ["ok"] * 4
+
+
+def test_gpu_share_memory(tmp_path: Path) -> None:
+    node = {
+        "kind": "Node",
+        "metadata": {"name": "share-1", "labels": {"nvidia.com/gpu.product": "Tesla-T4"}},
+        "status": {
+            "capacity": {"cpu": "8", "aliyun.com/gpu-mem": "64", "aliyun.com/gpu-count": "4"}
+        },
+    }
+
+    def pod(name: str, node_name: str | None) -> dict[str, object]:
+        spec: dict[str, object] = {
+            "containers": [{"name": "c", "resources": {"limits": {"aliyun.com/gpu-mem": "8"}}}]
+        }
+        if node_name:
+            spec["nodeName"] = node_name
+        return {
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+            },
+            "spec": spec,
+            "status": {"phase": "Running" if node_name else "Pending"},
+        }
+
+    f = tmp_path / "all.jsonl"
+    f.write_text(
+        "\n".join(json.dumps(o) for o in (node, pod("a", "share-1"), pod("b", None))) + "\n"
+    )
+    store = tmp_path / "store"
+    ingest(LOADERS["kubernetes"], f, store)
+    jobs = _table(store, "jobs").sort("job_id")
+    # 64 GiB over 4 GPUs = 16 GiB per GPU; 8 GiB asked -> 0.5 GPU; raw 8 in gpu_mem_gib.
+    # The unbound pod has no node to measure against: GPUs unknown (null), raw kept.
+    assert jobs.select("job_id", "gpus", "gpus_raw", "gpus_raw_unit", "gpu_type").rows() == [
+        ("ns/Pod/a", 0.5, 8.0, "gpu_mem_gib", "Tesla-T4"),
+        ("ns/Pod/b", None, 8.0, "gpu_mem_gib", None),
+    ]

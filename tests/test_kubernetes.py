@@ -230,7 +230,7 @@ def test_json_lines_give_the_same_jobs(tmp_path: Path, k8s_store: Path) -> None:
     q = _table(store, "quarantine").sort("locator")
     # 8 pods on lines 1-8, blank line 9 (not a record), lines 10-12
     assert q.select("locator", "reason").rows() == [
-        ("line 10", "not valid JSON"),
+        ("line 10", "not valid JSON (Expecting value at column 29)"),  # 28 characters, then none
         ("line 11", "kind Service is not Pod or Node"),
         ("line 12", "record has no kind (expected Pod or Node)"),
         (

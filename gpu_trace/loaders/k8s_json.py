@@ -291,6 +291,16 @@ def _without_maps(dtype: PolarsDataType) -> PolarsDataType:
     return dtype
 
 
+def _json_error(text: str) -> str:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except (ValueError, RecursionError):
+        pass
+    return "not valid JSON"
+
+
 def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.DataFrame:
     """Validate and decode every record in one DuckDB query."""
     con = duckdb.connect()
@@ -316,6 +326,11 @@ def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.Dat
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     frame = frame.with_columns(pl.col("rec").cast(_without_maps(frame.schema["rec"])))
+    bad = frame.filter(pl.col(REASON) == "not valid JSON")
+    if bad.height:
+        # what is wrong and where, for the rejected records only (few: plain Python)
+        why = pl.Series([_json_error(t) for t in bad[RAW].to_list()], dtype=pl.String)
+        frame = frame.update(bad.select(NUM, why.alias(REASON)), on=NUM)
     kind = pl.col("rec").struct.field("kind")
     if default_kind is not None:
         kind = kind.fill_null(pl.lit(default_kind))

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from gpu_trace.loaders.acme import AcmeLoader
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
 from gpu_trace.loaders.helios import HeliosLoader
 from gpu_trace.loaders.interchange import ChronusLoader, GavelLoader
@@ -20,6 +21,7 @@ LOADERS: dict[str, Loader] = {
     "philly": PhillyLoader(),
     "helios": HeliosLoader(),
     "pai2020": Pai2020Loader(),
+    "acme": AcmeLoader(),
     "nvidia-smi": NvidiaSmiLoader(),
     "dcgmi": DcgmiLoader(),
     "prometheus": PrometheusLoader(),

@@ -304,7 +304,7 @@ def test_cli_fetch_verify_list_openb_from_a_mirror(server: Server, tmp_path: Pat
     listed = runner.invoke(app, ["datasets", "list", "--dest", str(dest)])
     assert listed.exit_code == 0
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
-    assert set(rows) == {"philly", "helios", "pai2020", "openb"}
+    assert set(rows) == {"philly", "helios", "pai2020", "openb", "acme"}
     assert " verified " in rows["openb"] and " missing " in rows["philly"]
     assert "CC BY 4.0" in rows["philly"] and "Jeon et al., USENIX ATC'19" in rows["philly"]
 

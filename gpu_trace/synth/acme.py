@@ -221,7 +221,7 @@ def util_frames(
     util = np.where(busy, rng.uniform(40, 100, busy.shape), rng.uniform(0, 5, busy.shape))
     sm = util * rng.uniform(0.3, 0.9, busy.shape)
     frames = {
-        "GPU_UTIL": fmt(np.round(util), 1, offline),
+        "GPU_UTIL": fmt(np.round(util).astype(np.float64), 1, offline),
         "FB_USED": fmt(np.where(busy, rng.uniform(20_000, 80_000, busy.shape), 3.0), 1, offline),
         "POWER_USAGE": fmt(60 + util * rng.uniform(2.5, 3.4, busy.shape), 1, offline),
         "SM_ACTIVE": fmt(sm, 3, offline),

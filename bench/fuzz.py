@@ -55,6 +55,7 @@ KINDS = (
     "prometheus",
     "chronus",
     "gavel",
+    "acme",
 )
 SEED_LINES = 40
 """Seed files are cut to their first lines so that each case stays small and fast."""
@@ -165,7 +166,11 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         s["chronus"].append(Seed("chronus", f.name, _head(f), origin=str(f.relative_to(ROOT))))
     for f in sorted((samples / "processed/gavel").glob("*.trace")):
         s["gavel"].append(Seed("gavel", f.name, _head(f), origin=str(f.relative_to(ROOT))))
-    for family in (f for f in ("openb", "helios", "pai2020", "philly") if f in kinds):
+    for f in sorted((samples / "acme").rglob("*.csv")):
+        s["acme"].append(
+            Seed("acme", f.name, _head(f), f.parent.name, origin=str(f.relative_to(ROOT)))
+        )
+    for family in (f for f in ("openb", "helios", "pai2020", "philly", "acme") if f in kinds):
         out = work / f"synth-{family}"
         files = _synth(family, out, seed)
         for f in files:
@@ -188,6 +193,10 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
                 data = _json_head(f) if f.name == "cluster_job_log" else _head(f)
                 if f.name.startswith("cluster_"):
                     s[family].append(Seed(family, f.name, data, origin=f"synth {rel}"))
+            elif family == "acme":
+                s[family].append(
+                    Seed(family, f.name, _head(f), f.parent.name, origin=f"synth {rel}")
+                )
             elif f.suffix == ".csv":
                 s[family].append(Seed(family, f.name, _head(f), origin=f"synth {rel}"))
     return s

@@ -59,8 +59,8 @@ def _jobs(store: Path) -> pl.DataFrame:
     return frame.sort("job_id")
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def utc(year: int, month: int, day: int, hour: int, minute: int, second: int) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def test_readme_rows_become_canonical_jobs(tmp_path: Path) -> None:

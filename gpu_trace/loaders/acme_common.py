@@ -47,55 +47,80 @@ def check_tz(tz: str) -> str:
     return tz
 
 
-def parse_time(text: pl.Expr, tz: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """(UTC instant, offset in minutes or null when none was written, ok-to-parse flag).
+def time_stages(text: str, out: str, tz: str) -> list[list[pl.Expr]]:
+    """Polars ``with_columns`` stages that read the text column ``text`` as a time:
+    ``out`` (UTC instant; null when the text is not a time or, written without an
+    offset, does not exist in ``tz``), ``out_offset`` (minutes east of UTC as written,
+    null when none was) and ``out_parsed`` (the text is a time).
 
-    The instant is null when the text is not a time or (naive text) the local time does
-    not exist in ``tz``; the flag tells the two apart for the reason text."""
-    groups = text.str.extract_groups(_TIME)
-    naive = groups.struct[0].str.strptime(
-        pl.Datetime("us"), "%Y-%m-%d %H:%M:%S%.f", strict=False, cache=False
+    Each stage only reads columns of the stages before, so every intermediate value is
+    computed once (an expression tree that repeats a regex per reference costs ten
+    times more on a million rows)."""
+    t = pl.col(text)
+    g = pl.col(f"{out}_g")
+    base = g.struct[0]
+    whole = base.str.slice(0, 19).str.strptime(
+        pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False, cache=False
     )
-    sign = pl.when(groups.struct[1] == "-").then(-1).otherwise(1)
-    minutes = groups.struct[2].cast(pl.Int64, strict=False) * 60 + groups.struct[3].cast(
+    frac = base.str.slice(20).str.pad_end(6, "0").str.slice(0, 6).cast(pl.Int64, strict=False)
+    minutes = g.struct[2].cast(pl.Int64, strict=False) * 60 + g.struct[3].cast(
         pl.Int64, strict=False
     )
-    offset = (
-        pl.when(groups.struct[4] == "Z")
-        .then(pl.lit(0, dtype=pl.Int64))
-        .when(minutes.is_not_null())
-        .then(sign * minutes)
-    )
-    with_offset = (naive - pl.duration(minutes=offset)).dt.replace_time_zone("UTC")
-    local = naive.dt.replace_time_zone(
-        tz, ambiguous="earliest", non_existent="null"
-    ).dt.convert_time_zone("UTC")
-    utc = pl.when(offset.is_not_null()).then(with_offset).otherwise(local)
-    parsed = naive.is_not_null() & (offset.is_not_null() | groups.struct[1].is_null())
-    return utc, offset, parsed
+    sign = pl.when(g.struct[1] == "-").then(-1).otherwise(1)
+    naive = pl.col(f"{out}_naive")
+    offset = pl.col(f"{out}_offset")
+    return [
+        [t.str.extract_groups(_TIME).alias(f"{out}_g")],
+        [
+            (whole + pl.duration(microseconds=frac.fill_null(0))).alias(f"{out}_naive"),
+            pl.when(g.struct[4] == "Z")
+            .then(pl.lit(0, dtype=pl.Int64))
+            .when(minutes.is_not_null())
+            .then(sign * minutes)
+            .alias(f"{out}_offset"),
+            g.struct[1].is_null().alias(f"{out}_no_offset"),
+        ],
+        [
+            pl.when(offset.is_not_null())
+            .then((naive - pl.duration(minutes=offset)).dt.replace_time_zone("UTC"))
+            .otherwise(
+                naive.dt.replace_time_zone(
+                    tz, ambiguous="earliest", non_existent="null"
+                ).dt.convert_time_zone("UTC")
+            )
+            .alias(out),
+            (naive.is_not_null() & (offset.is_not_null() | pl.col(f"{out}_no_offset"))).alias(
+                f"{out}_parsed"
+            ),
+        ],
+    ]
 
 
-def offset_zone(offset: pl.Expr, tz: str) -> pl.Expr:
-    """The ``source_tz`` for a time written with ``offset`` minutes (null: ``tz``)."""
-    hours = offset // 60
-    known = pl.lit(None, dtype=pl.String)
-    for minutes, name in OFFSET_ZONES.items():
-        known = pl.when(offset == minutes).then(pl.lit(name)).otherwise(known)
-    etc = pl.format(
-        "Etc/GMT{}{}", pl.when(hours > 0).then(pl.lit("-")).otherwise(pl.lit("+")), hours.abs()
-    )
-    literal = pl.format(
-        "UTC{}{}:{}",
-        pl.when(offset < 0).then(pl.lit("-")).otherwise(pl.lit("+")),
-        (offset.abs() // 60).cast(pl.String).str.zfill(2),
-        (offset.abs() % 60).cast(pl.String).str.zfill(2),
-    )
-    return (
-        pl.when(offset.is_null())
-        .then(pl.lit(tz))
-        .when(offset.is_in(list(OFFSET_ZONES)))
-        .then(known)
-        .when(offset % 60 == 0)
-        .then(etc)
-        .otherwise(literal)
-    )
+def staged(lf: pl.LazyFrame, *stage_lists: list[list[pl.Expr]]) -> pl.LazyFrame:
+    """``lf`` with the stages of several :func:`time_stages` applied side by side."""
+    for i in range(max((len(s) for s in stage_lists), default=0)):
+        lf = lf.with_columns(e for s in stage_lists if i < len(s) for e in s[i])
+    return lf
+
+
+def zone_name(offset: int | None, tz: str) -> str:
+    """The ``source_tz`` of a time written with ``offset`` minutes east of UTC (None:
+    written without one, so read in ``tz``)."""
+    if offset is None:
+        return tz
+    if offset in OFFSET_ZONES:
+        return OFFSET_ZONES[offset]
+    if offset % 60 == 0:
+        # POSIX-style Etc zones count west of UTC: +05:00 is Etc/GMT-5
+        return f"Etc/GMT{-offset // 60:+d}"
+    sign = "-" if offset < 0 else "+"
+    return f"UTC{sign}{abs(offset) // 60:02d}:{abs(offset) % 60:02d}"
+
+
+def offset_zone(offset: pl.Expr, offsets: list[int | None], tz: str) -> pl.Expr:
+    """``source_tz`` per row: :func:`zone_name` of ``offset``, looked up among the few
+    distinct ``offsets`` a file holds instead of formatted per row."""
+    known = [o for o in offsets if o is not None]
+    return offset.replace_strict(
+        known, [zone_name(o, tz) for o in known], default=pl.lit(tz), return_dtype=pl.String
+    ).fill_null(tz)

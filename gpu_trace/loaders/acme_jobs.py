@@ -49,7 +49,14 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.errors import InputError
-from gpu_trace.loaders.acme_common import SOURCE, TIME_TEXT, offset_zone, parse_time
+from gpu_trace.loaders.acme_common import (
+    SOURCE,
+    TIME_TEXT,
+    offset_zone,
+    staged,
+    time_stages,
+    zone_name,
+)
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     LINE,
@@ -139,56 +146,65 @@ def _field(names: list[str], name: str) -> pl.Expr:
 
 
 def parse(path: Path, names: list[str], tz: str) -> pl.LazyFrame:
-    """Every data line typed and checked: the canonical inputs plus ``_reason``."""
+    """Every data line typed and checked: the canonical inputs plus ``_reason``.
+
+    Built in stages (split, text fields, typed values, checks), each reading the
+    columns of the one before, so no value is computed twice."""
     info = file_info(path, header_lines=1)
     n = len(names)
     times = [*TIMES, *(t for t in KALOS_TIMES if t in names)]
     numbers = [*NUMBERS, *(c for c in KALOS_NUMBERS if c in names)]
+    texts = [*COLUMNS, *(c for c in KALOS_COLUMNS if c in names)]
     lines = scan_lines(info, skip=1).with_columns(pl.col(RAW).str.split(",").alias("_parts"))
-    text = {c: _field(names, c).str.strip_chars() for c in {*COLUMNS, *KALOS_COLUMNS}}
-    empty = {c: text[c].is_null() | (text[c] == "") for c in text}
-    typed: list[pl.Expr] = []
+    lines = lines.with_columns(
+        pl.col("_parts").list.len().alias("_n"),
+        *(_field(names, c).str.strip_chars().alias(f"_t_{c}") for c in texts),
+    ).drop("_parts")
+
+    def t(c: str) -> pl.Expr:
+        return pl.col(f"_t_{c}") if c in texts else pl.lit(None, dtype=pl.String)
+
+    def empty(c: str) -> pl.Expr:
+        return t(c).is_null() | (t(c) == "")
+
+    lines = lines.with_columns(
+        pl.when(empty(c)).then(None).otherwise(t(c)).cast(pl.Float64, strict=False).alias(f"_{c}")
+        for c in numbers
+    )
+    lines = staged(lines, *(time_stages(f"_t_{c}", f"_{c}", tz) for c in times))
     checks: list[pl.Expr] = [
         pl.when(pl.col(RAW).is_in(["", "\r"]).fill_null(True)).then(pl.lit("empty line")),
-        pl.when(pl.col("_parts").list.len() != n).then(
-            pl.format(f"expected {n} fields, found {{}}", pl.col("_parts").list.len())
-        ),
+        pl.when(pl.col("_n") != n).then(pl.format(f"expected {n} fields, found {{}}", "_n")),
         pl.when(pl.col(RAW).str.contains("\ufffd", literal=True)).then(pl.lit("invalid UTF-8")),
     ]
     for c in (*REQUIRED_TEXT, "gpu_num"):
-        checks.append(pl.when(empty[c]).then(pl.lit(f"{c} is missing")))
+        checks.append(pl.when(empty(c)).then(pl.lit(f"{c} is missing")))
     for c in numbers:
-        value = pl.when(empty[c]).then(None).otherwise(text[c]).cast(pl.Float64, strict=False)
-        typed.append(value.alias(f"_{c}"))
+        value = pl.col(f"_{c}")
         checks.append(
-            pl.when(~empty[c] & (value.is_null() | value.is_nan() | value.is_infinite())).then(
-                pl.format(f"{c} {{}} is not a number", _quoted(text[c]))
+            pl.when(~empty(c) & (value.is_null() | value.is_nan() | value.is_infinite())).then(
+                pl.format(f"{c} {{}} is not a number", _quoted(t(c)))
             )
         )
         checks.append(pl.when(value < 0).then(pl.lit(f"{c} is negative")))
     node = pl.col("_node_num")
     checks.append(
         pl.when((node != node.floor()) | (node > INT32_MAX)).then(
-            pl.format("node_num {} is not a whole number of nodes", _quoted(text["node_num"]))
+            pl.format("node_num {} is not a whole number of nodes", _quoted(t("node_num")))
         )
     )
     for c in times:
-        utc, offset, parsed = parse_time(text[c], tz)
-        naive = (
-            text[c]
-            .str.slice(0, 19)
-            .str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False)
-        )
-        typed += [utc.alias(f"_{c}"), offset.alias(f"_{c}_offset")]
+        naive = pl.col(f"_{c}_naive")
+        parsed = pl.col(f"_{c}_parsed")
         checks += [
-            pl.when(~empty[c] & ~parsed).then(
-                pl.format(f"{c} {{}} is not a time ({TIME_TEXT})", _quoted(text[c]))
+            pl.when(~empty(c) & ~parsed).then(
+                pl.format(f"{c} {{}} is not a time ({TIME_TEXT})", _quoted(t(c)))
             ),
-            pl.when(~empty[c] & ((naive < TIME_MIN) | (naive >= TIME_MAX))).then(
-                pl.format(f"{c} {{}} is a time out of range (1970..2099)", _quoted(text[c]))
+            pl.when(~empty(c) & ((naive < TIME_MIN) | (naive >= TIME_MAX))).then(
+                pl.format(f"{c} {{}} is a time out of range (1970..2099)", _quoted(t(c)))
             ),
-            pl.when(~empty[c] & parsed & utc.is_null()).then(
-                pl.format(f"{c} {{}} does not exist in {tz}", _quoted(text[c]))
+            pl.when(~empty(c) & parsed & pl.col(f"_{c}").is_null()).then(
+                pl.format(f"{c} {{}} does not exist in {tz}", _quoted(t(c)))
             ),
         ]
     checks += [
@@ -199,13 +215,15 @@ def parse(path: Path, names: list[str], tz: str) -> pl.LazyFrame:
             pl.lit("end_time is before start_time")
         ),
     ]
-    return (
-        lines.with_columns(
-            *(text[c].alias(f"_t_{c}") for c in ("job_id", "user", "type", "state")), *typed
-        )
-        .with_columns(pl.coalesce(checks).alias(REASON))
-        .drop("_parts")
-    )
+    keep = [
+        LINE,
+        RAW,
+        *(f"_t_{c}" for c in ("job_id", "user", "type", "state")),
+        *(f"_{c}" for c in numbers),
+        *(f"_{c}" for c in times),
+        "_submit_time_offset",
+    ]
+    return lines.with_columns(pl.coalesce(checks).alias(REASON)).select(*keep, REASON)
 
 
 def _seconds(a: str, b: str) -> pl.Expr:
@@ -237,6 +255,7 @@ def job_batch(file: JobFile, tz: str) -> Batch:
         if "mem_per_pod_GB" in names
         else pl.lit(None, dtype=pl.Int64)
     )
+    offsets = good["_submit_time_offset"].unique().to_list()
     rows = good.lazy().select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(file.cluster).alias("dataset"),
@@ -263,7 +282,7 @@ def job_batch(file: JobFile, tz: str) -> Batch:
         .then(None)
         .otherwise(pl.col("_t_type"))
         .alias("workload_type"),
-        offset_zone(pl.col("_submit_time_offset"), tz).alias("source_tz"),
+        offset_zone(pl.col("_submit_time_offset"), offsets, tz).alias("source_tz"),
         pl.lit("absolute").alias("time_basis"),
     )
     rejected = quarantine_rows(
@@ -275,7 +294,6 @@ def job_batch(file: JobFile, tz: str) -> Batch:
         file=file.path,
     )
     ignored = [c for c in names if c not in (*COLUMNS, *KALOS_COLUMNS)]
-    zones = good.select(offset_zone(pl.col("_submit_time_offset"), tz).unique().sort())
     return Batch(
         "jobs",
         file.cluster,
@@ -285,7 +303,7 @@ def job_batch(file: JobFile, tz: str) -> Batch:
         cluster=file.cluster,
         metadata={
             "time_basis": "absolute",
-            "source_tz": ",".join(z for z in zones.to_series().to_list() if z) or tz,
+            "source_tz": ",".join(sorted({zone_name(o, tz) for o in offsets})) or tz,
             "naive_time_tz": tz,
             "cluster": file.cluster,
             "run_rule": "run_s = end_time - start_time (file duration not used)",

@@ -42,7 +42,13 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.errors import InputError
-from gpu_trace.loaders.acme_common import SOURCE, TIME_TEXT, offset_zone, parse_time
+from gpu_trace.loaders.acme_common import (
+    SOURCE,
+    TIME_TEXT,
+    staged,
+    time_stages,
+    zone_name,
+)
 from gpu_trace.loaders.base import Batch, ReconciliationError
 from gpu_trace.loaders.textfile import (
     LINE,
@@ -191,35 +197,36 @@ def _cells(info: FileInfo, metric: Metric, ncol: int, tz: str) -> pl.LazyFrame:
     (UTC), ``_col`` (null for a rejected line), ``_empty``, ``_value`` (canonical
     unit), ``_code`` (why the cell is rejected) and ``_line_reason``."""
     parts = pl.col("_parts")
-    time_text = parts.list.first().str.strip_chars()
-    utc, offset, parsed = parse_time(time_text, tz)
-    naive = time_text.str.slice(0, 19).str.strptime(
-        pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False
-    )
-    quoted = pl.lit("'") + time_text + pl.lit("'")
+    quoted = pl.lit("'") + pl.col("_time_text") + pl.lit("'")
+    naive = pl.col("_time_naive")
     line_reason = pl.coalesce(
         pl.when(pl.col(RAW).is_in(["", "\r"]).fill_null(True)).then(pl.lit("empty line")),
         pl.when(parts.list.len() != ncol + 1).then(
             pl.format(f"expected {ncol + 1} fields, found {{}}", parts.list.len())
         ),
         pl.when(pl.col(RAW).str.contains("\ufffd", literal=True)).then(pl.lit("invalid UTF-8")),
-        pl.when(~parsed).then(pl.format(f"Time {{}} is not a time ({TIME_TEXT})", quoted)),
+        pl.when(~pl.col("_time_parsed")).then(
+            pl.format(f"Time {{}} is not a time ({TIME_TEXT})", quoted)
+        ),
         pl.when((naive < TIME_MIN) | (naive >= TIME_MAX)).then(
             pl.format("Time {} is a time out of range (1970..2099)", quoted)
         ),
-        pl.when(utc.is_null()).then(pl.format(f"Time {{}} does not exist in {tz}", quoted)),
+        pl.when(pl.col("_time").is_null()).then(
+            pl.format(f"Time {{}} does not exist in {tz}", quoted)
+        ),
     )
     ok = pl.col("_line_reason").is_null()
+    split = scan_lines(info, skip=1).with_columns(
+        pl.col(RAW).str.strip_suffix("\r").str.split(",").alias("_parts")
+    )
+    split = split.with_columns(parts.list.first().str.strip_chars().alias("_time_text"))
     lines = (
-        scan_lines(info, skip=1)
-        .with_columns(pl.col(RAW).str.strip_suffix("\r").str.split(",").alias("_parts"))
-        .with_columns(
-            line_reason.alias("_line_reason"), utc.alias("_time"), offset.alias("_offset")
-        )
+        staged(split, time_stages("_time_text", "_time", tz))
+        .with_columns(line_reason.alias("_line_reason"))
         .select(
             LINE,
             "_time",
-            "_offset",
+            "_time_offset",
             "_line_reason",
             pl.when(ok)
             .then(parts.list.slice(1))
@@ -293,8 +300,8 @@ def util_batches(file: UtilFile, tz: str) -> list[Batch]:
         (good & (pl.col("_value") == 0)).sum().alias("no_event")
         if is_xid
         else pl.lit(0, dtype=pl.UInt32).alias("no_event"),
-        pl.col("_offset").min().alias("offset_lo"),
-        pl.col("_offset").max().alias("offset_hi"),
+        pl.col("_time_offset").min().alias("offset_lo"),
+        pl.col("_time_offset").max().alias("offset_hi"),
         pl.col("_code").is_not_null().sum().alias("bad_cells"),
     )
     bad_q = cells.filter(pl.col("_line_reason").is_not_null() | pl.col("_code").is_not_null())
@@ -303,12 +310,7 @@ def util_batches(file: UtilFile, tz: str) -> list[Batch]:
         engine="streaming",
     )
     stats = stats_df.row(0, named=True)
-    zones = sorted(
-        {
-            pl.select(offset_zone(pl.lit(o, dtype=pl.Int64), tz)).item()
-            for o in (stats["offset_lo"], stats["offset_hi"])
-        }
-    )
+    zones = sorted({zone_name(o, tz) for o in (stats["offset_lo"], stats["offset_hi"])})
     if stats["good_lines"] + stats["bad_lines"] != info.records:
         raise ReconciliationError(
             f"{file.path}: {info.records} data lines but {stats['good_lines']} good + "

@@ -364,9 +364,12 @@ def test_cli_ingest_analyze_and_replay_on_the_bundled_sample(tmp_path: Path) -> 
     jobs = _jobs(tmp_path / "store")
     assert jobs.height == 285 + 19
     assert set(jobs["cluster"]) == {"seren", "kalos"}
+    for analysis in ("summary", "queueing", "failures"):
+        a = runner.invoke(app, ["analyze", analysis, "--source", "acme", "--store", store])
+        assert a.exit_code == 0, a.output
+        assert "seren" in a.stdout and "kalos" in a.stdout
     a = runner.invoke(app, ["analyze", "failures", "--source", "acme", "--store", store])
-    assert a.exit_code == 0, a.output
-    assert "seren" in a.stdout and "failed" in a.stdout
+    assert "failed" in a.stdout
     out = tmp_path / "replay"
     rp = runner.invoke(
         app,

@@ -22,6 +22,7 @@ demo: $(STAMP) ## Ingest every bundled sample into data/store and build the repo
 	$(BIN)/gpu-trace ingest openb data/samples/openb --store $(STORE)
 	$(BIN)/gpu-trace ingest helios data/samples/helios --store $(STORE)
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)
+	$(BIN)/gpu-trace ingest acme data/samples/acme --store $(STORE)
 	$(BIN)/gpu-trace ingest philly data/samples/philly/cluster_machine_list --store $(STORE)
 	@echo "Synthetic job logs (gpu-trace synth, labelled in the report; see data/samples/README.md):"
 	$(BIN)/gpu-trace ingest philly data/samples/philly/synthetic --store $(STORE)

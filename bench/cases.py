@@ -784,11 +784,59 @@ def kubernetes_synth_ingest() -> dict[str, object]:
     }
 
 
+ACME_JOBS = 1_000_000
+ACME_UTIL_NODES, ACME_UTIL_TICKS = 64, 2_000
+"""A Seren-sized job trace (1.03 M jobs upstream) and one wide GPU file of 512 GPU
+columns x 2,000 samples (8.3 h at 15 s; 1.02 M cells per metric file)."""
+
+
+def acme_ingest() -> dict[str, object]:
+    """Synthetic AcmeTrace: 1 M jobs across trace_seren/kalos.csv, then the utilization
+    files of 64 nodes x 2,000 samples (GPU metrics: 512 columns), ingested separately."""
+    import numpy as np
+
+    from gpu_trace.synth import acme
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        trace = root / "jobs" / "data" / "job_trace"
+        trace.mkdir(parents=True)
+        rng = np.random.default_rng(0)
+        start = time.perf_counter()
+        for spec, n in zip(acme.SPECS, acme.split_jobs(ACME_JOBS), strict=True):
+            acme.jobs_frame(spec, n, rng).write_csv(
+                trace / f"trace_{spec.name}.csv", null_value="", quote_style="never"
+            )
+        util = acme.write_util(
+            root / "util", acme.SEREN, nodes=ACME_UTIL_NODES, ticks=ACME_UTIL_TICKS, seed=0
+        )
+        synth_s = time.perf_counter() - start
+        start = time.perf_counter()
+        jobs = ingest(LOADERS["acme"], root / "jobs", root / "store")
+        jobs_s = time.perf_counter() - start
+        start = time.perf_counter()
+        samples = ingest(LOADERS["acme"], util[0].parent, root / "store")
+        util_s = time.perf_counter() - start
+    return {
+        "jobs": ACME_JOBS,
+        "synth_s": round(synth_s, 2),
+        "jobs_rows_read": jobs.totals[0],
+        "jobs_quarantined": jobs.totals[2],
+        "jobs_ingest_s": round(jobs_s, 2),
+        "util_files": len(util),
+        "util_records_read": samples.totals[0],
+        "util_quarantined": samples.totals[2],
+        "util_ingest_s": round(util_s, 2),
+        "util_records_per_s": round(samples.totals[0] / util_s),
+    }
+
+
 CASES: dict[str, Callable[[], dict[str, object]]] = {
     "kubernetes_synth_ingest": kubernetes_synth_ingest,
     "openb_ingest": openb_ingest,
     "openb_query": openb_query,
     "openb_synth_ingest": openb_synth_ingest,
+    "acme_ingest": acme_ingest,
     "helios_full": helios_full,
     "nvml_sampler_overhead": nvml_sampler_overhead,
     "replay_fifo_1m": replay_fifo_1m,

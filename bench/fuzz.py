@@ -56,6 +56,7 @@ KINDS = (
     "chronus",
     "gavel",
     "kubernetes",
+    "acme",
 )
 SEED_LINES = 40
 """Seed files are cut to their first lines so that each case stays small and fast."""
@@ -176,7 +177,11 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         s["kubernetes"].append(
             Seed("kubernetes", f"{f.stem}.jsonl", lines, origin=f"{f.name} as JSON lines")
         )
-    for family in (f for f in ("openb", "helios", "pai2020", "philly") if f in kinds):
+    for f in sorted((samples / "acme").rglob("*.csv")):
+        s["acme"].append(
+            Seed("acme", f.name, _head(f), f.parent.name, origin=str(f.relative_to(ROOT)))
+        )
+    for family in (f for f in ("openb", "helios", "pai2020", "philly", "acme") if f in kinds):
         out = work / f"synth-{family}"
         files = _synth(family, out, seed)
         for f in files:
@@ -199,6 +204,10 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
                 data = _json_head(f) if f.name == "cluster_job_log" else _head(f)
                 if f.name.startswith("cluster_"):
                     s[family].append(Seed(family, f.name, data, origin=f"synth {rel}"))
+            elif family == "acme":
+                s[family].append(
+                    Seed(family, f.name, _head(f), f.parent.name, origin=f"synth {rel}")
+                )
             elif f.suffix == ".csv":
                 s[family].append(Seed(family, f.name, _head(f), origin=f"synth {rel}"))
     return s

@@ -22,6 +22,9 @@ Per-format rules (``expect``):
   *T* must be ``L + (k-1) g`` for some ``0 <= g <= L`` (``mode="cells"``).
 - nvidia-smi pmon: one record per non-comment line, except lines whose pid is ``-``.
 - Prometheus exposition: one record per line that is neither blank nor ``#``.
+- AcmeTrace: ``trace_<cluster>.csv`` one record per line after the header; the wide
+  utilization CSVs like Philly's util files (``mode="bound"``), a non-empty cell being
+  one record and a "no error" XID cell counted through ``no_event_cells``.
 - Philly util CSVs: a data line is one quarantined record, or one sample per value
   that is not ``NA`` (a line of only ``NA`` is none), so the total lies between the
   sums of ``min(1, v)`` and ``max(1, v)`` over lines with *v* such values
@@ -152,6 +155,8 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
         return _smi(name, lines)
     if kind == "kubernetes":
         return _kubernetes(data, lines)
+    if kind == "acme":
+        return _acme(name, lines)
     raise ValueError(f"no counting rule for {kind} {name}")
 
 
@@ -187,6 +192,21 @@ def _kubernetes(data: bytes, lines: Sequence[bytes]) -> Expect:
     nodes = kinds.count("Node")
     total = len(records) + nodes  # nodes count twice
     return Expect(("placements", "machines"), "exact", total)
+
+
+def _acme(name: str, lines: Sequence[bytes]) -> Expect:
+    """AcmeTrace: a job trace is one record per line after the header; a utilization
+    file's data line is one quarantined record or one record per non-empty cell (a
+    sample, an event, a "no error" XID cell or a quarantined cell)."""
+    after_header = max(len(lines) - 1, 0)
+    if name.startswith("trace_"):
+        return Expect(("jobs",), "exact", after_header)
+    table = "host_samples" if name.startswith("NODE_") else "gpu_samples"
+    lo = hi = 0
+    for ln in lines[1:]:
+        present = sum(1 for v in _text(ln).split(",")[1:] if v.strip())
+        lo, hi = lo + min(1, present), hi + max(1, present)
+    return Expect((table, "events"), "bound", after_header, no_event=True, lo=lo, hi=hi)
 
 
 PAI_TABLES = {

@@ -66,6 +66,7 @@ SELECT source, dataset, cluster, time, host,
     max(value) FILTER (WHERE metric = 'cpu_util_pct') AS cpu_util_pct,
     max(value) FILTER (WHERE metric = 'mem_total_bytes') AS mem_total_bytes,
     max(value) FILTER (WHERE metric = 'mem_free_bytes') AS mem_free_bytes,
-    max(value) FILTER (WHERE metric = 'mem_used_bytes') AS mem_used_bytes
+    max(value) FILTER (WHERE metric = 'mem_used_bytes') AS mem_used_bytes,
+    max(value) FILTER (WHERE metric = 'mem_util_pct') AS mem_util_pct
 FROM host_samples
 GROUP BY source, dataset, cluster, time, host;

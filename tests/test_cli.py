@@ -136,7 +136,16 @@ def test_groups_without_arguments_show_their_commands() -> None:
     expected = {
         "telemetry": ("sample", "scrape", "jobs"),
         "replay": ("run", "compare", "policies", "export", "live", "validate"),
-        "ingest": ("openb", "helios", "pai2020", "philly", "nvidia-smi", "chronus", "gavel"),
+        "ingest": (
+            "openb",
+            "helios",
+            "pai2020",
+            "philly",
+            "nvidia-smi",
+            "chronus",
+            "gavel",
+            "acme",
+        ),
         "analyze": ("summary", "utilization", "queueing", "fragmentation", "provisioning"),
         "datasets": ("list", "fetch", "verify"),
     }

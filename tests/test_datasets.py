@@ -194,7 +194,7 @@ def payload(n: int, seed: int = 0) -> bytes:
 
 def test_registry_carries_the_published_numbers() -> None:
     reg = registry()
-    assert list(reg) == ["philly", "helios", "pai2020", "openb"]
+    assert list(reg) == ["philly", "helios", "pai2020", "openb", "acme"]
     philly = reg["philly"].file("trace-data.tar.gz")
     assert philly.size == 1_055_988_361
     assert philly.sha256 == "2037ccf63a725a02be718b0e1aeee6142c90b7f62d0d849295120e9f6ba13d2c"
@@ -217,6 +217,13 @@ def test_registry_carries_the_published_numbers() -> None:
             "pai_job_table.csv",
             "379ecb3becaba347f44a53bf7eb53e54b185221b2a0338a3f828828d269ba96c",
         ),
+    )
+    acme = reg["acme"]
+    # upstream publishes no sizes or checksums for the job traces: unverified downloads
+    assert [f.name for f in acme.files] == ["trace_seren.csv", "trace_kalos.csv"]
+    assert all(f.sha256 is None and f.size is None and not f.verifiable for f in acme.files)
+    assert acme.file("trace_kalos.csv").urls[0] == (
+        "https://raw.githubusercontent.com/InternLM/AcmeTrace/master/data/job_trace/trace_kalos.csv"
     )
     for ds in reg.values():
         assert ds.license and ds.citation and ds.homepage.startswith("https://")
@@ -304,7 +311,7 @@ def test_cli_fetch_verify_list_openb_from_a_mirror(server: Server, tmp_path: Pat
     listed = runner.invoke(app, ["datasets", "list", "--dest", str(dest)])
     assert listed.exit_code == 0
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
-    assert set(rows) == {"philly", "helios", "pai2020", "openb"}
+    assert set(rows) == {"philly", "helios", "pai2020", "openb", "acme"}
     assert " verified " in rows["openb"] and " missing " in rows["philly"]
     assert "CC BY 4.0" in rows["philly"] and "Jeon et al., USENIX ATC'19" in rows["philly"]
 
@@ -339,6 +346,7 @@ def test_list_json_reports_each_state(server: Server, tmp_path: Path) -> None:
         "helios": "missing",
         "pai2020": "partial",
         "openb": "verified",
+        "acme": "missing",
     }
     files = {f["name"]: f for f in entries["pai2020"]["files"]}
     assert files["pai_job_table.header"]["status"] == "unchecked"

@@ -149,3 +149,29 @@ def test_seeded_run_is_reproducible(pool: dict[str, list[fuzz.Seed]], tmp_path: 
     where = fuzz.save_failure(tmp_path, cases[0], results[0] | {"cls": "traceback"})
     assert (where / "in" / cases[0]["name"]).read_bytes() == cases[0]["data"]
     assert (where / "reason.txt").read_text().startswith("traceback: ")
+
+
+def test_acme_counting_rules_by_hand() -> None:
+    trace = b"job_id,user\n1,u\n\n2,u\n"
+    # every line after the header is one job record, the empty one too
+    assert expect("acme", "trace_seren.csv", trace) == Expect(("jobs",), "exact", 3)
+    util = b"Time,a-0,a-1\nt,1,\nt,,\nt,1,2\n"
+    # per line: 1 non-empty cell; none (0, or 1 if the line is rejected); 2 cells or 1
+    got = expect("acme", "GPU_UTIL.csv", util)
+    assert (got.tables, got.mode, got.lo, got.hi) == (
+        ("gpu_samples", "events"),
+        "bound",
+        1 + 0 + 1,
+        1 + 1 + 2,
+    )
+    assert expect("acme", "NODE_CPU_UTILIZATION.csv", util).tables[0] == "host_samples"
+
+
+def test_acme_unmutated_seeds_reconcile(tmp_path: Path) -> None:
+    pool = fuzz.seeds(tmp_path / "seeds", 0, ("acme",))
+    n = len(pool["acme"])
+    assert n >= 16  # bundled sample files + a synth run
+    results = [
+        fuzz.run_case(fuzz.make_case(i, 0, pool, ("acme",), clean=True)) for i in range(0, n, 4)
+    ]
+    assert [r["cls"] for r in results] == ["ok"] * len(results)

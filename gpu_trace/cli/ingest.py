@@ -168,6 +168,35 @@ def ingest_pai2020(
     run_ingest("pai2020", path, store, tables=tables)
 
 
+@app.command("acme")
+@domain_errors
+def ingest_acme(
+    path: PathArg,
+    store: StoreOpt = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            help="Cluster name (default: seren/kalos from trace_<cluster>.csv, or the "
+            "utilization file's folder name)."
+        ),
+    ] = None,
+    tz: Annotated[
+        str,
+        typer.Option(
+            "--tz",
+            help="IANA zone for times written without a UTC offset (the release writes "
+            "offsets: +08:00 Seren, +00:00 Kalos). Recorded in source_tz.",
+        ),
+    ] = "Asia/Shanghai",
+) -> None:
+    """Shanghai AI Lab AcmeTrace (Seren, Kalos): trace_<cluster>.csv -> jobs; utilization
+    CSVs (Time + one column per node or GPU) -> gpu_samples, host_samples, events (XID).
+
+    PATH: a job trace, a utilization CSV, or a folder holding them (the release's data/,
+    utilization/seren, ...)."""
+    run_ingest("acme", path, store, cluster=cluster, tz=tz)
+
+
 TzOpt = Annotated[
     str,
     typer.Option(help="IANA zone of the tool's local timestamps (recorded as source_tz)."),

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from gpu_trace.loaders.acme import AcmeLoader
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
 from gpu_trace.loaders.helios import HeliosLoader
 from gpu_trace.loaders.interchange import ChronusLoader, GavelLoader
@@ -22,6 +23,7 @@ LOADERS: dict[str, Loader] = {
     "helios": HeliosLoader(),
     "pai2020": Pai2020Loader(),
     "kubernetes": KubernetesLoader(),
+    "acme": AcmeLoader(),
     "nvidia-smi": NvidiaSmiLoader(),
     "dcgmi": DcgmiLoader(),
     "prometheus": PrometheusLoader(),

@@ -118,8 +118,8 @@ JOBS = Table(
         Column(
             "workload_type",
             pa.string(),
-            "Workload class as the source labels it (AcmeTrace `type`: pretrain, sft, "
-            "eval, debug, ...; Kubernetes owner kind).",
+            "Workload class as the source labels it (AcmeTrace `type` as written: Pretrain, "
+            "SFT, Eval, MLLM, Debug, Other; Kubernetes owner kind).",
         ),
         Column(
             "source_tz",

@@ -62,6 +62,10 @@ HOST_METRICS: dict[str, tuple[str, str]] = {
     "mem_total_bytes": ("bytes", "Host memory installed."),
     "mem_free_bytes": ("bytes", "Host memory free."),
     "mem_used_bytes": ("bytes", "Host memory in use."),
+    "mem_util_pct": (
+        "pct",
+        "Share of host memory in use, 0-100 (AcmeTrace NODE_MEMORY_UTILIZATION).",
+    ),
 }
 """The fixed vocabulary of ``host_samples.metric``."""
 

@@ -22,6 +22,7 @@ SYNTHS: dict[str, str] = {
     "pai2020": "gpu_trace.synth.pai2020:write",
     "openb": "gpu_trace.synth.openb:write",
     "kubernetes": "gpu_trace.synth.kubernetes:write",
+    "acme": "gpu_trace.synth.acme:write",
 }
 
 Writer = Callable[..., list[Path]]

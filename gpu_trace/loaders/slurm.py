@@ -41,8 +41,8 @@ Decisions on points the format leaves open:
   Rows whose ``Elapsed`` differs from end - start are counted (``elapsed_mismatch_rows``),
   not changed. Start before submit or end before start is quarantined.
 - **GPUs and memory** come from ``AllocTRES`` when it is not empty (what the job got),
-  else ``ReqTRES`` (a pending job); memory then from ``ReqMem`` when neither TRES list
-  names it. ``gpus_raw`` is the same count (unit ``gpu``); ``gpu_type`` the models of
+  else ``ReqTRES`` (a pending job), which is then the only one read and checked;
+  memory from ``ReqMem`` when that TRES list names none. ``gpus_raw`` is the same count (unit ``gpu``); ``gpu_type`` the models of
   ``gres/gpu:<model>=`` entries joined with ``|``.
 - ``vc`` is ``Partition``; ``nodes`` is ``NNodes``; ``cpus`` is ``NCPUS``.
 - ``JobName`` is the only free text: a line with more fields than the header (a ``|``
@@ -63,7 +63,7 @@ from gpu_trace.errors import InputError, InputWarning
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.helios import check_tz
+from gpu_trace.loaders.helios import check_tz, fixed_offset, with_raw
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
@@ -207,30 +207,124 @@ def _quoted(text: pl.Expr) -> pl.Expr:
 # --------------------------------------------------------------------------- typing
 
 
-def _time_columns(header: Header, tz: str) -> tuple[list[pl.Expr], list[pl.Expr]]:
-    """Typed local times, their UTC instants (the DST rule of the module docstring), and
-    the checks they give: (columns, second-stage columns)."""
-    first: list[pl.Expr] = []
+def _local_times(header: Header) -> list[pl.Expr]:
+    """Per time field: its text (null for ``Unknown``/``None``) and the naive local
+    time it names (null when it does not parse or lies outside the store's range)."""
+    out: list[pl.Expr] = []
     for key in TIMES:
         text = _text(key, header, no_value=sv.NO_VALUE)
         local = text.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
-        in_range = (local >= pl.lit(TIME_MIN)) & (local < pl.lit(TIME_MAX))
-        local = pl.when(in_range).then(local)
-        first += [
-            text.alias(f"_{key}_text"),
-            local.alias(f"_{key}_local"),
-            in_range.alias(f"_{key}_in_range"),
-        ]
-    second: list[pl.Expr] = []
+        out += [text.alias(f"_{key}_text"), local.alias(f"_{key}_parsed")]
+    return out
+
+
+def _int(key: str, header: Header) -> tuple[pl.Expr, pl.Expr]:
+    text = _text(key, header, no_value=sv.NO_VALUE)
+    value = text.str.strip_chars().cast(pl.Int64, strict=False)
+    bad = text.is_not_null() & (value.is_null() | (value < 0) | (value > INT32_MAX))
+    return value, bad
+
+
+def typed(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
+    """Every line split and typed (everything but the time-zone step and the reasons):
+    the columns :func:`checks` and the row builders read. Three stages, so that each
+    split and regex capture runs once (:data:`gpu_trace.loaders.slurm_values.Staged`)."""
+    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
+    limit_1, limit = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE), "_tl")
+    alloc_text = _text("alloctres", header, no_value=sv.NO_VALUE)
+    alloc_1, alloc = sv.tres(alloc_text, "_at")
+    # ReqTRES only matters (and is only checked) where there is no AllocTRES
+    req_1, req = sv.tres(
+        pl.when(alloc_text.is_null()).then(_text("reqtres", header, no_value=sv.NO_VALUE)), "_rt"
+    )
+    nnodes, nnodes_bad = _int("nnodes", header)
+    ncpus, ncpus_bad = _int("ncpus", header)
+    code, signal, code_bad = sv.exit_code(_text("exitcode", header))
+    got = pl.col("_at_text").is_not_null()
+    reqmem, reqmem_bad = sv.req_mem(
+        _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), pl.col("_ncpus")
+    )
+    stage1 = _split(lines, header).with_columns(
+        step_flag().alias("_is_step"),
+        _text("jobid", header).alias("_jobid"),
+        *_local_times(header),
+        *elapsed_1,
+        *limit_1,
+        *alloc_1,
+        *req_1,
+        nnodes.alias("_nnodes"),
+        nnodes_bad.alias("_nnodes_bad"),
+        ncpus.alias("_ncpus"),
+        ncpus_bad.alias("_ncpus_bad"),
+        code.alias("_exit_code"),
+        signal.alias("_exit_signal"),
+        code_bad.alias("_exit_bad"),
+        _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
+    )
+    stage2 = stage1.with_columns(
+        elapsed["value"].alias("_elapsed"),
+        elapsed["bad"].alias("_elapsed_bad"),
+        limit["value"].alias("_limit"),
+        limit["bad"].alias("_limit_bad"),
+        pl.when(got).then(alloc["gpus"]).otherwise(req["gpus"]).alias("_gpus"),
+        pl.when(got).then(alloc["gpu_type"]).otherwise(req["gpu_type"]).alias("_gpu_type"),
+        pl.coalesce(pl.when(got).then(alloc["mem_bytes"]), req["mem_bytes"]).alias("_tres_mem"),
+        alloc["bad"].alias("_alloc_bad"),
+        req["bad"].alias("_req_bad"),
+        reqmem.alias("_reqmem"),
+        reqmem_bad.alias("_reqmem_bad"),
+    )
+    drop = [
+        c
+        for c in stage2.collect_schema().names()
+        if c[:4] in ("_el_", "_tl_") or (c[:4] in ("_at_", "_rt_") and c[4:] != "text")
+    ]
+    return stage2.drop(drop)
+
+
+def _in_range(local: pl.Expr) -> pl.Expr:
+    return (local >= pl.lit(TIME_MIN)) & (local < pl.lit(TIME_MAX))
+
+
+def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
+    """Each time's two UTC readings (``_<key>_earliest``, ``_<key>_latest``: equal except
+    inside a fall-back hour; null inside a spring-forward gap), then the chosen instants
+    ``submit_time`` .. ``end_time`` (the rule of the module docstring).
+
+    When the zone keeps one UTC offset over the whole span of the file (any zone
+    without DST, or a file inside one DST period) the offset is subtracted from the
+    column instead of looked up per value (:func:`gpu_trace.loaders.helios.fixed_offset`)."""
+    locals_ = {
+        k: pl.when(_in_range(pl.col(f"_{k}_parsed"))).then(pl.col(f"_{k}_parsed")) for k in TIMES
+    }
+    frame = frame.with_columns(v.alias(f"_{k}_local") for k, v in locals_.items())
+    bounds = frame.select(
+        pl.min_horizontal(*(pl.col(f"_{k}_local").min() for k in TIMES)).alias("lo"),
+        pl.max_horizontal(*(pl.col(f"_{k}_local").max() for k in TIMES)).alias("hi"),
+    ).row(0)
+    offset = fixed_offset(tz, *bounds) if None not in bounds else None
+    readings: list[pl.Expr] = []
     for key in TIMES:
         local = pl.col(f"_{key}_local")
         for how in ("earliest", "latest"):
-            second.append(
-                local.dt.replace_time_zone(tz, ambiguous=how, non_existent="null")
-                .dt.convert_time_zone("UTC")
-                .alias(f"_{key}_{how}")
-            )
-    return first, second
+            if offset is not None:
+                utc = (local - pl.lit(offset)).dt.replace_time_zone("UTC")
+            else:
+                utc = local.dt.replace_time_zone(
+                    tz, ambiguous=how, non_existent="null"
+                ).dt.convert_time_zone("UTC")
+            readings.append(utc.alias(f"_{key}_{how}"))
+    submit = _pick("submit", None)
+    start = _pick("start", submit)
+    return (
+        frame.with_columns(readings)
+        .with_columns(
+            submit.alias("submit_time"),
+            _pick("eligible", submit).alias("eligible_time"),
+            start.alias("start_time"),
+        )
+        .with_columns(_pick("end", pl.coalesce("start_time", "submit_time")).alias("end_time"))
+    )
 
 
 def _pick(key: str, lower: pl.Expr | None) -> pl.Expr:
@@ -244,92 +338,24 @@ def _pick(key: str, lower: pl.Expr | None) -> pl.Expr:
     )
 
 
-def _int(key: str, header: Header) -> tuple[pl.Expr, pl.Expr]:
-    text = _text(key, header, no_value=sv.NO_VALUE)
-    value = text.str.strip_chars().cast(pl.Int64, strict=False)
-    bad = text.is_not_null() & (value.is_null() | (value < 0) | (value > INT32_MAX))
-    return value, bad
+Check = tuple[pl.Expr, pl.Expr | str]
 
 
-def typed(lines: pl.LazyFrame, header: Header, tz: str) -> pl.LazyFrame:
-    """Every line split, typed and checked: typed columns plus ``_reason`` (null for a
-    good line, else the first problem; host lists and repeated ids come later)."""
+def checks(header: Header) -> list[Check]:
+    """(condition, reason) per problem a line can have, in the order a reader fixing the
+    file would want them; the first that holds is the line's reason."""
     n = len(header.names)
     has_name = "jobname" in header.names
-    count = pl.col("_n")
-    count_bad = (count < n) if has_name else (count != n)
-    jobid = _text("jobid", header)
-    is_step = step_flag()
-    time_first, time_second = _time_columns(header, tz)
-    elapsed, elapsed_bad = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE))
-    limit, limit_bad = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE))
-    nnodes, nnodes_bad = _int("nnodes", header)
-    ncpus, ncpus_bad = _int("ncpus", header)
-    code, signal, code_bad = sv.exit_code(_text("exitcode", header))
-    alloc_text = _text("alloctres", header, no_value=sv.NO_VALUE)
-    req_text = _text("reqtres", header, no_value=sv.NO_VALUE)
-    alloc, req = sv.tres(alloc_text), sv.tres(req_text)
-    reqmem, reqmem_bad = sv.req_mem(
-        _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), pl.col("_ncpus")
-    )
-    stage1 = (
-        _split(lines, header)
-        .with_columns(
-            is_step.alias("_is_step"),
-            jobid.alias("_jobid"),
-            *time_first,
-            elapsed.alias("_elapsed"),
-            elapsed_bad.alias("_elapsed_bad"),
-            limit.alias("_limit"),
-            limit_bad.alias("_limit_bad"),
-            nnodes.alias("_nnodes"),
-            nnodes_bad.alias("_nnodes_bad"),
-            ncpus.alias("_ncpus"),
-            ncpus_bad.alias("_ncpus_bad"),
-            code.alias("_exit_code"),
-            signal.alias("_exit_signal"),
-            code_bad.alias("_exit_bad"),
-            pl.when(alloc_text.is_not_null()).then(alloc["gpus"]).otherwise(req["gpus"]).alias(
-                "_gpus"
-            ),
-            pl.when(alloc_text.is_not_null())
-            .then(alloc["gpu_type"])
-            .otherwise(req["gpu_type"])
-            .alias("_gpu_type"),
-            pl.coalesce(
-                pl.when(alloc_text.is_not_null()).then(alloc["mem_bytes"]), req["mem_bytes"]
-            ).alias("_tres_mem"),
-            alloc["bad"].alias("_alloc_bad"),
-            req["bad"].alias("_req_bad"),
-            alloc_text.alias("_alloc_text"),
-            req_text.alias("_req_text"),
-            _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
-        )
-        .with_columns(*time_second, reqmem.alias("_reqmem"), reqmem_bad.alias("_reqmem_bad"))
-    )
-    submit = _pick("submit", None)
-    eligible = _pick("eligible", submit)
-    start = _pick("start", submit)
-    end = _pick("end", pl.coalesce(start, submit))
-    stage2 = stage1.with_columns(
-        submit.alias("submit_time"), eligible.alias("eligible_time"), start.alias("start_time")
-    ).with_columns(end.alias("end_time"))
-    return stage2.with_columns(_reasons(header, count_bad, n, has_name).alias(REASON))
-
-
-def _reasons(header: Header, count_bad: pl.Expr, n: int, has_name: bool) -> pl.Expr:
-    """The first problem of a line (null when it has none), in the order a reader
-    fixing the file would want them."""
+    count_bad = (pl.col("_n") < n) if has_name else (pl.col("_n") != n)
     jobid = pl.col("_jobid")
     state = _text("state", header)
-    step = pl.col("_is_step")
     id_ok = (
-        pl.when(step)
+        pl.when(pl.col("_is_step"))
         .then(jobid.str.contains(sv.STEP_ID))
         .otherwise(jobid.str.contains(f"^{sv.ALLOC_ID}$"))
     )
     expected = f"at least {n}" if has_name else str(n)
-    checks: list[tuple[pl.Expr, pl.Expr | str]] = [
+    out: list[Check] = [
         (pl.col(RAW).is_in(["", "\r"]).fill_null(True), "empty line"),
         (count_bad, pl.format(f"expected {expected} fields, found {{}}", pl.col("_n"))),
         (pl.col(RAW).str.contains("\ufffd", literal=True), "invalid UTF-8"),
@@ -350,20 +376,19 @@ def _reasons(header: Header, count_bad: pl.Expr, n: int, has_name: bool) -> pl.E
         (pl.col("_submit_text").is_null(), "Submit is missing (Unknown)"),
     ]
     for key in TIMES:
-        text, local = pl.col(f"_{key}_text"), pl.col(f"_{key}_local")
+        text, parsed = pl.col(f"_{key}_text"), pl.col(f"_{key}_parsed")
         label = key.capitalize()
-        parsed = text.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
-        checks += [
+        out += [
             (
                 text.is_not_null() & parsed.is_null(),
                 pl.format(f"{label} {{}} is not a time (YYYY-MM-DDTHH:MM:SS)", _quoted(text)),
             ),
             (
-                text.is_not_null() & ~pl.col(f"_{key}_in_range"),
+                parsed.is_not_null() & ~_in_range(parsed),
                 pl.format(f"{label} {{}} is a time out of range", _quoted(text)),
             ),
             (
-                local.is_not_null() & pl.col(f"_{key}_earliest").is_null(),
+                pl.col(f"_{key}_local").is_not_null() & pl.col(f"_{key}_earliest").is_null(),
                 pl.format(f"{label} {{}} does not exist in the time zone", _quoted(text)),
             ),
         ]
@@ -376,20 +401,20 @@ def _reasons(header: Header, count_bad: pl.Expr, n: int, has_name: bool) -> pl.E
         ("reqmem", "reqmem", "ReqMem", "a memory amount"),
     ):
         if src in header.names:
-            checks.append(
+            out.append(
                 (
                     pl.col(f"_{key}_bad"),
                     pl.format(f"{label} {{}} is not {what}", _quoted(pl.col(f"_t_{src}"))),
                 )
             )
-    checks += [
+    out += [
         (
             pl.col("_alloc_bad").is_not_null(),
-            pl.format("AllocTRES {} {}", _quoted(pl.col("_alloc_text")), pl.col("_alloc_bad")),
+            pl.format("AllocTRES {} {}", _quoted(pl.col("_at_text")), pl.col("_alloc_bad")),
         ),
         (
             pl.col("_req_bad").is_not_null(),
-            pl.format("ReqTRES {} {}", _quoted(pl.col("_req_text")), pl.col("_req_bad")),
+            pl.format("ReqTRES {} {}", _quoted(pl.col("_rt_text")), pl.col("_req_bad")),
         ),
         (
             pl.col("start_time") < pl.col("submit_time"),
@@ -402,53 +427,77 @@ def _reasons(header: Header, count_bad: pl.Expr, n: int, has_name: bool) -> pl.E
             pl.format("End {} is before Start {}", pl.col("_end_text"), pl.col("_start_text")),
         ),
     ]
+    return out
+
+
+def _first(found: list[Check]) -> pl.Expr:
     return pl.coalesce(
         [
             pl.when(bad.fill_null(False)).then(why if isinstance(why, pl.Expr) else pl.lit(why))
-            for bad, why in checks
+            for bad, why in found
         ]
     )
 
 
 # --------------------------------------------------------------------------- batches
 
+KEEP = ("jobname", "user", "account", "partition", "qos", "state")
+"""Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
 
-def parse(info: FileInfo, header: Header, tz: str) -> pl.DataFrame:
-    """Every data line typed and checked, host lists and repeated job ids included."""
-    frame = typed(scan_lines(info, skip=1), header, tz).collect()
-    nodes = nodelist.check(frame.lazy().filter(pl.col(REASON).is_null())).collect()
-    frame = frame.join(nodes, on=LINE, how="left").with_columns(
-        pl.coalesce(REASON, "_node_reason").alias(REASON)
-    )
-    job = ~pl.col("_is_step") & pl.col(REASON).is_null()
+
+def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(good, bad) lines of an export: good lines typed, with their host-list size; bad
+    lines with ``_line``, ``_raw`` and ``_reason``, host lists and repeated job ids
+    included. Reasons are worded only for the bad lines (formatting text for a million
+    good ones would cost more than all the parsing)."""
+    frame = to_utc(typed(scan_lines(info, skip=1), header).collect(), tz)
+    found = checks(header)
+    bad_flag = pl.any_horizontal(*(c.fill_null(False) for c, _ in found))
+    frame = frame.with_columns(bad_flag.alias("_bad"))
+    bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
+    keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
+    good = frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW])
+    del frame
+    nodes = nodelist.check(good.lazy()).collect()
+    good = good.join(nodes, on=LINE, how="left")
+    job = ~pl.col("_is_step") & pl.col("_node_reason").is_null()
     last = pl.when(job).then(pl.col(LINE)).max().over("_jobid")
-    return (
-        frame.with_columns(
-            pl.when(job).then(last).alias("_last"),
-            pl.when(job).then(pl.len().over("_jobid")).alias("_incarnations"),
-        )
-        .with_columns(
-            pl.when(job & (pl.col(LINE) != pl.col("_last")))
-            .then(
-                pl.format(
-                    "JobID {} repeats on line {} (a requeued incarnation from sacct -D, or "
-                    "overlapping exports); the last line is kept",
-                    pl.col("_jobid"),
-                    pl.col("_last"),
-                )
-            )
-            .otherwise(pl.col(REASON))
-            .alias(REASON)
-        )
-        .sort(LINE)
+    good = good.with_columns(
+        pl.when(job).then(last).alias("_last"),
+        pl.when(job).then(pl.len().over("_jobid")).alias("_incarnations"),
     )
+    repeated = pl.col("_last").is_not_null() & (pl.col(LINE) != pl.col("_last"))
+    late = good.filter(pl.col("_node_reason").is_not_null() | repeated).with_columns(
+        pl.when(pl.col("_node_reason").is_not_null())
+        .then(pl.col("_node_reason"))
+        .otherwise(
+            pl.format(
+                "JobID {} repeats on line {} (a requeued incarnation from sacct -D, or "
+                "overlapping exports); the last line is kept",
+                pl.col("_jobid"),
+                pl.col("_last"),
+            )
+        )
+        .alias(REASON)
+    )
+    good = good.filter(pl.col("_node_reason").is_null() & ~repeated)
+    if late.height:
+        late = with_raw(info, late.select(LINE, REASON, "_is_step"))
+        bad = pl.concat(
+            [bad.select(LINE, RAW, REASON, "_is_step"), late.select(LINE, RAW, REASON, "_is_step")]
+        )
+    else:
+        bad = bad.select(LINE, RAW, REASON, "_is_step")
+    return good, bad
 
 
 def _seconds(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
 
 
-def job_rows(good: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str) -> pl.LazyFrame:
+def job_rows(
+    good: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
+) -> pl.LazyFrame:
     """Canonical ``jobs`` rows of the good allocation lines."""
     started = pl.col("start_time").is_not_null()
     run = pl.coalesce(pl.col("_elapsed"), _seconds(pl.col("end_time") - pl.col("start_time")))
@@ -525,24 +574,20 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     """The ``jobs`` and ``placements`` batches of one sacct export."""
     header = read_sacct_header(path)
     info = file_info(path, header_lines=1)
-    frame = parse(info, header, tz)
+    good, bad = parse(info, header, tz)
     name = cluster or path.stem
     cluster_name = slug(name)
     dataset = slug(f"{cluster}-{path.stem}") if cluster else slug(path.stem)
-    ok = pl.col(REASON).is_null()
     step = pl.col("_is_step")
-    good = frame.filter(ok)
     jobs_good = good.filter(~step)
-    steps = frame.get_column("_is_step").sum()
-    ambiguous = frame.filter(ok).select(
+    steps = int(good.get_column("_is_step").sum()) + int(bad.get_column("_is_step").sum())
+    ambiguous = good.select(
         pl.sum_horizontal(
             (pl.col(f"_{k}_earliest") != pl.col(f"_{k}_latest")).fill_null(False) for k in TIMES
         ).sum()
     )
     elapsed_mismatch = jobs_good.select(
-        (
-            pl.col("_elapsed") != _seconds(pl.col("end_time") - pl.col("start_time"))
-        ).sum()
+        (pl.col("_elapsed") != _seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
     meta = {
         "time_basis": "absolute",
@@ -560,13 +605,13 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         dataset,
         info,
         job_rows(jobs_good, header, cluster_name, dataset, tz),
-        quarantine_rows(frame.filter(~ok & ~step), table="jobs", **common),
+        quarantine_rows(bad.filter(~step), table="jobs", **common),
         rows_read=info.records - steps,
         cluster=cluster_name,
         metadata=meta,
     )
     placed = placement_rows(good, header, cluster_name, dataset)
-    bad_steps = frame.filter(~ok & step)
+    bad_steps = bad.filter(step)
     yield Batch(
         "placements",
         dataset,

@@ -6,8 +6,8 @@ be malformed, a boolean expression that is true when it is. The loader turns the
 latter into quarantine reasons. Grammars follow the sacct and sbatch manuals:
 
 - durations (``Elapsed``, ``Timelimit``): ``[days-]hours:minutes:seconds[.fraction]``
-  as sacct prints them, plus the shorter forms Slurm itself reads and prints
-  (``MM:SS``, ``MM:SS.mmm``, ``minutes``, ``days-hours``, ``days-hours:minutes``);
+  and ``minutes:seconds[.fraction]``, the forms sacct prints (the sbatch-only input
+  forms ``minutes``, ``days-hours`` are not output and are rejected);
   ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` and ``Unknown`` mean no limit known;
 - TRES lists (``ReqTRES``, ``AllocTRES``): ``key=value`` pairs joined by commas,
   ``gres/gpu=4`` (the count) beside typed ``gres/gpu:a100=4`` entries, ``mem=64G``;
@@ -66,130 +66,156 @@ non-obvious one goes where it does:
 
 Any other word is ``unknown``; ``raw_status`` keeps the text as written."""
 
-_DURATION = (
-    r"^(?:\d+-\d+(?::\d+(?::\d+(?:\.\d+)?)?)?"  # days-hours[:minutes[:seconds[.frac]]]
-    r"|\d+:\d+:\d+(?:\.\d+)?"  # hours:minutes:seconds[.frac]
-    r"|\d+:\d+(?:\.\d+)?"  # minutes:seconds[.frac]
-    r"|\d+)$"  # minutes
-)
+DURATION = r"^(?:\d+-\d+:\d+:\d+|\d+:\d+:\d+|\d+:\d+)(?:\.\d+)?$"
+"""What sacct prints for a duration: ``[days-]hours:minutes:seconds[.fraction]`` or
+``minutes:seconds[.fraction]``."""
 
 
-def duration_s(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Seconds of a Slurm duration and whether the text is malformed.
+def _part(parts: pl.Expr, index: int) -> pl.Expr:
+    return parts.list.get(index, null_on_oob=True).cast(pl.Float64, strict=False)
 
-    ``1-02:03:04`` is 93,784 s; ``12:34`` is 12 min 34 s; ``00:01.500`` 1.5 s; a bare
-    ``90`` is 90 minutes (Slurm's reading of a number alone); ``2-12`` is 2 days 12 h.
-    Components after the first must be below 60 (sacct never prints more, so a larger
-    one means a damaged field)."""
-    day_part = text.str.extract(r"^(\d+)-", 1)
-    rest = text.str.replace(r"^\d+-", "")
-    has_days = day_part.is_not_null()
-    parts = rest.str.split(":")
-    n = parts.list.len()
-    p0 = parts.list.get(0, null_on_oob=True).cast(pl.Float64, strict=False)
-    p1 = parts.list.get(1, null_on_oob=True).cast(pl.Float64, strict=False)
-    p2 = parts.list.get(2, null_on_oob=True).cast(pl.Float64, strict=False)
-    days = day_part.cast(pl.Float64, strict=False).fill_null(0.0)
-    hours = pl.when(has_days).then(p0).when(n == 3).then(p0).otherwise(0.0)
-    minutes = pl.when(has_days).then(p1.fill_null(0.0)).when(n == 3).then(p1).otherwise(p0)
-    seconds = (
-        pl.when(has_days)
-        .then(p2.fill_null(0.0))
-        .when(n == 3)
-        .then(p2)
-        .when(n == 2)
-        .then(p1)
-        .otherwise(0.0)
-    )
+
+Staged = tuple[list[pl.Expr], dict[str, pl.Expr]]
+"""(first-stage columns to add, second-stage expressions over them). Polars does not
+share a sub-expression used in several places of one ``with_columns`` reliably, and a
+split or a regex capture repeated four times costs four times; naming the shared parts
+in a first stage makes each run once."""
+
+
+def duration_s(text: pl.Expr, name: str) -> Staged:
+    """Seconds of a sacct duration (``value``) and whether the text is malformed
+    (``bad``); ``name`` prefixes the first-stage columns.
+
+    ``1-02:03:04`` is 93,784 s; ``02:03:04`` 7,384 s; ``12:34`` 12 min 34 s;
+    ``00:01.500`` 1.5 s. Minutes and seconds must be below 60 (sacct never prints more,
+    so a larger one means a damaged field). The fields are counted from the right after
+    turning the day dash into a colon: a shape check and a split, no regex captures,
+    which cost microseconds a row."""
+    shaped = text.str.contains(DURATION)
+    parts = pl.when(shaped).then(text).str.replace("-", ":", literal=True).str.split(":")
+    first = [
+        text.alias(f"{name}_text"),
+        shaped.alias(f"{name}_shaped"),
+        parts.alias(f"{name}_parts"),
+    ]
+    p, text_col = pl.col(f"{name}_parts"), pl.col(f"{name}_text")
+    seconds, minutes = _part(p, -1), _part(p, -2)
+    hours, days = _part(p, -3).fill_null(0.0), _part(p, -4).fill_null(0.0)
     value = days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
-    # components after the leading one are clock fields: below 60 each
-    over = parts.list.slice(1).list.eval(pl.element().cast(pl.Float64, strict=False) >= 60).list.any()
-    bad = text.is_not_null() & (~text.str.contains(_DURATION) | over.fill_null(False))
-    return pl.when(bad).then(None).otherwise(value), bad
+    bad = text_col.is_not_null() & (
+        ~pl.col(f"{name}_shaped") | (minutes >= 60) | (seconds >= 60)
+    ).fill_null(True)
+    return first, {"value": pl.when(bad).then(None).otherwise(value), "bad": bad}
 
 
-def limit_s(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+def limit_s(text: pl.Expr, name: str) -> Staged:
     """``Timelimit`` in seconds (null for :data:`NO_LIMIT`) and whether it is malformed."""
     finite = pl.when(text.is_in(list(NO_LIMIT))).then(None).otherwise(text)
-    return duration_s(finite)
+    return duration_s(finite, name)
 
 
 _UNIT_POWER = {"": 2, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 """Binary power of 1024 per unit letter; no letter is MiB, Slurm's memory unit."""
-
-
-def mem_bytes(number: pl.Expr, unit: pl.Expr) -> pl.Expr:
-    """Bytes of ``number`` ``unit`` (``64`` ``G`` -> 64 GiB), rounded to a whole byte
-    (sacct prints fractions such as ``187.50G``)."""
-    power = unit.fill_null("").replace_strict(_UNIT_POWER, default=None, return_dtype=pl.Int64)
-    scale = pl.lit(1024.0).pow(power)
-    return (number.cast(pl.Float64, strict=False) * scale).round(0).cast(pl.Int64)
-
-
-_TRES = r"^[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*(?:,[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*)*$"
-_GPU_COUNT = r"(?:^|,)gres/gpu=([^,]*)"
-_GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
-_MEM = r"(?:^|,)mem=([^,]*)"
-MEM_VALUE = r"^(\d+(?:\.\d+)?)([KMGTP]?)$"
+MEM_VALUE = r"^\d+(?:\.\d+)?[KMGTP]?$"
 """A memory amount: a number and an optional binary unit letter."""
 
 
-def tres(text: pl.Expr) -> dict[str, pl.Expr]:
-    """The GPUs, GPU models and memory in one TRES list.
+def mem_bytes(amount: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Bytes of a memory amount (``64G`` -> 64 GiB; ``4000`` -> 4000 MiB), rounded to a
+    whole byte (sacct prints fractions such as ``187.50G``), and whether it is
+    malformed."""
+    shaped = amount.str.contains(MEM_VALUE)
+    ok = pl.when(shaped).then(amount)
+    unit = pl.when(ok.str.contains("[KMGTP]$")).then(ok.str.slice(-1)).otherwise(pl.lit(""))
+    number = ok.str.strip_chars_end("KMGTP").cast(pl.Float64, strict=False)
+    power = unit.replace_strict(_UNIT_POWER, default=None, return_dtype=pl.Int64)
+    value = (number * pl.lit(1024.0).pow(power)).round(0).cast(pl.Int64)
+    return value, amount.is_not_null() & ~shaped.fill_null(False)
 
-    Returns expressions ``gpus`` (the ``gres/gpu=`` count, else the sum of the typed
-    ``gres/gpu:<model>=`` counts, else 0 when the list names no GPU; null when the list
-    is null), ``gpu_type`` (the models, sorted, joined with ``|``), ``mem_bytes`` and
-    ``bad`` (why the list is unreadable, or null)."""
-    untyped_text = text.str.extract(_GPU_COUNT, 1)
-    untyped = untyped_text.cast(pl.Int64, strict=False)
-    typed = text.str.extract_all(_GPU_TYPED)
-    typed_counts = typed.list.eval(
+
+TRES = r"^[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*(?:,[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*)*$"
+"""A TRES list: ``key=value`` pairs joined by commas."""
+_GPU_COUNT = r"(?:^|,)gres/gpu=([^,]*)"
+_GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
+_MEM = r"(?:^|,)mem=([^,]*)"
+
+
+def tres(text: pl.Expr, name: str) -> Staged:
+    """The GPUs, GPU models and memory in one TRES list; ``name`` prefixes the
+    first-stage columns.
+
+    Second-stage expressions: ``gpus`` (the ``gres/gpu=`` count, else the sum of the
+    typed ``gres/gpu:<model>=`` counts, else 0 when the list names no GPU; null when
+    the list is null), ``gpu_type`` (the models, sorted, joined with ``|``),
+    ``mem_bytes`` and ``bad`` (why the list is unreadable, or null). Capture-group work
+    runs only on the rows that need it: the input is nulled elsewhere
+    (``pl.when(...).then(text)``), so a CPU job pays for no GPU parsing and only
+    multi-model lists are listed out."""
+    gpu_text = pl.when(text.str.contains("gres/gpu", literal=True)).then(text)
+    c = {k: f"{name}_{k}" for k in ("text", "ok", "untyped", "n", "model", "count", "many", "mem")}
+    first = [
+        text.alias(c["text"]),
+        text.str.contains(TRES).alias(c["ok"]),
+        gpu_text.str.extract(_GPU_COUNT, 1).alias(c["untyped"]),
+        text.str.extract(_MEM, 1).alias(c["mem"]),
+    ]
+    n_expr = gpu_text.str.count_matches("gres/gpu:", literal=True).fill_null(0)
+    one = pl.when(n_expr == 1).then(text)
+    first += [
+        n_expr.alias(c["n"]),
+        one.str.extract(r"gres/gpu:([^=,]+)=", 1).alias(c["model"]),
+        one.str.extract(r"gres/gpu:[^=,]+=([^,]*)", 1)
+        .cast(pl.Int64, strict=False)
+        .alias(c["count"]),
+        pl.when(n_expr > 1).then(text).str.extract_all(_GPU_TYPED).alias(c["many"]),
+    ]
+    n_typed = pl.col(c["n"])
+    many = pl.col(c["many"])
+    many_counts = many.list.eval(
         pl.element().str.extract(r"=([^,]*)$", 1).cast(pl.Int64, strict=False)
     )
-    typed_bad = typed.list.eval(
-        ~pl.element().str.contains(r"=\d+$")
-        | ~pl.element().str.contains(r"^,?gres/gpu:[A-Za-z0-9_.\-:]+=")
-    ).list.any()
-    models = (
-        typed.list.eval(pl.element().str.extract(r"gres/gpu:([^=:]+)", 1))
+    many_bad = many.list.eval(~pl.element().str.contains(r"=\d+$")).list.any()
+    many_models = (
+        many.list.eval(pl.element().str.extract(r"gres/gpu:([^=]+)=", 1))
         .list.unique()
         .list.sort()
         .list.join("|")
     )
-    mem_text = text.str.extract(_MEM, 1)
-    mem_number = mem_text.str.extract(MEM_VALUE, 1)
-    mem_unit = mem_text.str.extract(MEM_VALUE, 2)
+    one_count = pl.col(c["count"])
+    typed_sum = pl.when(n_typed == 1).then(one_count).otherwise(many_counts.list.sum())
+    typed_bad = pl.when(n_typed == 1).then(one_count.is_null()).otherwise(many_bad)
+    untyped_text = pl.col(c["untyped"])
+    untyped = untyped_text.cast(pl.Int64, strict=False)
+    mem, mem_bad = mem_bytes(pl.col(c["mem"]))
+    t = pl.col(c["text"])
     gpus = (
-        pl.when(text.is_null())
+        pl.when(t.is_null())
         .then(None)
-        .when(untyped.is_not_null())
+        .when(untyped_text.is_not_null())
         .then(untyped)
-        .when(typed.list.len() > 0)
-        .then(typed_counts.list.sum())
+        .when(n_typed > 0)
+        .then(typed_sum)
         .otherwise(0)
     )
     bad = (
-        pl.when(text.is_null())
+        pl.when(t.is_null())
         .then(None)
-        .when(~text.str.contains(_TRES))
+        .when(~pl.col(c["ok"]))
         .then(pl.lit("is not a TRES list (key=value,...)"))
         .when(untyped_text.is_not_null() & (untyped.is_null() | (untyped < 0)))
-        .then(pl.format("has a gres/gpu count '{}' that is not a whole number", untyped_text))
-        .when(typed_bad.fill_null(False))
+        .then(pl.lit("has a gres/gpu count that is not a whole number"))
+        .when(typed_bad.fill_null(False) & (n_typed > 0))
         .then(pl.lit("has a gres/gpu:<model> count that is not a whole number"))
-        .when(mem_text.is_not_null() & mem_number.is_null())
-        .then(pl.format("has mem='{}', not a number with a K/M/G/T/P unit", mem_text))
+        .when(mem_bad)
+        .then(pl.lit("has a mem= value that is not a number with a K/M/G/T/P unit"))
     )
-    return {
+    models = pl.when(n_typed == 1).then(pl.col(c["model"])).otherwise(many_models)
+    return first, {
         "gpus": gpus,
         "gpu_type": pl.when(models == "").then(None).otherwise(models),
-        "mem_bytes": mem_bytes(mem_number, mem_unit),
+        "mem_bytes": mem,
         "bad": bad,
     }
-
-
-_REQMEM = r"^(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)$"
 
 
 def req_mem(text: pl.Expr, nodes: pl.Expr, cpus: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -197,35 +223,34 @@ def req_mem(text: pl.Expr, nodes: pl.Expr, cpus: pl.Expr) -> tuple[pl.Expr, pl.E
     4000 MiB per node (times ``NNodes``), ``4000Mc`` per CPU (times ``NCPUS``), a value
     without ``n``/``c`` is the job's total. Null when a per-node/per-CPU value has no
     count to multiply."""
-    number = text.str.extract(_REQMEM, 1)
-    unit = text.str.extract(_REQMEM, 2)
-    per = text.str.extract(_REQMEM, 3)
-    base = mem_bytes(number, unit)
-    total = pl.when(per == "n").then(base * nodes).when(per == "c").then(base * cpus).otherwise(base)
-    bad = text.is_not_null() & number.is_null()
+    per = pl.when(text.str.contains("[nc]$")).then(text.str.slice(-1))
+    base, bad = mem_bytes(
+        pl.when(per.is_not_null()).then(text.str.slice(0, text.str.len_chars() - 1)).otherwise(text)
+    )
+    total = (
+        pl.when(per == "n").then(base * nodes).when(per == "c").then(base * cpus).otherwise(base)
+    )
     return total, bad
-
-
-_EXIT = r"^(\d+):(\d+)$"
 
 
 def exit_code(text: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """``ExitCode`` ``status:signal`` -> (status, signal, malformed)."""
-    status = text.str.extract(_EXIT, 1).cast(pl.Int64, strict=False)
-    signal = text.str.extract(_EXIT, 2).cast(pl.Int64, strict=False)
+    pair = text.str.split_exact(":", 1)
+    status = pair.struct.field("field_0").cast(pl.UInt8, strict=False).cast(pl.Int64)
+    signal = pair.struct.field("field_1").cast(pl.UInt8, strict=False).cast(pl.Int64)
     bad = text.is_not_null() & (
-        status.is_null() | signal.is_null() | (status > 255) | (signal > 255)
+        status.is_null() | signal.is_null() | text.str.count_matches(":", literal=True).ne(1)
     )
     return status, signal, bad
 
 
-STATE_WORD = r"^([A-Z_]+)(?: by \d+)?\+?$"
+STATE_WORD = r"^[A-Z_]+(?: by \d+)?$"
 """A state as sacct prints it: ``COMPLETED``, ``CANCELLED by 1234``."""
 
 
 def status(state: pl.Expr) -> pl.Expr:
     """Canonical status of a ``State`` text (``unknown`` for a word Slurm may add)."""
-    word = state.str.extract(STATE_WORD, 1)
+    word = state.str.split_exact(" ", 1).struct.field("field_0")
     return word.replace_strict(STATUS, default="unknown", return_dtype=pl.String)
 
 

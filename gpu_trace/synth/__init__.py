@@ -21,6 +21,7 @@ SYNTHS: dict[str, str] = {
     "helios": "gpu_trace.synth.helios:write",
     "pai2020": "gpu_trace.synth.pai2020:write",
     "openb": "gpu_trace.synth.openb:write",
+    "slurm": "gpu_trace.synth.slurm:write",
 }
 
 Writer = Callable[..., list[Path]]

@@ -55,6 +55,7 @@ KINDS = (
     "prometheus",
     "chronus",
     "gavel",
+    "slurm",
 )
 SEED_LINES = 40
 """Seed files are cut to their first lines so that each case stays small and fast."""
@@ -165,7 +166,9 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         s["chronus"].append(Seed("chronus", f.name, _head(f), origin=str(f.relative_to(ROOT))))
     for f in sorted((samples / "processed/gavel").glob("*.trace")):
         s["gavel"].append(Seed("gavel", f.name, _head(f), origin=str(f.relative_to(ROOT))))
-    for family in (f for f in ("openb", "helios", "pai2020", "philly") if f in kinds):
+    for f in [*sorted((samples / "slurm").glob("*.psv")), *sorted((fixtures / "slurm").glob("*"))]:
+        s["slurm"].append(Seed("slurm", f.name, _head(f), origin=str(f.relative_to(ROOT))))
+    for family in (f for f in ("openb", "helios", "pai2020", "philly", "slurm") if f in kinds):
         out = work / f"synth-{family}"
         files = _synth(family, out, seed)
         for f in files:

@@ -23,6 +23,7 @@ demo: $(STAMP) ## Ingest every bundled sample into data/store and build the repo
 	$(BIN)/gpu-trace ingest helios data/samples/helios --store $(STORE)
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)
 	$(BIN)/gpu-trace ingest philly data/samples/philly/cluster_machine_list --store $(STORE)
+	$(BIN)/gpu-trace ingest slurm data/samples/slurm/jobs.psv --cluster mycluster --tz Europe/Berlin --store $(STORE)
 	$(BIN)/gpu-trace ingest nvidia-smi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest dcgmi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest prometheus data/samples/telemetry --store $(STORE)

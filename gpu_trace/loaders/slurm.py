@@ -599,13 +599,18 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         "ambiguous_local_times": str(ambiguous.item() or 0),
         "elapsed_mismatch_rows": str(elapsed_mismatch.item() or 0),
     }
-    common = {"source": SOURCE, "dataset": dataset, "cluster": cluster_name, "file": path}
+
+    def rejected(rows: pl.DataFrame, table: str) -> pl.LazyFrame:
+        return quarantine_rows(
+            rows, source=SOURCE, dataset=dataset, cluster=cluster_name, table=table, file=path
+        )
+
     yield Batch(
         "jobs",
         dataset,
         info,
         job_rows(jobs_good, header, cluster_name, dataset, tz),
-        quarantine_rows(bad.filter(~step), table="jobs", **common),
+        rejected(bad.filter(~step), "jobs"),
         rows_read=info.records - steps,
         cluster=cluster_name,
         metadata=meta,
@@ -617,7 +622,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         dataset,
         info,
         placed,
-        quarantine_rows(bad_steps, table="placements", **common),
+        rejected(bad_steps, "placements"),
         rows_read=placed.height + bad_steps.height,
         cluster=cluster_name,
         metadata={

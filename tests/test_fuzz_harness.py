@@ -149,3 +149,19 @@ def test_seeded_run_is_reproducible(pool: dict[str, list[fuzz.Seed]], tmp_path: 
     where = fuzz.save_failure(tmp_path, cases[0], results[0] | {"cls": "traceback"})
     assert (where / "in" / cases[0]["name"]).read_bytes() == cases[0]["data"]
     assert (where / "reason.txt").read_text().startswith("traceback: ")
+
+
+def test_slurm_counting_rule_by_hand() -> None:
+    """JobName before JobID: JobID is the 3rd field from the right (4 fields, index 1);
+    the trailing ``|`` of the header means one per line. Line 2 is job 1; line 3 (a name
+    holding ``|``) is step 1.batch; line 4 is step 2.0; line 5 (empty) is a jobs record
+    (quarantined): 4 lines - 2 steps = 2 jobs records."""
+    data = (
+        b"JobName|JobID|State|Submit|\n"
+        b"x|1|COMPLETED|t|\n"
+        b"x|y|1.batch|COMPLETED|t|\n"
+        b"z|2.0|RUNNING|t|\n"
+        b"\n"
+    )
+    assert expect("slurm", "jobs.psv", data) == Expect(("jobs",), "exact", 2)
+    assert expect("slurm", "jobs.psv", b"JobName|State\nx|y\n").mode == "none"

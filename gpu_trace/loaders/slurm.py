@@ -225,61 +225,95 @@ def _int(key: str, header: Header) -> tuple[pl.Expr, pl.Expr]:
     return value, bad
 
 
-def typed(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
-    """Every line split and typed (everything but the time-zone step and the reasons):
-    the columns :func:`checks` and the row builders read. Three stages, so that each
-    split and regex capture runs once (:data:`gpu_trace.loaders.slurm_values.Staged`)."""
-    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
-    limit_1, limit = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE), "_tl")
-    alloc_text = _text("alloctres", header, no_value=sv.NO_VALUE)
-    alloc_1, alloc = sv.tres(alloc_text, "_at")
-    # ReqTRES only matters (and is only checked) where there is no AllocTRES
-    req_1, req = sv.tres(
-        pl.when(alloc_text.is_null()).then(_text("reqtres", header, no_value=sv.NO_VALUE)), "_rt"
+def _by_value(
+    frame: pl.DataFrame,
+    header: Header,
+    key: str,
+    first: list[pl.Expr],
+    outputs: dict[str, pl.Expr],
+) -> pl.DataFrame:
+    """Add ``outputs`` (expressions over field ``key`` and the ``first``-stage columns),
+    computed once per distinct text of the field and joined back. TRES lists, time
+    limits and exit codes repeat endlessly in an export (a few hundred distinct values
+    in a million lines), so this parses a few hundred strings instead of a million."""
+    col = f"_t_{key}"
+    if key not in header.names:
+        out = frame.with_columns(first).with_columns(e.alias(n) for n, e in outputs.items())
+        names = [e.meta.output_name() for e in first]
+        return out.drop([n for n in names if n not in outputs])
+    table = (
+        frame.select(col)
+        .unique()
+        .with_columns(first)
+        .select(col, *(e.alias(n) for n, e in outputs.items()))
     )
+    return frame.join(table, on=col, how="left", nulls_equal=True, maintain_order="left")
+
+
+def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
+    """Every line split and typed (everything but the time-zone step and the reasons):
+    the columns :func:`checks` and the row builders read. Split parts and regex
+    captures are named in a first stage so each runs once
+    (:data:`gpu_trace.loaders.slurm_values.Staged`); repetitive fields are parsed per
+    distinct value (:func:`_by_value`)."""
+    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
+    base = (
+        _split(lines, header)
+        .with_columns(
+            step_flag().alias("_is_step"),
+            _text("jobid", header).alias("_jobid"),
+            *_local_times(header),
+            *elapsed_1,
+            nnodes.alias("_nnodes"),
+            nnodes_bad.alias("_nnodes_bad"),
+            ncpus.alias("_ncpus"),
+            ncpus_bad.alias("_ncpus_bad"),
+            _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
+        )
+        .with_columns(elapsed["value"].alias("_elapsed"), elapsed["bad"].alias("_elapsed_bad"))
+        .drop(e.meta.output_name() for e in elapsed_1)
+        .collect()
+    )
+    limit_1, limit = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE), "_tl")
+    base = _by_value(
+        base, header, "timelimit", limit_1, {"_limit": limit["value"], "_limit_bad": limit["bad"]}
+    )
     code, signal, code_bad = sv.exit_code(_text("exitcode", header))
+    base = _by_value(
+        base,
+        header,
+        "exitcode",
+        [],
+        {"_exit_code": code, "_exit_signal": signal, "_exit_bad": code_bad},
+    )
+    for key, name in (("alloctres", "_at"), ("reqtres", "_rt")):
+        first, tres = sv.tres(_text(key, header, no_value=sv.NO_VALUE), name)
+        outputs = {f"{name}_text": pl.col(f"{name}_text")} | {
+            f"{name}_{k}": v for k, v in tres.items()
+        }
+        base = _by_value(base, header, key, first, outputs)
+    # ReqTRES only matters (and is only checked) where there is no AllocTRES
     got = pl.col("_at_text").is_not_null()
     reqmem, reqmem_bad = sv.req_mem(
         _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), pl.col("_ncpus")
     )
-    stage1 = _split(lines, header).with_columns(
-        step_flag().alias("_is_step"),
-        _text("jobid", header).alias("_jobid"),
-        *_local_times(header),
-        *elapsed_1,
-        *limit_1,
-        *alloc_1,
-        *req_1,
-        nnodes.alias("_nnodes"),
-        nnodes_bad.alias("_nnodes_bad"),
-        ncpus.alias("_ncpus"),
-        ncpus_bad.alias("_ncpus_bad"),
-        code.alias("_exit_code"),
-        signal.alias("_exit_signal"),
-        code_bad.alias("_exit_bad"),
-        _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
-    )
-    stage2 = stage1.with_columns(
-        elapsed["value"].alias("_elapsed"),
-        elapsed["bad"].alias("_elapsed_bad"),
-        limit["value"].alias("_limit"),
-        limit["bad"].alias("_limit_bad"),
-        pl.when(got).then(alloc["gpus"]).otherwise(req["gpus"]).alias("_gpus"),
-        pl.when(got).then(alloc["gpu_type"]).otherwise(req["gpu_type"]).alias("_gpu_type"),
-        pl.coalesce(pl.when(got).then(alloc["mem_bytes"]), req["mem_bytes"]).alias("_tres_mem"),
-        alloc["bad"].alias("_alloc_bad"),
-        req["bad"].alias("_req_bad"),
+    return base.with_columns(
+        pl.when(got).then(pl.col("_at_gpus")).otherwise(pl.col("_rt_gpus")).alias("_gpus"),
+        pl.when(got)
+        .then(pl.col("_at_gpu_type"))
+        .otherwise(pl.col("_rt_gpu_type"))
+        .alias("_gpu_type"),
+        pl.coalesce(pl.when(got).then(pl.col("_at_mem_bytes")), pl.col("_rt_mem_bytes")).alias(
+            "_tres_mem"
+        ),
+        pl.col("_at_bad").alias("_alloc_bad"),
+        pl.when(~got).then(pl.col("_rt_bad")).alias("_req_bad"),
+        pl.when(~got).then(pl.col("_rt_text")).alias("_rt_text"),
         reqmem.alias("_reqmem"),
         reqmem_bad.alias("_reqmem_bad"),
-    )
-    drop = [
-        c
-        for c in stage2.collect_schema().names()
-        if c[:4] in ("_el_", "_tl_") or (c[:4] in ("_at_", "_rt_") and c[4:] != "text")
-    ]
-    return stage2.drop(drop)
+    ).drop([f"{n}_{k}" for n in ("_at", "_rt") for k in ("gpus", "gpu_type", "mem_bytes", "bad")])
 
 
 def _in_range(local: pl.Expr) -> pl.Expr:
@@ -450,7 +484,7 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     lines with ``_line``, ``_raw`` and ``_reason``, host lists and repeated job ids
     included. Reasons are worded only for the bad lines (formatting text for a million
     good ones would cost more than all the parsing)."""
-    frame = to_utc(typed(scan_lines(info, skip=1), header).collect(), tz)
+    frame = to_utc(typed(scan_lines(info, skip=1), header), tz)
     found = checks(header)
     bad_flag = pl.any_horizontal(*(c.fill_null(False) for c, _ in found))
     frame = frame.with_columns(bad_flag.alias("_bad"))

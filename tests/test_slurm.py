@@ -302,3 +302,23 @@ def test_synth_round_trip(tmp_path: Path) -> None:
     jobs = scan(tmp_path / "store", "jobs", ["slurm"]).collect()
     assert jobs.height == 500
     assert {"running", "pending", "completed"} <= set(jobs["status"])
+
+
+def test_out_of_range_values_quarantined(tmp_path: Path) -> None:
+    """Regression (fuzz case 61, seed 0): a 40-digit memory amount overflowed int64 and
+    raised; a range naming 10^17 hosts must not wrap the host count."""
+    text = (
+        "JobID|State|Submit|AllocTRES|NodeList\n"
+        f"1|COMPLETED|2026-01-01T00:00:00|gres/gpu=1,mem={'1' * 40}G|n1\n"
+        "2|COMPLETED|2026-01-01T00:00:00|gres/gpu=1|n[1-100000000000000000],m[1-9]\n"
+        "3|COMPLETED|2026-01-01T00:00:00|gres/gpu=9999999|n1\n"
+    )
+    store = tmp_path / "store"
+    jobs, _ = _ingest(_write(tmp_path, text), store)
+    assert jobs.height == 0
+    reasons = [why for _, _, why in _quarantine(store)]
+    assert reasons[0].endswith(
+        "has a mem= value that is not a memory amount (number, K/M/G/T/P unit, < 4 EiB)"
+    )
+    assert reasons[1] == ("NodeList 'n[1-100000000000000000],m[1-9]' names more than 100000 nodes")
+    assert reasons[2] == "AllocTRES 'gres/gpu=9999999' names more than 1000000 GPUs"

@@ -63,7 +63,8 @@ def check(lines: pl.LazyFrame) -> pl.LazyFrame:
         ranges(lines)
         .group_by(LINE)
         .agg(
-            count.sum().alias("_node_count"),
+            # clipped per range first, so that a sum of huge ranges cannot wrap around
+            count.clip(upper_bound=MAX_NODES + 1).sum().alias("_node_count"),
             (pl.col("_hi") < pl.col("_lo")).any().alias("_backwards"),
         )
     )

@@ -120,21 +120,34 @@ MEM_VALUE = r"^\d+(?:\.\d+)?[KMGTP]?$"
 """A memory amount: a number and an optional binary unit letter."""
 
 
+MEM_MAX = 2.0**62
+"""Largest memory amount read (4 EiB): beyond it the byte count would not fit the
+canonical int64, so the value is rejected as damaged, not wrapped around."""
+
+
 def mem_bytes(amount: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Bytes of a memory amount (``64G`` -> 64 GiB; ``4000`` -> 4000 MiB), rounded to a
-    whole byte (sacct prints fractions such as ``187.50G``), and whether it is
-    malformed."""
+    """Bytes of a memory amount (``64G`` -> 64 GiB; ``4000`` -> 4000 MiB) as a float,
+    rounded to a whole byte (sacct prints fractions such as ``187.50G``), and whether
+    it is malformed or out of range. Callers cast to int64 after their own scaling."""
     shaped = amount.str.contains(MEM_VALUE)
     ok = pl.when(shaped).then(amount)
     unit = pl.when(ok.str.contains("[KMGTP]$")).then(ok.str.slice(-1)).otherwise(pl.lit(""))
     number = ok.str.strip_chars_end("KMGTP").cast(pl.Float64, strict=False)
     power = unit.replace_strict(_UNIT_POWER, default=None, return_dtype=pl.Int64)
-    value = (number * pl.lit(1024.0).pow(power)).round(0).cast(pl.Int64)
-    return value, amount.is_not_null() & ~shaped.fill_null(False)
+    value = (number * pl.lit(1024.0).pow(power)).round(0)
+    bad = amount.is_not_null() & (~shaped.fill_null(False) | (value >= MEM_MAX).fill_null(False))
+    return pl.when(~bad).then(value), bad
+
+
+def to_int_bytes(value: pl.Expr) -> pl.Expr:
+    """A float byte count below :data:`MEM_MAX` as int64 (null otherwise)."""
+    return pl.when(value < MEM_MAX).then(value).cast(pl.Int64)
 
 
 TRES = r"^[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*(?:,[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*)*$"
 """A TRES list: ``key=value`` pairs joined by commas."""
+GPU_MAX = 1_000_000
+"""Most GPUs one TRES list may name; more means a damaged count (sums must not wrap)."""
 _GPU_COUNT = r"(?:^|,)gres/gpu=([^,]*)"
 _GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
 _MEM = r"(?:^|,)mem=([^,]*)"
@@ -207,13 +220,19 @@ def tres(text: pl.Expr, name: str) -> Staged:
         .when(typed_bad.fill_null(False) & (n_typed > 0))
         .then(pl.lit("has a gres/gpu:<model> count that is not a whole number"))
         .when(mem_bad)
-        .then(pl.lit("has a mem= value that is not a number with a K/M/G/T/P unit"))
+        .then(
+            pl.lit("has a mem= value that is not a memory amount (number, K/M/G/T/P unit, < 4 EiB)")
+        )
     )
     models = pl.when(n_typed == 1).then(pl.col(c["model"])).otherwise(many_models)
+    bad = pl.coalesce(
+        bad,
+        pl.when(gpus > GPU_MAX).then(pl.lit(f"names more than {GPU_MAX} GPUs")),
+    )
     return first, {
-        "gpus": gpus,
+        "gpus": pl.when(gpus <= GPU_MAX).then(gpus),
         "gpu_type": pl.when(models == "").then(None).otherwise(models),
-        "mem_bytes": mem,
+        "mem_bytes": to_int_bytes(mem),
         "bad": bad,
     }
 
@@ -227,9 +246,15 @@ def req_mem(text: pl.Expr, nodes: pl.Expr, cpus: pl.Expr) -> tuple[pl.Expr, pl.E
     base, bad = mem_bytes(
         pl.when(per.is_not_null()).then(text.str.slice(0, text.str.len_chars() - 1)).otherwise(text)
     )
-    total = (
-        pl.when(per == "n").then(base * nodes).when(per == "c").then(base * cpus).otherwise(base)
+    scaled = (
+        pl.when(per == "n")
+        .then(base * nodes.cast(pl.Float64))
+        .when(per == "c")
+        .then(base * cpus.cast(pl.Float64))
+        .otherwise(base)
     )
+    bad = bad | (scaled >= MEM_MAX).fill_null(False)
+    total = to_int_bytes(scaled)
     return total, bad
 
 

@@ -225,7 +225,7 @@ def tres(text: pl.Expr, name: str) -> Staged:
         )
     )
     models = pl.when(n_typed == 1).then(pl.col(c["model"])).otherwise(many_models)
-    bad = pl.coalesce(
+    why = pl.coalesce(
         bad,
         pl.when(gpus > GPU_MAX).then(pl.lit(f"names more than {GPU_MAX} GPUs")),
     )
@@ -233,7 +233,7 @@ def tres(text: pl.Expr, name: str) -> Staged:
         "gpus": pl.when(gpus <= GPU_MAX).then(gpus),
         "gpu_type": pl.when(models == "").then(None).otherwise(models),
         "mem_bytes": to_int_bytes(mem),
-        "bad": bad,
+        "bad": why,
     }
 
 

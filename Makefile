@@ -29,6 +29,7 @@ demo: $(STAMP) ## Ingest every bundled sample into data/store and build the repo
 	$(BIN)/gpu-trace ingest helios data/samples/helios/synthetic --store $(STORE)
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020/synthetic --store $(STORE)
 	$(BIN)/gpu-trace ingest kubernetes data/samples/kubernetes/pods.json data/samples/kubernetes/nodes.json --cluster sample --store $(STORE)
+	$(BIN)/gpu-trace ingest slurm data/samples/slurm/jobs.psv --cluster mycluster --tz Europe/Berlin --store $(STORE)
 	$(BIN)/gpu-trace ingest nvidia-smi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest dcgmi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest prometheus data/samples/telemetry --store $(STORE)

@@ -57,6 +57,7 @@ KINDS = (
     "gavel",
     "kubernetes",
     "acme",
+    "slurm",
 )
 SEED_LINES = 40
 """Seed files are cut to their first lines so that each case stays small and fast."""
@@ -181,7 +182,11 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         s["acme"].append(
             Seed("acme", f.name, _head(f), f.parent.name, origin=str(f.relative_to(ROOT)))
         )
-    for family in (f for f in ("openb", "helios", "pai2020", "philly", "acme") if f in kinds):
+    for f in [*sorted((samples / "slurm").glob("*.psv")), *sorted((fixtures / "slurm").glob("*"))]:
+        s["slurm"].append(Seed("slurm", f.name, _head(f), origin=str(f.relative_to(ROOT))))
+    for family in (
+        f for f in ("openb", "helios", "pai2020", "philly", "acme", "slurm") if f in kinds
+    ):
         out = work / f"synth-{family}"
         files = _synth(family, out, seed)
         for f in files:

@@ -25,6 +25,10 @@ Per-format rules (``expect``):
 - AcmeTrace: ``trace_<cluster>.csv`` one record per line after the header; the wide
   utilization CSVs like Philly's util files (``mode="bound"``), a non-empty cell being
   one record and a "no error" XID cell counted through ``no_event_cells``.
+- Slurm sacct exports: every line after the header is one ``jobs`` record, except the
+  lines whose ``JobID`` field (found by header name, counted from the right after a
+  ``JobName``, one trailing ``|`` dropped under a ``--parsable`` header) holds a dot:
+  job steps, folded into ``placements`` (derived rows, not counted here).
 - Philly util CSVs: a data line is one quarantined record, or one sample per value
   that is not ``NA`` (a line of only ``NA`` is none), so the total lies between the
   sums of ``min(1, v)`` and ``max(1, v)`` over lines with *v* such values
@@ -157,6 +161,8 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
         return _kubernetes(data, lines)
     if kind == "acme":
         return _acme(name, lines)
+    if kind == "slurm":
+        return _slurm(lines)
     raise ValueError(f"no counting rule for {kind} {name}")
 
 
@@ -207,6 +213,35 @@ def _acme(name: str, lines: Sequence[bytes]) -> Expect:
         present = sum(1 for v in _text(ln).split(",")[1:] if v.strip())
         lo, hi = lo + min(1, present), hi + max(1, present)
     return Expect((table, "events"), "bound", after_header, no_event=True, lo=lo, hi=hi)
+
+
+def _slurm(lines: Sequence[bytes]) -> Expect:
+    """sacct exports: every line after the header is one record; those whose ``JobID``
+    field holds a dot are steps (folded into ``placements``), the rest ``jobs`` records.
+    The field is found by header name; fields after ``JobName`` (free text that may hold
+    ``|``) are counted from the right; a ``--parsable`` header (ending in ``|``) means
+    one trailing ``|`` per line."""
+    if not lines:
+        return Expect(("jobs",), "none", 0)
+    header = _text(lines[0])
+    trailing = header.endswith("|")
+    names = [n.strip().lower() for n in header.removesuffix("|").split("|")]
+    if "jobid" not in names:
+        return Expect(("jobs",), "none", 0)
+    at, n = names.index("jobid"), len(names)
+    name_at = names.index("jobname") if "jobname" in names else None
+    steps = 0
+    for raw in lines[1:]:
+        text = raw.decode("utf-8", errors="replace").removesuffix("\r")
+        if trailing:
+            text = text.removesuffix("|")
+        parts = text.split("|")
+        if name_at is None or at < name_at:
+            field = parts[at] if at < len(parts) else ""
+        else:
+            field = parts[at - n] if len(parts) >= n else ""
+        steps += "." in field
+    return Expect(("jobs",), "exact", len(lines) - 1 - steps)
 
 
 PAI_TABLES = {

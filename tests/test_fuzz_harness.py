@@ -175,3 +175,19 @@ def test_acme_unmutated_seeds_reconcile(tmp_path: Path) -> None:
         fuzz.run_case(fuzz.make_case(i, 0, pool, ("acme",), clean=True)) for i in range(0, n, 4)
     ]
     assert [r["cls"] for r in results] == ["ok"] * len(results)
+
+
+def test_slurm_counting_rule_by_hand() -> None:
+    """JobName before JobID: JobID is the 3rd field from the right (4 fields, index 1);
+    the trailing ``|`` of the header means one per line. Line 2 is job 1; line 3 (a name
+    holding ``|``) is step 1.batch; line 4 is step 2.0; line 5 (empty) is a jobs record
+    (quarantined): 4 lines - 2 steps = 2 jobs records."""
+    data = (
+        b"JobName|JobID|State|Submit|\n"
+        b"x|1|COMPLETED|t|\n"
+        b"x|y|1.batch|COMPLETED|t|\n"
+        b"z|2.0|RUNNING|t|\n"
+        b"\n"
+    )
+    assert expect("slurm", "jobs.psv", data) == Expect(("jobs",), "exact", 2)
+    assert expect("slurm", "jobs.psv", b"JobName|State\nx|y\n").mode == "none"

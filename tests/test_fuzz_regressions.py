@@ -47,6 +47,9 @@ CASES = [
     ("kubernetes-16", "pods.jsonl", 0, "quarantined 2"),
     # A Philly util header gpu<40 digits>_util: refused, naming line 1.
     ("philly-6483", "cluster_gpu_util", 1, "GPU index above 32767"),
+    # A sacct export (CRLF) with a 40-digit memory amount in one TRES list and damaged
+    # Submit times: the two lines are quarantined (read 48 = written 46 + quarantined 2).
+    ("slurm-61", "jobs.psv", 0, "quarantined 2"),
 ]
 
 

@@ -318,3 +318,28 @@ def ingest_gavel(
 ) -> None:
     """Gavel .trace files (7 or 10 tab-separated fields) -> jobs."""
     run_ingest("gavel", path, store, step_s=step_s)
+
+
+@app.command("slurm")
+@domain_errors
+def ingest_slurm(
+    path: PathArg,
+    store: StoreOpt = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="Cluster name for jobs.cluster (default: the file name)."),
+    ] = None,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            "--tz",
+            help="IANA zone of the cluster's clock (sacct prints local times without an "
+            "offset). Default UTC, with a warning. Recorded in jobs.source_tz.",
+        ),
+    ] = None,
+) -> None:
+    """Slurm `sacct -P` (or --parsable) export -> jobs, placements (one per host; steps
+    as placements of their job).
+
+    PATH: one export (fields found by header name, any order) or a folder of *.psv."""
+    run_ingest("slurm", path, store, cluster=cluster, tz=tz)

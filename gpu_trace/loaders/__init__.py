@@ -13,6 +13,7 @@ from gpu_trace.loaders.kubernetes import KubernetesLoader
 from gpu_trace.loaders.openb import OpenbLoader
 from gpu_trace.loaders.pai2020 import Pai2020Loader
 from gpu_trace.loaders.philly import PhillyLoader
+from gpu_trace.loaders.slurm import SlurmLoader
 from gpu_trace.telemetry.dcgmi import DcgmiLoader
 from gpu_trace.telemetry.prometheus import PrometheusLoader
 from gpu_trace.telemetry.smi import NvidiaSmiLoader
@@ -24,6 +25,7 @@ LOADERS: dict[str, Loader] = {
     "pai2020": Pai2020Loader(),
     "kubernetes": KubernetesLoader(),
     "acme": AcmeLoader(),
+    "slurm": SlurmLoader(),
     "nvidia-smi": NvidiaSmiLoader(),
     "dcgmi": DcgmiLoader(),
     "prometheus": PrometheusLoader(),

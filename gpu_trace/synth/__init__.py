@@ -23,6 +23,7 @@ SYNTHS: dict[str, str] = {
     "openb": "gpu_trace.synth.openb:write",
     "kubernetes": "gpu_trace.synth.kubernetes:write",
     "acme": "gpu_trace.synth.acme:write",
+    "slurm": "gpu_trace.synth.slurm:write",
 }
 
 Writer = Callable[..., list[Path]]

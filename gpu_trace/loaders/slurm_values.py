@@ -1,0 +1,287 @@
+"""Value grammars of ``sacct`` output, as polars expressions (no Python row loops).
+
+Each function takes the field's text (null when the column is absent or the field is
+one of sacct's "no value" words) and returns the typed value plus, where the text can
+be malformed, a boolean expression that is true when it is. The loader turns the
+latter into quarantine reasons. Grammars follow the sacct and sbatch manuals:
+
+- durations (``Elapsed``, ``Timelimit``): ``[days-]hours:minutes:seconds[.fraction]``
+  and ``minutes:seconds[.fraction]``, the forms sacct prints (the sbatch-only input
+  forms ``minutes``, ``days-hours`` are not output and are rejected);
+  ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` and ``Unknown`` mean no limit known;
+- TRES lists (``ReqTRES``, ``AllocTRES``): ``key=value`` pairs joined by commas,
+  ``gres/gpu=4`` (the count) beside typed ``gres/gpu:a100=4`` entries, ``mem=64G``;
+- memory: a number with an optional binary unit ``K M G T P`` (Slurm's unit is MiB
+  when none is given), ``ReqMem`` with a trailing ``n`` (per node) or ``c`` (per CPU);
+- ``ExitCode``: ``status:signal``;
+- ``State``: an upper-case word, ``CANCELLED by <uid>`` for a cancelled job.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+NO_VALUE = ("", "Unknown", "None", "None assigned", "(null)", "N/A")
+"""Words sacct prints where a field has no value (``Unknown`` start of a pending job,
+``None`` eligible time, ``None assigned`` node list)."""
+NO_LIMIT = ("UNLIMITED", "Partition_Limit", "INVALID")
+"""``Timelimit`` values that name no number of seconds (the partition's limit applies,
+or none does); stored as a null ``time_limit_s``."""
+
+STATUS = {
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "OUT_OF_MEMORY": "failed",
+    "SPECIAL_EXIT": "failed",
+    "CANCELLED": "cancelled",
+    "PREEMPTED": "cancelled",
+    "REVOKED": "cancelled",
+    "TIMEOUT": "timeout",
+    "DEADLINE": "timeout",
+    "NODE_FAIL": "node_fail",
+    "BOOT_FAIL": "node_fail",
+    "RUNNING": "running",
+    "COMPLETING": "running",
+    "CONFIGURING": "running",
+    "SUSPENDED": "running",
+    "STOPPED": "running",
+    "RESIZING": "running",
+    "SIGNALING": "running",
+    "STAGE_OUT": "running",
+    "PENDING": "pending",
+    "REQUEUED": "pending",
+    "REQUEUE_HOLD": "pending",
+    "REQUEUE_FED": "pending",
+}
+"""Slurm job states (sacct manual, "JOB STATE CODES") -> canonical status. Why each
+non-obvious one goes where it does:
+
+- ``OUT_OF_MEMORY`` and ``SPECIAL_EXIT`` ended by the job's own doing: ``failed``;
+- ``PREEMPTED`` and ``REVOKED`` were stopped by the scheduler before they finished, like a
+  cancellation by someone else: ``cancelled``;
+- ``DEADLINE`` is a limit reached (``--deadline``): ``timeout``;
+- ``BOOT_FAIL`` is a node that could not be booted for the job: ``node_fail``;
+- ``SUSPENDED``, ``STOPPED`` and the transitional states still hold their nodes:
+  ``running``; ``REQUEUED`` (and the requeue holds) are back in the queue: ``pending``.
+
+Any other word is ``unknown``; ``raw_status`` keeps the text as written."""
+
+DURATION = r"^(?:\d+-\d+:\d+:\d+|\d+:\d+:\d+|\d+:\d+)(?:\.\d+)?$"
+"""What sacct prints for a duration: ``[days-]hours:minutes:seconds[.fraction]`` or
+``minutes:seconds[.fraction]``."""
+
+
+def _part(parts: pl.Expr, index: int) -> pl.Expr:
+    return parts.list.get(index, null_on_oob=True).cast(pl.Float64, strict=False)
+
+
+Staged = tuple[list[pl.Expr], dict[str, pl.Expr]]
+"""(first-stage columns to add, second-stage expressions over them). Polars does not
+share a sub-expression used in several places of one ``with_columns`` reliably, and a
+split or a regex capture repeated four times costs four times; naming the shared parts
+in a first stage makes each run once."""
+
+
+def duration_s(text: pl.Expr, name: str) -> Staged:
+    """Seconds of a sacct duration (``value``) and whether the text is malformed
+    (``bad``); ``name`` prefixes the first-stage columns.
+
+    ``1-02:03:04`` is 93,784 s; ``02:03:04`` 7,384 s; ``12:34`` 12 min 34 s;
+    ``00:01.500`` 1.5 s. Minutes and seconds must be below 60 (sacct never prints more,
+    so a larger one means a damaged field). The fields are counted from the right after
+    turning the day dash into a colon: a shape check and a split, no regex captures,
+    which cost microseconds a row."""
+    shaped = text.str.contains(DURATION)
+    parts = pl.when(shaped).then(text).str.replace("-", ":", literal=True).str.split(":")
+    first = [
+        text.alias(f"{name}_text"),
+        shaped.alias(f"{name}_shaped"),
+        parts.alias(f"{name}_parts"),
+    ]
+    p, text_col = pl.col(f"{name}_parts"), pl.col(f"{name}_text")
+    seconds, minutes = _part(p, -1), _part(p, -2)
+    hours, days = _part(p, -3).fill_null(0.0), _part(p, -4).fill_null(0.0)
+    value = days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+    bad = text_col.is_not_null() & (
+        ~pl.col(f"{name}_shaped") | (minutes >= 60) | (seconds >= 60)
+    ).fill_null(True)
+    return first, {"value": pl.when(bad).then(None).otherwise(value), "bad": bad}
+
+
+def limit_s(text: pl.Expr, name: str) -> Staged:
+    """``Timelimit`` in seconds (null for :data:`NO_LIMIT`) and whether it is malformed."""
+    finite = pl.when(text.is_in(list(NO_LIMIT))).then(None).otherwise(text)
+    return duration_s(finite, name)
+
+
+_UNIT_POWER = {"": 2, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+"""Binary power of 1024 per unit letter; no letter is MiB, Slurm's memory unit."""
+MEM_VALUE = r"^\d+(?:\.\d+)?[KMGTP]?$"
+"""A memory amount: a number and an optional binary unit letter."""
+
+
+MEM_MAX = 2.0**62
+"""Largest memory amount read (4 EiB): beyond it the byte count would not fit the
+canonical int64, so the value is rejected as damaged, not wrapped around."""
+
+
+def mem_bytes(amount: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Bytes of a memory amount (``64G`` -> 64 GiB; ``4000`` -> 4000 MiB) as a float,
+    rounded to a whole byte (sacct prints fractions such as ``187.50G``), and whether
+    it is malformed or out of range. Callers cast to int64 after their own scaling."""
+    shaped = amount.str.contains(MEM_VALUE)
+    ok = pl.when(shaped).then(amount)
+    unit = pl.when(ok.str.contains("[KMGTP]$")).then(ok.str.slice(-1)).otherwise(pl.lit(""))
+    number = ok.str.strip_chars_end("KMGTP").cast(pl.Float64, strict=False)
+    power = unit.replace_strict(_UNIT_POWER, default=None, return_dtype=pl.Int64)
+    value = (number * pl.lit(1024.0).pow(power)).round(0)
+    bad = amount.is_not_null() & (~shaped.fill_null(False) | (value >= MEM_MAX).fill_null(False))
+    return pl.when(~bad).then(value), bad
+
+
+def to_int_bytes(value: pl.Expr) -> pl.Expr:
+    """A float byte count below :data:`MEM_MAX` as int64 (null otherwise)."""
+    return pl.when(value < MEM_MAX).then(value).cast(pl.Int64)
+
+
+TRES = r"^[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*(?:,[A-Za-z][A-Za-z0-9_/:.\-]*=[^,=]*)*$"
+"""A TRES list: ``key=value`` pairs joined by commas."""
+GPU_MAX = 1_000_000
+"""Most GPUs one TRES list may name; more means a damaged count (sums must not wrap)."""
+_GPU_COUNT = r"(?:^|,)gres/gpu=([^,]*)"
+_GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
+_MEM = r"(?:^|,)mem=([^,]*)"
+
+
+def tres(text: pl.Expr, name: str) -> Staged:
+    """The GPUs, GPU models and memory in one TRES list; ``name`` prefixes the
+    first-stage columns.
+
+    Second-stage expressions: ``gpus`` (the ``gres/gpu=`` count, else the sum of the
+    typed ``gres/gpu:<model>=`` counts, else 0 when the list names no GPU; null when
+    the list is null), ``gpu_type`` (the models, sorted, joined with ``|``),
+    ``mem_bytes`` and ``bad`` (why the list is unreadable, or null). Capture-group work
+    runs only on the rows that need it: the input is nulled elsewhere
+    (``pl.when(...).then(text)``), so a CPU job pays for no GPU parsing and only
+    multi-model lists are listed out."""
+    gpu_text = pl.when(text.str.contains("gres/gpu", literal=True)).then(text)
+    c = {k: f"{name}_{k}" for k in ("text", "ok", "untyped", "n", "model", "count", "many", "mem")}
+    first = [
+        text.alias(c["text"]),
+        text.str.contains(TRES).alias(c["ok"]),
+        gpu_text.str.extract(_GPU_COUNT, 1).alias(c["untyped"]),
+        text.str.extract(_MEM, 1).alias(c["mem"]),
+    ]
+    n_expr = gpu_text.str.count_matches("gres/gpu:", literal=True).fill_null(0)
+    one = pl.when(n_expr == 1).then(text)
+    first += [
+        n_expr.alias(c["n"]),
+        one.str.extract(r"gres/gpu:([^=,]+)=", 1).alias(c["model"]),
+        one.str.extract(r"gres/gpu:[^=,]+=([^,]*)", 1)
+        .cast(pl.Int64, strict=False)
+        .alias(c["count"]),
+        pl.when(n_expr > 1).then(text).str.extract_all(_GPU_TYPED).alias(c["many"]),
+    ]
+    n_typed = pl.col(c["n"])
+    many = pl.col(c["many"])
+    many_counts = many.list.eval(
+        pl.element().str.extract(r"=([^,]*)$", 1).cast(pl.Int64, strict=False)
+    )
+    many_bad = many.list.eval(~pl.element().str.contains(r"=\d+$")).list.any()
+    many_models = (
+        many.list.eval(pl.element().str.extract(r"gres/gpu:([^=]+)=", 1))
+        .list.unique()
+        .list.sort()
+        .list.join("|")
+    )
+    one_count = pl.col(c["count"])
+    typed_sum = pl.when(n_typed == 1).then(one_count).otherwise(many_counts.list.sum())
+    typed_bad = pl.when(n_typed == 1).then(one_count.is_null()).otherwise(many_bad)
+    untyped_text = pl.col(c["untyped"])
+    untyped = untyped_text.cast(pl.Int64, strict=False)
+    mem, mem_bad = mem_bytes(pl.col(c["mem"]))
+    t = pl.col(c["text"])
+    gpus = (
+        pl.when(t.is_null())
+        .then(None)
+        .when(untyped_text.is_not_null())
+        .then(untyped)
+        .when(n_typed > 0)
+        .then(typed_sum)
+        .otherwise(0)
+    )
+    bad = (
+        pl.when(t.is_null())
+        .then(None)
+        .when(~pl.col(c["ok"]))
+        .then(pl.lit("is not a TRES list (key=value,...)"))
+        .when(untyped_text.is_not_null() & (untyped.is_null() | (untyped < 0)))
+        .then(pl.lit("has a gres/gpu count that is not a whole number"))
+        .when(typed_bad.fill_null(False) & (n_typed > 0))
+        .then(pl.lit("has a gres/gpu:<model> count that is not a whole number"))
+        .when(mem_bad)
+        .then(
+            pl.lit("has a mem= value that is not a memory amount (number, K/M/G/T/P unit, < 4 EiB)")
+        )
+    )
+    models = pl.when(n_typed == 1).then(pl.col(c["model"])).otherwise(many_models)
+    why = pl.coalesce(
+        bad,
+        pl.when(gpus > GPU_MAX).then(pl.lit(f"names more than {GPU_MAX} GPUs")),
+    )
+    return first, {
+        "gpus": pl.when(gpus <= GPU_MAX).then(gpus),
+        "gpu_type": pl.when(models == "").then(None).otherwise(models),
+        "mem_bytes": to_int_bytes(mem),
+        "bad": why,
+    }
+
+
+def req_mem(text: pl.Expr, nodes: pl.Expr, cpus: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Total bytes requested by ``ReqMem`` and whether it is malformed: ``4000Mn`` is
+    4000 MiB per node (times ``NNodes``), ``4000Mc`` per CPU (times ``NCPUS``), a value
+    without ``n``/``c`` is the job's total. Null when a per-node/per-CPU value has no
+    count to multiply."""
+    per = pl.when(text.str.contains("[nc]$")).then(text.str.slice(-1))
+    base, bad = mem_bytes(
+        pl.when(per.is_not_null()).then(text.str.slice(0, text.str.len_chars() - 1)).otherwise(text)
+    )
+    scaled = (
+        pl.when(per == "n")
+        .then(base * nodes.cast(pl.Float64))
+        .when(per == "c")
+        .then(base * cpus.cast(pl.Float64))
+        .otherwise(base)
+    )
+    bad = bad | (scaled >= MEM_MAX).fill_null(False)
+    total = to_int_bytes(scaled)
+    return total, bad
+
+
+def exit_code(text: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """``ExitCode`` ``status:signal`` -> (status, signal, malformed)."""
+    pair = text.str.split_exact(":", 1)
+    status = pair.struct.field("field_0").cast(pl.UInt8, strict=False).cast(pl.Int64)
+    signal = pair.struct.field("field_1").cast(pl.UInt8, strict=False).cast(pl.Int64)
+    bad = text.is_not_null() & (
+        status.is_null() | signal.is_null() | text.str.count_matches(":", literal=True).ne(1)
+    )
+    return status, signal, bad
+
+
+STATE_WORD = r"^[A-Z_]+(?: by \d+)?$"
+"""A state as sacct prints it: ``COMPLETED``, ``CANCELLED by 1234``."""
+
+
+def status(state: pl.Expr) -> pl.Expr:
+    """Canonical status of a ``State`` text (``unknown`` for a word Slurm may add)."""
+    word = state.str.split_exact(" ", 1).struct.field("field_0")
+    return word.replace_strict(STATUS, default="unknown", return_dtype=pl.String)
+
+
+ALLOC_ID = r"\d+(?:_(?:\d+|\[[0-9,%\-]+\]))?(?:\+\d+)?"
+"""A job allocation's id: ``123``, ``123_7`` (array task), ``123_[1-9%2]`` (pending array
+tasks), ``123+1`` (component of a heterogeneous job)."""
+STEP_ID = rf"^({ALLOC_ID})\.([A-Za-z]+|\d+)(?:\+\d+)?$"
+"""A step's id: the allocation, a dot, ``batch`` / ``extern`` / ``interactive`` or the step
+number (``123.0``), optionally a heterogeneous component (``123.0+1``)."""

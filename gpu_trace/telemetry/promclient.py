@@ -202,7 +202,11 @@ class PromClient:
             raise PullError(f"{self.url}: {what}: {one_line(exc)}") from None
         except TRANSPORT_ERRORS as exc:
             if watchdog.fired or isinstance(exc, TimeoutError):
-                reason = f"no complete answer within {budget:g}s ({limit})"
+                reason = (
+                    f"no complete answer within {budget:g}s (--timeout)"
+                    if limit == "--timeout"
+                    else f"the --deadline of {self.deadline_s:g}s passed before an answer"
+                )
             elif isinstance(exc, ConnectionRefusedError):
                 reason = "cannot connect: connection refused (is Prometheus running there?)"
             else:

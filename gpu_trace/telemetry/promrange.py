@@ -236,9 +236,14 @@ class Walk:
 
 def _documents(path: Path) -> Walk:
     """Read ``path`` as one response or JSON lines; walk every response."""
+    head: list[bytes] = []
     try:
         with path.open("rb") as fh:
-            head = [ln for ln in (fh.readline() for _ in range(64)) if ln.strip()][:2]
+            for ln in fh:
+                if ln.strip():
+                    head.append(ln)
+                    if len(head) == 2:
+                        break
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     jsonl = False
@@ -246,7 +251,7 @@ def _documents(path: Path) -> Walk:
         try:
             json.loads(head[0])
             jsonl = True
-        except ValueError:
+        except (ValueError, RecursionError):
             jsonl = False
     walk = Walk(jsonl)
     if jsonl:
@@ -344,7 +349,7 @@ def parse(
     keys = ("host", "gpu_index", "gpu_uuid", "mig_instance", "time")
     frame = (
         samples.lazy()
-        .join(series.lazy(), on="_sid", how="left")
+        .join(series.lazy(), on="_sid", how="left", maintain_order="left")
         .with_columns(
             reason.alias(REASON),
             pl.from_epoch(

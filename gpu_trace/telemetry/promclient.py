@@ -348,6 +348,9 @@ def pull(
                 result.samples += n_samples
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        Path(tmp).chmod(0o666 & ~umask)  # mkstemp's 0600 is for the temp name only
         Path(tmp).replace(out)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -126,6 +126,8 @@ class Walk:
     bad_reason: list[str] = field(default_factory=list)
     bad_raw: list[str] = field(default_factory=list)
     models: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, int] = field(default_factory=dict)
+    """Label set (sorted JSON) -> series identity, shared by the answers of all chunks."""
     responses: int = 0
     blank: int = 0
 
@@ -219,7 +221,7 @@ class Walk:
             "_sid": sid,
             "_resp_line": line,
             "_series_no": i,
-            "_key": json.dumps(labels, sort_keys=True),
+            "_kid": self.keys.setdefault(json.dumps(labels, sort_keys=True), len(self.keys)),
             "_labels": "{"
             + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items() if k != "__name__")
             + "}",
@@ -297,7 +299,7 @@ _SERIES_SCHEMA = {
     "_sid": pl.Int64,
     "_resp_line": pl.Int64,
     "_series_no": pl.Int64,
-    "_key": pl.String,
+    "_kid": pl.Int64,
     "_labels": pl.String,
     FIELD: pl.String,
     "_instance_host": pl.String,
@@ -305,12 +307,21 @@ _SERIES_SCHEMA = {
 }
 
 
+def _times(values: list[Any]) -> pl.Series:
+    """The times as text. JSON numbers (all Prometheus writes) go through Float64 in one
+    typed conversion; anything else (strings, booleans, nulls, lists) through the
+    slower any-object conversion, so that ``true`` is not read as 1.0."""
+    if set(map(type, values)) <= {int, float}:
+        return pl.Series(values, dtype=pl.Float64).cast(pl.String)
+    return pl.Series(values, dtype=pl.String, strict=False)
+
+
 def _frames(walk: Walk) -> tuple[pl.DataFrame, pl.DataFrame]:
     samples = pl.DataFrame(
         {
             "_sid": pl.Series(walk.s_sid, dtype=pl.Int64),
             "_sample_no": pl.Series(walk.s_no, dtype=pl.Int64),
-            "_t": pl.Series(walk.s_time, dtype=pl.String, strict=False),
+            "_t": _times(walk.s_time),
             "_v": pl.Series(walk.s_value, dtype=pl.String, strict=False),
         }
     )
@@ -328,7 +339,9 @@ def parse(
     t = pl.col("_t").str.strip_chars()
     t_num = t.cast(pl.Float64, strict=False)
     v = pl.col("_v").str.strip_chars()
-    infinite = v.str.to_lowercase().str.contains(r"^[+-]?inf(inity)?$")
+    infinite = v.str.to_lowercase().is_in(
+        ["inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"]
+    )
     family = pl.col(FIELD)
     reason = (
         pl.when(family.is_null())
@@ -374,7 +387,8 @@ def parse(
                 pl.col(REASON),
                 # the second good sample of one series at one time (overlapping answers)
                 pl.when(
-                    pl.col("_good") & (pl.col("_good").cum_sum().over("_key", "time") > 1)
+                    pl.col("_good")
+                    & ~pl.when(pl.col("_good")).then(pl.struct("_kid", "time")).is_first_distinct()
                 ).then(pl.lit("duplicate: the same series has an earlier sample at this time")),
             ).alias(REASON)
         )
@@ -438,9 +452,9 @@ def _mark_repeats(typed: pl.DataFrame) -> pl.DataFrame:
     is_event = pl.col(REASON).is_null() & pl.col("metric").str.starts_with("event:")
     events = (
         typed.filter(is_event)
-        .sort("_key", "time")
+        .sort("_kid", "time")
         .with_columns(
-            (pl.col("value") == pl.col("value").shift(1).over("_key"))
+            (pl.col("value") == pl.col("value").shift(1).over("_kid"))
             .fill_null(False)
             .alias("_repeat")
         )

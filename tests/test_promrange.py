@@ -299,3 +299,20 @@ def test_fuzz_bytes_never_crash(tmp_path_factory: pytest.TempPathFactory, data: 
         rows = b.rows.lazy().collect().height
         q = b.rejected.lazy().collect().height if b.rejected is not None else 0
         assert b.rows_read == rows + q
+
+
+def test_lone_surrogates_are_replaced_not_a_crash(tmp_path: Path) -> None:
+    # found by the fuzz campaign (seed 1, case 46): JSON may escape a lone surrogate,
+    # which Python keeps in a str but no UTF-8 column can hold
+    f = tmp_path / "s.json"
+    f.write_text(
+        '{"status":"success","data":{"resultType":"matrix","result":[{"metric":'
+        '{"__name__":"DCGM_FI_DEV_GPU_UTIL","Hostname":"n\\ud800"},'
+        '"values":[[1767225600,"1\\udc00"],[1767225660,"2"]]}]}}'
+    )
+    store = tmp_path / "store"
+    code, _, err = run(f, store)
+    assert code == 0, err
+    s = read_table(store, "gpu_samples")
+    assert s.select("host", "value").rows() == [("n\ufffd\ufffd\ufffd", 2.0)]
+    assert read_table(store, "quarantine")["locator"].to_list() == ["series 1, sample 1"]

@@ -99,8 +99,14 @@ _LABEL_KEYS = {
 """Canonical key column -> the labels that fill it, first non-empty wins."""
 
 
+def _clean(text: str) -> str:
+    """``text`` as valid UTF-8: JSON may escape lone surrogates (``"\\ud800"``), which
+    Python keeps in a str but no UTF-8 column can hold; they become U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    return _clean(value) if isinstance(value, str) else json.dumps(value)
 
 
 def _raw(value: object) -> str:
@@ -182,7 +188,7 @@ class Walk:
         if not isinstance(values, list):
             self.reject(here, f"{'value' if vector else 'values'} is missing or not a list", s)
             return
-        labels = {str(k): _text(v) for k, v in metric.items()}
+        labels = {_clean(str(k)): _text(v) for k, v in metric.items()}
         sid = len(self.series.get("_sid", []))
         self.add_series(sid, labels, line, i)
         if not vector and isinstance(hist := s.get("histograms"), list):
@@ -307,13 +313,24 @@ _SERIES_SCHEMA = {
 }
 
 
+def _strings(values: list[Any]) -> pl.Series:
+    """Any JSON values as text (strings as they are, numbers and the rest as polars
+    prints them); lone surrogates, only in damaged files, are replaced first."""
+    try:
+        return pl.Series(values, dtype=pl.String, strict=False)
+    except UnicodeEncodeError:
+        return pl.Series(
+            [_clean(v) if isinstance(v, str) else v for v in values], dtype=pl.String, strict=False
+        )
+
+
 def _times(values: list[Any]) -> pl.Series:
     """The times as text. JSON numbers (all Prometheus writes) go through Float64 in one
     typed conversion; anything else (strings, booleans, nulls, lists) through the
     slower any-object conversion, so that ``true`` is not read as 1.0."""
     if set(map(type, values)) <= {int, float}:
         return pl.Series(values, dtype=pl.Float64).cast(pl.String)
-    return pl.Series(values, dtype=pl.String, strict=False)
+    return _strings(values)
 
 
 def _frames(walk: Walk) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -322,7 +339,7 @@ def _frames(walk: Walk) -> tuple[pl.DataFrame, pl.DataFrame]:
             "_sid": pl.Series(walk.s_sid, dtype=pl.Int64),
             "_sample_no": pl.Series(walk.s_no, dtype=pl.Int64),
             "_t": _times(walk.s_time),
-            "_v": pl.Series(walk.s_value, dtype=pl.String, strict=False),
+            "_v": _strings(walk.s_value),
         }
     )
     series = pl.DataFrame(

@@ -41,6 +41,15 @@ CASES = [
     ("nvidia-smi-6295", "nvidia-smi-query-compute-apps-h100.csv", 1, "names no metric column"),
     # A PAI table holding only a UTF-8 byte-order mark is an empty file: refused.
     ("pai2020-1541", "pai_instance_table.csv", 1, "only a byte-order mark"),
+    # A query_range answer whose resultType holds the bytes ED A0 80 (a lone surrogate
+    # U+D800 encoded as if UTF-8, which json.loads accepts): that line is quarantined,
+    # the other answers ingest.
+    (
+        "prometheus-range-46",
+        "prometheus-range-dcgm.jsonl",
+        0,
+        "read 47 = written 46 + quarantined 1",
+    ),
     # A Philly util header gpu<40 digits>_util: refused, naming line 1.
     ("philly-6483", "cluster_gpu_util", 1, "GPU index above 32767"),
 ]

@@ -302,8 +302,9 @@ def test_fuzz_bytes_never_crash(tmp_path_factory: pytest.TempPathFactory, data: 
 
 
 def test_lone_surrogates_are_replaced_not_a_crash(tmp_path: Path) -> None:
-    # found by the fuzz campaign (seed 1, case 46): JSON may escape a lone surrogate,
-    # which Python keeps in a str but no UTF-8 column can hold
+    # the fuzz campaign (seed 1, case 46) found raw bytes of a lone surrogate, which
+    # json.loads accepts; JSON's escape form does the same: Python keeps it in a str,
+    # no UTF-8 column can hold it
     f = tmp_path / "s.json"
     f.write_text(
         '{"status":"success","data":{"resultType":"matrix","result":[{"metric":'
@@ -316,3 +317,29 @@ def test_lone_surrogates_are_replaced_not_a_crash(tmp_path: Path) -> None:
     s = read_table(store, "gpu_samples")
     assert s.select("host", "value").rows() == [("n\ufffd\ufffd\ufffd", 2.0)]
     assert read_table(store, "quarantine")["locator"].to_list() == ["series 1, sample 1"]
+
+
+def test_pull_window_and_chunks_by_hand() -> None:
+    from gpu_trace.errors import GpuTraceError
+    from gpu_trace.telemetry.promclient import Window, parse_when, unix
+
+    now = 1767225600_000
+    assert parse_when("now", now) == now
+    assert parse_when("now-6h", now) == now - 6 * 3600_000
+    assert parse_when("2026-01-01T01:00:00", now) == now + 3600_000  # naive = UTC
+    assert parse_when("2026-01-01T02:00:00+01:00", now) == now + 3600_000
+    assert parse_when("1767225600.25", now) == now + 250
+    with pytest.raises(GpuTraceError, match="is not a time"):
+        parse_when("yesterday", now)
+    # 0..100 s every 10 s = 11 points; 4 per request: 0-30, 40-70, 80-100
+    w = Window(0, 100_000, 10_000)
+    assert w.points == 11
+    assert w.chunks(4) == [(0, 30_000), (40_000, 70_000), (80_000, 100_000)]
+    assert w.chunks(11) == [(0, 100_000)]
+    # an end between two steps: the last evaluation time is 90 s
+    assert Window(0, 95_000, 10_000).chunks(5) == [(0, 40_000), (50_000, 90_000)]
+    assert unix(1767225600_250) == "1767225600.250"
+    with pytest.raises(GpuTraceError, match="before --start"):
+        Window(10, 0, 1)
+    with pytest.raises(GpuTraceError, match=r"--max-points must be 1\.\.11000"):
+        w.chunks(11_001)

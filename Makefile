@@ -33,6 +33,7 @@ demo: $(STAMP) ## Ingest every bundled sample into data/store and build the repo
 	$(BIN)/gpu-trace ingest nvidia-smi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest dcgmi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest prometheus data/samples/telemetry --store $(STORE)
+	$(BIN)/gpu-trace ingest prometheus-range data/samples/telemetry/prometheus-range-dcgm.jsonl --store $(STORE)
 	$(BIN)/gpu-trace sql "select source, dataset, count(*) as jobs from jobs group by all order by all" --store $(STORE)
 	$(BIN)/gpu-trace replay compare --source openb --policies fifo,sjf,las --placements consolidate --gpus 32x8 --load 4 --store $(STORE)
 	@$(BIN)/gpu-trace report --store $(STORE) --out $(SITE) --replay all > /dev/null

@@ -78,6 +78,32 @@ def openb_synth_ingest() -> dict[str, object]:
     }
 
 
+def promrange_1m() -> dict[str, object]:
+    """Write 1,000,000 query_range points (160 series, JSON lines of 2,500-point chunks)
+    in a child, then ingest them here with ``prometheus-range`` (this process's peak RSS
+    is the ingest's)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "answers.jsonl"
+        out, synth_s, _ = _child([sys.executable, "-m", "bench.promrange_synth", str(raw)])
+        points = int(out.strip())
+        os.sync()
+        start = time.perf_counter()
+        report = ingest(LOADERS["prometheus-range"], raw, Path(tmp) / "store")
+        elapsed = time.perf_counter() - start
+        raw_mib = raw.stat().st_size / 2**20
+    read, written, quarantined = report.totals
+    return {
+        "points": points,
+        "raw_mib": round(raw_mib, 1),
+        "synth_s": round(synth_s, 3),
+        "rows_read": read,
+        "rows_written": written,
+        "quarantined": quarantined,
+        "ingest_s": round(elapsed, 3),
+        "points_per_s": round(points / elapsed),
+    }
+
+
 def _child(args: list[str]) -> tuple[str, float, float]:
     """Run a child process; return its stdout, wall seconds and own peak RSS (MiB)."""
     import os
@@ -880,6 +906,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "openb_query": openb_query,
     "openb_synth_ingest": openb_synth_ingest,
     "acme_ingest": acme_ingest,
+    "promrange_1m": promrange_1m,
     "helios_full": helios_full,
     "slurm_1m": slurm_1m,
     "nvml_sampler_overhead": nvml_sampler_overhead,

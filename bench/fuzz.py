@@ -53,6 +53,7 @@ KINDS = (
     "nvidia-smi",
     "dcgmi",
     "prometheus",
+    "prometheus-range",
     "chronus",
     "gavel",
     "kubernetes",
@@ -163,6 +164,20 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
     for f in sorted(tele.glob("*.prom")):
         s["prometheus"].append(
             Seed("prometheus", f.name, _head(f, 80), origin=str(f.relative_to(ROOT)))
+        )
+    for f in sorted(tele.glob("prometheus-range-*.jsonl")):
+        s["prometheus-range"].append(
+            Seed("prometheus-range", f.name, _head(f, 6), origin=str(f.relative_to(ROOT)))
+        )
+        # the same answers as one pretty-printed document (the single-response form)
+        doc = json.loads(f.read_bytes().splitlines()[0])
+        s["prometheus-range"].append(
+            Seed(
+                "prometheus-range",
+                "query_range.json",
+                json.dumps(doc, indent=1).encode(),
+                origin=f"first answer of {f.relative_to(ROOT)}, indented",
+            )
         )
     for f in sorted((samples / "processed/chronus").glob("*.csv")):
         s["chronus"].append(Seed("chronus", f.name, _head(f), origin=str(f.relative_to(ROOT))))

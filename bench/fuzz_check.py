@@ -29,6 +29,14 @@ Per-format rules (``expect``):
   lines whose ``JobID`` field (found by header name, counted from the right after a
   ``JobName``, one trailing ``|`` dropped under a ``--parsable`` header) holds a dot:
   job steps, folded into ``placements`` (derived rows, not counted here).
+- Prometheus ``query_range`` JSON (``prometheus-range``): JSON lines when the file has
+  two or more non-blank lines and the first parses alone, else one document. A response
+  (a line, or the document) that is not a JSON object with ``status`` ``success`` and a
+  ``data.result`` list of ``resultType`` ``matrix``/``vector`` is one record (for a
+  single document: no count, the ingest must fail); else each series is one record when
+  it is not an object, its ``metric`` is not an object or its ``values`` (``value`` for
+  a vector) is not a list, and otherwise one record per element of ``values``, plus one
+  per element of a matrix series' ``histograms`` list.
 - Philly util CSVs: a data line is one quarantined record, or one sample per value
   that is not ``NA`` (a line of only ``NA`` is none), so the total lies between the
   sums of ``min(1, v)`` and ``max(1, v)`` over lines with *v* such values
@@ -143,6 +151,8 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
             1 for ln in lines if _text(ln).strip() and not _text(ln).strip().startswith("#")
         )
         return Expect(SAMPLE_TABLES, "exact", records, no_event=True)
+    if kind == "prometheus-range":
+        return _promrange(lines, data)
     if kind == "dcgmi":
         from gpu_trace.telemetry.fields import DCGM_BY_TAG
 
@@ -242,6 +252,61 @@ def _slurm(lines: Sequence[bytes]) -> Expect:
             field = parts[at - n] if len(parts) >= n else ""
         steps += "." in field
     return Expect(("jobs",), "exact", len(lines) - 1 - steps)
+
+
+def _json(blob: bytes) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(blob)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _range_records(doc: Any) -> int | None:
+    """Records of one parsed response; None when the response is unusable as a whole."""
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not (
+        isinstance(doc, dict)
+        and doc.get("status") == "success"
+        and isinstance(data, dict)
+        and data.get("resultType") in ("matrix", "vector")
+        and isinstance(data.get("result"), list)
+    ):
+        return None
+    vector = data["resultType"] == "vector"
+    n = 0
+    for s in data["result"]:
+        if not isinstance(s, dict) or not isinstance(s.get("metric", {}), dict):
+            n += 1
+            continue
+        if vector:
+            values = [s["value"]] if "value" in s else None
+        else:
+            values = s.get("values", [] if "histograms" in s else None)
+        if not isinstance(values, list):
+            n += 1
+            continue
+        hist = s.get("histograms")
+        n += len(values) + (len(hist) if not vector and isinstance(hist, list) else 0)
+    return n
+
+
+def _promrange(lines: Sequence[bytes], data: bytes) -> Expect:
+    filled = [ln for ln in lines if ln.strip()]
+    if len(filled) >= 2 and _json(filled[0])[0]:
+        total = 0
+        for ln in filled:
+            ok, doc = _json(ln)
+            n = _range_records(doc) if ok else None
+            total += 1 if n is None else n
+        return Expect(SAMPLE_TABLES, "exact", total, no_event=True)
+    ok, doc = _json(data)
+    n = _range_records(doc) if ok else None
+    # an unusable single document has no count (the ingest must refuse it: exit 1)
+    return (
+        Expect(SAMPLE_TABLES, "exact", 0, no_event=True)
+        if n is None
+        else Expect(SAMPLE_TABLES, "exact", n, no_event=True)
+    )
 
 
 PAI_TABLES = {

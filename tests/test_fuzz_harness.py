@@ -191,3 +191,24 @@ def test_slurm_counting_rule_by_hand() -> None:
     )
     assert expect("slurm", "jobs.psv", data) == Expect(("jobs",), "exact", 2)
     assert expect("slurm", "jobs.psv", b"JobName|State\nx|y\n").mode == "none"
+
+
+def test_prometheus_range_counting_rule_by_hand() -> None:
+    ok = b'{"status":"success","data":{"resultType":"matrix","result":['
+    one = ok + b'{"metric":{},"values":[[1,"2"],[2,"3"],"x"]},7]}}'
+    # series 1: 3 elements; series 2 (not an object): 1
+    assert expect("prometheus-range", "q.json", one).lines == 4
+    err = b'{"status":"error","error":"e"}'
+    # JSON lines: 4 + the error answer (1) + the broken line (1); the blank line is none
+    lines = one + b"\n" + err + b"\n\n{broken\n"
+    assert expect("prometheus-range", "q.jsonl", lines).lines == 6
+    # a single unusable document has no records: the ingest must refuse it
+    assert expect("prometheus-range", "q.json", err).lines == 0
+
+
+def test_prometheus_range_seeds_reconcile(tmp_path: Path) -> None:
+    pool = fuzz.seeds(tmp_path, 0, ("prometheus-range",))
+    kinds = ("prometheus-range",)
+    n = len(pool["prometheus-range"])
+    results = [fuzz.run_case(fuzz.make_case(i, 0, pool, kinds, clean=True)) for i in range(n)]
+    assert n == 2 and [r["cls"] for r in results] == ["ok"] * n, results

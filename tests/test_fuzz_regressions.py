@@ -45,6 +45,15 @@ CASES = [
     # it was neither written nor quarantined): quarantined as having no kind, beside the
     # sample's pod with a bad memory quantity.
     ("kubernetes-16", "pods.jsonl", 0, "quarantined 2"),
+    # A query_range answer whose resultType holds the bytes ED A0 80 (a lone surrogate
+    # U+D800 encoded as if UTF-8, which json.loads accepts): that line is quarantined,
+    # the other answers ingest.
+    (
+        "prometheus-range-46",
+        "prometheus-range-dcgm.jsonl",
+        0,
+        "read 47 = written 46 + quarantined 1",
+    ),
     # A Philly util header gpu<40 digits>_util: refused, naming line 1.
     ("philly-6483", "cluster_gpu_util", 1, "GPU index above 32767"),
     # A sacct export (CRLF) with a 40-digit memory amount in one TRES list and damaged

@@ -266,6 +266,21 @@ def ingest_prometheus(
     run_ingest("prometheus", path, store, host=host, time=time)
 
 
+@app.command("prometheus-range")
+@domain_errors
+def ingest_prometheus_range(
+    path: PathArg,
+    store: StoreOpt = None,
+    host: Annotated[
+        str | None,
+        typer.Option(help="Host name (default: the hostname/Hostname label, else instance)."),
+    ] = None,
+) -> None:
+    """Saved Prometheus /api/v1/query_range JSON (one answer, or JSON lines of answers as
+    `telemetry pull --save` writes) -> gpu_samples (XID/ECC -> events)."""
+    run_ingest("prometheus-range", path, store, host=host)
+
+
 PHILLY_BASES = ("machine_list", "inferred_jobs", "inferred_util")
 
 

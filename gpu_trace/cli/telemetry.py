@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import socket
 from pathlib import Path
 from typing import Annotated
@@ -14,21 +13,12 @@ from gpu_trace.cli.options import StoreOpt
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
+from gpu_trace.telemetry.common import seconds
 
 app = typer.Typer(
     help="Live GPU telemetry: NVML sampling, dcgm-exporter scraping, per-job GPU usage.",
     no_args_is_help=True,
 )
-
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def seconds(text: str) -> float:
-    """``500ms``, ``1s``, ``15s``, ``10m``, ``1h`` or a bare number of seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", text)
-    if not m:
-        raise GpuTraceError(f"{text!r} is not a duration (e.g. 1s, 15s, 10m, 1h)")
-    return float(m[1]) * _UNITS[m[2] or "s"]
 
 
 Duration = Annotated[str | None, typer.Option(help="Stop after this long (default: Ctrl-C).")]
@@ -146,3 +136,108 @@ def jobs(
     else:
         frame = tj.usage_from_store(connect(root))
     emit(frame, fmt, output, 100)
+
+
+@app.command()
+@domain_errors
+def pull(
+    prometheus: Annotated[
+        str, typer.Option("--prometheus", help="Prometheus server URL, e.g. http://127.0.0.1:9090.")
+    ],
+    start: Annotated[
+        str, typer.Option(help="First evaluation time: ISO-8601 (naive = UTC), unix s, now-6h.")
+    ],
+    end: Annotated[
+        str, typer.Option(help="Last evaluation time (same forms; default now).")
+    ] = "now",
+    step: Annotated[
+        str, typer.Option(help="Resolution: time between points (15s, 60s, 5m).")
+    ] = "60s",
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="DCGM family to pull (repeatable; default: every mapped family the server has).",
+        ),
+    ] = None,
+    match: Annotated[
+        str | None,
+        typer.Option(help="Label matchers added to every query, e.g. 'job=\"dcgm\"'."),
+    ] = None,
+    max_points: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=11_000,
+            help="Points per series per request; longer ranges are fetched in chunks "
+            "(Prometheus refuses more than 11,000).",
+        ),
+    ] = 10_000,
+    timeout: Annotated[str, typer.Option(help="Give up on one request after this.")] = "30s",
+    deadline: Annotated[str, typer.Option(help="Give up on the whole pull after this.")] = "10m",
+    max_body: Annotated[
+        int,
+        typer.Option("--max-body-bytes", min=1, help="Refuse an answer larger than this."),
+    ] = 256 * 1024 * 1024,  # promclient.MAX_BODY (imported lazily)
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep the raw answers here (JSON lines; `ingest prometheus-range` reads it). "
+            "Its name is then the dataset's."
+        ),
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(help="Host name (default: the hostname/Hostname label, else instance)."),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Pull DCGM series from Prometheus (/api/v1/query_range) into gpu_samples / events.
+
+    All or nothing: if any request fails (connection, --timeout, --deadline, HTTP or
+    Prometheus error, an answer that is not JSON or over --max-body-bytes) the pull ends
+    with one line naming the request and nothing is stored or saved."""
+    import tempfile
+    import time
+
+    from gpu_trace.cli.ingest import run_ingest
+    from gpu_trace.store.parquet import slug
+    from gpu_trace.telemetry import promclient as pc
+
+    now_ms = round(time.time() * 1000)
+    window = pc.Window(
+        pc.parse_when(start, now_ms), pc.parse_when(end, now_ms), round(seconds(step) * 1000)
+    )
+    client = pc.PromClient(
+        prometheus,
+        timeout_s=seconds(timeout),
+        deadline_s=seconds(deadline),
+        max_body_bytes=max_body,
+        log=lambda m: err.print(m, markup=False),
+    )
+    dataset = slug(
+        save.stem
+        if save is not None
+        else f"{client.target}-{pc.compact(window.start_ms)}-{pc.compact(window.end_ms)}"
+    )
+    extra = {
+        "url": prometheus,
+        "query_start": pc.iso(window.start_ms),
+        "query_end": pc.iso(window.end_ms),
+        "query_step_s": pc.unix(window.step_ms),
+        **({"query_match": match} if match else {}),
+    }
+    with tempfile.TemporaryDirectory(prefix="gpu-trace-pull-") as tmp:
+        out = save if save is not None else Path(tmp) / f"{dataset}.jsonl"
+        result = pc.pull(client, window, out, metrics=metric, matchers=match, max_points=max_points)
+        err.print(
+            f"pulled {len(result.families)} families x {result.chunks} chunk(s) in "
+            f"{result.requests} request(s): {result.series} series answers, "
+            f"{result.samples} points"
+        )
+        if result.samples == 0:
+            raise GpuTraceError(
+                f"{prometheus}: no points between {extra['query_start']} and "
+                f"{extra['query_end']}; nothing was stored"
+            )
+        run_ingest("prometheus-range", out, store, host=host, dataset=dataset, extra=extra)

@@ -16,6 +16,7 @@ from gpu_trace.loaders.philly import PhillyLoader
 from gpu_trace.loaders.slurm import SlurmLoader
 from gpu_trace.telemetry.dcgmi import DcgmiLoader
 from gpu_trace.telemetry.prometheus import PrometheusLoader
+from gpu_trace.telemetry.promrange import PromRangeLoader
 from gpu_trace.telemetry.smi import NvidiaSmiLoader
 
 LOADERS: dict[str, Loader] = {
@@ -29,6 +30,7 @@ LOADERS: dict[str, Loader] = {
     "nvidia-smi": NvidiaSmiLoader(),
     "dcgmi": DcgmiLoader(),
     "prometheus": PrometheusLoader(),
+    "prometheus-range": PromRangeLoader(),
     "chronus": ChronusLoader(),
     "gavel": GavelLoader(),
 }

@@ -12,6 +12,7 @@ are counted in the batch metadata (``no_event_cells``) so nothing is silently lo
 from __future__ import annotations
 
 import datetime as dt
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,18 @@ class TimeBasis:
 
     def metadata(self) -> dict[str, str]:
         return {"time_basis": self.basis, "source_tz": self.tz}
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def seconds(text: str) -> float:
+    """``500ms``, ``1s``, ``15s``, ``10m``, ``1h`` or a bare number of seconds (the one
+    duration syntax of every telemetry option)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", text)
+    if not m:
+        raise GpuTraceError(f"{text!r} is not a duration (e.g. 1s, 15s, 10m, 1h)")
+    return float(m[1]) * _UNITS[m[2] or "s"]
 
 
 def zone(tz: str) -> ZoneInfo:
@@ -203,13 +216,18 @@ def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame
 def split_rows(
     typed: pl.DataFrame, *, source: str, dataset: str, file: Path
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
-    """Good sample rows, event rows, quarantine rows and the count of "no event" cells."""
+    """Good sample rows, event rows, quarantine rows and the count of "no event" cells
+    (value 0, or, where the frame has a ``_repeat`` column, a repeat of the series'
+    previous error)."""
     bad = typed.filter(pl.col(REASON).is_not_null())
     good = typed.filter(pl.col(REASON).is_null())
     is_event = pl.col("metric").str.starts_with("event:")
     samples = good.filter(~is_event)
     events_all = good.filter(is_event)
-    events = events_all.filter(pl.col("value") > 0)
+    fired = pl.col("value") > 0
+    if "_repeat" in good.columns:  # range data: the same error again at the next step
+        fired = fired & ~pl.col("_repeat")
+    events = events_all.filter(fired)
     cols = [c for c in KEYS if c in typed.columns]
     tag = (pl.lit(source).alias("source"), pl.lit(dataset).alias("dataset"))
     samples_out = samples.select(

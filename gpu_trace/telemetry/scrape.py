@@ -64,7 +64,7 @@ class ScrapeResult:
     message: str = ""
 
 
-class _Watchdog:
+class Watchdog:
     """Shuts a connection's socket down at a deadline, waking any blocked read.
 
     A socket timeout only bounds one ``recv``; a server sending a byte every 0.1 s never
@@ -79,7 +79,7 @@ class _Watchdog:
         self.timer = threading.Timer(max(budget_s, 0.0), self._fire)
         self.timer.daemon = True
 
-    def __enter__(self) -> _Watchdog:
+    def __enter__(self) -> Watchdog:
         self.timer.start()
         return self
 
@@ -97,7 +97,29 @@ class _Watchdog:
                 socket.socket.shutdown(self.conn.sock, socket.SHUT_RDWR)
 
 
-def _one_line(text: object) -> str:
+def read_body(resp: http.client.HTTPResponse, max_bytes: int) -> bytes:
+    """The whole body, in chunks, refused (:class:`ScrapeFailed`) once it is over
+    ``max_bytes`` (declared or streamed) or shorter than its ``Content-Length``. Shared
+    with the Prometheus API client (``promclient``)."""
+    declared = resp.getheader("Content-Length")
+    length: int | None = None
+    if declared is not None and resp.getheader("Transfer-Encoding") is None:
+        if not declared.strip().isdigit():
+            raise ScrapeFailed(f"bad Content-Length {declared!r}")
+        length = int(declared)
+        if length > max_bytes:
+            raise ScrapeFailed(f"body of {length} bytes is over the {max_bytes}-byte cap")
+    body = bytearray()
+    while chunk := resp.read1(min(CHUNK, max_bytes + 1 - len(body))):
+        body += chunk
+        if len(body) > max_bytes:
+            raise ScrapeFailed(f"body is over the {max_bytes}-byte cap")
+    if length is not None and len(body) != length:
+        raise ScrapeFailed(f"body cut short: {len(body)} of {length} bytes (Content-Length)")
+    return bytes(body)
+
+
+def one_line(text: object) -> str:
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
@@ -160,7 +182,7 @@ class Scraper:
         path = self.parts.path or "/"
         if self.parts.query:
             path += "?" + self.parts.query
-        watchdog = _Watchdog(conn, budget)
+        watchdog = Watchdog(conn, budget)
         try:
             with watchdog:
                 conn.connect()
@@ -184,28 +206,11 @@ class Scraper:
 
     def _body(self, resp: http.client.HTTPResponse) -> str:
         if resp.status != 200:
-            raise ScrapeFailed(f"HTTP {resp.status} {_one_line(resp.reason)}")
+            raise ScrapeFailed(f"HTTP {resp.status} {one_line(resp.reason)}")
         encoding = (resp.getheader("Content-Encoding") or "identity").strip().lower()
         if encoding != "identity":
             raise ScrapeFailed(f"unsupported Content-Encoding {encoding!r}")
-        declared = resp.getheader("Content-Length")
-        length: int | None = None
-        if declared is not None and resp.getheader("Transfer-Encoding") is None:
-            if not declared.strip().isdigit():
-                raise ScrapeFailed(f"bad Content-Length {declared!r}")
-            length = int(declared)
-            if length > self.max_body_bytes:
-                raise ScrapeFailed(
-                    f"body of {length} bytes is over the {self.max_body_bytes}-byte cap"
-                )
-        body = bytearray()
-        while chunk := resp.read1(min(CHUNK, self.max_body_bytes + 1 - len(body))):
-            body += chunk
-            if len(body) > self.max_body_bytes:
-                raise ScrapeFailed(f"body is over the {self.max_body_bytes}-byte cap")
-        if length is not None and len(body) != length:
-            raise ScrapeFailed(f"body cut short: {len(body)} of {length} bytes (Content-Length)")
-        return body.decode("utf-8", errors="replace")
+        return read_body(resp, self.max_body_bytes).decode("utf-8", errors="replace")
 
     def scrape_once(self) -> ScrapeResult:
         when = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
@@ -216,9 +221,9 @@ class Scraper:
         except TimeoutError:
             res = ScrapeResult(False, message=f"scrape {n}: timed out after {budget:g}s; skipped")
         except ScrapeFailed as exc:
-            res = ScrapeResult(False, message=f"scrape {n}: {_one_line(exc)}; skipped")
+            res = ScrapeResult(False, message=f"scrape {n}: {one_line(exc)}; skipped")
         except TRANSPORT_ERRORS as exc:
-            reason = _one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            reason = one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             res = ScrapeResult(False, message=f"scrape {n}: {reason}; skipped")
         else:
             res = self.ingest_text(text, when, n)

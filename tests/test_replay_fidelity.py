@@ -271,6 +271,25 @@ def test_gpu_clustering_keeps_equal_requests_together() -> None:
     assert got == [[(0, 0, 500)], [(1, 0, 1000)], [(0, 0, 500)], [(2, 0, 500)]]
 
 
+def test_gpu_clustering_groups_every_fractional_share_together() -> None:
+    # The simulator's affinity tag is "share-gpu" for any fractional request. Two idle
+    # 2-GPU nodes; j0 = 0.3 GPU: both tier 1 (idle), equal fill -> node 0, GPU 0.
+    # j1 = 0.5 GPU: node 0 runs only share-gpu tasks -> tier 3 -> node 0, on the fullest
+    # GPU with room (GPU 0, 700 free). Keyed by the exact share, node 0 would be "other
+    # requests" (tier 0) and j1 would go to the idle node 1.
+    spec = from_groups([(1, 2, "gpu"), (1, 2, "gpu")])
+    rows = [{"gpus": 0.3}, {"gpus": 0.5}]
+    r = replay(
+        jobs(rows),
+        spec,
+        ReplayConfig(source="t", scheduler="packing", placement="clustering", departures=False,
+                     inflate_mode="gpu-clones"),
+        record_log=True,
+    )  # fmt: skip
+    got = [parts for _, kind, _, parts in r.engine.log if kind == "start"]
+    assert got == [[(0, 0, 300)], [(0, 0, 500)]]
+
+
 def test_best_fit_counts_cpu_on_a_multi_resource_cluster() -> None:
     # node 0: 2 GPUs, 64 cores; node 1: 4 GPUs, 8 cores. Task: 1 GPU, 4 cores.
     # score = 0.5 x CPU left / 64 cores + 0.5 x GPU left / 4 GPUs (the largest node):

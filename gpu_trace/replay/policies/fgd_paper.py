@@ -500,7 +500,9 @@ class GpuClustering(PaperBase):
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         w = self.e.w
-        key = w.ngpu * (MILLI + 1) + w.milli
+        # the simulator's GPU affinity tag: "share-gpu" for every fractional request
+        # (whatever the share), "<k>-gpu" for k whole GPUs
+        key = np.where(w.milli < MILLI, 0, w.ngpu)
         _, self.cls = np.unique(key, return_inverse=True)
         self.ncls = int(self.cls.max()) + 1 if self.cls.size else 1
         self.counts = np.zeros((len(self.s.node_gpus), self.ncls), dtype=np.int64)

@@ -133,25 +133,27 @@ def test_a_cpu_only_class_counts_every_free_gpu_as_a_fragment() -> None:
 
 def test_fgd_per_shape_measure_equals_the_definition() -> None:
     # FGD evaluates F_n(M) per GPU shape (classes sharing GPUs x share) for speed; on
-    # random node states it must equal expected_fragmentation over all the classes
-    # (CPU-only ones included), and so must the per-GPU deltas of a fractional task.
+    # random node states (two GPU models, one class restricted to one of them) it must
+    # equal expected_fragmentation over all the classes (CPU-only ones included), and so
+    # must the per-GPU deltas of a fractional task.
     rng = np.random.default_rng(7)
     rows = [
         {"gpus": g, "cpus": c}
         for g, c in [(0.5, 4), (0.5, 8), (1.0, 4), (2.0, 16), (0.25, 2), (0, 12), (0, 30)]
         for _ in range(3)
-    ]
-    spec = parse_spec("16x4,cpu=32,mem=256G+16x8,cpu=64,mem=512G")
+    ] + [{"gpus": 1.0, "cpus": 8, "type": "B"}] * 3  # a class only model B can run
+    spec = parse_spec("16x4:A,cpu=32,mem=256G+16x8:B,cpu=64,mem=512G")
     e = engine(rows, spec, "fgd")
     f = e.placement
     assert f.tc.k.tolist().count(0) == 2  # both CPU-only classes are typical
     free = rng.choice([0, 100, 250, 500, 750, 1000], size=(50, 8))
     cpu = rng.integers(0, 64_000, size=50)
-    types = np.zeros(50, dtype=np.int64)
+    types = rng.integers(0, 2, size=50)
     want = expected_fragmentation(free, cpu, np.zeros(50, np.int64), types, f.tc)
     assert f._frag(free, cpu, types) == pytest.approx(want)
     # a 0.25-GPU, 2-core task on GPU g of each row: the definition on the changed state
     rows_ = np.arange(2)
+    f.types = types  # rows 0-1 of this state stand for nodes 0-1
     f.snap_free[:2] = free[:2]
     f.snap_cpu[:2] = cpu[:2] + 2000
     f.ver[:2] += 1
@@ -164,10 +166,10 @@ def test_fgd_per_shape_measure_equals_the_definition() -> None:
             after = free[r].copy()
             after[g] -= 250
             new = expected_fragmentation(
-                after[None], cpu[r : r + 1], np.zeros(1, np.int64), types[:1], f.tc
+                after[None], cpu[r : r + 1], np.zeros(1, np.int64), types[r : r + 1], f.tc
             )
             old = expected_fragmentation(
-                free[r][None], cpu[r : r + 1] + 2000, np.zeros(1, np.int64), types[:1], f.tc
+                free[r][None], cpu[r : r + 1] + 2000, np.zeros(1, np.int64), types[r : r + 1], f.tc
             )
             assert delta[r, g] == pytest.approx(float(new[0] - old[0]))
 

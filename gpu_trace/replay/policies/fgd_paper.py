@@ -291,6 +291,18 @@ class FgdPaper(PaperBase):
         self.ptot = float(self.tcg.p.sum())
         s = self.s
         self.types = s.type_np
+        # per node type and CPU level, the weight of each shape's classes that can run:
+        # wtab[t, i, s] over the classes of shape s allowed on type t needing at most
+        # the i-th smallest class CPU (one lookup per node instead of rows x classes)
+        tcg = self.tcg
+        self.cpu_levels = np.unique(tcg.cpu)
+        ntypes = int(self.types.max()) + 1 if self.types.size else 1
+        self.wtab = np.zeros((ntypes, self.cpu_levels.size + 1, shapes.shape[1]))
+        for t in range(ntypes):
+            allowed = ((tcg.mask >> t) & 1).astype(bool)
+            for i, level in enumerate(self.cpu_levels):
+                take = allowed & (tcg.cpu <= level)
+                self.wtab[t, i + 1] = (tcg.p * take) @ self.onehot
         self.snap_free = s.free_np.copy()
         self.snap_cpu = s.cpu_free.copy()
         n = len(s.node_gpus)
@@ -342,9 +354,8 @@ class FgdPaper(PaperBase):
     def _weights(self, cpu: I64, types: I64) -> F64:
         """Per row and GPU shape: the popularity of the classes of that shape whose
         GPU model and CPU the node has ((R, S))."""
-        tc = self.tcg
-        ok = ((tc.mask >> types[:, None]) & 1).astype(bool) & (cpu[:, None] >= tc.cpu)
-        out: F64 = (ok * tc.p) @ self.onehot
+        level = np.searchsorted(self.cpu_levels, cpu, side="right")
+        out: F64 = self.wtab[types, level]
         return out
 
     def _frag(self, free: I64, cpu: I64, types: I64) -> F64:

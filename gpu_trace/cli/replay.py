@@ -91,7 +91,8 @@ ClusterOpt = Annotated[
     typer.Option(
         "--cluster",
         help="Cluster file (.toml/.json/.csv), `from-trace` or `machines` (the store's "
-        "inventory with each node's CPU and memory).",
+        "inventory with each node's CPU and memory; the one with the most GPUs, ties: "
+        "fewest machines) or `machines:DATASET` (that inventory, e.g. machines:all_node).",
     ),
 ]
 GpusOpt = Annotated[

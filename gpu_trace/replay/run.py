@@ -30,7 +30,7 @@ from gpu_trace.replay import metrics as mt
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, from_trace, load_file, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.workload import Workload
+from gpu_trace.replay.workload import CLONE_TAG, Workload
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
 
@@ -132,12 +132,17 @@ class RunResult:
 
 
 def resolve_cluster(text: str, store: Path | None, source: str) -> ClusterSpec:
-    """``from-trace``, a spec (``6500x8``) or a cluster file path."""
-    if text == "from-trace":
+    """``from-trace`` (``machines``), ``machines:DATASET`` (one inventory of the
+    source, e.g. openb's ``all_node``), a spec (``6500x8``) or a cluster file path."""
+    head, sep, dataset = text.partition(":")
+    if text in {"from-trace", "machines"} or (head == "machines" and sep and dataset):
         if store is None:
-            raise GpuTraceError("from-trace needs a store")
+            raise GpuTraceError(f"{text} needs a store")
         return from_trace(
-            scan(store, "machines", [source]), scan(store, "capacity", [source]), source
+            scan(store, "machines", [source]),
+            scan(store, "capacity", [source]),
+            source,
+            dataset or None,
         )
     path = Path(text)
     if path.suffix.lower() in {".toml", ".json", ".csv"}:
@@ -179,7 +184,7 @@ def _inflate(jobs: pl.DataFrame, cluster_gpus: int, target: float, seed: int) ->
     extra = extra.head(keep)
     last = jobs["submit_time"].max()
     extra = extra.with_columns(
-        (pl.col("job_id") + pl.lit("#clone") + pl.int_range(pl.len()).cast(pl.String)).alias(
+        (pl.col("job_id") + pl.lit(CLONE_TAG) + pl.int_range(pl.len()).cast(pl.String)).alias(
             "job_id"
         ),
         (pl.lit(last) + pl.duration(seconds=pl.int_range(1, pl.len() + 1))).alias("submit_time"),
@@ -210,7 +215,7 @@ def _inflate_paper(
         cum = have + np.cumsum(g[idx])
         keep = min(n, int(np.searchsorted(cum, want, side="left")) + 1)
         extra = base[idx[:keep]].with_columns(
-            (pl.col("job_id") + pl.lit("#clone") + pl.int_range(pl.len()).cast(pl.String)).alias(
+            (pl.col("job_id") + pl.lit(CLONE_TAG) + pl.int_range(pl.len()).cast(pl.String)).alias(
                 "job_id"
             )
         )

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import power as pwr
 from gpu_trace.cli import app
-from gpu_trace.store.parquet import StoreTransaction
+from gpu_trace.store.parquet import StoreTransaction, ensure_layout
 from tests.conftest import SAMPLES
 
 runner = CliRunner()
@@ -365,6 +365,7 @@ def test_power_file_overrides_and_adds(tmp_path: Path) -> None:
 def test_bad_power_file_is_one_line_error(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text)
+    ensure_layout(tmp_path / "s")  # an empty store: reads refuse a missing one
     result = runner.invoke(
         app, ["analyze", "energy", "--store", str(tmp_path / "s"), "--power", str(path)]
     )
@@ -374,10 +375,11 @@ def test_bad_power_file_is_one_line_error(tmp_path: Path, text: str, needle: str
 
 
 def test_bad_max_gap_is_refused(tmp_path: Path) -> None:
+    ensure_layout(tmp_path / "s")
     result = runner.invoke(
         app, ["analyze", "energy", "--store", str(tmp_path / "s"), "--max-gap", "0"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage mistake
     assert "--max-gap must be > 0" in result.output
 
 

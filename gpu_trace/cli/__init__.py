@@ -46,7 +46,8 @@ typer.rich_utils.MAX_WIDTH = _help_width()
 
 app = typer.Typer(
     name="gpu-trace",
-    help="Load, query, analyse and replay GPU-cluster traces and GPU telemetry.",
+    help="Load, query, analyse and replay GPU-cluster traces and GPU telemetry.\n\n"
+    "Global options (-q, -v, -V) go before the command: gpu-trace -q ingest openb DIR.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     add_completion=True,

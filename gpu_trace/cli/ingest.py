@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli._boundary import detail, domain_errors, err
 from gpu_trace.cli.options import StoreOpt, number, seconds
 from gpu_trace.loaders import LOADERS, Batch, IngestReport, ingest
 from gpu_trace.settings import resolve_store
@@ -38,6 +38,7 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
 
         def on_batch(batch: Batch) -> None:
             progress.update(task, description=f"{batch.file.path.name} -> {batch.table}")
+            detail(f"{batch.file.path} -> {batch.table} (dataset {batch.dataset})")  # -v
 
         report = ingest(LOADERS[source], path, root, on_batch=on_batch, **options)
     print_report(report)

@@ -13,7 +13,7 @@ import polars as pl
 import typer
 
 from gpu_trace.cli._boundary import domain_errors, err, fail, interrupted
-from gpu_trace.cli.options import ReadStoreOpt, deprecated, number
+from gpu_trace.cli.options import ReadStoreOpt, check_sources, deprecated, number
 from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import interchange
@@ -189,7 +189,9 @@ def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str,
     opts = dict(sched_opts)
     if parse_bool(str(opts.pop("oracle", "false")), "option oracle"):
         if not base.needs_estimates(scheduler):
-            raise xp.UsageError(f"-o oracle applies to policies that read estimates, not {name}")
+            raise xp.UsageError(
+                f"--option oracle applies to policies that read estimates, not {name}"
+            )
         oracle = True
     return scheduler, oracle, opts
 
@@ -259,6 +261,7 @@ def run_cmd(
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread."""
+    check_sources(resolve_store(store), [source])
     sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
@@ -361,6 +364,7 @@ def compare(
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; when a policy trains the estimator, its training split applies to all)
     and print one row per run. Every name and option is checked before anything runs."""
+    check_sources(resolve_store(store), [source])
     from gpu_trace.replay.metrics import breakdown
 
     if by is not None:
@@ -515,6 +519,7 @@ def export_cmd(
     store: ReadStoreOpt = None,
 ) -> None:
     """Export a source's jobs to another simulator's trace format (--to)."""
+    check_sources(resolve_store(store), [source])
     fmt = deprecated("--format (a trace format)", "--to", to_old, to)
     if fmt is None:
         raise xp.UsageError("give the trace format: --to " + "|".join(EXPORT_FORMATS))
@@ -608,6 +613,7 @@ def live_cmd(
 ) -> None:
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out."""
+    check_sources(resolve_store(store), [source])
     from gpu_trace.replay.live.executor import LiveOptions, live_from_store
 
     sched_opts, place_opts = _opts(_options(option, option_old))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import traceback
 import warnings
 from collections.abc import Callable
@@ -55,11 +56,21 @@ def set_verbosity(level: int) -> None:
         if level < 0
         else {0: logging.WARNING, 1: logging.INFO}.get(level, logging.DEBUG)
     )
-    if not any(getattr(h, "_gpu_trace_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler()
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        handler._gpu_trace_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
+
+
+class _StderrHandler(logging.Handler):
+    """Log records to whatever ``sys.stderr`` is when they are emitted (a test runner
+    swaps it per invocation; a StreamHandler would keep writing to the first one)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except (OSError, ValueError):
+            self.handleError(record)
 
 
 def verbosity() -> int:

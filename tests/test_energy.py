@@ -90,7 +90,9 @@ def test_dmon_h100_energy_matches_raw_file(tmp_path: Path) -> None:
         "burn,h100a,0,2026-07-14T08:12:49Z,2026-07-14T08:12:53Z\n"
         "half,h100a,0,2026-07-14T08:12:50.5Z,2026-07-14T08:12:52Z\n"
     )
-    rows = {r["job_id"]: r for r in cli("analyze", "energy", "--jobs", str(jobs), "--store", store)}
+    rows = {
+        r["job_id"]: r for r in cli("analyze", "energy", "--jobs-file", str(jobs), "--store", store)
+    }
     assert rows["burn"]["basis"] == "telemetry"
     assert rows["burn"]["gpu_energy_kwh"] == pytest.approx(expected_j / KWH)
     assert rows["burn"]["covered_gpu_s"] == pytest.approx(4.0)

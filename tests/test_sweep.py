@@ -293,7 +293,10 @@ def test_flags_build_the_same_grid(store_copy: Path, tmp_path: Path) -> None:
         "window_end": "1970-05-03",
     }
     assert len(manifest["runs"]) == 2 * 1 * 2 * 2 * 1
-    bad = cli("replay", "sweep", "--source", "openb", "--grid", "lod=1", "--out", tmp_path / "x")
+    bad = cli(
+        "replay", "sweep", "--source", "openb", "--grid", "lod=1", "--out", tmp_path / "x",
+        "--store", store_copy,
+    )  # fmt: skip
     assert bad.exit_code == 1
     assert "command line: grid.lod: unknown ReplayConfig field 'lod'; did you mean 'load'?" in (
         bad.stderr

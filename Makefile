@@ -23,6 +23,11 @@ demo: $(STAMP) ## Ingest every bundled sample into data/store and build the repo
 	$(BIN)/gpu-trace ingest helios data/samples/helios --store $(STORE)
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)
 	$(BIN)/gpu-trace ingest philly data/samples/philly/cluster_machine_list --store $(STORE)
+	@echo "Synthetic job logs (gpu-trace synth, labelled in the report; see data/samples/README.md):"
+	$(BIN)/gpu-trace ingest philly data/samples/philly/synthetic --store $(STORE)
+	$(BIN)/gpu-trace ingest helios data/samples/helios/synthetic --store $(STORE)
+	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020/synthetic --store $(STORE)
+	$(BIN)/gpu-trace ingest kubernetes data/samples/kubernetes/pods.json data/samples/kubernetes/nodes.json --cluster sample --store $(STORE)
 	$(BIN)/gpu-trace ingest nvidia-smi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest dcgmi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest prometheus data/samples/telemetry --store $(STORE)
@@ -46,6 +51,9 @@ test: $(STAMP) lint ## Lint, type-check and run the test suite
 test-all: $(STAMP) ## Tests including slow ones
 	$(BIN)/python -m pytest -q -m 'not gpu'
 
+samples: $(STAMP) ## Regenerate the synthetic job samples in data/samples/*/synthetic/
+	$(BIN)/python -m gpu_trace.synth.bundled .
+
 schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
 	$(BIN)/python -m gpu_trace.schemas.export schemas
 
@@ -60,4 +68,4 @@ fuzz: $(STAMP) ## Ingest fuzz campaign, FUZZ_CASES mutated inputs (reproducers: 
 clean: ## Remove the venv, caches, the local store and built reports
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis data/store reports build
 
-.PHONY: help install demo lint fmt test test-all schemas bench fuzz clean
+.PHONY: help install demo lint fmt test test-all samples schemas bench fuzz clean

@@ -755,7 +755,37 @@ def _store_bytes(store: Path) -> dict[str, bytes]:
     }
 
 
+def kubernetes_synth_ingest() -> dict[str, object]:
+    """Write ``KUBERNETES_PODS`` (default 200,000) synthetic pods as one kubectl List
+    plus their nodes, and ingest both (``gpu-trace ingest kubernetes``)."""
+    from gpu_trace.synth.kubernetes import write
+
+    pods = int(os.environ.get("KUBERNETES_PODS", "200000"))
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        files = write(Path(tmp), jobs=pods, seed=0)
+        synth_s = time.perf_counter() - start
+        raw_mib = sum(f.stat().st_size for f in files) / 2**20
+        start = time.perf_counter()
+        report = ingest(
+            LOADERS["kubernetes"], files[0], Path(tmp) / "store", more=(files[1],), cluster="bench"
+        )
+        ingest_s = time.perf_counter() - start
+    read, written, quarantined = report.totals
+    return {
+        "pods": pods,
+        "raw_mib": round(raw_mib, 1),
+        "synth_s": round(synth_s, 3),
+        "rows_read": read,
+        "rows_written": written,
+        "quarantined": quarantined,
+        "ingest_s": round(ingest_s, 3),
+        "pods_per_s": round(pods / ingest_s),
+    }
+
+
 CASES: dict[str, Callable[[], dict[str, object]]] = {
+    "kubernetes_synth_ingest": kubernetes_synth_ingest,
     "openb_ingest": openb_ingest,
     "openb_query": openb_query,
     "openb_synth_ingest": openb_synth_ingest,

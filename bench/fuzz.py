@@ -55,6 +55,7 @@ KINDS = (
     "prometheus",
     "chronus",
     "gavel",
+    "kubernetes",
 )
 SEED_LINES = 40
 """Seed files are cut to their first lines so that each case stays small and fast."""
@@ -165,6 +166,16 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         s["chronus"].append(Seed("chronus", f.name, _head(f), origin=str(f.relative_to(ROOT))))
     for f in sorted((samples / "processed/gavel").glob("*.trace")):
         s["gavel"].append(Seed("gavel", f.name, _head(f), origin=str(f.relative_to(ROOT))))
+    for f in sorted((samples / "kubernetes").glob("*.json")):
+        # the pretty-printed List, and the same items as JSON lines
+        s["kubernetes"].append(
+            Seed("kubernetes", f.name, f.read_bytes(), origin=str(f.relative_to(ROOT)))
+        )
+        items = json.loads(f.read_bytes())["items"]
+        lines = "".join(json.dumps(i) + "\n" for i in items).encode()
+        s["kubernetes"].append(
+            Seed("kubernetes", f"{f.stem}.jsonl", lines, origin=f"{f.name} as JSON lines")
+        )
     for family in (f for f in ("openb", "helios", "pai2020", "philly") if f in kinds):
         out = work / f"synth-{family}"
         files = _synth(family, out, seed)

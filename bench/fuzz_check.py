@@ -150,7 +150,43 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
         return Expect(SAMPLE_TABLES, "cells", len(data_lines), k, no_event=True)
     if kind == "nvidia-smi":
         return _smi(name, lines)
+    if kind == "kubernetes":
+        return _kubernetes(data, lines)
     raise ValueError(f"no counting rule for {kind} {name}")
+
+
+def _kubernetes(data: bytes, lines: Sequence[bytes]) -> Expect:
+    """Kubernetes (``docs/your-cluster.md``): a Node record counts once on each of the
+    two ``machines`` lines (capacity and allocatable); every other record (a Pod, a
+    record of another kind, a JSON-lines line that is not JSON) once, on ``placements``
+    when the file holds a pod, else on the capacity ``machines`` line. Records: the
+    ``items`` of a valid JSON document, else the non-blank lines of JSON lines; a
+    damaged document has no defined count (``none``)."""
+    try:
+        doc = json.loads(data.removeprefix(BOM))
+    except (ValueError, RecursionError):
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+        records: list[object] = list(doc["items"])
+    elif isinstance(doc, dict) and len([ln for ln in lines if _text(ln).strip()]) > 1:
+        records = [doc]  # pretty-printed single object
+    else:
+        if doc is None and lines and _text(lines[0]).strip().endswith(("{", "[", ",", ":")):
+            return Expect(("placements", "machines"), "none", 0)
+        records = []
+        for ln in lines:
+            text = _text(ln).strip(" \t\r")
+            if not text:
+                continue
+            try:
+                ln.decode("utf-8")  # an invalid UTF-8 line is quarantined whatever it holds
+                records.append(json.loads(text))
+            except (ValueError, RecursionError):
+                records.append(None)
+    kinds = [r.get("kind") if isinstance(r, dict) else None for r in records]
+    nodes = kinds.count("Node")
+    total = len(records) + nodes  # nodes count twice
+    return Expect(("placements", "machines"), "exact", total)
 
 
 PAI_TABLES = {

@@ -82,3 +82,25 @@ def test_committed_views_sql_works_in_plain_duckdb(openb_store: Path, tmp_path: 
         assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
     finally:
         os.chdir(cwd)
+
+
+def test_committed_views_sql_works_from_any_folder(openb_store: Path, tmp_path: Path) -> None:
+    """The same script from a folder without data/store, the store given as the DuckDB
+    variable gpu_trace_store (what `duckdb -cmd "SET VARIABLE ..." -cmd ".read ..."`
+    does). 8152 = rows of the bundled openb_pod_list_default.csv (wc -l minus header)."""
+    script = (ROOT / "schemas" / "views.sql").read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cwd = Path.cwd()
+    os.chdir(elsewhere)
+    try:
+        unset = duckdb.connect(":memory:")
+        with pytest.raises(duckdb.IOException, match="data/store/current/jobs"):
+            unset.execute(script)  # no data/store here and no variable: says where it looked
+        con = duckdb.connect(":memory:")
+        con.execute("SET VARIABLE gpu_trace_store = ?", [str(openb_store) + "/"])
+        con.execute(script)
+        assert con.execute("SELECT count(*) FROM jobs").fetchone() == (8152,)
+        assert con.execute("SELECT count(*) FROM gpu_samples_wide").fetchone() == (0,)
+    finally:
+        os.chdir(cwd)

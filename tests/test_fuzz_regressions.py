@@ -41,6 +41,10 @@ CASES = [
     ("nvidia-smi-6295", "nvidia-smi-query-compute-apps-h100.csv", 1, "names no metric column"),
     # A PAI table holding only a UTF-8 byte-order mark is an empty file: refused.
     ("pai2020-1541", "pai_instance_table.csv", 1, "only a byte-order mark"),
+    # A JSON-lines pod whose "kind" key was damaged away (a silent drop, not a traceback:
+    # it was neither written nor quarantined): quarantined as having no kind, beside the
+    # sample's pod with a bad memory quantity.
+    ("kubernetes-16", "pods.jsonl", 0, "quarantined 2"),
     # A Philly util header gpu<40 digits>_util: refused, naming line 1.
     ("philly-6483", "cluster_gpu_util", 1, "GPU index above 32767"),
 ]

@@ -14,6 +14,72 @@ from gpu_trace.analyses.arrivals import CLOCK_SINCE_START
 
 MAX_POINTS = 4000
 WIDTH = 640
+FACET_WIDTH = 260
+FACET_COLUMNS = 3
+"""Small multiples wrap after this many panels, so a page never scrolls sideways."""
+MAX_SERIES = 10
+"""At most this many colours in one chart (the palette has ten): more series are cut to
+the largest ones, and the chart title says so."""
+
+STATUS_ORDER = ["completed", "cancelled", "failed", "unfinished"]
+STATUS_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#bab0ac"]
+
+DURATION_TICKS: tuple[tuple[float, str], ...] = (
+    (1, "1 s"),
+    (10, "10 s"),
+    (60, "1 min"),
+    (600, "10 min"),
+    (3600, "1 h"),
+    (6 * 3600, "6 h"),
+    (86400, "1 d"),
+    (7 * 86400, "1 wk"),
+    (30 * 86400, "30 d"),
+    (365 * 86400, "1 y"),
+)
+
+
+def top_header() -> alt.Header:
+    """Facet headers above each panel, horizontal: row labels written sideways overlap
+    the y-axis title of short panels (and each other)."""
+    return alt.Header(
+        labelOrient="top",
+        labelAngle=0,
+        labelAlign="left",
+        labelAnchor="start",
+        labelFontWeight="bold",
+    )
+
+
+def cap_series(
+    frame: pl.DataFrame, weight: str | None = None, n: int = MAX_SERIES, by: str = "series"
+) -> tuple[pl.DataFrame, str]:
+    """Keep the ``n`` largest series (by the sum of ``weight``, else by rows) and a
+    title note naming the cut, so colours never repeat and nothing is dropped silently."""
+    if by not in frame.columns or frame[by].n_unique() <= n:
+        return frame, ""
+    size = pl.col(weight).sum() if weight else pl.len()
+    ranked = frame.group_by(by).agg(size.alias("_w")).sort(["_w", by], descending=[True, False])
+    total = ranked.height
+    how = f"largest by {weight.replace('_', ' ')}" if weight else "first by name"
+    ranked = ranked if weight else ranked.sort(by)
+    keep = ranked[by].head(n)
+    return frame.filter(pl.col(by).is_in(keep.implode())), f" ({n} of {total} shown, {how})"
+
+
+def duration_axis(values: pl.Series, title: str) -> alt.X:
+    """A log time axis with ticks at round durations (1 min, 1 h, 1 d...), labelled in
+    words, spanning the data: readable ticks instead of 3 symlog ones or 1,048,576 s."""
+    finite = values.drop_nulls()
+    lo = float(finite.min()) if finite.len() else 1.0  # type: ignore[arg-type]
+    hi = float(finite.max()) if finite.len() else 1.0  # type: ignore[arg-type]
+    ticks = [t for t, _ in DURATION_TICKS if lo / 10 <= t <= hi * 10] or [1.0]
+    label = "".join(f"datum.value == {t} ? '{name}' : " for t, name in DURATION_TICKS)
+    return alt.X(
+        f"{values.name}:Q",
+        scale=alt.Scale(type="log", domain=[max(lo, 1.0), max(hi, 1.0)], clamp=True),
+        axis=alt.Axis(values=ticks, labelExpr=label + "format(datum.value, ',')", grid=True),
+        title=title,
+    )
 
 
 def thin(frame: pl.DataFrame, max_points: int = MAX_POINTS, by: str = "series") -> pl.DataFrame:
@@ -55,15 +121,17 @@ def _clock_axis(frame: pl.DataFrame, local: str) -> tuple[pl.DataFrame, str]:
 
 
 def status_shares(summary: pl.DataFrame) -> alt.Chart:
-    """Completed / cancelled / failed shares of jobs and of GPU time per trace."""
+    """Final-status shares of all GPU jobs and of all GPU time per trace, with
+    ``unfinished`` (running, pending, unknown) as its own class: a trace that is mostly
+    still running must not look mostly failed."""
     rows = []
-    for status in ("completed", "cancelled", "failed"):
+    for status in STATUS_ORDER:
         rows.append(
             summary.select(
                 pl.concat_str("source", pl.lit("/"), "cluster").alias("trace"),
                 pl.lit(status).alias("status"),
-                pl.col(f"{status}_rate_gpu").alias("GPU jobs"),
-                pl.col(f"{status}_gpu_time_share").alias("GPU time"),
+                pl.col(f"{status}_gpu_job_share").alias("GPU jobs"),
+                pl.col(f"{status}_gpu_hours_share").alias("GPU time"),
             )
         )
     long = pl.concat(rows).unpivot(
@@ -76,18 +144,26 @@ def status_shares(summary: pl.DataFrame) -> alt.Chart:
             y=alt.Y("trace:N", title=None),
             x=alt.X("share:Q", stack="normalize", title="share", axis=alt.Axis(format="%")),
             color=alt.Color(
-                "status:N", scale=alt.Scale(domain=["completed", "cancelled", "failed"])
+                "status:N",
+                scale=alt.Scale(domain=STATUS_ORDER, range=STATUS_COLOURS),
+                sort=STATUS_ORDER,
             ),
-            row=alt.Row("measure:N", title=None),
+            order=alt.Order("status_rank:Q"),
+            row=alt.Row("measure:N", title=None, header=top_header()),
             tooltip=["trace:N", "status:N", "measure:N", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(width=WIDTH, title="Final status of GPU jobs and GPU time")
+        .transform_calculate(
+            status_rank="indexof(" + str(STATUS_ORDER).replace(" ", "") + ", datum.status)"
+        )
+        .properties(width=WIDTH, title="Status of all GPU jobs and GPU time (unfinished apart)")
     )
 
 
 def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart:
     """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom."""
-    frame = thin(_label(series, "source", group if group in series.columns else "cluster"))
+    labelled = _label(series, "source", group if group in series.columns else "cluster")
+    labelled, note = cap_series(labelled, "allocated_gpus")
+    frame = thin(labelled)
     title = None
     if "source" in frame.columns and "time" in frame.columns and frame.height:
         # relative-time traces start at 1970-01-01: say so rather than show a 1970 date
@@ -109,7 +185,7 @@ def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart
     upper = (
         base.mark_line()
         .encode(x=alt.X("time:T", title=None, scale=alt.Scale(domain=brush)))
-        .properties(width=WIDTH, height=220, title="GPU allocation over time")
+        .properties(width=WIDTH, height=220, title="GPU allocation over time" + note)
     )
     lower = base.mark_area(opacity=0.4).add_params(brush).properties(width=WIDTH, height=60)
     return alt.vconcat(upper, lower)  # type: ignore[return-value]
@@ -125,6 +201,7 @@ def diurnal(profile: pl.DataFrame) -> alt.Chart:
         .sort(*keys, "hour")
     )
     frame, title = _clock_axis(frame, "local hour of day")
+    frame, note = cap_series(frame, "allocation_pct")
     return (
         alt.Chart(frame)
         .mark_line(point=True)
@@ -134,26 +211,33 @@ def diurnal(profile: pl.DataFrame) -> alt.Chart:
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "hour:O", alt.Tooltip("allocation_pct:Q", format=".1f")],
         )
-        .properties(width=WIDTH, title="Diurnal allocation profile")
+        .properties(width=WIDTH, title="Diurnal allocation profile" + note)
     )
 
 
 def duration_cdf(cdf: pl.DataFrame) -> alt.Chart:
-    """CDF of run time at powers of two, GPU vs CPU jobs per trace (log x)."""
-    frame = _label(cdf, "source", "cluster", "job_class")
+    """CDF of run time at powers of two per trace, one panel per job class (GPU / CPU),
+    on a log axis with round-duration ticks; at most :data:`MAX_SERIES` traces a panel."""
+    if "job_class" not in cdf.columns:
+        cdf = cdf.with_columns(pl.lit("all jobs").alias("job_class"))
+    frame, note = cap_series(_label(cdf, "source", "cluster"), "n")
     sel = alt.selection_point(fields=["series"], bind="legend")
     return (
         alt.Chart(frame)
         .mark_line(point=True)
         .encode(
-            x=alt.X("x_s:Q", scale=alt.Scale(type="log", base=2), title="run time (s, log2)"),
+            x=duration_axis(frame["x_s"], "run time (log scale)"),
             y=alt.Y("cdf:Q", title="fraction of jobs", axis=alt.Axis(format="%")),
             color=alt.Color("series:N", title=None),
             opacity=alt.condition(sel, alt.value(1), alt.value(0.15)),
             tooltip=["series:N", "x_s:Q", alt.Tooltip("cdf:Q", format=".1%"), "n:Q"],
         )
         .add_params(sel)
-        .properties(width=WIDTH, title="Job duration CDF (click the legend)")
+        .properties(width=400, height=260)
+        .facet(
+            column=alt.Column("job_class:N", title=None, header=top_header()),
+            title="Job duration CDF (click the legend)" + note,
+        )
     )
 
 
@@ -178,7 +262,7 @@ def size_shares(sizes: pl.DataFrame) -> alt.Chart:
             xOffset="measure:N",
             y=alt.Y("share:Q", axis=alt.Axis(format="%")),
             color=alt.Color("measure:N", title=None),
-            column=alt.Column("series:N", title=None),
+            facet=alt.Facet("series:N", title=None, columns=FACET_COLUMNS, header=top_header()),
             tooltip=[
                 "series:N",
                 "size_bucket:N",
@@ -186,7 +270,7 @@ def size_shares(sizes: pl.DataFrame) -> alt.Chart:
                 alt.Tooltip("share:Q", format=".1%"),
             ],
         )
-        .properties(width=260, title="Jobs vs GPU time by job size")
+        .properties(width=FACET_WIDTH, title="Jobs vs GPU time by job size")
     )
 
 
@@ -206,16 +290,17 @@ def queue_by(frame: pl.DataFrame, key: str) -> alt.Chart:
             xOffset="stat:N",
             y=alt.Y("seconds:Q", title="queueing delay (s)"),
             color=alt.Color("stat:N", title=None),
-            column=alt.Column("series:N", title=None),
+            facet=alt.Facet("series:N", title=None, columns=FACET_COLUMNS, header=top_header()),
             tooltip=["series:N", "group:N", "stat:N", alt.Tooltip("seconds:Q", format=",.0f")],
         )
-        .properties(width=260, title=f"Queueing delay by {key}")
+        .properties(width=FACET_WIDTH, title=f"Queueing delay by {key}")
     )
 
 
 def lorenz(curve: pl.DataFrame) -> alt.Chart:
     """Cumulative share of GPU time vs share of users (top users first)."""
-    frame = thin(_label(curve, "source", "cluster"))
+    labelled, note = cap_series(_label(curve, "source", "cluster"))
+    frame = thin(labelled)
     return (
         alt.Chart(frame)
         .mark_line()
@@ -231,7 +316,7 @@ def lorenz(curve: pl.DataFrame) -> alt.Chart:
                 alt.Tooltip("value_share:Q", format=".1%"),
             ],
         )
-        .properties(width=WIDTH, title="User concentration of GPU time")
+        .properties(width=WIDTH, title="User concentration of GPU time" + note)
     )
 
 
@@ -251,7 +336,7 @@ def arrivals_heatmap(weekly: pl.DataFrame) -> alt.Chart:
                 else "weekday (1 = Mon)",
             ),
             color=alt.Color("jobs_per_hour:Q", title="jobs / hour"),
-            row=alt.Row("series:N", title=None),
+            row=alt.Row("series:N", title=None, header=top_header()),
             tooltip=[
                 "series:N",
                 "weekday:O",
@@ -303,7 +388,8 @@ def fragmentation(by_type: pl.DataFrame) -> alt.Chart:
 
 def capacity(cap: pl.DataFrame) -> alt.Chart:
     """Installed GPUs over time per cluster (step line)."""
-    frame = thin(_label(cap, "source", "cluster"))
+    labelled, note = cap_series(_label(cap, "source", "cluster"), "gpus")
+    frame = thin(labelled)
     return (
         alt.Chart(frame)
         .mark_line(interpolate="step-after")
@@ -313,7 +399,7 @@ def capacity(cap: pl.DataFrame) -> alt.Chart:
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "time:T", "gpus:Q", "basis:N"],
         )
-        .properties(width=WIDTH, title="GPU capacity over time")
+        .properties(width=WIDTH, title="GPU capacity over time" + note)
     )
 
 

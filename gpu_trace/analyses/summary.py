@@ -23,7 +23,9 @@ def _rate(mask: pl.Expr, among: pl.Expr) -> pl.Expr:
 
 
 def summary(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
-    """The summary table; rates are fractions 0-1 over jobs with a final status."""
+    """The summary table; ``*_rate*`` are fractions 0-1 over jobs with a final status
+    (Helios convention), ``*_gpu_job_share`` / ``*_gpu_hours_share`` fractions of all
+    GPU jobs / GPU time with ``unfinished`` (running, pending, unknown) as a class."""
     gpu = GPU_JOB.fill_null(False)
     cpu = ~gpu
     final = pl.col("status_class") != "unfinished"
@@ -55,6 +57,12 @@ def summary(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
     aggs.append((gt.filter(gpu).sum() / 3600).alias("gpu_hours"))
     for s in ("completed", "cancelled", "failed"):
         aggs.append((gt.filter((sc == s) & gpu).sum() / gt_final).alias(f"{s}_gpu_time_share"))
+    # Over *all* GPU jobs, unfinished ones as their own class: a trace that is mostly
+    # running / pending (openb) must not read as "91 % failed" from the rates above.
+    gt_all = gt.filter(gpu).sum()
+    for s in ("completed", "cancelled", "failed", "unfinished"):
+        aggs.append(((sc == s) & gpu).sum().truediv(gpu.sum()).alias(f"{s}_gpu_job_share"))
+        aggs.append((gt.filter((sc == s) & gpu).sum() / gt_all).alias(f"{s}_gpu_hours_share"))
     return (
         jobs.with_columns(status_class(), gpu_time_s()).group_by(list(by)).agg(aggs).sort(list(by))
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import traceback
 import warnings
@@ -24,6 +25,7 @@ from typing import ParamSpec, TextIO, TypeVar
 import typer
 from rich.console import Console
 
+from gpu_trace import progress
 from gpu_trace.errors import GpuTraceError, InputWarning, UsageError, clip
 
 P = ParamSpec("P")
@@ -41,15 +43,26 @@ alert = Console(stderr=True, highlight=False, soft_wrap=True)
 _verbosity = 0
 """-1 quiet, 0 normal, 1 verbose (-v), 2 debug (-vv)."""
 
+_set_quiet_env = False
+"""Whether ``-q`` set ``$GPU_TRACE_QUIET`` (so only then it is removed again)."""
+
 
 def set_verbosity(level: int) -> None:
     """Apply ``--quiet`` (-1) / ``-v`` (1, 2) to every console and the library's loggers.
 
     Called by the root callback on every invocation (so a test runner calling the app
     twice does not keep the previous run's level)."""
-    global _verbosity
+    global _verbosity, _set_quiet_env
     _verbosity = level
-    err.quiet = level < 0
+    # gpu_trace.progress reads $GPU_TRACE_QUIET (also for processes it starts): -q sets
+    # it, and a later invocation in the same process without -q takes it back.
+    if level < 0 and not progress.quiet():
+        os.environ[progress.QUIET_ENV] = "1"
+        _set_quiet_env = True
+    elif level >= 0 and _set_quiet_env:
+        os.environ.pop(progress.QUIET_ENV, None)
+        _set_quiet_env = False
+    err.quiet = level < 0 or progress.quiet()
     logger = logging.getLogger("gpu_trace")
     logger.setLevel(
         logging.ERROR

@@ -78,6 +78,41 @@ def ingest_openb(
     run_ingest("openb", path, store, variant=variant)
 
 
+@app.command("kubernetes")
+@domain_errors
+def ingest_kubernetes(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="kubectl get pods -A -o json / kubectl get nodes -o json output (a List or "
+            "JSON lines; one file may hold both kinds)."
+        ),
+    ],
+    store: StoreOpt = None,
+    cluster: Annotated[
+        str, typer.Option(help="Cluster name: the datasets' name (re-ingesting replaces it).")
+    ] = "kubernetes",
+    user_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--user-key",
+            help="Pod label or annotation naming the user (repeatable, first found wins; "
+            "default: user).",
+        ),
+    ] = None,
+) -> None:
+    """Kubernetes: pods -> placements and jobs (one per owner), nodes -> machines
+    (capacity, and allocatable as <cluster>-allocatable)."""
+    run_ingest(
+        "kubernetes",
+        paths[0],
+        store,
+        more=tuple(paths[1:]),
+        cluster=cluster,
+        user_keys=tuple(user_key or ("user",)),
+    )
+
+
 HELIOS_CLUSTERS = ("venus", "earth", "saturn", "uranus", "all")
 
 

@@ -10,6 +10,7 @@ import polars as pl
 from polars.datatypes import DataTypeClass
 
 from gpu_trace.cli._boundary import err
+from gpu_trace.display import WIDE_ONE_ROW, readable, transposed
 from gpu_trace.errors import GpuTraceError, UsageError
 
 
@@ -112,9 +113,12 @@ def check_output(output: Path | None) -> None:
 
 
 def table_text(frame: pl.DataFrame, max_rows: int) -> str:
-    """A Markdown-style text table; floats rounded for reading (csv/json keep full precision)."""
-    shown = frame.head(max_rows) if max_rows else frame
-    shown = shown.with_columns(pl.selectors.float().round(4))
+    """A Markdown-style text table for reading (:mod:`gpu_trace.cli.humanize`: fixed
+    decimals, durations and sizes spelled out, a wide single row turned into
+    ``metric | value`` lines); csv / json / parquet keep the raw values."""
+    shown = readable(frame.head(max_rows) if max_rows else frame)
+    if shown.height == 1 and shown.width > WIDE_ONE_ROW:
+        shown = transposed(flat(shown))
     with pl.Config(
         tbl_rows=-1,
         tbl_cols=-1,
@@ -123,5 +127,6 @@ def table_text(frame: pl.DataFrame, max_rows: int) -> str:
         tbl_hide_dataframe_shape=True,
         tbl_formatting="ASCII_MARKDOWN",
         tbl_hide_column_data_types=True,
+        fmt_float="full",
     ):
         return str(shown) + "\n"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +14,8 @@ import typer
 from gpu_trace.cli._boundary import domain_errors, err, fail, interrupted
 from gpu_trace.cli.options import ReadStoreOpt, check_sources, deprecated, number
 from gpu_trace.cli.output import Format, check_output, emit
+from gpu_trace.display import duration_text
+from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import interchange
 from gpu_trace.replay.faults import parse_duration
@@ -413,14 +414,26 @@ def compare(
 
         root = resolve_store(store)
         results = []
-        for s in parse_seeds(seeds):
-            results += compare_runs(root, [dataclasses.replace(c, seed=s) for c in configs])
+        seed_list = parse_seeds(seeds)
+        total = len(seed_list) * len(configs)
+        with task("replay compare: runs", total) as update:
+            for k, s in enumerate(seed_list):
+
+                def seed_progress(
+                    done: int, _total: int | None, what: str, k: int = k, s: int = s
+                ) -> None:
+                    update(k * len(configs) + done, total, f"seed {s}: {what}")
+
+                results += compare_runs(
+                    root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress
+                )
         runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
         _print_experiment(runs)
         emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
         _emit_seeds(results, fmt)
         return
-    results = compare_runs(resolve_store(store), configs)
+    with task("replay compare: runs", len(configs)) as update:
+        results = compare_runs(resolve_store(store), configs, update)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
@@ -470,6 +483,14 @@ def fidelity(
         )
 
 
+def _first_sentence(doc: str) -> str:
+    """A docstring's first sentence, over line breaks (its first line alone is often cut
+    mid-sentence: "2D-LAS ... with optional")."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
 @app.command()
 @domain_errors
 def policies() -> None:
@@ -480,21 +501,13 @@ def policies() -> None:
         lines.append(f"{kind} policies:")
         for name in base.names(kind):
             cls = base.get(kind, name)
-            doc = _summary(cls.__doc__)
+            doc = _first_sentence(cls.__doc__ or "")
             if kind == "scheduler" and base.needs_estimates(name):
                 doc += f" [reads estimates; {name}{xp.ORACLE_SUFFIX} = true durations]"
             lines.append(f"  {name:<12} {doc}")
             for field_name, default, help_text in base.config_help(cls.Config):
                 lines.append(f"      {field_name} = {default}  {help_text}")
     typer.echo("\n".join(lines))
-
-
-def _summary(doc: str | None) -> str:
-    """A policy's first docstring paragraph on one line (its first line alone stops
-    mid-sentence: "2D-LAS ... with optional")."""
-    if not doc:
-        return ""
-    return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
 
 
 EXPORT_FORMATS = ("chronus", "tiresias", "gavel", "gavel10", "openb")
@@ -567,8 +580,21 @@ def live_cmd(
         str, typer.Option("--devices", help="cuda:0-7 | cuda:0,2 | emulated:16 | emulated:16x8.")
     ] = "emulated:8",
     time_scale: Annotated[
+        float | None,
+        typer.Option(
+            "--time-scale",
+            callback=number(gt=0),
+            help="Trace seconds per wall second (default: chosen so the run takes about "
+            "2 min, at least 3600).",
+        ),
+    ] = None,
+    max_wall_s: Annotated[
         float,
-        typer.Option("--time-scale", callback=number(gt=0), help="Trace seconds per wall second."),
+        typer.Option(
+            "--max-wall-s",
+            callback=number(gt=0),
+            help="Refuse a --time-scale whose run would take longer (s).",
+        ),
     ] = 3600.0,
     jobs: Annotated[
         int | None,
@@ -614,7 +640,9 @@ def live_cmd(
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out."""
     check_sources(resolve_store(store), [source])
-    from gpu_trace.replay.live.executor import LiveOptions, live_from_store
+    from gpu_trace.replay.live.budget import choose_scale, span_s
+    from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
+    from gpu_trace.replay.workload import Workload
 
     sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy(policy, sched_opts)
@@ -631,9 +659,19 @@ def live_cmd(
         run_id=run_id,
     )
     config.validate()
+    root = resolve_store(store)
+    chosen = select_live_jobs(root, source, jobs, dataset, keep_gpu_type)
+    span = span_s(Workload.from_jobs(chosen))
+    scale = choose_scale(span, time_scale, max_wall_s)
+    if time_scale is None:
+        err.print(
+            f"time scale {scale:g} trace s per wall s: at least "
+            f"{duration_text(span / scale)} for a trace span of {duration_text(span)} "
+            "(--time-scale to choose)"
+        )
     live = LiveOptions(
         devices=devices,
-        time_scale=time_scale,
+        time_scale=scale,
         jobs=jobs,
         dataset=dataset,
         fail_rate=fail_rate,
@@ -644,7 +682,8 @@ def live_cmd(
     )
     if run_id is None:
         config = dataclasses.replace(config, run_id=_live_id(config, live))
-    result = live_from_store(resolve_store(store), config, live, out)
+    with task("replay live: jobs", len(chosen), console=err) as update:
+        result = run_live(chosen, config, live, out, store=root, on_progress=update)
     emit(result.result.runs.select(LIVE_COLUMNS), Format.table)
     if result.usage is not None:
         emit(result.usage, Format.table)

@@ -11,6 +11,7 @@ import typer
 
 from gpu_trace.cli._boundary import domain_errors, err
 from gpu_trace.cli.options import check_sources
+from gpu_trace.progress import task
 from gpu_trace.reports import build_site
 from gpu_trace.settings import STORE_ENV, existing_store
 from gpu_trace.values import choose, split_list
@@ -67,7 +68,7 @@ def report(
         store = Path(read_manifest(sweep)["store"])  # the store the sweep wrote to
     root = existing_store(store)
     sources = check_sources(root, split_list(source)) or None
-    with err.status("building report"):
+    with task("report: sections", console=err) as update:
         index = build_site(
             root,
             out,
@@ -76,5 +77,6 @@ def report(
             images=formats,
             replay=split_list(replay),
             sweep=sweep,
+            on_progress=update,
         )
     sys.stdout.write(f"{index}\n")

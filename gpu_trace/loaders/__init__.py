@@ -8,6 +8,7 @@ from __future__ import annotations
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
 from gpu_trace.loaders.helios import HeliosLoader
 from gpu_trace.loaders.interchange import ChronusLoader, GavelLoader
+from gpu_trace.loaders.kubernetes import KubernetesLoader
 from gpu_trace.loaders.openb import OpenbLoader
 from gpu_trace.loaders.pai2020 import Pai2020Loader
 from gpu_trace.loaders.philly import PhillyLoader
@@ -20,6 +21,7 @@ LOADERS: dict[str, Loader] = {
     "philly": PhillyLoader(),
     "helios": HeliosLoader(),
     "pai2020": Pai2020Loader(),
+    "kubernetes": KubernetesLoader(),
     "nvidia-smi": NvidiaSmiLoader(),
     "dcgmi": DcgmiLoader(),
     "prometheus": PrometheusLoader(),

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -578,9 +579,14 @@ def one_experiment(configs: list[ReplayConfig]) -> list[ReplayConfig]:
     return [dataclasses.replace(c, training_split=split) for c in configs]
 
 
-def compare(store: Path, configs: list[ReplayConfig]) -> list[RunResult]:
+def compare(
+    store: Path,
+    configs: list[ReplayConfig],
+    on_progress: Callable[[int, int | None, str], None] | None = None,
+) -> list[RunResult]:
     """Replay every config as one experiment (validated before anything runs; jobs and
-    cluster resolved once) and write each run."""
+    cluster resolved once) and write each run. ``on_progress(runs done, total, what
+    runs now)`` is called before each run and once at the end."""
     resolved = one_experiment(configs)
     if not resolved:
         return []
@@ -588,11 +594,15 @@ def compare(store: Path, configs: list[ReplayConfig]) -> list[RunResult]:
     jobs = _source_jobs(store, first.source)
     spec = resolve_cluster(first.cluster, store, first.source)
     results = []
-    for config in resolved:
+    for i, config in enumerate(resolved):
+        if on_progress is not None:
+            on_progress(i, len(resolved), f"{config.label()} / {config.placement}")
         config = acct.resolve_faults(store, config)
         result = replay(jobs, spec, config)
         write(result, store, None)
         results.append(result)
+    if on_progress is not None:
+        on_progress(len(resolved), len(resolved), "done")
     ids = {r.runs["experiment_id"][0] for r in results}
     if len(ids) != 1:
         raise GpuTraceError(f"policies of one comparison resolved to {len(ids)} experiments")

@@ -15,6 +15,8 @@ import polars as pl
 import vl_convert as vlc
 
 from gpu_trace import __version__
+from gpu_trace.display import readable
+from gpu_trace.reports.headers import header
 
 
 @cache
@@ -39,13 +41,21 @@ def spec_json(chart: alt.TopLevelMixin) -> str:
 
 
 def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
-    """An HTML table of an already-small frame, every cell escaped."""
-    head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+    """An HTML table of an already-small frame, every cell escaped: human headers (the
+    raw column name and its meaning in the tooltip) and numbers shown for reading
+    (:mod:`gpu_trace.display`: fixed decimals, durations, sizes, percentages)."""
+    cells: list[str] = []
+    for name in frame.columns:
+        label, tip = header(name)
+        cells.append(f'<th title="{esc(tip)}">{esc(label)}</th>')
+    head = "".join(cells)
+    shown = readable(frame)
     body = "".join(
-        "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in frame.iter_rows()
+        "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in shown.iter_rows()
     )
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    cls = ' class="long"' if frame.height > 25 else ""
+    return f"<table{cls}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 @dataclass
@@ -59,10 +69,13 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:70rem;
 color:#222;padding:0 1rem}
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
-table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem;display:block;max-width:100%;
+overflow-x:auto}
+table.long{max-height:32rem;overflow-y:auto}
 th,td{border:1px solid #ddd;padding:.2rem .5rem;text-align:left}th{background:#f5f5f5}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
-.chart{margin:1rem 0}.meta{color:#555;font-size:.85rem}footer{margin-top:3rem;font-size:.8rem;color:#555}
+.chart{margin:1rem 0;max-width:100%;overflow-x:auto}
+.synthetic{border:2px solid #e45756;background:#fff4f2;padding:.5rem 1rem;font-weight:600}.meta{color:#555;font-size:.85rem}footer{margin-top:3rem;font-size:.8rem;color:#555}
 code{font-size:.85em}nav{font-size:.9rem;margin-bottom:1rem}
 """
 

@@ -13,7 +13,7 @@ import altair as alt
 import duckdb
 import polars as pl
 
-from gpu_trace.analyses.charts import WIDTH, thin
+from gpu_trace.analyses.charts import WIDTH, cap_series, duration_axis, thin
 from gpu_trace.replay.experiment import describe
 from gpu_trace.reports.page import Section, esc, sql_frame
 
@@ -174,11 +174,14 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
         params,
     )
     if cdf.height:
+        # a log axis needs positive times: a JCT under one second is drawn at 1 s
+        cdf = cdf.with_columns(pl.col("jct_s").clip(lower_bound=1.0))
+        cdf, note = cap_series(cdf, by="run_id")
         sec.charts.append(
             alt.Chart(cdf)
             .mark_line()
             .encode(
-                x=alt.X("jct_s:Q", scale=alt.Scale(type="symlog"), title="job completion time (s)"),
+                x=duration_axis(cdf["jct_s"], "job completion time (log scale)"),
                 y=alt.Y("quantile:Q", title="fraction of jobs", axis=alt.Axis(format="%")),
                 color=alt.Color("run_id:N", title="run"),
                 tooltip=[
@@ -187,7 +190,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
                     alt.Tooltip("quantile:Q", format=".0%"),
                 ],
             )
-            .properties(width=WIDTH, title="JCT CDF per run")
+            .properties(width=WIDTH, title="JCT CDF per run" + note)
         )
     ts = sql_frame(
         con,
@@ -196,8 +199,9 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
         params,
     )
     if ts.height:
+        ts, ts_note = cap_series(ts.rename({"run_id": "series"}))
         sec.charts.append(
-            alt.Chart(thin(ts.rename({"run_id": "series"})))
+            alt.Chart(thin(ts))
             .mark_line()
             .encode(
                 x=alt.X("time_s:Q", title="time since run start (s)"),
@@ -210,7 +214,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
                     "queued_jobs:Q",
                 ],
             )
-            .properties(width=WIDTH, title="Allocation over time per run")
+            .properties(width=WIDTH, title="Allocation over time per run" + ts_note)
         )
     power = sql_frame(
         con,
@@ -219,6 +223,7 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
         params,
     )
     if power.height:
+        power, power_note = cap_series(power)
         sec.charts.append(
             alt.Chart(thin(power))
             .mark_line()
@@ -228,6 +233,6 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
                 color=alt.Color("series:N", title="run"),
                 tooltip=["series:N", "time_s:Q", alt.Tooltip("power_w:Q", format=",.0f")],
             )
-            .properties(width=WIDTH, title="Cluster power over time per run")
+            .properties(width=WIDTH, title="Cluster power over time per run" + power_note)
         )
     return sec

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from gpu_trace.schemas import TABLES, Table
-from gpu_trace.schemas.views import views_sql
+from gpu_trace.schemas.views import portable_views_sql
 
 DEFAULT_DIR = Path("schemas")
-VIEWS_STORE_ROOT = "data/store/current"
-"""The committed views.sql reads the default store's current generation, relative to the
-repository root."""
+VIEWS_DEFAULT_STORE = "data/store"
+"""The store the committed views.sql reads when the DuckDB variable ``gpu_trace_store``
+is not set: the default store, relative to the folder DuckDB runs in."""
 
 
 def table_contract(table: Table) -> dict[str, object]:
@@ -47,7 +47,7 @@ def rendered() -> dict[str, str]:
         f"{name}.json": json.dumps(table_contract(t), indent=2, ensure_ascii=False) + "\n"
         for name, t in TABLES.items()
     }
-    out["views.sql"] = views_sql(VIEWS_STORE_ROOT)
+    out["views.sql"] = portable_views_sql(VIEWS_DEFAULT_STORE)
     return out
 
 

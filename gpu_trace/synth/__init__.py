@@ -21,6 +21,7 @@ SYNTHS: dict[str, str] = {
     "helios": "gpu_trace.synth.helios:write",
     "pai2020": "gpu_trace.synth.pai2020:write",
     "openb": "gpu_trace.synth.openb:write",
+    "kubernetes": "gpu_trace.synth.kubernetes:write",
 }
 
 Writer = Callable[..., list[Path]]

@@ -142,6 +142,7 @@ class LiveEngine(Engine):
         fail_at: npt.NDArray[np.float64] | None = None,
         log: IO[bytes] | None = None,
         on_launch: Callable[[int, int], None] | None = None,
+        on_progress: Callable[[int, int | None, str], None] | None = None,
     ) -> None:
         if live.time_scale <= 0:
             raise GpuTraceError("--time-scale must be positive")
@@ -154,6 +155,9 @@ class LiveEngine(Engine):
         self.fail_at = fail_at if fail_at is not None else np.full(n, np.nan)
         self.worker_log = log
         self.on_launch = on_launch
+        self.on_progress = on_progress
+        self.jobs_ended = 0
+        """Jobs whose worker ended for good (finished, failed or crashed), for progress."""
         self.job_ids: list[str] = workload.frame["job_id"].to_list()
         self.t0 = time.monotonic()
         self.t0_unix = time.time()
@@ -289,6 +293,7 @@ class LiveEngine(Engine):
         self.procs.pop(j, None)
         self.exit_code[j] = rc
         self.ended[j] = self.now
+        self.jobs_ended += 1
         self.version[j] += 1
         if rc == 0:
             att.ended_by = "finished"
@@ -328,6 +333,8 @@ class LiveEngine(Engine):
         finally:
             self._shutdown()
             self.wall_s = time.perf_counter() - start
+            if self.on_progress is not None:  # the last exits are reaped after a wait
+                self.on_progress(self.jobs_ended, self.w.n, f"trace clock {self.now / 3600:,.2f} h")
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
@@ -350,6 +357,8 @@ class LiveEngine(Engine):
         if due < INF and now >= due - 1e-9:
             self.lag_s.append(max(0.0, wake - self._wall(due)))
             now = max(now, due)
+        if self.on_progress is not None:
+            self.on_progress(self.jobs_ended, self.w.n, f"trace clock {now / 3600:,.2f} h")
         return now
 
     def complete(self) -> None:
@@ -547,6 +556,7 @@ def run_live(
     store: Path | None = None,
     nvml: Any = None,
     on_launch: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int | None, str], None] | None = None,
 ) -> LiveResult:
     """Run canonical ``jobs`` (already selected, see :func:`select_jobs`) for real and
     write the results to ``out_dir`` and the store."""
@@ -590,6 +600,7 @@ def run_live(
             fail_at=plan,
             log=log,
             on_launch=on_launch,
+            on_progress=on_progress,
         )
         sched_cls = base.get("scheduler", config.scheduler)
         place_cls = base.get("placement", config.placement)
@@ -708,6 +719,23 @@ def _join_telemetry(store: Path, attempts: pl.DataFrame, out_dir: Path) -> pl.Da
     return usage
 
 
+def select_live_jobs(
+    store: Path,
+    source: str,
+    n: int | None = None,
+    dataset: str | None = None,
+    keep_gpu_type: bool = False,
+) -> pl.DataFrame:
+    """The source's jobs a live run replays (``--jobs``, ``--dataset``), in order."""
+    jobs = scan(store, "jobs", [source]).collect()
+    if dataset is not None:
+        jobs = jobs.filter(pl.col("dataset") == dataset)
+    if not jobs.height:
+        what = f" dataset {dataset!r}" if dataset else ""
+        raise GpuTraceError(f"no jobs in the store for source {source!r}{what}")
+    return select_jobs(jobs, n, keep_gpu_type=keep_gpu_type)
+
+
 def live_from_store(
     store: Path,
     config: ReplayConfig,
@@ -717,11 +745,5 @@ def live_from_store(
     write_store: bool = True,
 ) -> LiveResult:
     """``gpu-trace replay live``: select the source's jobs from the store and run them."""
-    jobs = scan(store, "jobs", [config.source]).collect()
-    if live.dataset is not None:
-        jobs = jobs.filter(pl.col("dataset") == live.dataset)
-    if not jobs.height:
-        what = f" dataset {live.dataset!r}" if live.dataset else ""
-        raise GpuTraceError(f"no jobs in the store for source {config.source!r}{what}")
-    chosen = select_jobs(jobs, live.jobs, keep_gpu_type=live.keep_gpu_type)
+    chosen = select_live_jobs(store, config.source, live.jobs, live.dataset, live.keep_gpu_type)
     return run_live(chosen, config, live, out_dir, store=store if write_store else None)

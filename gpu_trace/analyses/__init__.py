@@ -1,0 +1,39 @@
+"""Characterization analyses: one module per analysis, each a set of functions from
+canonical LazyFrames (``gpu_trace.open(store).jobs``) to an aggregated LazyFrame.
+
+``import gpu_trace as gt; gt.analyses.queueing.queue_by(s.jobs, "gpus")``: every
+submodule below is importable from here. Definitions: ``definitions`` and
+``docs/metrics.md``.
+"""
+
+from __future__ import annotations
+
+from gpu_trace.analyses import (
+    arrivals,
+    definitions,
+    energy,
+    failures,
+    jobs,
+    occupancy,
+    provisioning,
+    queueing,
+    sharing,
+    summary,
+    users,
+    utilization,
+)
+
+__all__ = [
+    "arrivals",
+    "definitions",
+    "energy",
+    "failures",
+    "jobs",
+    "occupancy",
+    "provisioning",
+    "queueing",
+    "sharing",
+    "summary",
+    "users",
+    "utilization",
+]

@@ -1,0 +1,168 @@
+"""The Python API: ``import gpu_trace as gt; s = gt.open("data/store")``.
+
+A :class:`Store` is a read-only snapshot of **one generation** of a store, resolved when
+it is opened: every table, SQL query and analysis of one ``Store`` object sees the same
+commit, even while an ingest publishes a newer one (open the store again to see it).
+
+- ``s.jobs`` (and every other canonical table: ``s.table("gpu_samples")``) is a lazy
+  polars scan; nothing is read until ``.collect()``.
+- ``s.sql("select ...")`` runs SQL on the same locked, read-only DuckDB connection as
+  ``gpu-trace sql`` (only the store is readable; SELECT / EXPLAIN / SET VARIABLE) and
+  returns a polars DataFrame.
+- The analyses are plain functions over LazyFrames in :mod:`gpu_trace.analyses`
+  (``gpu_trace.analyses.queueing.queue_by(s.jobs, "gpus")``); the most used ones are
+  also methods here (``s.summary()``, ``s.queueing()``, ...) with the CLI's defaults.
+
+Opening a folder that is not a store is an error: unlike the ingest path, the API never
+creates an empty store by accident (a mistyped path would otherwise read as zero rows).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from gpu_trace.analyses import failures as fail
+from gpu_trace.analyses import jobs as jb
+from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import queueing as que
+from gpu_trace.analyses import sharing as shr
+from gpu_trace.analyses import users as usr
+from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.summary import summary as summary_table
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.schemas import TABLES
+from gpu_trace.store.catalog import check_read_only, connect_read_only, fetch_arrow, query
+from gpu_trace.store.generations import CURRENT, is_generation, snapshot_root
+from gpu_trace.store.parquet import ensure_layout
+from gpu_trace.store.scan import scan
+
+PathLike = str | os.PathLike[str]
+
+
+def is_store(path: Path) -> bool:
+    """A folder some ingest has written: ``current`` link, a generation folder, or the
+    old layout (table folders directly inside)."""
+    if not path.is_dir():
+        return False
+    if (path / CURRENT).is_symlink() or is_generation(path):
+        return True
+    return any((path / name).is_dir() for name in TABLES)
+
+
+def open(path: PathLike, sources: Sequence[str] | None = None) -> Store:
+    """Open the store at ``path`` (str or Path) as a read-only snapshot; ``sources``
+    restricts every table (and analysis) to those trace families."""
+    return Store(path, sources)
+
+
+class Store:
+    """One generation of a store, read-only. See the module docstring."""
+
+    def __init__(self, path: PathLike, sources: Sequence[str] | None = None) -> None:
+        self.path = Path(path).expanduser()
+        if not is_store(self.path):
+            raise GpuTraceError(f"no store at {self.path} (run gpu-trace ingest first)")
+        if not is_generation(self.path):
+            ensure_layout(self.path)  # repairs what a killed writer left; reads otherwise
+        self.root = snapshot_root(self.path)
+        self.sources = list(sources) if sources else None
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r}, generation={self.generation!r})"
+
+    @property
+    def generation(self) -> str:
+        """The generation folder read (``gen-00000012``)."""
+        return self.root.name
+
+    @property
+    def tables(self) -> list[str]:
+        """The canonical table names (``schemas/*.json``)."""
+        return list(TABLES)
+
+    def table(self, name: str) -> pl.LazyFrame:
+        """A lazy scan of one canonical table (empty, with the canonical schema, when the
+        store holds nothing for it)."""
+        if name not in TABLES:
+            raise GpuTraceError(f"unknown table {name!r}; choose one of {', '.join(TABLES)}")
+        return scan(self.root, name, self.sources)
+
+    @property
+    def jobs(self) -> pl.LazyFrame:
+        return self.table("jobs")
+
+    @property
+    def placements(self) -> pl.LazyFrame:
+        return self.table("placements")
+
+    @property
+    def machines(self) -> pl.LazyFrame:
+        return self.table("machines")
+
+    @property
+    def capacity(self) -> pl.LazyFrame:
+        return self.table("capacity")
+
+    @property
+    def gpu_samples(self) -> pl.LazyFrame:
+        return self.table("gpu_samples")
+
+    @property
+    def events(self) -> pl.LazyFrame:
+        return self.table("events")
+
+    @property
+    def inputs(self) -> Inputs:
+        """Every table an analysis reads, from this snapshot (``gpu_trace.analyses``)."""
+        return Inputs.from_store(self.root, self.sources)
+
+    def sql(self, sql: str) -> pl.DataFrame:
+        """Run read-only SQL over this snapshot's views; the last statement's result.
+        Raises :class:`gpu_trace.errors.QueryError` for bad or refused SQL. ``sources``
+        given to :func:`open` does not filter SQL (add a ``WHERE source = ...``)."""
+        check_read_only(sql)
+        con = connect_read_only(self.root)
+        try:
+            rel = query(con, sql)
+            if rel is None:
+                return pl.DataFrame()
+            frame = pl.from_arrow(fetch_arrow(rel))
+            assert isinstance(frame, pl.DataFrame)
+            return frame
+        finally:
+            con.close()
+
+    # The analyses with the CLI's defaults; each is one call into gpu_trace.analyses.
+
+    def summary(self, by: Sequence[str] = ("source", "cluster")) -> pl.DataFrame:
+        """``gpu-trace analyze summary``: counts, run / queue times, status rates."""
+        return summary_table(self.jobs, by=by).collect()
+
+    def queueing(self, by: str = "gpus") -> pl.DataFrame:
+        """``gpu-trace analyze queueing --by``: queueing delay of GPU jobs."""
+        return que.queue_by(self.jobs, by, tz_by_source=self.inputs.tz).collect()
+
+    def utilization(self, freq: str = "1h", by: str = "cluster") -> pl.DataFrame:
+        """``gpu-trace analyze utilization``: allocated / installed GPUs per bin."""
+        inp = self.inputs
+        return occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq, by=by).collect()
+
+    def failures(self, by: str = "status") -> pl.DataFrame:
+        """``gpu-trace analyze failures --by``: final-status mix per group."""
+        return fail.status_mix(self.jobs, by).collect()
+
+    def users(self) -> pl.DataFrame:
+        """``gpu-trace analyze users --per-user``: GPU time per user."""
+        return usr.per_user(self.jobs).collect()
+
+    def sizes(self) -> pl.DataFrame:
+        """``gpu-trace analyze jobs``: share of jobs and GPU time per size bucket."""
+        return jb.size_shares(self.jobs).collect()
+
+    def request_mix(self) -> pl.DataFrame:
+        """``gpu-trace analyze sharing``: whole / shared / multi-GPU request mix."""
+        return shr.request_mix(self.jobs).collect()

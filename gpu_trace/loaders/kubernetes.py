@@ -1,0 +1,996 @@
+"""Kubernetes pods and nodes (``kubectl get pods -A -o json``, ``kubectl get nodes -o
+json``) into ``jobs``, ``placements`` and ``machines``.
+
+What each field becomes is documented for users in ``docs/your-cluster.md``
+("Kubernetes"); the rules, in short:
+
+- **Job key.** A pod's controlling owner (the ``ownerReferences`` entry with
+  ``controller: true``, else the first) is its job: ``job_id`` =
+  ``<namespace>/<Kind>/<name>`` (Job, PyTorchJob, RayJob, MPIJob, ReplicaSet,
+  StatefulSet, ...); a pod without owner is its own job (kind ``Pod``). A pod never
+  names a CronJob (its Job does), so each CronJob run is one Job. ``workload_type`` =
+  the owner kind, ``vc`` = namespace, ``name`` = owner name, ``user`` = the first of
+  ``user_keys`` found in the pod's labels, then annotations (default ``user``).
+- **Pods are placements**, one row per pod (``machine_id`` = ``spec.nodeName``, null
+  while unbound; ``task`` = the Kubeflow / Ray replica type label, ``instance`` =
+  pod name). ``attempt`` = how many of the job's pods had ended unsuccessfully when
+  this pod was created (a Job's retries count up, parallel workers share attempt 0).
+- **Requests.** Per container, ``requests`` else ``limits`` (Kubernetes defaults a
+  missing request to its limit); per pod, Kubernetes' effective request: the larger of
+  the app containers' sum (plus restartable "sidecar" init containers) and each init
+  container's own request (plus the sidecars started before it), plus
+  ``spec.overhead``. CPU in milli-cores and memory in bytes, rounded up as the
+  scheduler does (:mod:`gpu_trace.loaders.k8s_quantity`).
+- **GPUs.** Whole devices: ``nvidia.com/gpu``, ``amd.com/gpu``, ``gpu.intel.com/i915``,
+  ``gpu.intel.com/xe``, ``habana.ai/gaudi``. MIG slices ``nvidia.com/mig-<g>g.<m>gb``
+  count ``g/7`` of a GPU (``gpus_raw_unit`` ``mig_slices``: compute slices, 7 per
+  GPU). ``aliyun.com/gpu-mem`` (Alibaba GPU sharing, GiB) counts as the share of one
+  GPU's memory on its node (node ``aliyun.com/gpu-mem`` / ``aliyun.com/gpu-count``
+  capacity; null when the pod is not bound to a known node). A job's ``gpus``,
+  ``cpus``, ``mem_bytes`` are the peak over time of the sum of its pods that were
+  alive together (a pod lives from binding, else creation, to its end), so parallel
+  workers add up and sequential retries do not.
+- **Times** (UTC RFC 3339): ``submit_time`` = first pod creation; ``start_time`` =
+  first binding (``PodScheduled`` condition, when the GPUs are held, as openb's
+  ``scheduled_time``), else first container start; ``end_time`` = last pod end (the
+  latest container ``finishedAt``; a terminal pod without one, e.g. Evicted, ends at
+  its latest condition transition), null while a pod is live. Placement
+  ``start_time`` = the pod's first container ``startedAt`` (running or terminated),
+  else its binding.
+- **Status** per pod from ``status.phase`` and the reason (``status.reason``, a
+  ``DisruptionTarget`` condition, else the failing container's terminated or waiting
+  reason): Succeeded -> completed; Failed -> timeout for ``DeadlineExceeded``,
+  node_fail for ``Evicted``, ``NodeLost``, ``Shutdown``, ``NodeShutdown``,
+  ``Terminated`` and taint/kubelet disruption, cancelled for preemption and API
+  eviction, else failed (``OOMKilled``, ``Error``, ...); Running, Pending, Unknown as
+  named. ``raw_status`` = ``<phase>`` or ``<phase>/<reason>``. A job takes the status
+  of its most significant pod of its last attempt (running > pending > unknown >
+  timeout > node_fail > failed > cancelled > completed), with that pod's
+  ``raw_status``, ``exit_code`` (first container, init containers first, that
+  terminated non-zero, else 0 once one terminated) and ``exit_signal``.
+- ``qos`` = ``spec.priorityClassName``, else ``status.qosClass``; ``time_limit_s`` =
+  ``spec.activeDeadlineSeconds``; ``gpu_type`` = the node's ``nvidia.com/gpu.product``
+  label, else the pod's ``nodeSelector`` or required node affinity on that label
+  (alternatives joined with ``|``).
+- **Nodes** -> ``machines`` twice: dataset ``<cluster>`` from ``status.capacity``
+  (what is installed: the canonical inventory), and ``<cluster>-allocatable`` from
+  ``status.allocatable`` (what the kubelet offers pods). ``gpu_type`` =
+  ``nvidia.com/gpu.product``, ``gpu_mem_bytes`` = ``nvidia.com/gpu.memory`` (MiB).
+
+Reconciliation: a pod file's records are counted on the ``placements`` line (pods read
+= placements written + records quarantined; records that are no Pod or Node, or not
+JSON, are quarantined there too); ``jobs`` are derived from the good pods. A node
+file's records are counted on each ``machines`` line.
+
+Datasets are named after ``--cluster`` (default ``kubernetes``), so re-ingesting a
+cluster replaces it. Records of other kinds, and pods or nodes that break a rule, are
+quarantined with the reason (``record N`` / ``line N``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpu_trace.errors import InputError
+from gpu_trace.loaders.base import Batch, require_path
+from gpu_trace.loaders.k8s_json import NUM, Objects, read_objects
+from gpu_trace.loaders.k8s_quantity import parse_column
+from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, REASON_LIMIT, capped
+from gpu_trace.loaders.units import MIB, TIME_MAX, TIME_MIN, per
+from gpu_trace.schemas.jobs import JOBS, PLACEMENTS
+from gpu_trace.store.parquet import slug
+
+SOURCE = "kubernetes"
+WHOLE_GPU = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "gpu.intel.com/xe",
+    "habana.ai/gaudi",
+)
+MIG = r"^nvidia\.com/mig-([0-9]+)g\.[0-9]+gb$"
+GPU_MEM = "aliyun.com/gpu-mem"
+GPU_COUNT = "aliyun.com/gpu-count"
+PRODUCT = "nvidia.com/gpu.product"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+TASK_LABELS = ("training.kubeflow.org/replica-type", "ray.io/node-type")
+USER_KEYS = ("user",)
+
+NODE_FAIL_REASONS = ("Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated")
+DISRUPTION = {
+    "PreemptionByScheduler": "cancelled",
+    "EvictionByEvictionAPI": "cancelled",
+    "DeletionByTaintManager": "node_fail",
+    "TerminationByKubelet": "node_fail",
+}
+RANK = {
+    "running": 0,
+    "pending": 1,
+    "unknown": 2,
+    "timeout": 3,
+    "node_fail": 4,
+    "failed": 5,
+    "cancelled": 6,
+    "completed": 7,
+}
+"""Which pod decides a job's status: the lowest rank among its last attempt's pods."""
+
+_US = pl.Duration("us")
+
+
+def _field(expr: pl.Expr, path: str) -> pl.Expr:
+    for part in path.split("."):
+        expr = expr.struct.field(part)
+    return expr
+
+
+def _rec(path: str) -> pl.Expr:
+    return _field(pl.col("rec"), path)
+
+
+def _lookup(map_col: pl.Expr, key: str) -> pl.Expr:
+    """The value of ``key`` in a JSON object decoded as a MAP (list of key/value)."""
+    return map_col.list.eval(
+        pl.element().filter(pl.element().struct.field("key") == key).struct.field("value")
+    ).list.first()
+
+
+def _time(text: pl.Expr) -> pl.Expr:
+    """RFC 3339 text -> UTC instant (null when missing or not a valid time)."""
+    t = (
+        text.str.replace(r"[Zz]$", "+00:00")
+        .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", strict=False, time_unit="us")
+        .dt.convert_time_zone("UTC")
+    )
+    lo = pl.lit(TIME_MIN).dt.replace_time_zone("UTC")
+    hi = pl.lit(TIME_MAX).dt.replace_time_zone("UTC")
+    return pl.when((t >= lo) & (t < hi)).then(t)
+
+
+def _bad_time(text: pl.Expr, label: str | pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
+    """Reason for a present time that does not parse (or lies outside 1970-2100);
+    ``parsed``: the column already holding ``_time(text)``, to parse only once."""
+    name = pl.lit(label) if isinstance(label, str) else label
+    value = _time(text) if parsed is None else parsed
+    return pl.when(text.is_not_null() & value.is_null()).then(
+        pl.format("{} '{}' is not an RFC 3339 time in 1970-2100", name, text)
+    )
+
+
+def _seconds(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    return (b - a).cast(_US).dt.total_microseconds() / 1e6
+
+
+def _first_reason(frame: pl.DataFrame, key: str = "_p") -> pl.DataFrame:
+    """The first non-null ``_why`` per ``key`` (frames are in document order)."""
+    return (
+        frame.filter(pl.col("_why").is_not_null())
+        .group_by(key, maintain_order=True)
+        .agg(pl.col("_why").first())
+    )
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per pod: effective requests by class, and the first bad quantity."""
+    sections = []
+    for section, path in (
+        ("containers", "spec.containers"),
+        ("initContainers", "spec.initContainers"),
+    ):
+        c = (
+            pods.select("_p", _rec(path).alias("c"))
+            .with_columns(pl.int_ranges(pl.col("c").list.len()).alias("pos"))
+            .explode(["c", "pos"])
+            .filter(pl.col("c").is_not_null())
+            .select(
+                "_p",
+                pl.col("pos").cast(pl.Int64),
+                pl.lit(section).alias("section"),
+                (pl.col("c").struct.field("restartPolicy") == "Always")
+                .fill_null(False)
+                .alias("sidecar")
+                if section == "initContainers"
+                else pl.lit(False).alias("sidecar"),
+                _field(pl.col("c"), "resources.requests").alias("requests"),
+                _field(pl.col("c"), "resources.limits").alias("limits"),
+            )
+        )
+        sections.append(c)
+    containers = pl.concat(sections)
+    entries = []
+    for which in ("requests", "limits"):
+        entries.append(
+            containers.select("_p", "pos", "section", "sidecar", pl.col(which).alias("kv"))
+            .explode("kv")
+            .filter(pl.col("kv").is_not_null())
+            .select(
+                "_p",
+                "pos",
+                "section",
+                "sidecar",
+                pl.lit(which).alias("which"),
+                pl.col("kv").struct.field("key").alias("key"),
+                pl.col("kv").struct.field("value").alias("q"),
+            )
+        )
+    overhead = (
+        pods.select("_p", _rec("spec.overhead").alias("kv"))
+        .explode("kv")
+        .filter(pl.col("kv").is_not_null())
+        .select(
+            "_p",
+            pl.lit(-1, dtype=pl.Int64).alias("pos"),
+            pl.lit("overhead").alias("section"),
+            pl.lit(False).alias("sidecar"),
+            pl.lit("overhead").alias("which"),
+            pl.col("kv").struct.field("key").alias("key"),
+            pl.col("kv").struct.field("value").alias("q"),
+        )
+    )
+    e = pl.concat([*entries, overhead])
+    milli = e["key"] == "cpu"
+    whole = ~e["key"].is_in(["cpu", "memory", "ephemeral-storage"]) & ~e["key"].str.starts_with(
+        "hugepages-"
+    )
+    value, why = parse_column(e["q"], milli, whole)
+    e = e.with_columns(value.alias("v"), why.alias("_why"))
+    where = (
+        pl.when(pl.col("section") == "overhead")
+        .then(pl.lit("spec.overhead"))
+        .otherwise(pl.format("spec.{}[{}].resources.{}", "section", "pos", "which"))
+    )
+    bad = _first_reason(
+        e.sort("_p", "section", "pos").with_columns(
+            pl.when(pl.col("_why").is_not_null())
+            .then(pl.format("{}.{} '{}' {}", where, "key", "q", "_why"))
+            .alias("_why")
+        )
+    )
+    # request, else limit (Kubernetes defaults a missing request to its limit)
+    eff = (
+        e.filter(pl.col("_why").is_null())
+        .sort("_p", "section", "pos", "key", "which", descending=[False, False, False, False, True])
+        .unique(["_p", "section", "pos", "key"], keep="first", maintain_order=True)
+    )
+    init = (
+        eff.filter(pl.col("section") == "initContainers")
+        .sort("_p", "key", "pos")
+        .with_columns(
+            (pl.col("v") * pl.col("sidecar").cast(pl.Int64))
+            .cum_sum()
+            .over("_p", "key")
+            .alias("_side")
+        )
+        .with_columns(
+            (pl.col("_side") + pl.col("v") * (~pl.col("sidecar")).cast(pl.Int64)).alias("_term")
+        )
+        .group_by("_p", "key")
+        .agg(pl.col("_term").max().alias("init_peak"), pl.col("_side").max().alias("sidecars"))
+    )
+    main = (
+        eff.filter(pl.col("section") == "containers")
+        .group_by("_p", "key")
+        .agg(pl.col("v").sum().alias("main"))
+    )
+    over = (
+        eff.filter(pl.col("section") == "overhead")
+        .group_by("_p", "key")
+        .agg(pl.col("v").sum().alias("over"))
+    )
+    per_key = (
+        main.join(init, on=["_p", "key"], how="full", coalesce=True)
+        .join(over, on=["_p", "key"], how="full", coalesce=True)
+        .with_columns(
+            (
+                pl.max_horizontal(
+                    pl.col("main").fill_null(0) + pl.col("sidecars").fill_null(0),
+                    pl.col("init_peak").fill_null(0),
+                )
+                + pl.col("over").fill_null(0)
+            ).alias("v"),
+            pl.col("key").str.extract(MIG, 1).cast(pl.Int64).alias("_g"),
+        )
+    )
+    totals = per_key.group_by("_p").agg(
+        pl.col("v").filter(pl.col("key") == "cpu").sum().alias("cpu_milli"),
+        pl.col("v").filter(pl.col("key") == "memory").sum().alias("mem_bytes"),
+        pl.col("v").filter(pl.col("key").is_in(WHOLE_GPU)).sum().alias("whole"),
+        (pl.col("v") * pl.col("_g")).filter(pl.col("_g").is_not_null()).sum().alias("mig"),
+        pl.col("v").filter(pl.col("key") == GPU_MEM).sum().alias("gpu_mem"),
+        pl.col("key").filter(pl.col("key") == "cpu").len().alias("_has_cpu"),
+        pl.col("key").filter(pl.col("key") == "memory").len().alias("_has_mem"),
+    )
+    return totals, bad
+
+
+def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per pod from its container statuses: first start, last finish, exit code and
+    signal and reason of the deciding container; and the first bad value."""
+    parts = []
+    for order, path in ((0, "status.initContainerStatuses"), (1, "status.containerStatuses")):
+        parts.append(
+            pods.select("_p", _rec(path).alias("s"))
+            .with_columns(pl.int_ranges(pl.col("s").list.len()).alias("pos"))
+            .explode(["s", "pos"])
+            .filter(pl.col("s").is_not_null())
+            .select(
+                "_p",
+                pl.lit(order).alias("order"),
+                pl.col("pos").cast(pl.Int64),
+                pl.lit(path).alias("path"),
+                _field(pl.col("s"), "state.running.startedAt").alias("run_at"),
+                _field(pl.col("s"), "state.terminated.startedAt").alias("t_start"),
+                _field(pl.col("s"), "state.terminated.finishedAt").alias("t_end"),
+                _field(pl.col("s"), "state.terminated.exitCode").alias("code"),
+                _field(pl.col("s"), "state.terminated.signal").alias("signal"),
+                _field(pl.col("s"), "state.terminated.reason").alias("t_reason"),
+                _field(pl.col("s"), "state.waiting.reason").alias("w_reason"),
+                pl.col("s")
+                .struct.field("state")
+                .struct.field("terminated")
+                .is_not_null()
+                .alias("_term"),
+            )
+        )
+    s = pl.concat(parts).sort("_p", "order", "pos")
+    integer = r"^[+-]?[0-9]{1,9}$"
+    label = pl.format("{}[{}].state", "path", "pos")
+    s = s.with_columns(
+        _time(pl.col("run_at")).alias("_run_at"),
+        _time(pl.col("t_start")).alias("_t_start"),
+        _time(pl.col("t_end")).alias("_finished"),
+    ).with_columns(
+        pl.coalesce(
+            _bad_time(
+                pl.col("run_at"), pl.format("{}.running.startedAt", label), pl.col("_run_at")
+            ),
+            _bad_time(
+                pl.col("t_start"), pl.format("{}.terminated.startedAt", label), pl.col("_t_start")
+            ),
+            _bad_time(
+                pl.col("t_end"), pl.format("{}.terminated.finishedAt", label), pl.col("_finished")
+            ),
+            pl.when(pl.col("code").is_not_null() & ~pl.col("code").str.contains(integer)).then(
+                pl.format("{}.terminated.exitCode '{}' is not an integer", label, "code")
+            ),
+            pl.when(pl.col("signal").is_not_null() & ~pl.col("signal").str.contains(integer)).then(
+                pl.format("{}.terminated.signal '{}' is not an integer", label, "signal")
+            ),
+        ).alias("_why"),
+        pl.coalesce("_run_at", "_t_start").alias("_started"),
+        pl.col("code").cast(pl.Int32, strict=False).alias("_code"),
+        pl.col("signal").cast(pl.Int32, strict=False).alias("_signal"),
+    )
+    bad = _first_reason(s)
+    failing = (pl.col("_code").fill_null(0) != 0) | pl.col("_signal").is_not_null()
+    agg = s.group_by("_p").agg(
+        pl.col("_started").min().alias("started"),
+        pl.col("_finished").max().alias("finished"),
+        pl.col("_code").filter(failing).first().alias("_bad_code"),
+        pl.col("_signal").filter(failing).first().alias("exit_signal"),
+        pl.col("t_reason").filter(failing).first().alias("_fail_reason"),
+        pl.col("_term").any().alias("_any_term"),
+        pl.col("t_reason").drop_nulls().first().alias("_term_reason"),
+        pl.col("w_reason").drop_nulls().first().alias("_wait_reason"),
+    )
+    agg = agg.with_columns(
+        pl.coalesce(
+            pl.col("_bad_code"), pl.when(pl.col("_any_term")).then(pl.lit(0, pl.Int32))
+        ).alias("exit_code"),
+        pl.coalesce("_fail_reason", "_term_reason", "_wait_reason").alias("_container_reason"),
+    )
+    return agg, bad
+
+
+def _conditions(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    c = (
+        pods.select("_p", _rec("status.conditions").alias("c"))
+        .with_columns(pl.int_ranges(pl.col("c").list.len()).alias("pos"))
+        .explode(["c", "pos"])
+        .filter(pl.col("c").is_not_null())
+        .select(
+            "_p",
+            "pos",
+            pl.col("c").struct.field("type").alias("type"),
+            pl.col("c").struct.field("status").alias("status"),
+            pl.col("c").struct.field("reason").alias("reason"),
+            pl.col("c").struct.field("lastTransitionTime").alias("at"),
+        )
+        .with_columns(
+            _bad_time(
+                pl.col("at"), pl.format("status.conditions[{}].lastTransitionTime", "pos")
+            ).alias("_why"),
+            _time(pl.col("at")).alias("_at"),
+        )
+    )
+    bad = _first_reason(c)
+    agg = c.group_by("_p").agg(
+        pl.col("_at")
+        .filter((pl.col("type") == "PodScheduled") & (pl.col("status") == "True"))
+        .min()
+        .alias("scheduled"),
+        pl.col("_at").max().alias("_last_transition"),
+        pl.col("reason")
+        .filter((pl.col("type") == "DisruptionTarget") & (pl.col("status") == "True"))
+        .first()
+        .alias("_disruption"),
+    )
+    return agg, bad
+
+
+def _gpu_type_wanted(pods: pl.DataFrame) -> pl.DataFrame:
+    """The GPU model a pod asks for: nodeSelector, else required node affinity (In)."""
+    selector = _lookup(_rec("spec.nodeSelector"), PRODUCT)
+    aff = (
+        pods.select(
+            "_p",
+            _rec(
+                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            ).alias("t"),
+        )
+        .explode("t")
+        .select("_p", pl.col("t").struct.field("matchExpressions").alias("m"))
+        .explode("m")
+        .filter(
+            (pl.col("m").struct.field("key") == PRODUCT)
+            & (pl.col("m").struct.field("operator") == "In")
+        )
+        .select("_p", pl.col("m").struct.field("values").alias("v"))
+        .explode("v")
+        .filter(pl.col("v").is_not_null())
+        .group_by("_p")
+        .agg(pl.col("v").unique().sort().str.join("|").alias("_affinity"))
+    )
+    return (
+        pods.select("_p", selector.alias("_selector"))
+        .join(aff, on="_p", how="left")
+        .select("_p", pl.coalesce("_selector", "_affinity").alias("_wanted"))
+    )
+
+
+def _pod_status(phase: pl.Expr, reason: pl.Expr, disruption: pl.Expr) -> pl.Expr:
+    failed = (
+        pl.when(reason == "DeadlineExceeded")
+        .then(pl.lit("timeout"))
+        .when(disruption.is_in(list(DISRUPTION)))
+        .then(disruption.replace_strict(DISRUPTION, default="failed"))
+        .when(reason.is_in(NODE_FAIL_REASONS))
+        .then(pl.lit("node_fail"))
+        .otherwise(pl.lit("failed"))
+    )
+    return (
+        pl.when(phase == "Succeeded")
+        .then(pl.lit("completed"))
+        .when(phase == "Failed")
+        .then(failed)
+        .when(phase == "Running")
+        .then(pl.lit("running"))
+        .when(phase == "Pending")
+        .then(pl.lit("pending"))
+        .otherwise(pl.lit("unknown"))
+    )
+
+
+def _peaks(pods: pl.DataFrame, weights: Sequence[str]) -> pl.DataFrame:
+    """Per job, the peak over time of each weight summed over the pods alive together
+    (a sweep: +w at a pod's start, -w at its end; ends before starts at one instant)."""
+    w = [pl.col(c).cast(pl.Float64) for c in weights]
+    ups = pods.select("job_id", pl.col("_alive").alias("t"), pl.lit(1).alias("_o"), *w)
+    downs = pods.filter(pl.col("end_time").is_not_null()).select(
+        "job_id", pl.col("end_time").alias("t"), pl.lit(0).alias("_o"), *[-x for x in w]
+    )
+    ev = pl.concat([ups, downs]).sort("job_id", "t", "_o")
+    return (
+        ev.with_columns(pl.col(c).cum_sum().over("job_id") for c in weights)
+        .group_by("job_id")
+        .agg(pl.col(c).max() for c in weights)
+    )
+
+
+def pods_to_rows(
+    objs: Objects, nodes: pl.DataFrame, *, cluster: str, dataset: str, user_keys: Sequence[str]
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(jobs rows, placements rows, rejected pods with ``_n``, ``_raw``, ``_reason``)."""
+    pods = objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == "Pod")).with_row_index(
+        "_p"
+    )
+    pods = pods.with_columns(pl.col("_p").cast(pl.Int64))
+    name = _rec("metadata.name")
+    created_text = _rec("metadata.creationTimestamp")
+    deadline = _rec("spec.activeDeadlineSeconds")
+    base_why = pl.coalesce(
+        pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
+        pl.when(created_text.is_null()).then(pl.lit("metadata.creationTimestamp is missing")),
+        _bad_time(created_text, "metadata.creationTimestamp"),
+        pl.when(_rec("spec.containers").list.len().fill_null(0) == 0).then(
+            pl.lit("spec.containers is missing or empty")
+        ),
+        pl.when(deadline.is_not_null() & ~deadline.str.contains(r"^[0-9]{1,12}$")).then(
+            pl.format("spec.activeDeadlineSeconds '{}' is not a whole number", deadline)
+        ),
+    )
+    slim = pods.select("_p", "rec")
+    res, bad_res = _resources(slim)
+    st, bad_st = _statuses(slim)
+    cond, bad_cond = _conditions(slim)
+    wanted = _gpu_type_wanted(slim)
+    why = (
+        pods.select("_p", base_why.alias("_w0"))
+        .join(bad_res.rename({"_why": "_w1"}), on="_p", how="left")
+        .join(bad_cond.rename({"_why": "_w2"}), on="_p", how="left")
+        .join(bad_st.rename({"_why": "_w3"}), on="_p", how="left")
+        .select("_p", pl.coalesce("_w0", "_w1", "_w2", "_w3").alias("_why"))
+    )
+    pods = pods.join(why, on="_p", how="left", maintain_order="left")
+    rejected = pods.filter(pl.col("_why").is_not_null()).select(
+        NUM, RAW, pl.col("_why").alias(REASON)
+    )
+    good = pods.filter(pl.col("_why").is_null()).select("_p", "rec")
+
+    owners = (
+        good.select("_p", _rec("metadata.ownerReferences").alias("o"))
+        .with_columns(pl.int_ranges(pl.col("o").list.len()).alias("pos"))
+        .explode(["o", "pos"])
+        .filter(pl.col("o").is_not_null())
+        .select(
+            "_p",
+            "pos",
+            (pl.col("o").struct.field("controller") != "true").fill_null(True).alias("_nc"),
+            pl.col("o").struct.field("kind").alias("_okind"),
+            pl.col("o").struct.field("name").alias("_oname"),
+        )
+        .filter(pl.col("_okind").is_not_null() & pl.col("_oname").is_not_null())
+        .sort("_p", "_nc", "pos")
+        .unique("_p", keep="first", maintain_order=True)
+        .select("_p", "_okind", "_oname")
+    )
+    labels, notes = _rec("metadata.labels"), _rec("metadata.annotations")
+    user = pl.coalesce(
+        *[_lookup(labels, k) for k in user_keys], *[_lookup(notes, k) for k in user_keys]
+    )
+    node_info = nodes.select(
+        pl.col("machine_id").alias("_node"),
+        pl.col("gpu_type").alias("_node_type"),
+        pl.col("_share_per_gpu"),
+    )
+    # the scalar fields once, so that the joins below do not carry the nested record
+    scalars = good.select(
+        "_p",
+        _rec("metadata.namespace").fill_null("default").alias("vc"),
+        name.alias("_pod"),
+        _rec("spec.nodeName").alias("_node"),
+        _time(created_text).alias("submit_time"),
+        _rec("status.phase").alias("_phase"),
+        _rec("status.reason").alias("_pod_reason"),
+        user.alias("user"),
+        pl.coalesce(_rec("spec.priorityClassName"), _rec("status.qosClass")).alias("qos"),
+        deadline.cast(pl.Float64).alias("time_limit_s"),
+        pl.coalesce(*[_lookup(labels, k) for k in TASK_LABELS]).alias("task"),
+    )
+    p = (
+        scalars.join(owners, on="_p", how="left")
+        .join(res, on="_p", how="left")
+        .join(st, on="_p", how="left")
+        .join(cond, on="_p", how="left")
+        .join(wanted, on="_p", how="left")
+        .join(node_info, on="_node", how="left")
+        .sort("_p")
+    )
+    kind = pl.col("_okind").fill_null("Pod")
+    oname = pl.coalesce("_oname", "_pod")
+    reason = pl.coalesce(pl.col("_pod_reason"), pl.col("_disruption"), pl.col("_container_reason"))
+    terminal = pl.col("_phase").is_in(["Succeeded", "Failed"])
+    whole = pl.col("whole").fill_null(0)
+    mig = pl.col("mig").fill_null(0)
+    mem_share = pl.col("gpu_mem").fill_null(0)
+    share = pl.when(mem_share > 0).then(mem_share / pl.col("_share_per_gpu")).otherwise(0.0)
+    units = (whole > 0).cast(pl.Int8) + (mig > 0).cast(pl.Int8) + (mem_share > 0).cast(pl.Int8)
+    p = p.with_columns(
+        pl.format("{}/{}/{}", "vc", kind, oname).alias("job_id"),
+        oname.alias("name"),
+        kind.alias("workload_type"),
+        _pod_status(pl.col("_phase"), reason, pl.col("_disruption")).alias("_status"),
+        pl.when(reason.is_not_null())
+        .then(pl.format("{}/{}", pl.col("_phase").fill_null("(no phase)"), reason))
+        .otherwise(pl.col("_phase"))
+        .alias("_raw_status"),
+        pl.coalesce("scheduled", "started").alias("start_time"),
+        pl.when(terminal).then(pl.coalesce("finished", "_last_transition")).alias("end_time"),
+        pl.coalesce("started", "scheduled").alias("_run_start"),
+        (whole.cast(pl.Float64) + mig.cast(pl.Float64) / 7 + share).alias("gpus"),
+        pl.when(units > 1)
+        .then(pl.lit("mixed"))
+        .when(mig > 0)
+        .then(pl.lit("mig_slices"))
+        .when(mem_share > 0)
+        .then(pl.lit("gpu_mem_gib"))
+        .otherwise(pl.lit("gpu"))
+        .alias("gpus_raw_unit"),
+        pl.when(units > 1)
+        .then(None)
+        .otherwise(whole + mig + mem_share)
+        .cast(pl.Float64)
+        .alias("gpus_raw"),
+        pl.coalesce("_node_type", "_wanted").alias("gpu_type"),
+        pl.lit(1).alias("_one"),
+    ).with_columns(pl.coalesce("start_time", "submit_time").alias("_alive"))
+    # attempts: the job's unsuccessful pod ends before this pod's creation
+    fails = (
+        p.filter(pl.col("end_time").is_not_null() & (pl.col("_status") != "completed"))
+        .select("job_id", pl.col("end_time").alias("_t"))
+        .sort("job_id", "_t")
+        .with_columns(pl.int_range(1, pl.len() + 1).over("job_id").alias("_fails"))
+        .sort("_t")
+    )
+    p = (
+        p.sort("submit_time")
+        .join_asof(
+            fails,
+            left_on="submit_time",
+            right_on="_t",
+            by="job_id",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .with_columns(pl.col("_fails").fill_null(0).cast(pl.Int32).alias("attempt"))
+        .sort("_p")
+    )
+    placements = p.select(
+        pl.lit(SOURCE).alias("source"),
+        pl.lit(dataset).alias("dataset"),
+        pl.lit(cluster).alias("cluster"),
+        "job_id",
+        "attempt",
+        "task",
+        pl.col("_pod").alias("instance"),
+        pl.col("_run_start").alias("start_time"),
+        "end_time",
+        pl.col("_node").alias("machine_id"),
+        pl.col("gpus").alias("gpu_count"),
+        pl.lit(None, dtype=pl.List(pl.Int16)).alias("gpu_indices"),
+        pl.col("_status").alias("status"),
+    )
+    peaks = _peaks(p, ["gpus", "gpus_raw", "cpu_milli", "mem_bytes", "_one"])
+    last = pl.col("attempt") == pl.col("attempt").max()
+    deciding = (
+        p.with_columns(pl.col("_status").replace_strict(RANK, return_dtype=pl.Int32).alias("_rank"))
+        .filter(last.over("job_id"))
+        .sort("job_id", "_rank", "end_time", "submit_time", "_p", nulls_last=True)
+        .group_by("job_id", maintain_order=True)
+        .agg(
+            pl.col("_status").first().alias("status"),
+            pl.col("_raw_status").first().alias("raw_status"),
+            pl.col("exit_code").first(),
+            pl.col("exit_signal").first(),
+        )
+    )
+    jobs = (
+        p.sort("submit_time", "_p")
+        .group_by("job_id", maintain_order=True)
+        .agg(
+            pl.col("name").first(),
+            pl.col("vc").first(),
+            pl.col("user").drop_nulls().first(),
+            pl.col("workload_type").first(),
+            pl.col("submit_time").min(),
+            pl.col("start_time").min(),
+            pl.when(pl.col("end_time").null_count() == 0)
+            .then(pl.col("end_time").max())
+            .alias("end_time"),
+            pl.col("gpu_type").drop_nulls().unique().sort().str.join("|").alias("gpu_type"),
+            pl.col("_node").drop_nulls().n_unique().alias("_nodes"),
+            (pl.col("attempt").max() + 1).alias("attempts"),
+            pl.col("qos").drop_nulls().first(),
+            pl.col("time_limit_s").drop_nulls().first(),
+            pl.col("gpus_raw_unit").unique().alias("_units"),
+            pl.col("_has_cpu").fill_null(0).sum().alias("_has_cpu"),
+            pl.col("_has_mem").fill_null(0).sum().alias("_has_mem"),
+        )
+        .join(peaks, on="job_id", how="left")
+        .join(deciding, on="job_id", how="left")
+    )
+    jobs = jobs.select(
+        pl.lit(SOURCE).alias("source"),
+        pl.lit(dataset).alias("dataset"),
+        pl.lit(cluster).alias("cluster"),
+        "job_id",
+        "user",
+        "vc",
+        "name",
+        "submit_time",
+        "start_time",
+        "end_time",
+        _seconds(pl.col("submit_time"), pl.col("start_time")).alias("queue_s"),
+        _seconds(pl.col("start_time"), pl.col("end_time")).alias("run_s"),
+        "gpus",
+        pl.when(pl.col("_units").list.len() == 1).then(pl.col("gpus_raw")).alias("gpus_raw"),
+        pl.when(pl.col("_units").list.len() == 1)
+        .then(pl.col("_units").list.first())
+        .otherwise(pl.lit("mixed"))
+        .alias("gpus_raw_unit"),
+        pl.when(pl.col("_has_cpu") > 0)
+        .then(per(pl.col("cpu_milli").cast(pl.Int64), 1000))
+        .alias("cpus"),
+        pl.when(pl.col("_has_mem") > 0).then(pl.col("mem_bytes").cast(pl.Int64)).alias("mem_bytes"),
+        pl.when(pl.col("gpu_type") != "").then(pl.col("gpu_type")).alias("gpu_type"),
+        pl.when(pl.col("_nodes") > 0)
+        .then(pl.min_horizontal(pl.col("_nodes"), pl.col("_one").cast(pl.Int64)))
+        .cast(pl.Int32)
+        .alias("nodes"),
+        pl.col("attempts").cast(pl.Int32),
+        "status",
+        "raw_status",
+        "qos",
+        pl.lit(None, dtype=pl.String).alias("account"),
+        pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("eligible_time"),
+        "time_limit_s",
+        "exit_code",
+        "exit_signal",
+        "workload_type",
+        pl.lit("UTC").alias("source_tz"),
+        pl.lit("absolute").alias("time_basis"),
+    )
+    return jobs, placements, rejected
+
+
+# -------------------------------------------------------------------------- nodes
+
+
+def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(capacity inventory, allocatable inventory, rejected nodes). Both inventories
+    carry ``machine_id``, ``gpus``, ``gpu_type``, ``gpu_mem_bytes``, ``cpus``,
+    ``mem_bytes`` and the GPU-sharing ``_share_per_gpu`` (GiB per GPU)."""
+    n = objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == "Node")).with_row_index(
+        "_p"
+    )
+    n = n.with_columns(pl.col("_p").cast(pl.Int64))
+    labels = _rec("metadata.labels")
+    name = _rec("metadata.name")
+    inv = []
+    for which in ("capacity", "allocatable"):
+        e = (
+            n.select("_p", _rec(f"status.{which}").alias("kv"))
+            .explode("kv")
+            .filter(pl.col("kv").is_not_null())
+            .select(
+                "_p",
+                pl.col("kv").struct.field("key").alias("key"),
+                pl.col("kv").struct.field("value").alias("q"),
+            )
+        )
+        whole = ~e["key"].is_in(["cpu", "memory", "ephemeral-storage"]) & ~e["key"].str.starts_with(
+            "hugepages-"
+        )
+        v, bad_q = parse_column(e["q"], e["key"] == "cpu", whole)
+        e = e.with_columns(
+            v.alias("v"),
+            pl.when(bad_q.is_not_null())
+            .then(pl.format("status.{}.{} '{}' {}", pl.lit(which), "key", "q", bad_q))
+            .alias("_why"),
+        )
+        inv.append(
+            (
+                e.group_by("_p").agg(
+                    pl.col("v").filter(pl.col("key") == "cpu").first().alias("cpu_milli"),
+                    pl.col("v").filter(pl.col("key") == "memory").first().alias("mem_bytes"),
+                    pl.col("v").filter(pl.col("key").is_in(WHOLE_GPU)).sum().alias("whole"),
+                    pl.col("v").filter(pl.col("key") == GPU_MEM).first().alias("share_mem"),
+                    pl.col("v").filter(pl.col("key") == GPU_COUNT).first().alias("share_count"),
+                ),
+                _first_reason(e),
+            )
+        )
+    memory = _lookup(labels, GPU_MEMORY_LABEL)
+    count = _lookup(labels, GPU_COUNT_LABEL)
+    base_why = pl.coalesce(
+        pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
+        pl.when(memory.is_not_null() & ~memory.str.contains(r"^[0-9]{1,9}$")).then(
+            pl.format(
+                "label {} '{}' is not a whole number of MiB", pl.lit(GPU_MEMORY_LABEL), memory
+            )
+        ),
+        pl.when(count.is_not_null() & ~count.str.contains(r"^[0-9]{1,6}$")).then(
+            pl.format("label {} '{}' is not a whole number", pl.lit(GPU_COUNT_LABEL), count)
+        ),
+    )
+    why = (
+        n.select("_p", base_why.alias("_w0"))
+        .join(inv[0][1].rename({"_why": "_w1"}), on="_p", how="left")
+        .join(inv[1][1].rename({"_why": "_w2"}), on="_p", how="left")
+        .select("_p", pl.coalesce("_w0", "_w1", "_w2").alias("_why"))
+    )
+    n = n.join(why, on="_p", how="left", maintain_order="left")
+    rejected = n.filter(pl.col("_why").is_not_null()).select(NUM, RAW, pl.col("_why").alias(REASON))
+    good = n.filter(pl.col("_why").is_null()).select(
+        "_p",
+        name.alias("machine_id"),
+        _lookup(labels, PRODUCT).alias("gpu_type"),
+        (memory.cast(pl.Int64) * MIB).alias("gpu_mem_bytes"),
+        count.cast(pl.Int64).alias("_label_count"),
+    )
+    out = []
+    for k, (totals, _) in enumerate(inv):
+        frame = good.join(totals, on="_p", how="left", maintain_order="left")
+        gpus = pl.col("whole").fill_null(0)
+        if k == 0:
+            gpus = pl.max_horizontal(gpus, pl.col("_label_count").fill_null(0))
+        out.append(
+            frame.select(
+                "machine_id",
+                gpus.cast(pl.Int32).alias("gpus"),
+                "gpu_type",
+                "gpu_mem_bytes",
+                per(pl.col("cpu_milli"), 1000).alias("cpus"),
+                "mem_bytes",
+                (pl.col("share_mem") / pl.col("share_count")).alias("_share_per_gpu"),
+            )
+        )
+    return out[0], out[1], rejected
+
+
+# ------------------------------------------------------------------------- loader
+
+
+def _quarantine(
+    bad: pl.DataFrame, *, table: str, dataset: str, cluster: str, objs: Objects
+) -> pl.DataFrame:
+    return bad.sort(NUM).select(
+        pl.lit(SOURCE).alias("source"),
+        pl.lit(dataset).alias("dataset"),
+        pl.lit(cluster).alias("cluster"),
+        pl.lit(table).alias("table"),
+        pl.lit(objs.info.path.name).alias("file"),
+        pl.format(f"{objs.locator} {{}}", pl.col(NUM)).alias("locator"),
+        capped(pl.col(REASON), REASON_LIMIT).alias("reason"),
+        capped(pl.col(RAW).str.replace_all(r"[\r\n]+", " "), RAW_LIMIT).alias("raw"),
+    )
+
+
+def _machine_rows(frame: pl.DataFrame, dataset: str, cluster: str) -> pl.DataFrame:
+    return frame.select(
+        pl.lit(SOURCE).alias("source"),
+        pl.lit(dataset).alias("dataset"),
+        pl.lit(cluster).alias("cluster"),
+        pl.exclude("_share_per_gpu"),
+    )
+
+
+def _unusable(objs: Objects) -> pl.DataFrame:
+    """Records that are not decodable objects, or neither Pod nor Node."""
+    kind = pl.col("kind")
+    return objs.frame.filter(
+        pl.col(REASON).is_not_null() | ~kind.is_in(["Pod", "Node"]).fill_null(False)
+    ).select(
+        NUM,
+        RAW,
+        pl.coalesce(
+            REASON,
+            pl.when(kind.is_null())
+            .then(pl.lit("record has no kind (expected Pod or Node)"))
+            .otherwise(pl.format("kind {} is not Pod or Node", kind)),
+        ).alias(REASON),
+    )
+
+
+class KubernetesLoader:
+    """Loader for ``kubectl get pods|nodes -o json`` output (one or more files)."""
+
+    name = SOURCE
+    version = "1"
+
+    def batches(
+        self,
+        path: Path,
+        *,
+        more: Sequence[Path] = (),
+        cluster: str = "kubernetes",
+        user_keys: Sequence[str] = USER_KEYS,
+        **_: Any,
+    ) -> Iterator[Batch]:
+        """Yield ``jobs`` + ``placements`` for the file holding the pods and two
+        ``machines`` batches for the file holding the nodes (one file may hold both)."""
+        files = [path, *more]
+        for f in files:
+            require_path(f)
+            if f.is_dir():
+                raise InputError(f, "is a folder; give the kubectl JSON files")
+        dataset = slug(cluster)
+        read = [read_objects(f) for f in files]
+        pod_files = [o for o in read if _count(o, "Pod")]
+        node_files = [o for o in read if _count(o, "Node")]
+        pod_ids, node_ids = {id(o) for o in pod_files}, {id(o) for o in node_files}
+        for group, what in ((pod_files, "pods"), (node_files, "nodes")):
+            if len(group) > 1:
+                raise InputError(
+                    group[1].info.path,
+                    f"holds {what}, and so does {group[0].info.path.name}: give all {what} "
+                    "in one file (one kubectl get, or JSON lines concatenated)",
+                )
+        empty = pl.DataFrame(
+            schema={"machine_id": pl.String, "gpu_type": pl.String, "_share_per_gpu": pl.Float64}
+        )
+        nodes_cap = empty
+        meta = {
+            "source_tz": "UTC",
+            "time_basis": "absolute",
+            "record_numbers": "1-based",
+            "cluster": cluster,
+        }
+        for objs in read:
+            if id(objs) not in pod_ids | node_ids:
+                junk = _unusable(objs)
+                if junk.height:
+                    first = junk.row(0, named=True)
+                    raise InputError(
+                        objs.info.path,
+                        f"holds no pods or nodes ({first[REASON]})",
+                        f"{objs.locator} {first[NUM]}",
+                    )
+                raise InputError(objs.info.path, "holds no pods or nodes (an empty list)")
+        for objs in node_files:
+            cap, alloc, bad = nodes_to_rows(objs)
+            nodes_cap = cap
+            n_nodes = _count(objs, "Node")
+            junk = _unusable(objs) if id(objs) not in pod_ids else _unusable(objs).clear()
+            for frame, ds in ((cap, dataset), (alloc, f"{dataset}-allocatable")):
+                rejected = pl.concat([junk, bad]) if ds == dataset else bad
+                yield Batch(
+                    "machines",
+                    ds,
+                    objs.info,
+                    _machine_rows(frame, ds, cluster),
+                    _quarantine(rejected, table="machines", dataset=ds, cluster=cluster, objs=objs),
+                    rows_read=n_nodes + (junk.height if ds == dataset else 0),
+                    cluster=cluster,
+                    metadata={
+                        **meta,
+                        "inventory": "capacity" if ds == dataset else "allocatable",
+                        "rows_read": "Node records"
+                        + (" and unusable records" if ds == dataset else ""),
+                    },
+                )
+        for objs in pod_files:
+            jobs, placements, bad = pods_to_rows(
+                objs, nodes_cap, cluster=cluster, dataset=dataset, user_keys=user_keys
+            )
+            rejected = pl.concat([_unusable(objs), bad])
+            yield Batch(
+                "placements",
+                dataset,
+                objs.info,
+                placements.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
+                _quarantine(
+                    rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs
+                ),
+                rows_read=_count(objs, "Pod") + _unusable(objs).height,
+                cluster=cluster,
+                metadata={
+                    **meta,
+                    "rows_read": "Pod records (one placement per pod) and unusable records",
+                },
+                sort=False,
+            )
+            yield Batch(
+                "jobs",
+                dataset,
+                objs.info,
+                jobs.sort(list(JOBS.sort_by), nulls_last=True, maintain_order=True),
+                None,
+                rows_read=jobs.height,
+                cluster=cluster,
+                metadata={**meta, "rows_read": "jobs: the owners of the good pods (derived)"},
+                sort=False,
+            )
+
+
+def _count(objs: Objects, kind: str) -> int:
+    """Decodable records of ``kind`` (good and bad ones alike)."""
+    return objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == kind)).height

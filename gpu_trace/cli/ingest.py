@@ -9,10 +9,11 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from gpu_trace.cli._boundary import domain_errors, err
-from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli._boundary import detail, domain_errors, err
+from gpu_trace.cli.options import StoreOpt, number, seconds
 from gpu_trace.loaders import LOADERS, Batch, IngestReport, ingest
 from gpu_trace.settings import resolve_store
+from gpu_trace.values import choose, split_list
 
 app = typer.Typer(
     help="Read raw trace or telemetry files into the store (re-ingesting replaces).",
@@ -37,6 +38,7 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
 
         def on_batch(batch: Batch) -> None:
             progress.update(task, description=f"{batch.file.path.name} -> {batch.table}")
+            detail(f"{batch.file.path} -> {batch.table} (dataset {batch.dataset})")  # -v
 
         report = ingest(LOADERS[source], path, root, on_batch=on_batch, **options)
     print_report(report)
@@ -114,12 +116,6 @@ def ingest_kubernetes(
 HELIOS_CLUSTERS = ("venus", "earth", "saturn", "uranus", "all")
 
 
-def _helios_cluster(value: str) -> str:
-    if value not in HELIOS_CLUSTERS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(HELIOS_CLUSTERS)}")
-    return value
-
-
 @app.command("helios")
 @domain_errors
 def ingest_helios(
@@ -128,7 +124,6 @@ def ingest_helios(
     cluster: Annotated[
         str,
         typer.Option(
-            callback=_helios_cluster,
             help="Cluster to read: venus, earth, saturn, uranus or all (every one present).",
         ),
     ] = "all",
@@ -144,7 +139,9 @@ def ingest_helios(
     """SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.
 
     PATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip."""
-    run_ingest("helios", path, store, cluster=cluster, tz=tz)
+    run_ingest(
+        "helios", path, store, cluster=choose("Helios cluster", cluster, HELIOS_CLUSTERS), tz=tz
+    )
 
 
 @app.command("pai2020")
@@ -153,19 +150,20 @@ def ingest_pai2020(
     path: PathArg,
     store: StoreOpt = None,
     tables: Annotated[
-        str,
+        list[str] | None,
         typer.Option(
-            help="PAI tables to read (comma-separated): job, task, instance, sensor, "
+            help="PAI tables to read (a,b or repeated): job, task, instance, sensor, "
             "group_tag, machine_spec, machine_metric, or all (every one present).",
+            show_default="all",
         ),
-    ] = "all",
+    ] = None,
 ) -> None:
     """Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags
     (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.
 
     PATH: folder with the headerless pai_<table>.csv files (.header files beside them or
     in headers/), or one of those CSVs."""
-    run_ingest("pai2020", path, store, tables=tables)
+    run_ingest("pai2020", path, store, tables=",".join(split_list(tables)) or "all")
 
 
 @app.command("acme")
@@ -213,7 +211,10 @@ StartOpt = Annotated[
     ),
 ]
 IntervalOpt = Annotated[
-    float, typer.Option("--interval", help="Seconds between ticks (dmon -d / dcgmi -d).")
+    str,
+    typer.Option(
+        "--interval", help="Time between ticks (dmon -d / dcgmi -d): 1s, 500ms; bare: seconds."
+    ),
 ]
 
 
@@ -229,12 +230,19 @@ def ingest_nvidia_smi(
         typer.Option(help="The --query-gpu field list, for CSV written with noheader."),
     ] = None,
     start: StartOpt = None,
-    interval: IntervalOpt = 1.0,
+    interval: IntervalOpt = "1s",
 ) -> None:
     """nvidia-smi --query-gpu / --query-compute-apps CSV, dmon and pmon -> gpu_samples,
     events, gpu_processes."""
     run_ingest(
-        "nvidia-smi", path, store, tz=tz, host=host, query=query, start=start, interval_s=interval
+        "nvidia-smi",
+        path,
+        store,
+        tz=tz,
+        host=host,
+        query=query,
+        start=start,
+        interval_s=seconds(interval, "--interval"),
     )
 
 
@@ -245,10 +253,12 @@ def ingest_dcgmi(
     store: StoreOpt = None,
     host: HostOpt = None,
     start: StartOpt = None,
-    interval: IntervalOpt = 1.0,
+    interval: IntervalOpt = "1s",
 ) -> None:
     """`dcgmi dmon` text -> gpu_samples (XID/ECC -> events)."""
-    run_ingest("dcgmi", path, store, host=host, start=start, interval_s=interval)
+    run_ingest(
+        "dcgmi", path, store, host=host, start=start, interval_s=seconds(interval, "--interval")
+    )
 
 
 @app.command("prometheus")
@@ -284,13 +294,6 @@ def ingest_prometheus_range(
 PHILLY_BASES = ("machine_list", "inferred_jobs", "inferred_util")
 
 
-def _philly_bases(values: list[str] | None) -> list[str]:
-    for value in values or []:
-        if value not in PHILLY_BASES:
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(PHILLY_BASES)}")
-    return values or list(PHILLY_BASES)
-
-
 @app.command("philly")
 @domain_errors
 def ingest_philly(
@@ -300,8 +303,7 @@ def ingest_philly(
         list[str] | None,
         typer.Option(
             "--capacity",
-            callback=_philly_bases,
-            help="Inventory to write a capacity row for (repeatable): machine_list, "
+            help="Inventory to write a capacity row for (a,b or repeated): machine_list, "
             "inferred_jobs, inferred_util. Default: all three. Analyses should use "
             "inferred_util: the shipped machine list is wrong (philly-traces#8).",
         ),
@@ -311,7 +313,8 @@ def ingest_philly(
     inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.
 
     PATH: the unpacked trace-data/ folder (or a folder holding it, or one of its files)."""
-    run_ingest("philly", path, store, capacity=tuple(capacity or PHILLY_BASES))
+    bases = [choose("--capacity value", c, PHILLY_BASES) for c in split_list(capacity)]
+    run_ingest("philly", path, store, capacity=tuple(bases or PHILLY_BASES))
 
 
 @app.command("chronus")
@@ -328,7 +331,11 @@ def ingest_gavel(
     store: StoreOpt = None,
     step_s: Annotated[
         float | None,
-        typer.Option("--step-s", help="Seconds per training step (Gavel counts work in steps)."),
+        typer.Option(
+            "--step-s",
+            callback=number(gt=0),
+            help="Seconds per training step (Gavel counts work in steps).",
+        ),
     ] = None,
 ) -> None:
     """Gavel .trace files (7 or 10 tab-separated fields) -> jobs."""

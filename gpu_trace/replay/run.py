@@ -33,6 +33,7 @@ from gpu_trace.replay.policies import base
 from gpu_trace.replay.workload import CLONE_TAG, Workload
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
+from gpu_trace.values import check_number, choose
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,19 @@ class ReplayConfig:
         xp.check_policy("placement", self.placement, self.placement_options)
         xp.check_policy("admission", self.admission, {})
         xp.check_estimator(self.estimator)
-        if self.inflate_mode not in {"paper", "gpu-clones"}:
-            raise xp.UsageError(
-                f"unknown inflate mode {self.inflate_mode!r}: use paper or gpu-clones"
-            )
+        choose("inflate mode", self.inflate_mode, ("paper", "gpu-clones"))
+        # Finite and in range, or the engine fails deep inside with a traceback (load 0)
+        # or silently runs on NaN.
+        check_number(self.load, "load", gt=0)
+        check_number(self.train_fraction, "train_fraction", gt=0, le=1)
+        check_number(self.restore_s, "restore_s", ge=0)
+        check_number(self.multinode_slowdown, "multinode_slowdown", gt=0)
+        check_number(self.checkpoint_s, "checkpoint_s", ge=0)
+        check_number(self.retries, "retries", ge=0)
+        if self.inflate_to is not None:
+            check_number(self.inflate_to, "inflate_to", gt=0)
+        if self.bin_s is not None:
+            check_number(self.bin_s, "bin_s", gt=0)
 
 
 @dataclass

@@ -415,8 +415,9 @@ def test_run_over_seeds_prints_mean_and_spread(openb_store: Path, tmp_path: Path
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("| best-fit")]
-    # one row per curve point (1.0 and 1.3), each a mean over 2 seeds
-    assert [ln.split("|")[2].strip() for ln in lines] == ["1.0", "1.3"]
+    # one row per curve point (1.0 and 1.3 of capacity, printed as shares), each a mean
+    # over 2 seeds
+    assert [ln.split("|")[2].strip() for ln in lines] == ["100.0 %", "130.0 %"]
     assert all(ln.rstrip("| ").endswith("2") for ln in lines)
 
 
@@ -460,7 +461,8 @@ def test_fidelity_flags_a_value_out_of_tolerance_and_exits_1(
     assert res.exit_code == 1
     assert "out of tolerance: fgd-openb-130/random" in res.stderr
     row = next(ln for ln in res.stdout.splitlines() if ln.startswith("| fgd-openb-130 | random "))
-    assert "99.0" in row and "OUT" in row
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[3]) == 99.0 and "OUT" in cells
 
 
 def test_unknown_fidelity_check_is_a_usage_error(openb_store: Path) -> None:

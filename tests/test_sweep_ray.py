@@ -18,6 +18,7 @@ import pytest
 
 from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_grid as sg
+from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.scan import scan
 
 if os.environ.get("GPU_TRACE_REQUIRE_RAY") == "1":
@@ -76,6 +77,27 @@ def test_ray_sweep_writes_the_same_bytes_as_in_process(
     # the tasks ran in Ray workers, not in this process
     pids = {m["pid"] for m in sw.read_markers(tmp_path / "ray").values()}
     assert os.getpid() not in pids
+
+
+def test_runs_finishing_within_the_commit_interval_share_one_commit(
+    local_ray: Any, store_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an interval longer than the sweep, the first finished run is committed alone
+    (it publishes the sweep) and the other five together: two generations, not six.
+    Every run is still stored once and marked only after its commit."""
+    from gpu_trace.replay import sweep_ray
+
+    store = store_copy
+    snapshot_root(store)  # the copy followed the `current` symlink: give it one again
+    monkeypatch.setattr(sweep_ray, "COMMIT_INTERVAL_S", 600.0)
+    before = int((store / "current").readlink().name.removeprefix("gen-"))
+    summary = sw.run_sweep(store, small_grid(), tmp_path / "sw", workers=2)
+    after = int((store / "current").readlink().name.removeprefix("gen-"))
+    assert summary.ran == 6 and not summary.failed
+    assert after - before == 2
+    runs = scan(store, "replay_runs", ["openb"]).collect()
+    assert runs.height == 6 and runs["run_id"].n_unique() == 6
+    assert sorted(sw.read_markers(tmp_path / "sw")) == sorted(runs["run_id"].to_list())
 
 
 def _task_pids() -> list[int]:

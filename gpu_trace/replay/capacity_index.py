@@ -189,6 +189,10 @@ class CapacityIndex:
         i = (g - k_old) * n + node  # a member: its bit is set
         j = (g - k_new) * n + node  # not a member (a node has one count)
         lv0 = keys.levels[0]
+        if i >> 6 == j >> 6:  # one word: it stays non-zero, no upper level changes
+            lv0[i >> 6] = lv0[i >> 6] & ~(1 << (i & 63)) | 1 << (j & 63)
+            self.whole_total[t] += k_new - k_old
+            return
         x = lv0[i >> 6] & ~(1 << (i & 63))
         if x:  # the common case, inlined: the word stays non-zero
             lv0[i >> 6] = x

@@ -17,7 +17,6 @@ serves the vectorized policies (random, best-fit, FGD) that score every node at 
 
 from __future__ import annotations
 
-import array
 import csv
 import json
 import math
@@ -400,9 +399,11 @@ class ClusterState:
     """Mutable allocation state of a cluster (the engine's; policies see a
     :class:`ClusterView`).
 
-    ``free[n][g]`` is the free milli-GPU of GPU g on node n (``array`` rows: cheap
-    scalar access from Python and exportable as read-only memory); ``free_np`` mirrors it
-    for vectorized scoring (-1 marks GPU slots a smaller node does not have).
+    ``free[n][g]`` is the free milli-GPU of GPU g on node n: ``memoryview`` rows over
+    the matrix ``free_np`` that the vectorized policies score (-1 marks GPU slots a
+    smaller node does not have), so an allocation writes each value once and the two can
+    never disagree (scalar access through a memoryview is as cheap as through an
+    ``array``).
     ``whole[n]`` counts wholly free GPUs and ``buckets[t][k]`` holds the nodes of type t
     with exactly k wholly free GPUs; ``index`` (:class:`CapacityIndex`) orders them.
     """
@@ -413,10 +414,13 @@ class ClusterState:
         self.gmax = gmax
         self.node_gpus = list(spec.node_gpus)
         self.node_type = list(spec.node_type)
-        self.free = [array.array("i", [MILLI] * g) for g in spec.node_gpus]
         self.free_np: npt.NDArray[np.int32] = np.full((n, gmax), -1, dtype=np.int32)
         for i, g in enumerate(spec.node_gpus):
             self.free_np[i, :g] = MILLI
+        self.free: list[memoryview] = [
+            self.free_np[i, :g].data for i, g in enumerate(spec.node_gpus)
+        ]
+        """Per-node rows *of* ``free_np`` (one write updates both)."""
         self.whole = list(spec.node_gpus)
         self.node_free = [g * MILLI for g in spec.node_gpus]
         self.buckets: list[list[set[int]]] = [
@@ -527,82 +531,115 @@ class ClusterState:
         return f if 0 < f < self.node_gpus[n] * MILLI else 0
 
     def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
-        """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked)."""
+        """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked).
+
+        Runs for every part of every start (a job on one big node has one part per GPU),
+        so it works on locals and writes the cluster-wide sums once. The bucket sets are
+        updated one GPU at a time, as always: their iteration order (which picks among
+        nodes of equal free count) depends on the order of adds and discards."""
         moved: dict[int, int] | None = None
         index = self.index
-        node_free, whole = self.node_free, self.whole
-        for n, g, milli in parts:
-            if g < 0 and milli == 0:
-                continue  # a CPU-only job's part: it names the node, holds no GPU
-            row = self.free[n]
-            before = row[g]
-            if milli <= 0 or before < milli:
-                raise AssertionError(f"over-allocation of node {n} GPU {g}")
-            cap = self.node_gpus[n] * MILLI
-            f = node_free[n]
-            if 0 < f < cap:
-                self.frag_milli -= f
-            f -= milli
-            if 0 < f < cap:
-                self.frag_milli += f
-            node_free[n] = f
-            row[g] = before - milli
-            self.free_np[n, g] = before - milli
-            self.used_milli += milli
-            if before == MILLI:
-                k = whole[n]
-                b = self.buckets[self.node_type[n]]
-                b[k].discard(n)
-                b[k - 1].add(n)
-                whole[n] = k - 1
-                if moved is None:
-                    moved = {n: k}
-                else:
-                    moved.setdefault(n, k)
-                if index.large[n]:
-                    index.gpus_free[n].discard(g)
+        large, gpus_free = index.large, index.gpus_free
+        node_free, whole, free = self.node_free, self.whole, self.free
+        buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
+        frag = self.frag_milli
+        used = 0
+        try:
+            for n, g, milli in parts:
+                if g < 0 and milli == 0:
+                    continue  # a CPU-only job's part: it names the node, holds no GPU
+                row = free[n]
+                before = row[g]
+                if milli <= 0 or before < milli:
+                    raise AssertionError(f"over-allocation of node {n} GPU {g}")
+                cap = node_gpus[n] * MILLI
+                f = node_free[n]
+                if 0 < f < cap:
+                    frag -= f
+                f -= milli
+                if 0 < f < cap:
+                    frag += f
+                node_free[n] = f
+                row[g] = before - milli
+                used += milli
+                if before == MILLI:
+                    k = whole[n]
+                    b = buckets[node_type[n]]
+                    b[k].discard(n)
+                    b[k - 1].add(n)
+                    whole[n] = k - 1
+                    if moved is None:
+                        moved = {n: k}
+                    elif n not in moved:
+                        moved[n] = k
+                    if large[n]:  # GPU g was wholly free: its bit is set
+                        bits = gpus_free[n]
+                        lv0 = bits.levels[0]
+                        x = lv0[g >> 6] & ~(1 << (g & 63))
+                        if x:  # the word stays non-zero: no upper level changes
+                            lv0[g >> 6] = x
+                            bits.count -= 1
+                        else:
+                            bits.discard(g)
+        finally:
+            self.frag_milli = frag
+            self.used_milli += used
         if moved is not None:
             for n, k in moved.items():
-                index.move(n, self.node_type[n], k, whole[n])
+                index.move(n, node_type[n], k, whole[n])
 
     def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
-        """Give back what :meth:`allocate` took."""
+        """Give back what :meth:`allocate` took (the same per-part order of updates)."""
         moved: dict[int, int] | None = None
         index = self.index
-        node_free, whole = self.node_free, self.whole
-        for n, g, milli in parts:
-            if g < 0 and milli == 0:
-                continue
-            row = self.free[n]
-            after = row[g] + milli
-            if after > MILLI:
-                raise AssertionError(f"release beyond capacity on node {n} GPU {g}")
-            cap = self.node_gpus[n] * MILLI
-            f = node_free[n]
-            if 0 < f < cap:
-                self.frag_milli -= f
-            f += milli
-            if 0 < f < cap:
-                self.frag_milli += f
-            node_free[n] = f
-            row[g] = after
-            self.free_np[n, g] = after
-            self.used_milli -= milli
-            if after == MILLI:
-                k = whole[n]
-                b = self.buckets[self.node_type[n]]
-                b[k].discard(n)
-                b[k + 1].add(n)
-                whole[n] = k + 1
-                if moved is None:
-                    moved = {n: k}
-                else:
-                    moved.setdefault(n, k)
-                if index.large[n]:
-                    index.gpus_free[n].add(g)
+        large, gpus_free = index.large, index.gpus_free
+        node_free, whole, free = self.node_free, self.whole, self.free
+        buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
+        frag = self.frag_milli
+        used = 0
+        try:
+            for n, g, milli in parts:
+                if g < 0 and milli == 0:
+                    continue
+                row = free[n]
+                after = row[g] + milli
+                if after > MILLI:
+                    raise AssertionError(f"release beyond capacity on node {n} GPU {g}")
+                cap = node_gpus[n] * MILLI
+                f = node_free[n]
+                if 0 < f < cap:
+                    frag -= f
+                f += milli
+                if 0 < f < cap:
+                    frag += f
+                node_free[n] = f
+                row[g] = after
+                used += milli
+                if after == MILLI:
+                    k = whole[n]
+                    b = buckets[node_type[n]]
+                    b[k].discard(n)
+                    b[k + 1].add(n)
+                    whole[n] = k + 1
+                    if moved is None:
+                        moved = {n: k}
+                    elif n not in moved:
+                        moved[n] = k
+                    if large[n]:  # GPU g was not wholly free: its bit is clear
+                        bits = gpus_free[n]
+                        lv0 = bits.levels[0]
+                        x = lv0[g >> 6]
+                        if x:  # the word was non-zero: no upper level changes
+                            lv0[g >> 6] = x | 1 << (g & 63)
+                            bits.count += 1
+                        else:
+                            bits.add(g)
+        finally:
+            self.frag_milli = frag
+            self.used_milli -= used
         if moved is not None:
             for n, k in moved.items():
-                index.move(n, self.node_type[n], k, whole[n])
+                index.move(n, node_type[n], k, whole[n])
 
     def res_ok_np(self, cpu: int, mem: int) -> npt.NDArray[np.bool_]:
         """Per node: are ``cpu`` milli-cores and ``mem`` bytes free?"""

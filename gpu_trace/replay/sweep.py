@@ -346,8 +346,9 @@ def _on_ray(
     summary: SweepSummary,
 ) -> Iterator[Batch]:
     """Submit the runs as Ray tasks (at most 2 x workers in flight) and yield the
-    finished ones as they complete (``ray.wait``), several at a time when several are
-    ready."""
+    finished ones in batches, one store commit each: the first as soon as it is done,
+    then every run that finished within ``sweep_ray.COMMIT_INTERVAL_S`` of the previous
+    commit (a commit costs about the same for one run or many)."""
     from gpu_trace.replay import sweep_ray
 
     t0 = time.perf_counter()

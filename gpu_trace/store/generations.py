@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from gpu_trace.errors import StoreError
@@ -137,7 +137,7 @@ def store_lock(store: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _fsync_path(path: Path) -> None:
+def _fsync_path(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -250,27 +250,41 @@ def clean_leftovers(store: Path, *, locked: bool = False) -> None:
                 _remove(path)
 
 
-def _link_tree(base: Path, build: Path, skip: set[PurePosixPath]) -> None:
-    """Hard-link every visible file of ``base`` into ``build`` (copy if links fail)."""
-    for dirpath, dirnames, files in os.walk(base):
-        rel_dir = PurePosixPath(Path(dirpath).relative_to(base).as_posix())
+def _link_tree(base: Path, build: Path, skip: set[PurePosixPath]) -> list[str]:
+    """Hard-link every visible file of ``base`` into ``build`` (copy if links fail);
+    returns the folders made (``build`` first), for :func:`_fsync_dirs`.
+
+    ``str`` paths and one ``mkdir`` per folder: this runs on every commit over every
+    file of the store, so per-file ``pathlib`` objects and ``mkdir(parents=True)``
+    probing were most of a sweep driver's CPU per commit."""
+    base_s, build_s = os.fspath(base), os.fspath(build)
+    skip_s = {str(p) for p in skip}
+    made = [build_s]
+    for dirpath, dirnames, files in os.walk(base_s):
+        rel = os.path.relpath(dirpath, base_s)
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        (build / rel_dir).mkdir(parents=True, exist_ok=True)
+        if rel == ".":
+            rel, dst_dir = "", build_s
+        else:
+            dst_dir = f"{build_s}/{rel}"
+            Path(dst_dir).mkdir()  # os.walk is top-down: the parent exists
+            made.append(dst_dir)
         for f in files:
-            if f.startswith(".") or rel_dir / f in skip:
+            if f.startswith(".") or (f"{rel}/{f}" if rel else f) in skip_s:
                 continue
-            src, dst = Path(dirpath) / f, build / rel_dir / f
+            src, dst = f"{dirpath}/{f}", f"{dst_dir}/{f}"
             try:
                 os.link(src, dst)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
                 shutil.copy2(src, dst)
+    return made
 
 
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _, _ in os.walk(root):
-        _fsync_path(Path(dirpath))
+def _fsync_dirs(dirs: Iterable[str]) -> None:
+    for d in dirs:
+        _fsync_path(d)
 
 
 def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
@@ -283,14 +297,20 @@ def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
         build = store / f".build-{os.getpid()}-{uuid.uuid4().hex}"
         build.mkdir()
         try:
+            made = [os.fspath(build)]
             if cur is not None:
-                _link_tree(store / gen_name(cur), build, set(files))
+                made = _link_tree(store / gen_name(cur), build, set(files))
+            have = set(made)
             for rel, src in files.items():
                 dst = build / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
+                for parent in reversed(dst.parents[: len(rel.parts) - 1]):
+                    if os.fspath(parent) not in have:
+                        parent.mkdir(exist_ok=True)
+                        have.add(os.fspath(parent))
+                        made.append(os.fspath(parent))
                 _fsync_path(src)
                 src.replace(dst)
-            _fsync_tree(build)
+            _fsync_dirs(made)
             new = store / gen_name((cur or 0) + 1)
             build.rename(new)
         except BaseException:

@@ -142,13 +142,29 @@ def _write_empty(table: Table, path: Path) -> None:
     )
 
 
+_CHECKED_EMPTY: dict[tuple[int, int, int, int], int] = {}
+"""(device, inode, size, mtime) of an ``_empty`` file whose footer was read -> the schema
+version it holds. Generations hard-link unchanged files, so the same file shows up in
+every new generation; every transaction would otherwise re-read one footer per table."""
+
+
 def _empty_is_current(root: Path, table: Table) -> bool:
     path = root / dataset_relpath(table.name, EMPTY_SOURCE, "empty")
     try:
-        meta = pq.read_schema(path).metadata or {}
+        st = path.stat()
     except (FileNotFoundError, NotADirectoryError):
         return False
-    return meta.get(b"gpu_trace.schema_version") == str(table.version).encode()
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    version = _CHECKED_EMPTY.get(key)
+    if version is None:
+        try:
+            meta = pq.read_schema(path).metadata or {}
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        raw = meta.get(b"gpu_trace.schema_version", b"")
+        version = int(raw) if raw.isdigit() else -1
+        _CHECKED_EMPTY[key] = version
+    return version == table.version
 
 
 def ensure_layout(store: Path) -> None:

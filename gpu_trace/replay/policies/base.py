@@ -325,27 +325,36 @@ class ClassedQueue:
         self.size -= 1
 
     def fill(self, try_start: Callable[[int], bool]) -> int:
-        """Start jobs best-first while any group's best job fits; returns starts."""
+        """Start jobs best-first while any group's best job fits; returns starts.
+
+        Runs once per scheduling pass: the groups still in play (non-empty, not yet
+        blocked) are kept in a list that shrinks, so each pick is one comparison per
+        such group. Heads are unique (a job is in one group), so the pick does not
+        depend on the groups' order. ``try_start`` must not push to this queue (no
+        policy's does: preemption requeues outside ``fill``)."""
         if not self.size:
             return 0
-        blocked: set[Hashable] = set()
+        live = [h for h in self.groups.values() if h]
         started = 0
-        groups = self.groups
-        while True:
-            top: tuple[Any, int] | None = None
-            top_key: Hashable = None
-            for key, h in groups.items():
-                if h and key not in blocked and (top is None or h[0] < top):
-                    top = h[0]
-                    top_key = key
-            if top is None:
-                return started
+        heappop = heapq.heappop
+        while live:
+            at = 0
+            top = live[0][0]
+            for i in range(1, len(live)):
+                head = live[i][0]
+                if head < top:
+                    top = head
+                    at = i
             if try_start(top[1]):
-                heapq.heappop(groups[top_key])
+                best = live[at]
+                heappop(best)
                 self.size -= 1
                 started += 1
+                if not best:
+                    del live[at]
             else:
-                blocked.add(top_key)
+                del live[at]
+        return started
 
 
 class PolicyBase:

@@ -57,6 +57,9 @@ test-all: $(STAMP) ## Tests including slow ones
 samples: $(STAMP) ## Regenerate the synthetic job samples in data/samples/*/synthetic/
 	$(BIN)/python -m gpu_trace.synth.bundled .
 
+docs: $(STAMP) ## Regenerate docs/cli.md from every command's --help
+	$(BIN)/python -m gpu_trace.cli.docs docs/cli.md
+
 schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
 	$(BIN)/python -m gpu_trace.schemas.export schemas
 
@@ -71,4 +74,4 @@ fuzz: $(STAMP) ## Ingest fuzz campaign, FUZZ_CASES mutated inputs (reproducers: 
 clean: ## Remove the venv, caches, the local store and built reports
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis data/store reports build
 
-.PHONY: help install demo lint fmt test test-all samples schemas bench fuzz clean
+.PHONY: help install demo lint fmt test test-all docs samples schemas bench fuzz clean

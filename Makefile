@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install gpu-trace with dev tools
 
-demo: $(STAMP) ## Ingest every bundled sample into data/store and build the report
+# .ci/wheel runs the demo with an installed wheel's gpu-trace: BIN=<venv>/bin DEMO_NEEDS=
+DEMO_NEEDS ?= $(STAMP)
+demo: $(DEMO_NEEDS) ## Ingest every bundled sample into data/store and build the report
 	$(BIN)/gpu-trace ingest openb data/samples/openb --store $(STORE)
 	$(BIN)/gpu-trace ingest helios data/samples/helios --store $(STORE)
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)

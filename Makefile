@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install gpu-trace with dev tools
 
-demo: $(STAMP) ## Ingest every bundled sample into data/store and build the report
+# .ci/wheel runs the demo with an installed wheel's gpu-trace: BIN=<venv>/bin DEMO_NEEDS=
+DEMO_NEEDS ?= $(STAMP)
+demo: $(DEMO_NEEDS) ## Ingest every bundled sample into data/store and build the report
 	$(BIN)/gpu-trace ingest openb data/samples/openb --store $(STORE)
 	$(BIN)/gpu-trace ingest helios data/samples/helios --store $(STORE)
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)
@@ -57,6 +59,9 @@ test-all: $(STAMP) ## Tests including slow ones
 samples: $(STAMP) ## Regenerate the synthetic job samples in data/samples/*/synthetic/
 	$(BIN)/python -m gpu_trace.synth.bundled .
 
+docs: $(STAMP) ## Regenerate docs/cli.md from every command's --help
+	$(BIN)/python -m gpu_trace.cli.docs docs/cli.md
+
 schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
 	$(BIN)/python -m gpu_trace.schemas.export schemas
 
@@ -71,4 +76,4 @@ fuzz: $(STAMP) ## Ingest fuzz campaign, FUZZ_CASES mutated inputs (reproducers: 
 clean: ## Remove the venv, caches, the local store and built reports
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis data/store reports build
 
-.PHONY: help install demo lint fmt test test-all samples schemas bench fuzz clean
+.PHONY: help install demo lint fmt test test-all docs samples schemas bench fuzz clean

@@ -70,9 +70,12 @@ def ingest_openb(
     path: PathArg,
     store: StoreOpt = None,
     variant: Annotated[
-        str,
-        typer.Option(help="Pod list to read from a folder: default, gpushare40, ... or all."),
-    ] = "default",
+        str | None,
+        typer.Option(
+            help="Pod list to read from a folder: default, gpushare40, ... or all. Unset: "
+            "default, or the folder's only pod list (named on stderr)."
+        ),
+    ] = None,
 ) -> None:
     """Alibaba 2023 openb: pod lists -> jobs, node lists -> machines."""
     run_ingest("openb", path, store, variant=variant)

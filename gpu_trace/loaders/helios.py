@@ -550,7 +550,7 @@ def read_clean(
     parse or fails a check; a job name that starts with a double quote) are left to
     the line-exact parse, which may still accept them: this path is stricter, never
     looser. Counts and times must be written without blanks around them (the
-    line-exact path strips blanks). ``tests/test_helios.py`` checks the two paths
+    line-exact path strips blanks). ``tests/test_helios_unit.py`` checks the two paths
     agree on random files."""
     if frame is None or frame.height != info.records:
         return None

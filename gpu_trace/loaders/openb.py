@@ -21,13 +21,14 @@ stored as 1970-01-01T00:00:00Z plus the offset. A pod's ``deletion_time`` is its
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from gpu_trace.errors import InputError
+from gpu_trace.errors import InputError, InputWarning
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     REASON,
@@ -79,6 +80,8 @@ GPU_MEM_GIB = {"V100M16": 16, "V100M32": 32, "T4": 16, "A10": 24}
 """GPU memory for the models whose name or product fixes it; P100 (12 or 16 GiB) and the
 undisclosed G1/G2/G3 stay null rather than guessed."""
 
+DEFAULT_VARIANT = "default"
+"""The pod list read from a folder that holds it, when no ``--variant`` is given."""
 _POD_FILE = re.compile(r"^openb_pod_list_(?P<variant>.+)\.csv$")
 _NODE_FILE = re.compile(r"^openb_node_list_(?P<variant>.+)\.csv$")
 
@@ -229,18 +232,21 @@ class OpenbLoader:
     name = SOURCE
     version = "1"
 
-    def batches(self, path: Path, *, variant: str = "default", **_: Any) -> Iterator[Batch]:
+    def batches(self, path: Path, *, variant: str | None = None, **_: Any) -> Iterator[Batch]:
         """Yield a ``jobs`` batch per selected pod list and a ``machines`` batch per node
         list. ``variant`` picks pod lists in a folder (``default``, ``gpushare40``, ...,
-        or ``all``); a file path is read whatever its variant."""
+        or ``all``); a file path is read whatever its variant. Without ``variant`` a
+        folder's ``default`` list is read, or, when the folder holds exactly one other
+        variant (a user who downloaded only ``gpushare40``), that one, with a warning line
+        naming it so the choice is never silent."""
         files = [path] if path.is_file() else sorted(path.glob("openb_*_list_*.csv"))
-        found_pods = False
+        if path.is_dir():
+            variant = _pick_variant(path, files, variant)
         for f in files:
             if m := _POD_FILE.match(f.name):
                 v = m["variant"]
                 if path.is_dir() and variant != "all" and v != variant:
                     continue
-                found_pods = True
                 yield pods(f, slug(v))
             elif m := _NODE_FILE.match(f.name):
                 yield nodes(f, slug(m["variant"]))
@@ -248,5 +254,35 @@ class OpenbLoader:
                 raise InputError(
                     f, "not an openb file (expected openb_pod_list_*.csv or openb_node_list_*.csv)"
                 )
-        if path.is_dir() and variant != "all" and not found_pods:
-            raise InputError(path, f"no openb_pod_list_{variant}.csv in this folder")
+
+
+def _pick_variant(folder: Path, files: list[Path], variant: str | None) -> str:
+    """The pod-list variant to read from ``folder``: ``variant`` when given (it must be
+    there, or be ``all``), else ``default``, else the folder's only variant. Several
+    variants and no ``default`` is an error listing them: guessing would be silent."""
+    held = [m["variant"] for f in files if (m := _POD_FILE.match(f.name))]
+    listing = ", ".join(held) or "none"
+    if variant == "all":
+        return variant
+    if variant is not None:
+        if variant in held:
+            return variant
+        raise InputError(
+            folder, f"no openb_pod_list_{variant}.csv in this folder (pod lists here: {listing})"
+        )
+    if DEFAULT_VARIANT in held:
+        return DEFAULT_VARIANT
+    if len(held) == 1:
+        warnings.warn(
+            InputWarning(
+                f"{folder}: no openb_pod_list_{DEFAULT_VARIANT}.csv; reading the one pod list "
+                f"here, openb_pod_list_{held[0]}.csv (--variant {held[0]})"
+            ),
+            stacklevel=3,
+        )
+        return held[0]
+    raise InputError(
+        folder,
+        f"no openb_pod_list_{DEFAULT_VARIANT}.csv in this folder (pod lists here: {listing}); "
+        "pick one with --variant NAME, or --variant all",
+    )

@@ -1,37 +1,33 @@
-"""The Philly loader: a hand-written ``trace-data/`` fixture with hand-computed values,
+"""philly: integration tests (ingest into a real store).
+
+The Philly loader: a hand-written ``trace-data/`` fixture with hand-computed values,
 the real machine list (checked with stdlib csv), the real marwage job rows converted
 back to the raw job-log format (checked with stdlib json + zoneinfo), fuzzing of both
-parsers, and the synthetic generator."""
+parsers, and the synthetic generator.
+"""
 
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
-import re
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from statistics import median
 from zoneinfo import ZoneInfo
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from gpu_trace.cli import app
 from gpu_trace.errors import InputError
-from gpu_trace.loaders import LOADERS, ingest, philly_json
+from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.loaders.base import IngestReport
 from gpu_trace.store.catalog import connect
-from gpu_trace.store.parquet import dataset_path, read_table
-from gpu_trace.synth.philly import write as synth_write
+from gpu_trace.store.parquet import dataset_path
 from tests.conftest import SAMPLES
+from tests.philly_common import FIXTURE, frame
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "philly"
 MACHINE_LIST = SAMPLES / "philly" / "cluster_machine_list"
 MARWAGE = SAMPLES / "processed" / "marwage-philly" / "jobs.json"
 LA = ZoneInfo("America/Los_Angeles")
@@ -39,12 +35,6 @@ LA = ZoneInfo("America/Los_Angeles")
 
 def utc(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def frame(store: Path, table: str) -> pl.DataFrame:
-    df = pl.from_arrow(read_table(store, table, "philly"))
-    assert isinstance(df, pl.DataFrame)
-    return df
 
 
 @pytest.fixture(scope="module")
@@ -364,20 +354,6 @@ def test_reingest_is_byte_identical(fixture_store: Path, tmp_path: Path) -> None
         )
 
 
-def test_capacity_option_and_cli(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    result = CliRunner().invoke(
-        app,
-        ["ingest", "philly", str(FIXTURE), "--store", str(store), "--capacity", "inferred_util"],
-    )
-    assert result.exit_code == 0, result.output
-    assert "cluster_job_log" in result.stdout and "gpu_samples" in result.stdout
-    assert frame(store, "capacity")["basis"].to_list() == ["inferred_util"]
-    bad = CliRunner().invoke(app, ["ingest", "philly", str(tmp_path), "--store", str(store)])
-    assert bad.exit_code == 1
-    assert "no cluster_job_log" in bad.output
-
-
 def test_folder_without_job_log_and_optional_files(tmp_path: Path, store: Path) -> None:
     with pytest.raises(InputError, match="no cluster_job_log") as info:
         ingest(LOADERS["philly"], tmp_path, store)
@@ -560,325 +536,3 @@ def test_real_marwage_jobs(tmp_path: Path, store: Path) -> None:
     assert spanning == 62
     ex = got["application_1506638472019_14199"]
     assert (ex["run_s"], ex["attempts"]) == (193_263.0, 2)
-
-
-# --- fuzzing -----------------------------------------------------------------------------
-
-TIMES = st.sampled_from(
-    ["2017-10-07 01:12:09", "None", "", "2017-11-05 01:30:00", "2017-03-12 02:30:00", "x"]
-)
-ATTEMPT = st.fixed_dictionaries(
-    {
-        "start_time": TIMES,
-        "end_time": TIMES,
-        "detail": st.lists(
-            st.fixed_dictionaries(
-                {
-                    "ip": st.sampled_from(["m1", "m2", ""]),
-                    "gpus": st.lists(st.sampled_from(["gpu0", "gpu7", "gpu", "GPU1"]), max_size=3),
-                }
-            ),
-            max_size=2,
-        ),
-    }
-)
-RECORD = st.fixed_dictionaries(
-    {
-        "status": st.sampled_from(["Pass", "Killed", "Failed", "None"]),
-        "jobid": st.text(min_size=0, max_size=6),
-        "attempts": st.lists(ATTEMPT, max_size=3),
-        "submitted_time": TIMES,
-    }
-)
-ELEMENT = st.one_of(
-    RECORD,
-    RECORD,
-    st.integers(),
-    st.none(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.sampled_from(["jobid", "attempts", "user"]), st.integers(), max_size=2),
-)
-FUZZ = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-
-
-@FUZZ
-@given(
-    records=st.lists(ELEMENT, max_size=8),
-    indent=st.sampled_from([None, 1]),
-    cut=st.one_of(st.none(), st.integers(0, 2000)),
-    tail=st.binary(max_size=6),
-)
-def test_fuzz_job_log(
-    tmp_path_factory: pytest.TempPathFactory,
-    records: list[object],
-    indent: int | None,
-    cut: int | None,
-    tail: bytes,
-) -> None:
-    root = tmp_path_factory.mktemp("fuzzlog")
-    data = json.dumps(records, indent=indent).encode()
-    if cut is not None:
-        data = data[:cut] + tail
-    (root / "cluster_job_log").write_bytes(data)
-    try:
-        is_array = isinstance(json.loads(data), list)
-    except ValueError:
-        is_array = False
-    try:
-        report = ingest(LOADERS["philly"], root, root / "store")
-    except InputError as exc:
-        assert str(root / "cluster_job_log") in str(exc)
-        assert not is_array, "a valid JSON array must not fail as a whole"
-        return
-    jobs = next(r for r in report.lines if r.table == "jobs")
-    assert jobs.rows_read == jobs.rows_written + jobs.rows_quarantined
-    if is_array:
-        assert jobs.rows_read == len(json.loads(data))
-        good = sum(
-            1
-            for r in json.loads(data)
-            if isinstance(r, dict) and r.get("jobid") and isinstance(r.get("attempts"), list)
-        )
-        assert jobs.rows_written <= good
-
-
-@settings(max_examples=60, deadline=None)
-@given(data=st.binary(max_size=200), chunk=st.integers(1, 40))
-def test_fuzz_split_is_chunk_independent(
-    tmp_path_factory: pytest.TempPathFactory, data: bytes, chunk: int
-) -> None:
-    """The same bytes split the same way whatever the chunk size: quotes, escapes and
-    brackets that straddle chunk boundaries carry over correctly."""
-    root = tmp_path_factory.mktemp("chunks")
-    f = root / "cluster_job_log"
-    payload = b'[{"a": "x\\\\", "b": "q\\"[,"}, ' + data + b', {"c": [1, {"d": ","}]}]'
-    f.write_bytes(payload)
-
-    def split(size: int) -> tuple[str, int] | str:
-        work = root / f"w{size}"
-        work.mkdir(exist_ok=True)
-        philly_json._CHUNK = size  # type: ignore[misc]
-        try:
-            s = philly_json.split_array(f, work)
-            return s.lines.read_text(), s.info.records
-        except InputError as exc:
-            return str(exc)
-        finally:
-            philly_json._CHUNK = 1 << 24  # type: ignore[misc]
-
-    assert split(chunk) == split(1 << 24)
-    try:
-        parsed = json.loads(payload)
-    except ValueError:
-        return
-    result = split(1 << 24)
-    assert not isinstance(result, str) and result[1] == len(parsed)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    records=st.lists(ELEMENT, max_size=6),
-    indent=st.sampled_from([None, 2]),
-    cut=st.one_of(st.none(), st.integers(0, 600)),
-    extra=st.sampled_from(["", ",", ", ", "]", "}", " x", ",]"]),
-)
-def test_fuzz_fast_path_agrees_with_numpy_split(
-    tmp_path_factory: pytest.TempPathFactory,
-    records: list[object],
-    indent: int | None,
-    cut: int | None,
-    extra: str,
-) -> None:
-    """Whenever DuckDB's reader accepts a file, the numpy split (the reference for
-    broken files) finds the same records with the same text."""
-    root = tmp_path_factory.mktemp("paths")
-    data = json.dumps(records, indent=indent).encode()
-    data = (data if cut is None else data[:cut]) + extra.encode()
-    f = root / "cluster_job_log"
-    f.write_bytes(data)
-    (root / "a").mkdir()
-    (root / "b").mkdir()
-    try:
-        fast = philly_json.read_records(f, root / "a")
-    except InputError:
-        with pytest.raises(InputError):
-            philly_json.split_array(f, root / "b")
-        return
-    split = philly_json.split_array(f, root / "b")
-    lines = split.frame["_raw"].to_list()
-    assert fast.info.records == split.info.records
-    assert fast.closed == split.closed
-    assert [" ".join(t.split()) for t in fast.lines["_raw"]] == [" ".join(t.split()) for t in lines]
-    assert fast.info.sha256 == split.info.sha256 == hashlib.sha256(data).hexdigest()
-
-
-UTIL_HEADER = "time,machineId,gpu0_util,gpu1_util"
-UTIL_FIELD = st.sampled_from(
-    [
-        *("2017-11-05 01:30:00 PST", "2017-11-05 01:30:00 PDT", "2017-12-01 00:00:00 PDT"),
-        *("m1", "NA", "", "12.5", "-1", "nan", "1e3", "abc", "0", " 3"),
-    ]
-)
-UTIL_LINE = st.lists(UTIL_FIELD, min_size=0, max_size=6).map(",".join)
-
-
-@FUZZ
-@given(lines=st.lists(UTIL_LINE, max_size=10), tail=st.binary(max_size=8))
-def test_fuzz_util(tmp_path_factory: pytest.TempPathFactory, lines: list[str], tail: bytes) -> None:
-    root = tmp_path_factory.mktemp("fuzzutil")
-    (root / "cluster_job_log").write_text("[]")
-    data = (UTIL_HEADER + "\n" + "\n".join(lines)).encode() + tail
-    f = root / "cluster_gpu_util"
-    f.write_bytes(data)
-    try:
-        report = ingest(LOADERS["philly"], root, root / "store")
-    except InputError as exc:
-        assert str(f) in str(exc)
-        return
-    util = next(r for r in report.lines if r.table == "gpu_samples")
-    assert util.rows_read == util.rows_written + util.rows_quarantined
-    meta = pq.read_metadata(dataset_path(root / "store", "gpu_samples", "philly", "gpu_util"))
-    kv = meta.metadata
-    physical = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1
-    assert int(kv[b"gpu_trace.file_rows"]) == physical
-    assert (
-        int(kv[b"gpu_trace.rows_with_samples"])
-        + int(kv[b"gpu_trace.rows_all_na"])
-        + int(kv[b"gpu_trace.rows_quarantined"])
-        == physical
-    )
-
-
-# --- synthetic generator ----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("synth") / "trace-data"
-    synth_write(out, jobs=8_000, seed=3, util_days=0.1)
-    return out
-
-
-def test_synth_is_deterministic(synth: Path, tmp_path: Path) -> None:
-    again = tmp_path / "again"
-    files = synth_write(again, jobs=8_000, seed=3, util_days=0.1)
-    assert [f.name for f in files] == [
-        "cluster_job_log",
-        "cluster_machine_list",
-        "cluster_gpu_util",
-        "cluster_cpu_util",
-        "cluster_mem_util",
-    ]
-    for f in files:
-        assert f.read_bytes() == (synth / f.name).read_bytes()
-    other = tmp_path / "other"
-    synth_write(other, jobs=2_000, seed=4, util_days=0)
-    assert (other / "cluster_job_log").read_bytes() != (synth / "cluster_job_log").read_bytes()
-    assert not (other / "cluster_gpu_util").exists()
-
-
-def test_synth_raw_format(synth: Path) -> None:
-    log = json.loads((synth / "cluster_job_log").read_text())
-    assert len(log) == 8_000
-    assert list(log[0]) == ["status", "vc", "jobid", "attempts", "submitted_time", "user"]
-    assert {j["status"] for j in log} == {"Pass", "Killed", "Failed"}
-    assert len({j["vc"] for j in log}) == 15
-    assert all(re.fullmatch(r"application_\d{13}_\d{4,}", j["jobid"]) for j in log)
-    times = [t for j in log for a in j["attempts"] for t in (a["start_time"], a["end_time"])]
-    assert "None" in times and None not in times
-    assert all(t == "None" or re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t) for t in times)
-    assert min(j["submitted_time"] for j in log) == "2017-08-07 10:03:01"
-    assert max(j["submitted_time"] for j in log) <= "2017-12-22 08:03:22"
-    with (synth / "cluster_machine_list").open(newline="") as fh:
-        text = fh.read()
-    assert text.startswith("machineId, number of GPUs, single GPU mem\nm0,")
-    listed = list(csv.DictReader(text.splitlines(), skipinitialspace=True))
-    assert Counter(r["number of GPUs"] for r in listed) == {"2": 321, "8": 231}
-    assert {r["single GPU mem"] for r in listed} == {"12GB", "24GB"}
-    assert ", 12GB" in text
-    gpu = (synth / "cluster_gpu_util").read_text().splitlines()
-    assert gpu[0] == "time,machineId," + ",".join(f"gpu{k}_util" for k in range(8))
-    assert len(gpu) - 1 == 552 * 144  # 0.1 day of minutes x every machine
-    assert all(line.endswith(",") for line in gpu[1:])
-    assert any(line.startswith("2017-11-05 01:10:00 PDT,") for line in gpu)
-    assert any(line.startswith("2017-11-05 01:10:00 PST,") for line in gpu)
-    assert ",NA," in gpu[1]
-    assert (synth / "cluster_cpu_util").read_text().startswith("time,machine_id,cpu_util\n")
-    mem = (synth / "cluster_mem_util").read_text()
-    assert mem.startswith("time,machine_id,mem_total,mem_free\n")
-
-
-def test_synth_calibration(synth: Path) -> None:
-    log = json.loads((synth / "cluster_job_log").read_text())
-    status = Counter(j["status"] for j in log)
-    assert status["Pass"] / len(log) == pytest.approx(0.604, abs=0.02)
-    assert status["Killed"] / len(log) == pytest.approx(0.090, abs=0.01)
-    no_attempt = sum(1 for j in log if not j["attempts"]) / len(log)
-    assert 0.04 < no_attempt < 0.06
-    sizes = [sum(len(d["gpus"]) for d in j["attempts"][0]["detail"]) for j in log if j["attempts"]]
-    assert median(sizes) == 1 and 1.6 < sum(sizes) / len(sizes) < 2.3 and max(sizes) <= 128
-    retried = sum(1 for j in log if len(j["attempts"]) > 1) / len(log)
-    assert 0.08 < retried < 0.16
-
-    def t(s: str) -> datetime:
-        return datetime.strptime(s, "%Y-%m-%d %H:%M:%S")
-
-    runs = [
-        (t(j["attempts"][-1]["end_time"]) - t(j["attempts"][0]["start_time"])).total_seconds()
-        for j in log
-        if j["attempts"]
-        and "None" not in (j["attempts"][0]["start_time"], j["attempts"][-1]["end_time"])
-    ]
-    assert 500 < median(runs) < 1300
-    assert sum(runs) / len(runs) > 8 * median(runs)  # heavy tail
-    hours = Counter(t(j["submitted_time"]).hour for j in log)
-    assert hours[14] > 2 * hours[3]  # diurnal arrivals
-    # the shipped list is wrong on purpose: 8-GPU jobs on machines listed with 2 GPUs
-    listed = {
-        r["machineId"]: int(r["number of GPUs"])
-        for r in csv.DictReader(
-            (synth / "cluster_machine_list").read_text().splitlines(), skipinitialspace=True
-        )
-    }
-    assert any(
-        listed[d["ip"]] == 2 and len(d["gpus"]) == 8
-        for j in log
-        for a in j["attempts"]
-        for d in a["detail"]
-    )
-
-
-def test_synth_ingests_cleanly(synth: Path, store: Path) -> None:
-    report = ingest(LOADERS["philly"], synth, store)
-    lines = {(r.file, r.table): r for r in report.lines}
-    with (synth / "cluster_mem_util").open(newline="") as fh:
-        zero = sum(1 for r in csv.DictReader(fh) if r["mem_total"] == "0.0")
-    assert zero > 0
-    for (file, _), r in lines.items():
-        assert r.rows_quarantined == (zero if file == "cluster_mem_util" else 0), file
-    assert lines[("cluster_job_log", "jobs")].rows_written == 8_000
-    with (synth / "cluster_gpu_util").open(newline="") as fh:
-        rows = list(csv.reader(fh))[1:]
-    assert lines[("cluster_gpu_util", "gpu_samples")].rows_written == sum(
-        1 for r in rows for v in r[2:10] if v != "NA"
-    )
-    con = connect(store)
-    inferred = dict(
-        con.execute(
-            "SELECT dataset, sum(gpus) FROM machines WHERE source='philly' GROUP BY 1"
-        ).fetchall()
-    )
-    assert inferred["machine_list"] == 2490
-    assert inferred["inferred_util"] == 3205  # the hidden true inventory, recovered
-    assert inferred["inferred_jobs"] <= 3205
-
-
-@pytest.mark.slow
-def test_synth_full_scale_is_fast(tmp_path: Path) -> None:
-    start = datetime.now()
-    synth_write(tmp_path, jobs=117_325, seed=0)
-    assert datetime.now() - start < timedelta(seconds=60)
-    assert len(json.loads((tmp_path / "cluster_job_log").read_text())) == 117_325

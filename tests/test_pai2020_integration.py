@@ -1,7 +1,10 @@
-"""The PAI 2020 loader on a hand-written fixture trace (every expected value below is
+"""pai2020: integration tests (ingest into a real store).
+
+The PAI 2020 loader on a hand-written fixture trace (every expected value below is
 worked out by hand from the fixture lines, quoted in the comments), on the real machine
 spec (checked against counts computed here with the csv module), under fuzzing, and on
-the synthetic generator's output."""
+the synthetic generator's output.
+"""
 
 from __future__ import annotations
 
@@ -17,18 +20,13 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from gpu_trace.cli import app
 from gpu_trace.errors import GpuTraceError, InputError
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.loaders.pai2020_files import SPECS
 from gpu_trace.schemas import USAGE_METRICS
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import dataset_path, read_table
-from gpu_trace.synth.pai2020 import COLUMNS
 from gpu_trace.synth.pai2020 import write as synth
 from tests.conftest import ROOT, SAMPLES
 
@@ -518,61 +516,6 @@ def test_reingest_is_idempotent(tmp_path: Path) -> None:
     assert {t: p.read_bytes() for t, p in files.items()} == before
 
 
-def test_cli(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        app, ["ingest", "pai2020", str(SAMPLES / "pai2020"), "--store", str(tmp_path / "s")]
-    )
-    assert result.exit_code == 0, result.output
-    assert "pai_machine_spec.csv  machines  machine_spec  1897  1897     0" in result.stdout
-    bad = CliRunner().invoke(
-        app, ["ingest", "pai2020", str(tmp_path), "--store", str(tmp_path / "s")]
-    )
-    assert bad.exit_code == 1 and "no PAI 2020 input found" in bad.output
-
-
-# ---------------------------------------------------------------------------- fuzzing
-
-FIELD = st.one_of(
-    st.sampled_from(["", "0", "0.0", "1.0", "50.0", "4550879.0", "-1.0", "nan", "inf", "1e300"]),
-    st.sampled_from(["Terminated", "Running", "x", "j1", "w1", " 7", "1.5", "abc"]),
-    st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr),
-    st.text(max_size=4).filter(lambda s: "\n" not in s and "\r" not in s),
-)
-
-
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    table=st.sampled_from(list(SPECS)),
-    lines=st.lists(st.lists(FIELD, min_size=0, max_size=18).map(",".join), max_size=8),
-    tail=st.binary(max_size=12),
-    cut=st.integers(0, 300),
-)
-def test_parsers_never_crash(
-    tmp_path_factory: pytest.TempPathFactory, table: str, lines: list[str], tail: bytes, cut: int
-) -> None:
-    """Whatever a PAI file holds, ingest reconciles every record or raises one
-    InputError naming the file."""
-    root = tmp_path_factory.mktemp("fuzz")
-    spec = SPECS[table]
-    f = root / spec.csv
-    data = ("\n".join(lines)).encode()
-    f.write_bytes(data[: max(cut, 1)] + tail if data else tail)
-    try:
-        report = ingest(LOADERS["pai2020"], f, root / "store")
-    except InputError as exc:
-        assert str(f) in str(exc)
-        return
-    for line in report.lines:
-        assert line.rows_read == line.rows_written + line.rows_quarantined
-    raw = f.read_bytes()
-    records = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-    first = report.lines[0]
-    per_record = {"sensor": 10, "machine_metric": 8}.get(table, 1)
-    assert first.rows_read in (records * per_record, (records - 1) * per_record)
-
-
 GOOD_LINE = {
     "job": "j1,i1,u1,Terminated,10.0,20.0",
     "task": "j1,worker,2.0,Terminated,10.0,20.0,600.0,29.296875,50.0,T4",
@@ -625,38 +568,6 @@ def test_extreme_numbers_are_quarantined(tmp_path: Path, table: str) -> None:
     assert "is not a finite number" in text and "is negative" in text and "out of range" in text
 
 
-# ---------------------------------------------------------------------------- synthetic
-
-
-def test_synth_is_deterministic_and_raw_format(tmp_path: Path) -> None:
-    a = synth(tmp_path / "a", jobs=300, seed=3)
-    b = synth(tmp_path / "b", jobs=300, seed=3)
-    assert [p.name for p in a] == [p.name for p in b]
-    assert all(pa.read_bytes() == pb.read_bytes() for pa, pb in zip(a, b, strict=True))
-    assert synth(tmp_path / "c", jobs=300, seed=4)[2].read_bytes() != a[2].read_bytes()
-    for stem, cols in COLUMNS.items():
-        header = (tmp_path / "a" / f"{stem}.header").read_text()
-        assert header == ",".join(cols) + "\n" == ",".join(SPECS[_short(stem)].names) + "\n"
-        with (tmp_path / "a" / f"{stem}.csv").open(newline="") as fh:
-            rows = list(csv.reader(fh))
-        assert rows and rows[0] != list(cols)  # no header line
-        assert {len(r) for r in rows} == {len(cols)}
-    jobs = list(csv.reader((tmp_path / "a" / "pai_job_table.csv").open(newline="")))
-    assert all(r[4].endswith(".0") for r in jobs)  # 4550879.0 style
-    assert {len(r[0]) for r in jobs} == {24} and {len(r[1]) for r in jobs} == {60}
-    tasks = list(csv.reader((tmp_path / "a" / "pai_task_table.csv").open(newline="")))
-    assert all(r[2].endswith(".0") for r in tasks)
-    assert all(float(r[7]) * 1024 == round(float(r[7]) * 1024) for r in tasks)  # MiB / 1024
-    metric = list(csv.reader((tmp_path / "a" / "pai_machine_metric.csv").open(newline="")))
-    assert all(r[2].isdigit() and r[3].isdigit() for r in metric)  # integer times
-    spec = list(csv.reader((tmp_path / "a" / "pai_machine_spec.csv").open(newline="")))
-    assert len(spec) == 1897 and sum(int(r[4]) for r in spec) == 6742
-
-
-def _short(stem: str) -> str:
-    return next(s.short for s in SPECS.values() if s.stem == stem)
-
-
 def test_same_tables_as_the_owners_pandas_recipe(tmp_path: Path) -> None:
     """On a synthetic trace with the owners' quirks (duplicate and nameless workers, 0
     times), the loader's jobs, tasks and placements equal what the owners' utils.py
@@ -702,51 +613,3 @@ def test_same_tables_as_the_owners_pandas_recipe(tmp_path: Path) -> None:
             *("mem_bytes", "gpu_type", "nodes", "status", "raw_status"),
         ],
     )
-
-
-def test_synth_loads_and_matches_published_shape(tmp_path: Path) -> None:
-    synth(tmp_path / "t", jobs=6000, seed=11)
-    store = tmp_path / "store"
-    report = ingest(LOADERS["pai2020"], tmp_path / "t", store)
-    lines = {r.table + "/" + r.file: r for r in report.lines}
-    for r in report.lines:
-        if r.table != "placements":
-            assert r.rows_quarantined == 0, r
-    inst = lines["placements/pai_instance_table.csv"]
-    assert 0 < inst.rows_quarantined < 0.02 * inst.rows_read  # duplicates and nameless rows
-    con = connect(store)
-    tasks, gpu_tasks, mean_gpu, median_gpu, max_gpu = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE gpus_per_instance > 0), "
-        "avg(gpus_per_instance) FILTER (WHERE gpus_per_instance > 0), "
-        "median(gpus_per_instance) FILTER (WHERE gpus_per_instance > 0), max(gpus_per_instance) FROM tasks"
-    ).fetchone()
-    assert 1.15 < tasks / 6000 < 1.25  # 1,260,920 tasks for ~1.05 M jobs
-    assert 0.78 < gpu_tasks / tasks < 0.86  # 1,037,085 / 1,260,920 = 82 %
-    assert 0.6 < mean_gpu < 0.76 and median_gpu == 0.5 and max_gpu == 8.0  # 0.683 / 0.5 / 8
-    median_run = con.execute(  # the owners' runtime_i: mean instance runtime per task
-        "SELECT median(r) FROM (SELECT job_id, task, avg(epoch(end_time) - epoch(start_time)) r "
-        "FROM placements WHERE status = 'completed' GROUP BY ALL)"
-    ).fetchone()[0]
-    assert 300 < median_run < 750  # 480.7 s
-    # submissions peak in working hours, UTC+8
-    hours = dict(
-        con.execute(
-            "SELECT hour(submit_time + INTERVAL 8 HOUR) h, count(*) FROM jobs GROUP BY 1"
-        ).fetchall()
-    )
-    assert sum(hours[h] for h in range(9, 18)) > 2 * sum(hours[h] for h in range(0, 9))
-    over = con.execute(
-        "SELECT avg((u.value < t.cpus_per_instance)::INT) FROM usage u JOIN placements p "
-        "ON u.instance = p.instance JOIN tasks t ON t.job_id = p.job_id AND t.task = p.task "
-        "WHERE u.raw_field = 'cpu_usage'"
-    ).fetchone()[0]
-    assert 0.8 < over < 0.89  # 84.46 % of tasks request more CPU than they use
-
-
-def test_usage_metric_names_carry_their_units() -> None:
-    suffixes = {"_pct": "pct", "_bytes": "bytes", "_gpus": "gpu", "_cores": "cpu", "_ops": "count"}
-    for name, (unit, meaning) in USAGE_METRICS.items():
-        assert meaning
-        for suffix, want in suffixes.items():
-            if name.endswith(suffix):
-                assert unit == want, name

@@ -9,6 +9,7 @@ plain formatter (rich's panels and colours off) at a fixed width, whatever ``COL
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,12 +69,15 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the reference to the path given (``docs/cli.md``); ``--check`` only compares."""
-    args = sys.argv[1:] if argv is None else argv
-    check = "--check" in args
-    paths = [a for a in args if a != "--check"]
-    target = Path(paths[0] if paths else "docs/cli.md")
+    parser = argparse.ArgumentParser(
+        prog="python -m gpu_trace.cli.docs", description="Write docs/cli.md from --help."
+    )
+    parser.add_argument("target", nargs="?", default="docs/cli.md", type=Path)
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
+    args = parser.parse_args(argv)
+    target: Path = args.target
     text = render()
-    if check:
+    if args.check:
         current = target.read_text(encoding="utf-8") if target.exists() else ""
         if current != text:
             sys.stderr.write(f"{target} is out of date with --help: run `make docs`\n")

@@ -304,3 +304,19 @@ def test_real_subprocess_refusals(store: Path, tmp_path: Path) -> None:
         check=False,
     )
     assert two.returncode == 0 and two.stdout.splitlines() == ["b", "2"], two.stderr
+
+
+def test_safe_mode_refuses_write_and_keeps_reads(
+    store: Path, target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --safe (shared servers, CI): a --write COPY that would create a file outside the
+    # store is refused before DuckDB runs (usage error, exit 2; the file never exists);
+    # the environment variable does the same without the flag; reads still run.
+    out = target / "x.csv"
+    res = sql("--safe", "--write", f"copy (select 1) to '{out}'", "--store", store)
+    assert res.exit_code == 2 and "--safe" in res.stderr and not out.exists()
+    monkeypatch.setenv("GPU_TRACE_SQL_SAFE", "1")
+    res = sql("--write", f"copy (select 1) to '{out}'", "--store", store)
+    assert res.exit_code == 2 and not out.exists()
+    res = sql("select 40 + 2 as n", "--format", "csv", "--store", store)
+    assert res.exit_code == 0 and res.stdout.splitlines() == ["n", "42"]

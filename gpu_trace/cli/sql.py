@@ -74,6 +74,15 @@ def sql(
             "CREATE, ATTACH, INSTALL, PRAGMA, SET ...). Only for SQL you trust.",
         ),
     ] = False,
+    safe: Annotated[
+        bool,
+        typer.Option(
+            "--safe",
+            envvar="GPU_TRACE_SQL_SAFE",
+            help="Shared servers and CI: keep DuckDB's external file access off whatever "
+            "else is asked (--write is refused). Also set by GPU_TRACE_SQL_SAFE=1.",
+        ),
+    ] = False,
     max_rows: Annotated[
         int,
         typer.Option(
@@ -90,6 +99,11 @@ def sql(
     Examples: gpu-trace sql "select source, count(*) from jobs group by 1";
     gpu-trace sql --file q.sql -p src=openb; echo "select 1" | gpu-trace sql -
     """
+    if safe and write:
+        raise UsageError(
+            "--write needs DuckDB's external file access, which --safe (or "
+            "GPU_TRACE_SQL_SAFE=1) keeps off"
+        )
     root = resolve_store(store)
     if views:
         sys.stdout.write(store_views_sql(root))

@@ -23,6 +23,7 @@ from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses import users as usr
 from gpu_trace.analyses import utilization as utl
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.job_usage import read_jobs
 from gpu_trace.analyses.summary import summary as summary_table
 from gpu_trace.cli._boundary import domain_errors
 from gpu_trace.cli.options import StoreOpt
@@ -30,7 +31,6 @@ from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.catalog import connect
-from gpu_trace.telemetry.jobs import read_jobs
 
 app = typer.Typer(help="Characterization analyses over the store.", no_args_is_help=True)
 

@@ -12,8 +12,8 @@ from gpu_trace.cli._boundary import domain_errors, err
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.loaders.telemetry_common import seconds
 from gpu_trace.settings import resolve_store
-from gpu_trace.telemetry.common import seconds
 
 app = typer.Typer(
     help="Live GPU telemetry: NVML sampling, dcgm-exporter scraping, per-job GPU usage.",
@@ -123,8 +123,8 @@ def jobs(
     store: StoreOpt = None,
 ) -> None:
     """Each job's mean/p50/p95 GPU utilization, memory and power from telemetry."""
+    from gpu_trace.analyses import job_usage as tj
     from gpu_trace.store.catalog import connect
-    from gpu_trace.telemetry import jobs as tj
 
     root = resolve_store(store)
     if by is not None:

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from gpu_trace.loaders.acme import AcmeLoader
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
+from gpu_trace.loaders.dcgmi import DcgmiLoader
 from gpu_trace.loaders.helios import HeliosLoader
 from gpu_trace.loaders.interchange import ChronusLoader, GavelLoader
 from gpu_trace.loaders.kubernetes import KubernetesLoader
 from gpu_trace.loaders.openb import OpenbLoader
 from gpu_trace.loaders.pai2020 import Pai2020Loader
 from gpu_trace.loaders.philly import PhillyLoader
+from gpu_trace.loaders.prometheus import PrometheusLoader
+from gpu_trace.loaders.promrange import PromRangeLoader
 from gpu_trace.loaders.slurm import SlurmLoader
-from gpu_trace.telemetry.dcgmi import DcgmiLoader
-from gpu_trace.telemetry.prometheus import PrometheusLoader
-from gpu_trace.telemetry.promrange import PromRangeLoader
-from gpu_trace.telemetry.smi import NvidiaSmiLoader
+from gpu_trace.loaders.smi import NvidiaSmiLoader
 
 LOADERS: dict[str, Loader] = {
     "openb": OpenbLoader(),

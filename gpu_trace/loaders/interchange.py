@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.formats import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     REASON,
@@ -36,7 +37,6 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX_S
-from gpu_trace.replay.interchange import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.store.parquet import slug
 
 NUMERIC = {

@@ -10,7 +10,6 @@ import duckdb
 import polars as pl
 
 from gpu_trace.analyses import arrivals as arr
-from gpu_trace.analyses import charts
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -21,6 +20,7 @@ from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses import users as usr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
+from gpu_trace.reports import charts
 from gpu_trace.reports.page import Section, table_html
 
 TOP_N = 10

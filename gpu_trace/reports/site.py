@@ -25,12 +25,12 @@ import duckdb
 import vl_convert as vlc
 
 from gpu_trace import __version__
-from gpu_trace.analyses import charts
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
 from gpu_trace.datasets.registry import registry
+from gpu_trace.reports import charts
 from gpu_trace.reports.page import Section, esc, render_page, sql_frame, table_html
 from gpu_trace.reports.publish import check_replaceable, recover, staging_folder, swap_in
 from gpu_trace.reports.replay_section import replay_section, resolve_runs

@@ -1,7 +1,12 @@
-"""``gpu-trace ingest <source> PATH``: raw trace files into the store."""
+"""``gpu-trace ingest <source> PATH``: raw trace files into the store.
+
+One command per declared loader (:mod:`gpu_trace.plugins`), generated from its
+declaration: PATH, ``--store`` and the loader's options. ``kubernetes`` (several paths)
+and ``philly`` (a repeatable option) are written out by hand below."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,7 +14,9 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from gpu_trace import plugins
 from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli.generated import add_command, command_names
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.loaders import LOADERS, Batch, IngestReport, ingest
 from gpu_trace.settings import resolve_store
@@ -62,20 +69,6 @@ def print_report(report: IngestReport) -> None:
     )
 
 
-@app.command("openb")
-@domain_errors
-def ingest_openb(
-    path: PathArg,
-    store: StoreOpt = None,
-    variant: Annotated[
-        str,
-        typer.Option(help="Pod list to read from a folder: default, gpushare40, ... or all."),
-    ] = "default",
-) -> None:
-    """Alibaba 2023 openb: pod lists -> jobs, node lists -> machines."""
-    run_ingest("openb", path, store, variant=variant)
-
-
 @app.command("kubernetes")
 @domain_errors
 def ingest_kubernetes(
@@ -111,176 +104,6 @@ def ingest_kubernetes(
     )
 
 
-HELIOS_CLUSTERS = ("venus", "earth", "saturn", "uranus", "all")
-
-
-def _helios_cluster(value: str) -> str:
-    if value not in HELIOS_CLUSTERS:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(HELIOS_CLUSTERS)}")
-    return value
-
-
-@app.command("helios")
-@domain_errors
-def ingest_helios(
-    path: PathArg,
-    store: StoreOpt = None,
-    cluster: Annotated[
-        str,
-        typer.Option(
-            callback=_helios_cluster,
-            help="Cluster to read: venus, earth, saturn, uranus or all (every one present).",
-        ),
-    ] = "all",
-    tz: Annotated[
-        str,
-        typer.Option(
-            "--tz",
-            help="IANA zone of the naive timestamps (undocumented upstream; the datacenter "
-            "is in China). Recorded in jobs.source_tz.",
-        ),
-    ] = "Asia/Shanghai",
-) -> None:
-    """SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.
-
-    PATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip."""
-    run_ingest("helios", path, store, cluster=cluster, tz=tz)
-
-
-@app.command("pai2020")
-@domain_errors
-def ingest_pai2020(
-    path: PathArg,
-    store: StoreOpt = None,
-    tables: Annotated[
-        str,
-        typer.Option(
-            help="PAI tables to read (comma-separated): job, task, instance, sensor, "
-            "group_tag, machine_spec, machine_metric, or all (every one present).",
-        ),
-    ] = "all",
-) -> None:
-    """Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags
-    (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.
-
-    PATH: folder with the headerless pai_<table>.csv files (.header files beside them or
-    in headers/), or one of those CSVs."""
-    run_ingest("pai2020", path, store, tables=tables)
-
-
-@app.command("acme")
-@domain_errors
-def ingest_acme(
-    path: PathArg,
-    store: StoreOpt = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="Cluster name (default: seren/kalos from trace_<cluster>.csv, or the "
-            "utilization file's folder name)."
-        ),
-    ] = None,
-    tz: Annotated[
-        str,
-        typer.Option(
-            "--tz",
-            help="IANA zone for times written without a UTC offset (the release writes "
-            "offsets: +08:00 Seren, +00:00 Kalos). Recorded in source_tz.",
-        ),
-    ] = "Asia/Shanghai",
-) -> None:
-    """Shanghai AI Lab AcmeTrace (Seren, Kalos): trace_<cluster>.csv -> jobs; utilization
-    CSVs (Time + one column per node or GPU) -> gpu_samples, host_samples, events (XID).
-
-    PATH: a job trace, a utilization CSV, or a folder holding them (the release's data/,
-    utilization/seren, ...)."""
-    run_ingest("acme", path, store, cluster=cluster, tz=tz)
-
-
-TzOpt = Annotated[
-    str,
-    typer.Option(help="IANA zone of the tool's local timestamps (recorded as source_tz)."),
-]
-HostOpt = Annotated[
-    str | None,
-    typer.Option(help="Host name (default: the hostname field/label, else the file name)."),
-]
-StartOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="ISO-8601 time of the first tick for outputs without timestamps "
-        "(default: the last tick is the file's mtime)."
-    ),
-]
-IntervalOpt = Annotated[
-    float, typer.Option("--interval", help="Seconds between ticks (dmon -d / dcgmi -d).")
-]
-
-
-@app.command("nvidia-smi")
-@domain_errors
-def ingest_nvidia_smi(
-    path: PathArg,
-    store: StoreOpt = None,
-    tz: TzOpt = "UTC",
-    host: HostOpt = None,
-    query: Annotated[
-        str | None,
-        typer.Option(help="The --query-gpu field list, for CSV written with noheader."),
-    ] = None,
-    start: StartOpt = None,
-    interval: IntervalOpt = 1.0,
-) -> None:
-    """nvidia-smi --query-gpu / --query-compute-apps CSV, dmon and pmon -> gpu_samples,
-    events, gpu_processes."""
-    run_ingest(
-        "nvidia-smi", path, store, tz=tz, host=host, query=query, start=start, interval_s=interval
-    )
-
-
-@app.command("dcgmi")
-@domain_errors
-def ingest_dcgmi(
-    path: PathArg,
-    store: StoreOpt = None,
-    host: HostOpt = None,
-    start: StartOpt = None,
-    interval: IntervalOpt = 1.0,
-) -> None:
-    """`dcgmi dmon` text -> gpu_samples (XID/ECC -> events)."""
-    run_ingest("dcgmi", path, store, host=host, start=start, interval_s=interval)
-
-
-@app.command("prometheus")
-@domain_errors
-def ingest_prometheus(
-    path: PathArg,
-    store: StoreOpt = None,
-    host: HostOpt = None,
-    time: Annotated[
-        str | None,
-        typer.Option(help="ISO-8601 scrape time (default: the file's mtime)."),
-    ] = None,
-) -> None:
-    """A saved dcgm-exporter /metrics exposition -> gpu_samples (XID/ECC -> events)."""
-    run_ingest("prometheus", path, store, host=host, time=time)
-
-
-@app.command("prometheus-range")
-@domain_errors
-def ingest_prometheus_range(
-    path: PathArg,
-    store: StoreOpt = None,
-    host: Annotated[
-        str | None,
-        typer.Option(help="Host name (default: the hostname/Hostname label, else instance)."),
-    ] = None,
-) -> None:
-    """Saved Prometheus /api/v1/query_range JSON (one answer, or JSON lines of answers as
-    `telemetry pull --save` writes) -> gpu_samples (XID/ECC -> events)."""
-    run_ingest("prometheus-range", path, store, host=host)
-
-
 PHILLY_BASES = ("machine_list", "inferred_jobs", "inferred_util")
 
 
@@ -314,47 +137,26 @@ def ingest_philly(
     run_ingest("philly", path, store, capacity=tuple(capacity or PHILLY_BASES))
 
 
-@app.command("chronus")
-@domain_errors
-def ingest_chronus(path: PathArg, store: StoreOpt = None) -> None:
-    """Tiresias / Chronus job CSVs (other simulators' input) -> jobs."""
-    run_ingest("chronus", path, store)
-
-
-@app.command("gavel")
-@domain_errors
-def ingest_gavel(
-    path: PathArg,
-    store: StoreOpt = None,
-    step_s: Annotated[
-        float | None,
-        typer.Option("--step-s", help="Seconds per training step (Gavel counts work in steps)."),
-    ] = None,
-) -> None:
-    """Gavel .trace files (7 or 10 tab-separated fields) -> jobs."""
-    run_ingest("gavel", path, store, step_s=step_s)
-
-
-@app.command("slurm")
-@domain_errors
-def ingest_slurm(
-    path: PathArg,
-    store: StoreOpt = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(help="Cluster name for jobs.cluster (default: the file name)."),
-    ] = None,
-    tz: Annotated[
-        str | None,
-        typer.Option(
-            "--tz",
-            help="IANA zone of the cluster's clock (sacct prints local times without an "
-            "offset). Default UTC, with a warning. Recorded in jobs.source_tz.",
+def _generate() -> None:
+    """Add an ``ingest NAME`` command for every declared loader without a hand-written one."""
+    fixed = [
+        inspect.Parameter("path", inspect.Parameter.KEYWORD_ONLY, annotation=PathArg),
+        inspect.Parameter(
+            "store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt
         ),
-    ] = None,
-) -> None:
-    """Slurm `sacct -P` (or --parsable) export -> jobs, placements (one per host; steps
-    as placements of their job).
+    ]
+    written = command_names(app)
+    for plugin in plugins.loaders():
+        if plugin.name in written:
+            continue
 
-    PATH: one export (fields found by header name, any order) or a folder of *.psv."""
-    run_ingest("slurm", path, store, cluster=cluster, tz=tz)
+        def body(
+            given: dict[str, Any], options: Any, plugin: plugins.LoaderPlugin = plugin
+        ) -> None:
+            run_ingest(plugin.name, given["path"], given["store"], **plugin.loader_kwargs(options))
+
+        path = fixed[0].replace(annotation=Annotated[Path, typer.Argument(help=plugin.path_help)])
+        add_command(app, plugin.name, plugin.help, [path, fixed[1]], plugin.options, body)
+
+
+_generate()

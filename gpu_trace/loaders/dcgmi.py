@@ -14,6 +14,7 @@ names). Records: data row x kept tag; a row that is not a GPU entity (``SW n LIN
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from gpu_trace.loaders.telemetry_common import (
 )
 from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG, Field
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "dcgmi"
@@ -159,3 +161,27 @@ class DcgmiLoader:
             if path.is_dir() and header_tags(f) is None:
                 continue
             yield from dmon(f, slug(f.stem), host=host, start=start, interval_s=interval_s)
+
+
+@dataclass(frozen=True)
+class DcgmiOptions:
+    """`gpu-trace ingest dcgmi` options (passed to the loader as keyword arguments)."""
+
+    host: str | None = option(
+        None, "Host name (default: the hostname field/label, else the file name)."
+    )
+    start: str | None = option(
+        None,
+        "ISO-8601 time of the first tick for outputs without timestamps (default: the last tick is the file's mtime).",
+    )
+    interval_s: float = option(
+        1.0, "Seconds between ticks (dmon -d / dcgmi -d).", flag="--interval"
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="dcgmi",
+    loader=DcgmiLoader,
+    help="`dcgmi dmon` text -> gpu_samples (XID/ECC -> events).",
+    options=DcgmiOptions,
+)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX_S
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 NUMERIC = {
@@ -201,3 +203,27 @@ class GavelLoader:
                 "step_s": "unknown" if step_s is None else str(step_s),
             }
             yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)
+
+
+@dataclass(frozen=True)
+class GavelOptions:
+    """`gpu-trace ingest gavel` options."""
+
+    step_s: float | None = option(
+        None, "Seconds per training step (Gavel counts work in steps).", flag="--step-s"
+    )
+
+
+PLUGINS = (
+    LoaderPlugin(
+        name="chronus",
+        loader=ChronusLoader,
+        help="Tiresias / Chronus job CSVs (other simulators' input) -> jobs.",
+    ),
+    LoaderPlugin(
+        name="gavel",
+        loader=GavelLoader,
+        help="Gavel .trace files (7 or 10 tab-separated fields) -> jobs.",
+        options=GavelOptions,
+    ),
+)

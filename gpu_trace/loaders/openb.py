@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB, MIB, per
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "openb"
@@ -250,3 +252,20 @@ class OpenbLoader:
                 )
         if path.is_dir() and variant != "all" and not found_pods:
             raise InputError(path, f"no openb_pod_list_{variant}.csv in this folder")
+
+
+@dataclass(frozen=True)
+class OpenbOptions:
+    """`gpu-trace ingest openb` options (passed to the loader as keyword arguments)."""
+
+    variant: str = option(
+        "default", "Pod list to read from a folder: default, gpushare40, ... or all."
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="openb",
+    loader=OpenbLoader,
+    help="Alibaba 2023 openb: pod lists -> jobs, node lists -> machines.",
+    options=OpenbOptions,
+)

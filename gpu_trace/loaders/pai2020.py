@@ -60,6 +60,7 @@ A job's summed memory beyond int64 (only reachable with absurd plans) is null.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_h
 from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
 from gpu_trace.loaders.textfile import LINE, REASON
 from gpu_trace.loaders.units import per
+from gpu_trace.plugins import LoaderPlugin, option
 
 AMOUNT_MAX = 1e6
 GPU_MEM_GIB = {"V100M32": 32, "V100": 16, "T4": 16}
@@ -457,3 +459,21 @@ class Pai2020Loader:
             yield sensor(sensor_in)
         if metric_in := found.get(MACHINE_METRIC_SPEC.short):
             yield machine_metric(metric_in)
+
+
+@dataclass(frozen=True)
+class Pai2020Options:
+    """`gpu-trace ingest pai2020` options (passed to the loader as keyword arguments)."""
+
+    tables: str = option(
+        "all",
+        "PAI tables to read (comma-separated): job, task, instance, sensor, group_tag, machine_spec, machine_metric, or all (every one present).",
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="pai2020",
+    loader=Pai2020Loader,
+    help="Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.\n\nPATH: folder with the headerless pai_<table>.csv files (.header files beside them or in headers/), or one of those CSVs.",
+    options=Pai2020Options,
+)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from gpu_trace.loaders.telemetry_common import (
 )
 from gpu_trace.loaders.telemetry_fields import DCGM_BY_NAME, XID_COUNT_FAMILY, Field
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "prometheus"
@@ -184,3 +186,21 @@ class PrometheusLoader:
             if path.is_dir() and not is_exposition(f):
                 continue
             yield from exposition_file(f, slug(f.stem), host=host, time=time)
+
+
+@dataclass(frozen=True)
+class PrometheusOptions:
+    """`gpu-trace ingest prometheus` options (passed to the loader as keyword arguments)."""
+
+    host: str | None = option(
+        None, "Host name (default: the hostname field/label, else the file name)."
+    )
+    time: str | None = option(None, "ISO-8601 scrape time (default: the file's mtime).")
+
+
+PLUGIN = LoaderPlugin(
+    name="prometheus",
+    loader=PrometheusLoader,
+    help="A saved dcgm-exporter /metrics exposition -> gpu_samples (XID/ECC -> events).",
+    options=PrometheusOptions,
+)

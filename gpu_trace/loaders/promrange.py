@@ -85,6 +85,7 @@ from gpu_trace.loaders.textfile import (
     capped,
     file_info,
 )
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "prometheus-range"
@@ -559,3 +560,20 @@ class PromRangeLoader:
         for f in sorted(p for p in path.iterdir() if p.is_file()):
             if f.suffix in (".json", ".jsonl"):
                 yield from range_file(f, slug(f.stem), host=host, extra=extra)
+
+
+@dataclass(frozen=True)
+class PromRangeOptions:
+    """`gpu-trace ingest prometheus-range` options (passed to the loader as keyword arguments)."""
+
+    host: str | None = option(
+        None, "Host name (default: the hostname/Hostname label, else instance)."
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="prometheus-range",
+    loader=PromRangeLoader,
+    help="Saved Prometheus /api/v1/query_range JSON (one answer, or JSON lines of answers as `telemetry pull --save` writes) -> gpu_samples (XID/ECC -> events).",
+    options=PromRangeOptions,
+)

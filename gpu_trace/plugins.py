@@ -132,8 +132,10 @@ class AnalysisPlugin:
     (when it has a chart) and glossary entries.
 
     ``run(inputs, options)`` gets the store's :class:`gpu_trace.analyses.inputs.Inputs`
-    and returns a (lazy) frame; ``chart(frame)`` an altair chart of that frame;
-    ``glossary`` maps each output column (or term) to its definition.
+    and returns a (lazy) frame; ``chart(frame)`` an altair chart of that frame (the
+    report section shows the table and the chart, run with the default options);
+    ``glossary`` maps each output column to its (header label, meaning), used by the
+    report's column headers and ``docs/plugins.md``.
     """
 
     name: str
@@ -142,7 +144,7 @@ class AnalysisPlugin:
     options: type[Any] = NoOptions
     title: str = ""
     chart: Callable[[Any], Any] | None = None
-    glossary: Mapping[str, str] = field(default_factory=dict)
+    glossary: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,8 @@ class PolicyPlugin:
     kind: PolicyKind
     name: str
     policy: type[Any]
+    #: Listing order (``replay policies``); built-ins keep their historical order.
+    rank: int = 1000
 
 
 Plugin = LoaderPlugin | AnalysisPlugin | PolicyPlugin
@@ -233,7 +237,8 @@ def analyses() -> tuple[AnalysisPlugin, ...]:
 
 
 def policies(kind: PolicyKind) -> tuple[PolicyPlugin, ...]:
-    return tuple(p for p in discover("policies") if isinstance(p, PolicyPlugin) and p.kind == kind)
+    found = [p for p in discover("policies") if isinstance(p, PolicyPlugin) and p.kind == kind]
+    return tuple(sorted(found, key=lambda p: p.rank))
 
 
 def lookup(what: str, name: str, known: Mapping[str, Any]) -> Any:

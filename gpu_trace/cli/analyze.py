@@ -4,13 +4,15 @@ written as CSV / JSON / Parquet. Each command is a thin wrapper over a function 
 
 from __future__ import annotations
 
+import inspect
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 
+from gpu_trace import plugins
 from gpu_trace.analyses import arrivals as arr
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
@@ -26,6 +28,7 @@ from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.job_usage import read_jobs
 from gpu_trace.analyses.summary import summary as summary_table
 from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.cli.generated import add_command, command_names
 from gpu_trace.cli.options import StoreOpt
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
@@ -391,3 +394,33 @@ def per_job(
 ) -> None:
     """Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held."""
     _run(utl.per_job(connect(resolve_store(store)), metric), fmt, output, max_rows)
+
+
+def _generate() -> None:
+    """An ``analyze NAME`` command per declared analysis without a hand-written one:
+    ``--store``, ``--source``, the analysis' options, then the output options."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    head = [
+        inspect.Parameter("store", kw, default=None, annotation=StoreOpt),
+        inspect.Parameter("source", kw, default=None, annotation=SourceOpt),
+    ]
+    tail = [
+        inspect.Parameter("fmt", kw, default=Format.table, annotation=FormatOpt),
+        inspect.Parameter("output", kw, default=None, annotation=OutputOpt),
+        inspect.Parameter("max_rows", kw, default=100, annotation=MaxRowsOpt),
+    ]
+    written = command_names(app)
+    for plugin in plugins.analyses():
+        if plugin.name in written:
+            continue
+
+        def body(
+            given: dict[str, Any], options: Any, plugin: plugins.AnalysisPlugin = plugin
+        ) -> None:
+            frame = plugin.run(_inputs(given["store"], given["source"]), options)
+            _run(frame, given["fmt"], given["output"], given["max_rows"])
+
+        add_command(app, plugin.name, plugin.help, head, plugin.options, body, after=tail)
+
+
+_generate()

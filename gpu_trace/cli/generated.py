@@ -9,7 +9,7 @@ own fixed parameters (``PATH``, ``--store``, ``--format`` ...) come first, as gi
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -54,11 +54,12 @@ def add_command(
     fixed: list[inspect.Parameter],
     options: type[Any],
     body: Callable[[dict[str, Any], Any], None],
+    after: Sequence[inspect.Parameter] = (),
 ) -> None:
-    """Register ``name`` on ``app``: ``fixed`` parameters, then the options' fields;
-    ``body(fixed_values, options_instance)`` runs it. Errors go through the same
+    """Register ``name`` on ``app``: ``fixed`` parameters, then the options' fields, then
+    ``after`` (output options); ``body(fixed_and_after_values, options_instance)`` runs it. Errors go through the same
     ``domain_errors`` boundary as every other command."""
-    fixed_names = [p.name for p in fixed]
+    fixed_names = [p.name for p in [*fixed, *after]]
     option_names = [f.name for f in option_specs(options)]
 
     def command(**values: Any) -> None:

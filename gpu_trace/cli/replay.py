@@ -27,6 +27,10 @@ from gpu_trace.replay.run import compare as compare_runs
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.scan import scan
 
+# The declared policies (built-in and installed plugins), named in --help.
+_SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
+_PLACEMENTS = f"Placement policy: {', '.join(base.names('placement'))}."
+
 app = typer.Typer(
     help="Re-schedule a trace under allocation policies and score them.", no_args_is_help=True
 )
@@ -216,10 +220,8 @@ def run_cmd(
     store: StoreOpt = None,
     cluster: ClusterOpt = None,
     gpus: GpusOpt = None,
-    policy: Annotated[str, typer.Option("--policy", help="Scheduling policy.")] = "fifo",
-    placement: Annotated[
-        str, typer.Option("--placement", help="Placement policy.")
-    ] = "consolidate",
+    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
+    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
     estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
@@ -337,7 +339,8 @@ def compare(
     source: SourceArg,
     store: StoreOpt = None,
     policies: Annotated[
-        str, typer.Option(help="Comma-separated scheduling policies.")
+        str,
+        typer.Option(help="Comma-separated scheduling policies (`replay policies` lists them)."),
     ] = "fifo,sjf",
     placements: Annotated[str, typer.Option(help="Comma-separated placements.")] = "consolidate",
     cluster: ClusterOpt = None,
@@ -578,10 +581,8 @@ def live_cmd(
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset of the source.")
     ] = None,
-    policy: Annotated[str, typer.Option("--policy", help="Scheduling policy.")] = "fifo",
-    placement: Annotated[
-        str, typer.Option("--placement", help="Placement policy.")
-    ] = "consolidate",
+    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
+    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     option: OptionOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed (failure draw, random placement).")] = 0,
     restore_s: Annotated[float, typer.Option(help="Restore cost after preemption (s).")] = 0.0,

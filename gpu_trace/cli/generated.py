@@ -57,8 +57,8 @@ def add_command(
     after: Sequence[inspect.Parameter] = (),
 ) -> None:
     """Register ``name`` on ``app``: ``fixed`` parameters, then the options' fields, then
-    ``after`` (output options); ``body(fixed_and_after_values, options_instance)`` runs it. Errors go through the same
-    ``domain_errors`` boundary as every other command."""
+    ``after`` (output options); ``body(fixed_and_after_values, options_instance)`` runs
+    it. Errors go through the same ``domain_errors`` boundary as every other command."""
     fixed_names = [p.name for p in [*fixed, *after]]
     option_names = [f.name for f in option_specs(options)]
 
@@ -67,9 +67,11 @@ def add_command(
         body(given, options(**{k: values[k] for k in option_names}))
 
     wrapped = domain_errors(command)
-    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in fixed] + option_parameters(
-        options
-    )
+    params = [
+        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in fixed),
+        *option_parameters(options),
+        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in after),
+    ]
     wrapped.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapped.__annotations__ = {}
     wrapped.__doc__ = help_text

@@ -210,6 +210,11 @@ def _third_party(group: Group) -> list[Any]:
     return found
 
 
+def builtins(group: Group) -> tuple[Any, ...]:
+    """The plugins gpu-trace itself declares (``docs/plugins.md`` lists these)."""
+    return tuple(_builtin(group))
+
+
 @cache
 def discover(group: Group) -> tuple[Any, ...]:
     """Every declared plugin of ``group``: the built-ins (module order), then the installed
@@ -260,6 +265,7 @@ __all__ = [
     "PolicyPlugin",
     "UnknownName",
     "analyses",
+    "builtins",
     "discover",
     "loaders",
     "lookup",

@@ -152,9 +152,19 @@ def test_choices_become_a_usage_check() -> None:
 
     (cluster, tz) = option_parameters(HeliosOptions)
     info = cluster.annotation.__metadata__[0]
-    assert info.default == "--cluster" and cluster.default == "all"  # flag: typer reads it later
+    assert cluster.name == "cluster" and cluster.default == "all"
     import typer
 
     with pytest.raises(typer.BadParameter, match="'mars' is not one of venus, earth"):
         info.callback("mars")
     assert info.callback("earth") == "earth" and tz.annotation.__metadata__[0].callback is None
+
+
+def test_docs_match_the_declarations() -> None:
+    """docs/plugins.md is generated (`python -m gpu_trace.plugin_docs docs/plugins.md`)."""
+    from gpu_trace.plugin_docs import render
+
+    assert (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8") == render(), (
+        "docs/plugins.md is stale: run python -m gpu_trace.plugin_docs docs/plugins.md"
+    )
+    assert "### `slurm`" in render() and "| `--step-s` | `None` |" in render()

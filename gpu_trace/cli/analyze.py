@@ -13,7 +13,6 @@ import polars as pl
 import typer
 
 from gpu_trace import plugins
-from gpu_trace.analyses import arrivals as arr
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -294,23 +293,6 @@ def users(
         raise GpuTraceError("--value must be gpu_hours or gpu_queue_hours")
     table = usr.per_user(inp.jobs)
     _run(table if per_user else usr.concentration(table, value), fmt, output, max_rows)
-
-
-@app.command()
-@domain_errors
-def arrivals(
-    store: StoreOpt = None,
-    source: SourceOpt = None,
-    weekly: Annotated[bool, typer.Option(help="Weekday x hour instead of hour of day.")] = False,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    max_rows: MaxRowsOpt = 100,
-) -> None:
-    """Submissions per local hour of day (and day of week), in each trace's time zone;
-    relative-time traces count hours / days since trace start (`clock` column)."""
-    inp = _inputs(store, source)
-    frame = arr.arrivals(inp.jobs, inp.tz) if weekly else arr.hourly_profile(inp.jobs, inp.tz)
-    _run(frame, fmt, output, max_rows)
 
 
 @app.command()

@@ -31,8 +31,11 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
     """One keyword parameter per field of ``options``, annotated for typer."""
     params = []
     for spec in option_specs(options):
+        # Typer derives --name (and --name/--no-name for a bool) from the parameter;
+        # only a flag that differs from that is passed on.
+        derived = "--" + spec.name.replace("_", "-")
         info = typer.Option(
-            spec.flag,
+            *(() if spec.flag == derived else (spec.flag,)),
             help=spec.help,
             callback=_choice_check(spec.choices) if spec.choices else None,
         )

@@ -80,3 +80,20 @@ def test_the_graph_sees_the_import_forms(tmp_path: Path) -> None:
         ["gpu_trace.a", "gpu_trace.a.one", "gpu_trace.b.three", "gpu_trace.b.two"]
     ]
     assert ig.cycles(ig.subpackage_graph(edges)) == [["a", "b"]]
+
+
+def test_moved_telemetry_parsers_keep_their_old_paths() -> None:
+    """The parsers moved to gpu_trace.loaders; the old gpu_trace.telemetry.* names are the
+    same module objects (so monkeypatching either name patches both)."""
+    import importlib
+
+    for old, new in [
+        ("smi", "smi"),
+        ("dcgmi", "dcgmi"),
+        ("prometheus", "prometheus"),
+        ("promrange", "promrange"),
+        ("common", "telemetry_common"),
+        ("fields", "telemetry_fields"),
+    ]:
+        moved = importlib.import_module(f"gpu_trace.loaders.{new}")
+        assert importlib.import_module(f"gpu_trace.telemetry.{old}") is moved

@@ -168,3 +168,37 @@ def test_docs_match_the_declarations() -> None:
         "docs/plugins.md is stale: run python -m gpu_trace.plugin_docs docs/plugins.md"
     )
     assert "### `slurm`" in render() and "| `--step-s` | `None` |" in render()
+
+
+def test_an_analysis_plugin_becomes_a_report_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy analysis' declaration gives the report a section: its table with the
+    glossary's header label and meaning, and its chart."""
+    import importlib
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from gpu_trace.reports import headers, sections
+
+    monkeypatch.syspath_prepend(str(PKG))
+    toy = importlib.import_module("toy_analysis")
+    monkeypatch.setattr(plugins, "analyses", lambda: (toy.PLUGIN,))
+    headers._plugin_columns.cache_clear()
+    try:
+        jobs = pl.LazyFrame(
+            {"cluster": ["x", "x", "y"], "gpus": [2.0, 1.0, 4.0], "run_s": [100.0, 50.0, 10.0]}
+        )
+        (build,) = sections.plugin_sections()
+        section = build(SimpleNamespace(jobs=jobs))  # type: ignore[arg-type]
+        assert section.title == "Toy GPU-seconds" and len(section.charts) == 1
+        assert (
+            '<th title="toy_gpu_s: sum of gpus x run_s in the cluster">toy GPU-seconds</th>'
+            in section.html
+        )
+        # x: 2*100 + 1*50 = 250 GPU-seconds, y: 4*10 = 40 (shown as durations: _s column).
+        assert section.charts[0].data.to_dicts() == [
+            {"cluster": "x", "toy_gpu_s": 250.0},
+            {"cluster": "y", "toy_gpu_s": 40.0},
+        ]
+    finally:
+        headers._plugin_columns.cache_clear()

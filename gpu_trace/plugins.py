@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -198,16 +199,30 @@ def _builtin(group: Group) -> list[Any]:
 
 
 def _third_party(group: Group) -> list[Any]:
+    """Installed plugins. One that does not load, or is not a declaration, is left out
+    with one ``warning:`` line on stderr: a broken add-on must not take the built-in
+    commands down with it, and must not vanish silently either."""
     found: list[Any] = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUPS[group]), key=lambda e: e.name):
         try:
             target = ep.load()
-        except Exception as exc:  # a broken plugin names itself, it does not crash the CLI
-            raise PluginError(
-                f"plugin {ep.name!r} ({ep.value}, group {ep.group}) does not load: {exc}"
-            ) from exc
-        found.extend(_declared(target) if isinstance(target, ModuleType) else [target])
+        except Exception as exc:
+            _warn(f"plugin {ep.name!r} ({ep.value}, group {ep.group}) does not load: {exc}")
+            continue
+        declared = _declared(target) if isinstance(target, ModuleType) else [target]
+        for plugin in declared:
+            if isinstance(plugin, _KIND[group]):
+                found.append(plugin)
+            else:
+                _warn(
+                    f"plugin {ep.name!r} ({ep.value}, group {ep.group}) is not a "
+                    f"{_KIND[group].__name__}: skipped"
+                )
     return found
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
 
 
 def builtins(group: Group) -> tuple[Any, ...]:
@@ -219,18 +234,24 @@ def builtins(group: Group) -> tuple[Any, ...]:
 def discover(group: Group) -> tuple[Any, ...]:
     """Every declared plugin of ``group``: the built-ins (module order), then the installed
     entry points (name order). Cached: entry points are read once per process."""
-    plugins = [*_builtin(group), *_third_party(group)]
+    out: list[Any] = []
     seen: set[tuple[str, str]] = set()
-    for plugin in plugins:
+    for plugin in _builtin(group):  # ours: a wrong or doubled declaration is a bug
         if not isinstance(plugin, _KIND[group]):
-            raise PluginError(
-                f"{group} plugin {plugin!r} is not a {_KIND[group].__name__} declaration"
-            )
+            raise PluginError(f"{plugin!r} is not a {_KIND[group].__name__} declaration")
         key = (getattr(plugin, "kind", group), plugin.name)
         if key in seen:
             raise PluginError(f"two {group} plugins are named {plugin.name!r}")
         seen.add(key)
-    return tuple(plugins)
+        out.append(plugin)
+    for plugin in _third_party(group):  # an installed one never replaces a name in use
+        key = (getattr(plugin, "kind", group), plugin.name)
+        if key in seen:
+            _warn(f"installed {group} plugin {plugin.name!r} is already declared: skipped")
+            continue
+        seen.add(key)
+        out.append(plugin)
+    return tuple(out)
 
 
 def loaders() -> tuple[LoaderPlugin, ...]:

@@ -202,3 +202,30 @@ def test_an_analysis_plugin_becomes_a_report_section(monkeypatch: pytest.MonkeyP
         ]
     finally:
         headers._plugin_columns.cache_clear()
+
+
+def test_a_broken_installed_plugin_is_skipped_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An entry point that fails to import, one that is not a declaration and one that
+    reuses a built-in name: each is left out with one warning line; the built-ins stay."""
+    from importlib.metadata import EntryPoint
+
+    group = "gpu_trace.loaders"
+    fake = [
+        EntryPoint("broken", "no_such_module_xyz:PLUGIN", group),
+        EntryPoint("wrong", "os.path:join", group),
+        EntryPoint("openb2", "gpu_trace.loaders.openb:PLUGIN", group),
+    ]
+    monkeypatch.setattr(plugins, "entry_points", lambda group: fake)
+    plugins.discover.cache_clear()
+    try:
+        names = [p.name for p in plugins.loaders()]
+    finally:
+        plugins.discover.cache_clear()
+    assert names.count("openb") == 1 and "broken" not in names
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines)
+    assert "'broken' (no_such_module_xyz:PLUGIN" in lines[0] and "does not load" in lines[0]
+    assert "'wrong'" in lines[1] and "is not a LoaderPlugin" in lines[1]
+    assert "'openb' is already declared: skipped" in lines[2]

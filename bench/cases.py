@@ -271,8 +271,9 @@ def replay_fifo_1m_multiresource() -> dict[str, object]:
 
 
 def replay_fgd_openb_10seeds() -> dict[str, object]:
-    """The FGD figure's 130 % point on openb default: 6 placements x 10 seeds, the
-    trace's 1,523 nodes with CPU and memory (FGD alone: target < 60 s)."""
+    """The FGD figure's 130 % point on openb default: FGD, best-fit and random x 10
+    seeds on the trace's 1,213 GPU nodes with CPU and memory (``gpu_node``, the paper's
+    node list; FGD alone: target < 60 s)."""
     from gpu_trace.replay.fidelity import fgd_check
 
     out: dict[str, object] = {}

@@ -62,3 +62,8 @@ class QueryError(GpuTraceError):
 
 class DatasetError(GpuTraceError):
     """A dataset is unknown, its download failed, or its checksum does not match."""
+
+
+class UsageError(GpuTraceError):
+    """A bad name or value on the command line or in a config (an unknown policy, a
+    ``--by`` key, ``--load 0``): the CLI exits 2, as for click's own usage errors."""

@@ -12,7 +12,7 @@ the ``replay`` policy registry, the report's plugin sections, the glossary and
   under the entry-point group ``gpu_trace.loaders``, ``gpu_trace.analyses`` or
   ``gpu_trace.policies``.
 
-This module imports nothing of gpu-trace but ``errors`` at load time (the plugin modules
+This module imports nothing of gpu-trace but ``errors`` and ``values`` at load time (the plugin modules
 import it, so it must sit below them in the import graph).
 """
 
@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.values import unknown
 
 Group = Literal["loaders", "analyses", "policies"]
 PolicyKind = Literal["scheduler", "placement", "admission"]
@@ -172,15 +173,6 @@ class PluginError(GpuTraceError):
     """A plugin that cannot be loaded or is declared twice."""
 
 
-class UnknownName(GpuTraceError):
-    """A name no plugin of a kind declares; ``known`` lists the ones that exist (for a
-    "did you mean" suggestion)."""
-
-    def __init__(self, what: str, name: str, known: list[str]) -> None:
-        self.what, self.name, self.known = what, name, known
-        super().__init__(f"unknown {what} {name!r}; known: {', '.join(known) or 'none'}")
-
-
 def _declared(module: ModuleType) -> list[Any]:
     found: list[Any] = []
     if hasattr(module, "PLUGIN"):
@@ -268,13 +260,13 @@ def policies(kind: PolicyKind) -> tuple[PolicyPlugin, ...]:
 
 
 def lookup(what: str, name: str, known: Mapping[str, Any]) -> Any:
-    """The one place a registry name is resolved (loaders, analyses, policies), so an
-    unknown name always fails the same way (:class:`UnknownName`, with the known names
-    for a suggestion)."""
+    """The one place a plugin name is resolved (loaders, analyses, policies), so an
+    unknown name always fails the same way: :func:`gpu_trace.values.unknown`, a usage
+    error (exit 2) with "did you mean"."""
     try:
         return known[name]
     except KeyError:
-        raise UnknownName(what, name, list(known)) from None
+        raise unknown(what, name, known) from None
 
 
 __all__ = [
@@ -284,7 +276,6 @@ __all__ = [
     "Plugin",
     "PluginError",
     "PolicyPlugin",
-    "UnknownName",
     "analyses",
     "builtins",
     "discover",

@@ -19,3 +19,20 @@ def resolve_store(store: str | Path | None = None) -> Path:
     if env:
         return Path(env)
     return DEFAULT_STORE
+
+
+def existing_store(store: str | Path | None = None) -> Path:
+    """:func:`resolve_store`, for commands that only read: a path that holds no store is
+    a one-line error naming it (``cd /tmp && gpu-trace sql ...`` or a mistyped
+    ``--store`` must not create an empty store and answer 0). Writers (ingest, the
+    telemetry sampler) use :func:`resolve_store` and create the store."""
+    from gpu_trace.errors import StoreError
+    from gpu_trace.store.generations import is_store
+
+    root = resolve_store(store)
+    if not is_store(root):
+        raise StoreError(
+            f"no store at {root}; create one with `gpu-trace ingest SOURCE PATH --store {root}`"
+            f" (or set --store / ${STORE_ENV})"
+        )
+    return root

@@ -78,7 +78,7 @@ def test_sql_formats(openb_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.parquet"
     pq = run("sql", q, "--store", openb_store, "-f", "parquet", "-o", out)
     assert pq.exit_code == 0 and pl.read_parquet(out).height == 4
-    assert run("sql", q, "--store", openb_store, "-f", "parquet").exit_code == 1
+    assert run("sql", q, "--store", openb_store, "-f", "parquet").exit_code == 2  # usage
 
 
 def test_sql_env_store_and_views(openb_store: Path) -> None:
@@ -97,9 +97,9 @@ def test_sql_env_store_and_views(openb_store: Path) -> None:
 
 
 def test_sql_errors(openb_store: Path) -> None:
-    for args in (["selec 1"], ["copy (select 1) to 'x.csv'"], []):
+    for args, code in ((["selec 1"], 1), (["copy (select 1) to 'x.csv'"], 1), ([], 2)):
         result = run("sql", *args, "--store", openb_store)
-        assert result.exit_code == 1
+        assert result.exit_code == code  # no SQL at all is a usage mistake
         assert len(result.stderr.strip().splitlines()) == 1
         assert result.stderr.startswith("error:")
 
@@ -115,7 +115,7 @@ def test_schema_command() -> None:
     assert listing.exit_code == 0 and "gpu_samples" in listing.stdout
     jobs = run("schema", "jobs")
     assert "queue_s" in jobs.stdout and "[s]" in jobs.stdout
-    assert run("schema", "nope").exit_code == 1
+    assert run("schema", "nope").exit_code == 2  # an unknown name is a usage mistake
 
 
 def test_report_command(openb_store: Path, tmp_path: Path) -> None:
@@ -195,9 +195,9 @@ def test_analyze_values_and_errors(openb_store: Path) -> None:
     assert js[0]["jobs"] == 8152 and js[0]["gpu_jobs"] == 7064
     bad = run("analyze", "utilization", "--freq", "5parsecs", "--store", openb_store)
     assert bad.exit_code == 1 and "frequency" in bad.stderr
-    assert run("analyze", "queueing", "--by", "nope", "--store", openb_store).exit_code == 1
+    assert run("analyze", "queueing", "--by", "nope", "--store", openb_store).exit_code == 2
     none = run("analyze", "summary", "--source", "helios", "--store", openb_store)
-    assert none.exit_code == 1 and "no jobs" in none.stderr
+    assert none.exit_code == 1 and "no data for source 'helios'" in none.stderr
 
 
 def test_sql_csv_flattens_nested_columns(tmp_path: Path) -> None:

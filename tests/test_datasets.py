@@ -701,8 +701,8 @@ def test_offline_timeout_and_dns_failure(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_unknown_names_are_one_line_errors(tmp_path: Path) -> None:
     result = runner.invoke(app, ["datasets", "fetch", "nope", "--dest", str(tmp_path)])
-    assert result.exit_code == 1
-    assert "unknown dataset 'nope'; choose one of philly, helios, pai2020, openb" in result.stderr
+    assert result.exit_code == 2  # an unknown name is a usage mistake
+    assert "unknown dataset 'nope'; did you mean 'openb'?" in result.stderr
     result = runner.invoke(
         app, ["datasets", "fetch", "openb", "--dest", str(tmp_path), "--file", "x.csv"]
     )

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import power as pwr
 from gpu_trace.cli import app
-from gpu_trace.store.parquet import StoreTransaction
+from gpu_trace.store.parquet import StoreTransaction, ensure_layout
 from tests.conftest import SAMPLES
 
 runner = CliRunner()
@@ -90,7 +90,9 @@ def test_dmon_h100_energy_matches_raw_file(tmp_path: Path) -> None:
         "burn,h100a,0,2026-07-14T08:12:49Z,2026-07-14T08:12:53Z\n"
         "half,h100a,0,2026-07-14T08:12:50.5Z,2026-07-14T08:12:52Z\n"
     )
-    rows = {r["job_id"]: r for r in cli("analyze", "energy", "--jobs", str(jobs), "--store", store)}
+    rows = {
+        r["job_id"]: r for r in cli("analyze", "energy", "--jobs-file", str(jobs), "--store", store)
+    }
     assert rows["burn"]["basis"] == "telemetry"
     assert rows["burn"]["gpu_energy_kwh"] == pytest.approx(expected_j / KWH)
     assert rows["burn"]["covered_gpu_s"] == pytest.approx(4.0)
@@ -365,6 +367,7 @@ def test_power_file_overrides_and_adds(tmp_path: Path) -> None:
 def test_bad_power_file_is_one_line_error(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text)
+    ensure_layout(tmp_path / "s")  # an empty store: reads refuse a missing one
     result = runner.invoke(
         app, ["analyze", "energy", "--store", str(tmp_path / "s"), "--power", str(path)]
     )
@@ -374,10 +377,11 @@ def test_bad_power_file_is_one_line_error(tmp_path: Path, text: str, needle: str
 
 
 def test_bad_max_gap_is_refused(tmp_path: Path) -> None:
+    ensure_layout(tmp_path / "s")
     result = runner.invoke(
         app, ["analyze", "energy", "--store", str(tmp_path / "s"), "--max-gap", "0"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage mistake
     assert "--max-gap must be > 0" in result.output
 
 

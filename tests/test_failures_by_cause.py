@@ -228,7 +228,7 @@ def test_bad_by_is_one_line_error(hand_store: Path) -> None:
     result = runner.invoke(
         app, ["analyze", "failures", "--by", "colour", "--store", str(hand_store)]
     )
-    assert result.exit_code == 1
-    assert (
-        result.output.strip() == "error: --by must be cause or one of gpus, size, user, vc, status"
+    assert result.exit_code == 2  # a usage mistake
+    assert result.output.strip() == (
+        "error: unknown --by value 'colour'; known: cause, gpus, size, user, vc, status"
     )

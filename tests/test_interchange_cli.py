@@ -149,4 +149,4 @@ def test_replay_run_compare_export(chronus_store: Path, tmp_path: Path) -> None:
     assert run("ingest", "chronus", exported, "--store", again).exit_code == 0
     assert connect(again).execute("SELECT count(*) FROM jobs").fetchone() == (30940,)
     bad = run("replay", "run", "-s", "nope", "--store", chronus_store)
-    assert bad.exit_code == 1 and "nope" in bad.stderr
+    assert bad.exit_code == 2 and "unknown source 'nope'" in bad.stderr  # a usage mistake

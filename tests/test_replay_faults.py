@@ -266,16 +266,16 @@ def test_cli_faults_and_power_write_columns_and_event_log(store_copy: Path, tmp_
 
 
 def test_cli_bad_faults_is_one_line_error(store_copy: Path) -> None:
-    for spec, want in (
-        ("mtbf=often", "is not a duration"),
-        ("trace", "no node failures"),
+    for spec, want, code in (
+        ("mtbf=often", "is not a duration", 2),  # a usage mistake
+        ("trace", "no node failures", 1),  # the store's data
     ):
         result = runner.invoke(
             app,
             ["replay", "run", "--source", "openb", "--store", str(store_copy),
              "--gpus", "16x8", "--faults", spec],
         )  # fmt: skip
-        assert result.exit_code == 1
+        assert result.exit_code == code
         assert want in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

@@ -108,20 +108,101 @@ def test_expected_fragmentation_matches_the_papers_definition() -> None:
     assert got.tolist() == pytest.approx([0.5 * 1700 + 210 + 340])
 
 
-def test_typical_classes_take_the_popular_ones_ten_at_a_time() -> None:
-    # 12 classes (all 1 x share s) with counts 30,20,10,8,8,6,5,4,3,2,2,2 (100 tasks).
-    # 60 %: the top 3 already hold 60 %, classes are taken 10 at a time -> the top 10
-    # (96 tasks), renormalised: p(first) = 30 / 96.
+def test_a_cpu_only_class_counts_every_free_gpu_as_a_fragment() -> None:
+    # The simulator's measure with CPU-only tasks among the typical classes (its runs'
+    # isInvolvedCpuPods=true): for such a class the node's whole free GPU counts, whether
+    # its CPU fits (XL) or not (XR). Same node as above (free [1.0, 0.5, 0.2, 0], 8
+    # cores); classes A (0.3 GPU, 2 cores, p 0.5) and D (CPU-only, 4 cores, p 0.5):
+    #   A fits: 200 fragmented; D: all 1,700 -> 0.5 x 200 + 0.5 x 1700 = 950,
+    #   and with 3 cores free (D's CPU no longer fits) still 950.
+    tc = TaskClasses(
+        cpu=np.array([2000, 4000]),
+        mem=np.zeros(2, dtype=np.int64),
+        k=np.array([1, 0]),
+        m=np.array([300, 1000]),
+        mask=np.array([-1, -1]),
+        p=np.array([0.5, 0.5]),
+    )
+    free = np.array([[1000, 500, 200, 0]])
+    for cores in (8000, 3000):
+        got = expected_fragmentation(
+            free, np.array([cores]), np.zeros(1, np.int64), np.array([0]), tc
+        )
+        assert got.tolist() == pytest.approx([950.0])
+
+
+def test_fgd_per_shape_measure_equals_the_definition() -> None:
+    # FGD evaluates F_n(M) per GPU shape (classes sharing GPUs x share) for speed; on
+    # random node states (two GPU models, one class restricted to one of them) it must
+    # equal expected_fragmentation over all the classes (CPU-only ones included), and so
+    # must the per-GPU deltas of a fractional task.
+    rng = np.random.default_rng(7)
+    rows = [
+        {"gpus": g, "cpus": c}
+        for g, c in [(0.5, 4), (0.5, 8), (1.0, 4), (2.0, 16), (0.25, 2), (0, 12), (0, 30)]
+        for _ in range(3)
+    ] + [{"gpus": 1.0, "cpus": 8, "type": "B"}] * 3  # a class only model B can run
+    spec = parse_spec("16x4:A,cpu=32,mem=256G+16x8:B,cpu=64,mem=512G")
+    e = engine(rows, spec, "fgd")
+    f = e.placement
+    assert f.tc.k.tolist().count(0) == 2  # both CPU-only classes are typical
+    free = rng.choice([0, 100, 250, 500, 750, 1000], size=(50, 8))
+    cpu = rng.integers(0, 64_000, size=50)
+    types = rng.integers(0, 2, size=50)
+    want = expected_fragmentation(free, cpu, np.zeros(50, np.int64), types, f.tc)
+    assert f._frag(free, cpu, types) == pytest.approx(want)
+    # a 0.25-GPU, 2-core task on GPU g of each row: the definition on the changed state
+    rows_ = np.arange(2)
+    f.types = types  # rows 0-1 of this state stand for nodes 0-1
+    f.snap_free[:2] = free[:2]
+    f.snap_cpu[:2] = cpu[:2] + 2000
+    f.ver[:2] += 1
+    delta = f._compute(rows_, 1, 250, 2000)
+    for r in range(2):
+        for g in range(8):
+            if free[r, g] < 250:
+                assert delta[r, g] == np.inf
+                continue
+            after = free[r].copy()
+            after[g] -= 250
+            new = expected_fragmentation(
+                after[None], cpu[r : r + 1], np.zeros(1, np.int64), types[r : r + 1], f.tc
+            )
+            old = expected_fragmentation(
+                free[r][None], cpu[r : r + 1] + 2000, np.zeros(1, np.int64), types[r : r + 1], f.tc
+            )
+            assert delta[r, g] == pytest.approx(float(new[0] - old[0]))
+
+
+def test_typical_classes_of_the_published_runs_take_one_at_a_time_to_95_pct() -> None:
+    # counts 30,20,10,8,8,6,5,4,3,2,2,2 (100 tasks), one class at a time until 95 %:
+    # cumulative 30,50,60,68,76,82,87,91,94,96 -> 10 classes (96 tasks), p(first) = 30/96.
     counts = [30, 20, 10, 8, 8, 6, 5, 4, 3, 2, 2, 2]
     milli = np.repeat(np.arange(100, 100 + 12 * 50, 50), counts)
     n = milli.size
     z = np.zeros(n, dtype=np.int64)
-    tc = typical_classes(z, z, np.ones(n, dtype=np.int64), milli, np.full(n, -1), 60.0)
-    assert tc.m.tolist() == list(range(100, 600, 50))
+    tc = typical_classes(z, z, np.ones(n, dtype=np.int64), milli, np.full(n, -1), 95.0, 1)
+    assert tc.m.size == 10 and tc.p[0] == pytest.approx(30 / 96)
+    # at 60 %, one at a time: 30,50,60 -> the top 3 (60 tasks), p(first) = 30 / 60
+    tc = typical_classes(z, z, np.ones(n, dtype=np.int64), milli, np.full(n, -1), 60.0, 1)
+    assert tc.m.size == 3 and tc.p[0] == pytest.approx(0.5)
+
+
+def test_typical_classes_take_the_popular_ones_ten_at_a_time() -> None:
+    # 12 classes (all 1 x share s) with counts 30,20,10,8,8,6,5,4,3,2,2,2 (100 tasks).
+    # 60 %: the top 3 already hold 60 %, classes are taken 10 at a time -> the top 10
+    # (96 tasks), renormalised: p(first) = 30 / 96. Of the three count-2 classes (shares
+    # 550, 600, 650) the largest share comes first, as the simulator sorts equal counts.
+    counts = [30, 20, 10, 8, 8, 6, 5, 4, 3, 2, 2, 2]
+    milli = np.repeat(np.arange(100, 100 + 12 * 50, 50), counts)
+    n = milli.size
+    z = np.zeros(n, dtype=np.int64)
+    tc = typical_classes(z, z, np.ones(n, dtype=np.int64), milli, np.full(n, -1), 60.0, 10)
+    assert sorted(tc.m.tolist()) == [*range(100, 550, 50), 650]
     assert tc.p[0] == pytest.approx(30 / 96)
     assert tc.p.sum() == pytest.approx(1.0)
     # 99 %: 11 classes hold 98 % < 99 % -> the next step of 10 takes all 12: p = 30 / 100
-    tc = typical_classes(z, z, np.ones(n, dtype=np.int64), milli, np.full(n, -1), 99.0)
+    tc = typical_classes(z, z, np.ones(n, dtype=np.int64), milli, np.full(n, -1), 99.0, 10)
     assert tc.m.size == 12 and tc.p[0] == pytest.approx(0.30)
 
 
@@ -146,7 +227,7 @@ def test_fgd_scores_the_whole_node_and_picks_the_gpu() -> None:
         assert place(e, 0) == want, name
     # the simulator's integer score int(100 sigmoid(-delta / 1000)): -250 -> 56 beats
     # -200 -> 54 (and +250 -> 43): the same choice
-    e = engine(rows, spec, "fgd", quantize=True)
+    e = engine(rows, spec, "fgd", scores="integer")
     e.state.allocate([(0, 0, 400), (1, 0, 500)])
     assert place(e, 0) == [(1, 0, 500)]
 
@@ -192,6 +273,25 @@ def test_gpu_clustering_keeps_equal_requests_together() -> None:
     assert got == [[(0, 0, 500)], [(1, 0, 1000)], [(0, 0, 500)], [(2, 0, 500)]]
 
 
+def test_gpu_clustering_groups_every_fractional_share_together() -> None:
+    # The simulator's affinity tag is "share-gpu" for any fractional request. Two idle
+    # 2-GPU nodes; j0 = 0.3 GPU: both tier 1 (idle), equal fill -> node 0, GPU 0.
+    # j1 = 0.5 GPU: node 0 runs only share-gpu tasks -> tier 3 -> node 0, on the fullest
+    # GPU with room (GPU 0, 700 free). Keyed by the exact share, node 0 would be "other
+    # requests" (tier 0) and j1 would go to the idle node 1.
+    spec = from_groups([(1, 2, "gpu"), (1, 2, "gpu")])
+    rows = [{"gpus": 0.3}, {"gpus": 0.5}]
+    r = replay(
+        jobs(rows),
+        spec,
+        ReplayConfig(source="t", scheduler="packing", placement="clustering", departures=False,
+                     inflate_mode="gpu-clones"),
+        record_log=True,
+    )  # fmt: skip
+    got = [parts for _, kind, _, parts in r.engine.log if kind == "start"]
+    assert got == [[(0, 0, 300)], [(0, 0, 500)]]
+
+
 def test_best_fit_counts_cpu_on_a_multi_resource_cluster() -> None:
     # node 0: 2 GPUs, 64 cores; node 1: 4 GPUs, 8 cores. Task: 1 GPU, 4 cores.
     # score = 0.5 x CPU left / 64 cores + 0.5 x GPU left / 4 GPUs (the largest node):
@@ -218,9 +318,13 @@ def test_random_picks_only_feasible_nodes_and_cpu_only_tasks_hold_no_gpu() -> No
         assert e.state.used_milli == 0
 
 
-def test_ties_are_random_per_seed_on_multi_resource_clusters() -> None:
-    # 8 identical empty nodes: every FGD option is equal; seeds spread the choice,
-    # the same seed repeats it.
+def test_ties_follow_a_seeded_node_order_on_multi_resource_clusters() -> None:
+    # The published simulator names nodes "<i>-<name>" with i a seeded random
+    # permutation and its scheduler keeps the lowest name among equal scores. 8 identical
+    # empty nodes, four 1-GPU / 4-core tasks, the only task class: no placement changes
+    # any node's fragmentation (FGD score 50 everywhere), so every task goes to the node
+    # first in the order, and they pile onto it. Another seed, another order; the same
+    # seed, the same choices.
     spec = parse_spec("64x8,cpu=96,mem=512G")
     rows = [{"gpus": 1.0, "cpus": 4}] * 4
     picked = set()
@@ -228,11 +332,41 @@ def test_ties_are_random_per_seed_on_multi_resource_clusters() -> None:
         cfg = ReplayConfig(
             source="t", scheduler="packing", placement="fgd", departures=False, seed=seed
         )
-        a = replay(jobs(rows), spec, cfg, record_log=True).engine.log
-        b = replay(jobs(rows), spec, cfg, record_log=True).engine.log
+        r = replay(jobs(rows), spec, cfg, record_log=True)
+        a = [parts for _, kind, _, parts in r.engine.log if kind == "start"]
+        b = [
+            p
+            for _, k, _, p in replay(jobs(rows), spec, cfg, record_log=True).engine.log
+            if k == "start"
+        ]
         assert a == b
-        picked.add(a[0][3][0][0])
+        rank = r.engine.placement.rank
+        first = int(np.argmin(rank))
+        assert [p[0][0] for p in a] == [first] * 4
+        assert [p[0][1] for p in a] == [0, 1, 2, 3]  # lowest free GPU index first
+        picked.add(first)
     assert len(picked) > 1
+
+
+def test_best_fit_integer_scores_tie_where_exact_ones_differ() -> None:
+    # Nodes A (2 GPUs, 64 cores) and B (2 GPUs, 63 cores); task: 1 GPU, no CPU. Largest
+    # node: 64 cores, 2 GPUs. left = 0.5 x CPU left / 64 + 0.5 x GPU left / 2:
+    #   A: 0.5 + 0.25 = 0.75 -> int(100 x (1 - 0.75)) = 25
+    #   B: 0.5 x 63/64 + 0.25 = 0.7421875 -> int(25.78) = 25: a tie (exact: B is better)
+    # exact scores -> B always; integer scores -> the node first in the seeded order.
+    spec = from_groups(
+        [(1, 2, "gpu"), (1, 2, "gpu")], resources=[(64_000, 64 * GIB, 0), (63_000, 64 * GIB, 0)]
+    )
+    seen = set()
+    for seed in range(8):
+        e = engine([{"gpus": 1.0}], spec, "best-fit", scores="exact")
+        assert place(e, 0) == [(1, 0, 1000)]
+        e = engine([{"gpus": 1.0}], spec, "best-fit")
+        e.placement.rank = np.random.default_rng(seed).permutation(2)
+        want = int(np.argmin(e.placement.rank))
+        assert place(e, 0) == [(want, 0, 1000)]
+        seen.add(want)
+    assert seen == {0, 1}
 
 
 # -- workload inflation and seeds ----------------------------------------------------------
@@ -281,8 +415,9 @@ def test_run_over_seeds_prints_mean_and_spread(openb_store: Path, tmp_path: Path
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("| best-fit")]
-    # one row per curve point (1.0 and 1.3), each a mean over 2 seeds
-    assert [ln.split("|")[2].strip() for ln in lines] == ["1.0", "1.3"]
+    # one row per curve point (1.0 and 1.3 of capacity, printed as shares), each a mean
+    # over 2 seeds
+    assert [ln.split("|")[2].strip() for ln in lines] == ["100.0 %", "130.0 %"]
     assert all(ln.rstrip("| ").endswith("2") for ln in lines)
 
 
@@ -299,19 +434,35 @@ def test_fidelity_skips_checks_without_data_and_exits_0(openb_store: Path) -> No
     assert "skipped: no philly jobs in the store" in res.stdout
 
 
-def test_fidelity_flags_the_fgd_gap_and_exits_1(openb_store: Path) -> None:
-    # The measured gap (docs/replay.md): FGD at 130 % lands near 91 %, published 95.39 %
-    # (tolerance 1.5 pp) -> out of tolerance, one line naming it, exit 1.
+def test_fidelity_fgd_point_is_within_tolerance(openb_store: Path) -> None:
+    # The judged placements at 130 % on seed 0 (docs/replay.md: the 10-seed means are
+    # within 0.5 pp of the published 95.39 / 93.08 / 87.47 %, seed-to-seed sd <= 0.3 pp):
+    # each within the 1.5 pp tolerance, and FGD above best-fit above random.
+    from gpu_trace.replay.fidelity import fgd_check
+
+    rows = {r.policy: r for r in fgd_check(openb_store, [0], ("fgd", "best-fit", "random"))}
+    assert all(r.status == "ok" for r in rows.values()), rows
+    assert rows["fgd"].ours > rows["best-fit"].ours > rows["random"].ours  # type: ignore[operator]
+
+
+def test_fidelity_flags_a_value_out_of_tolerance_and_exits_1(
+    openb_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # random lands near 87.5 % on openb; against a (made-up) published 99 % it is out of
+    # the 1.5 pp tolerance: one line naming it, exit 1.
+    from gpu_trace.replay import fidelity
+
+    monkeypatch.setattr(fidelity, "FGD_PUBLISHED", {"random": 99.0})
     res = runner.invoke(
         app,
         ["replay", "fidelity", "--store", str(openb_store), "--checks", "fgd-openb-130",
          "--seeds", "0"],
     )  # fmt: skip
     assert res.exit_code == 1
-    assert "out of tolerance: fgd-openb-130/fgd" in res.stderr
-    row = next(ln for ln in res.stdout.splitlines() if ln.startswith("| fgd-openb-130 | fgd "))
-    assert "95.39" in row and "OUT" in row
-    assert float(row.split("|")[3]) < 95.39 - 1.5
+    assert "out of tolerance: fgd-openb-130/random" in res.stderr
+    row = next(ln for ln in res.stdout.splitlines() if ln.startswith("| fgd-openb-130 | random "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[3]) == 99.0 and "OUT" in cells
 
 
 def test_unknown_fidelity_check_is_a_usage_error(openb_store: Path) -> None:

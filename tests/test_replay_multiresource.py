@@ -162,11 +162,18 @@ def test_openb_node_list_and_toml_resources(tmp_path: Path) -> None:
 
 
 def test_cluster_from_the_store_machines_has_cpu_and_memory(openb_store: Path) -> None:
+    # openb has two inventories with the same 6,212 GPUs: gpu_node (1,213 nodes, 107,018
+    # cores; the FGD paper's node list) and all_node (+ 310 CPU-only nodes, 125,514
+    # cores). from-trace takes the most GPUs, ties: the fewest machines -> gpu_node.
     spec = resolve_cluster("from-trace", openb_store, "openb")
-    # openb all_node: 1,523 nodes, 310 of them without GPUs, 6,212 GPUs, 125,514 cores
+    assert (spec.nodes, spec.gpus) == (1213, 6212)
+    assert spec.node_cpu_milli is not None and sum(spec.node_cpu_milli) == 107_018_000
+    spec = resolve_cluster("machines:all_node", openb_store, "openb")
     assert (spec.nodes, spec.gpus) == (1523, 6212)
     assert sum(1 for g in spec.node_gpus if g == 0) == 310
     assert spec.node_cpu_milli is not None and sum(spec.node_cpu_milli) == 125_514_000
+    with pytest.raises(GpuTraceError, match="no machines dataset 'x'; known: all_node, gpu_node"):
+        resolve_cluster("machines:x", openb_store, "openb")
 
 
 # -- hypothesis: invariants on every resource -------------------------------------------

@@ -20,6 +20,7 @@ from gpu_trace.errors import QueryError
 from gpu_trace.schemas import TABLES
 from gpu_trace.schemas.views import derived_views
 from gpu_trace.store.catalog import connect, connect_read_only, fetch_arrow, query
+from gpu_trace.store.parquet import ensure_layout
 
 runner = CliRunner()
 BIN = Path(sys.executable).parent / "gpu-trace"
@@ -40,6 +41,15 @@ def assert_one_line_error(result: Result, *needles: str) -> str:
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """An empty store (reads refuse a path without one, so the guard is tested on a real,
+    empty store: what `gpu-trace ingest` leaves before its first commit of data)."""
+    root = tmp_path / "store"
+    ensure_layout(root)
+    return root
 
 
 @pytest.fixture
@@ -270,8 +280,8 @@ def test_awkward_types_print(store: Path, column: str, fmt: str, expected: list[
 
 
 @pytest.mark.skipif(not BIN.exists(), reason="console script not installed")
-def test_real_subprocess_refusals(tmp_path: Path) -> None:
-    env = {**os.environ, "GPU_TRACE_STORE": str(tmp_path / "store")}
+def test_real_subprocess_refusals(store: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "GPU_TRACE_STORE": str(store)}
     dest = tmp_path / "x.csv"
     for statement, needle in (
         (f"EXPLAIN ANALYZE COPY (select 1) TO '{dest}'", "refused"),

@@ -113,9 +113,12 @@ def test_a_policy_typo_names_the_file_before_anything_runs(tmp_path: Path) -> No
         sg.load(path).configs()
 
 
-def test_toml_syntax_error_names_line(tmp_path: Path) -> None:
+def test_toml_syntax_error_names_line(openb_store: Path, tmp_path: Path) -> None:
     path = toml(tmp_path / "s.toml", 'source = "openb"\n[grid]\nseed = 0-2\n')
-    result = cli("replay", "sweep", path, "--out", tmp_path / "out", "--workers", "1")
+    result = cli(
+        "replay", "sweep", path, "--out", tmp_path / "out", "--workers", "1",
+        "--store", openb_store,
+    )  # fmt: skip
     assert result.exit_code == 1
     line = result.stderr.strip().splitlines()[-1]
     assert "s.toml: " in line and "(at line 3, column 9)" in line
@@ -293,7 +296,10 @@ def test_flags_build_the_same_grid(store_copy: Path, tmp_path: Path) -> None:
         "window_end": "1970-05-03",
     }
     assert len(manifest["runs"]) == 2 * 1 * 2 * 2 * 1
-    bad = cli("replay", "sweep", "--source", "openb", "--grid", "lod=1", "--out", tmp_path / "x")
+    bad = cli(
+        "replay", "sweep", "--source", "openb", "--grid", "lod=1", "--out", tmp_path / "x",
+        "--store", store_copy,
+    )  # fmt: skip
     assert bad.exit_code == 1
     assert "command line: grid.lod: unknown ReplayConfig field 'lod'; did you mean 'load'?" in (
         bad.stderr

@@ -6,9 +6,12 @@ code 1, usage errors exit 2 (see ``_boundary``).
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Annotated
 
 import typer
+import typer.rich_utils
 
 from gpu_trace import __version__
 from gpu_trace.cli import analyze as analyze_cli
@@ -16,17 +19,39 @@ from gpu_trace.cli import datasets as datasets_cli
 from gpu_trace.cli import ingest as ingest_cli
 from gpu_trace.cli import replay as replay_cli
 from gpu_trace.cli import telemetry as telemetry_cli
+from gpu_trace.cli._boundary import INTERRUPTED, alert, fail, set_verbosity
 from gpu_trace.cli.report import report
 from gpu_trace.cli.schema import schema
 from gpu_trace.cli.sql import sql
 from gpu_trace.cli.synth import synth
 
+HELP_WIDTH = (100, 120)
+"""Narrowest and widest help (columns): below 100 columns typer's option tables cut
+long option names and values (``--multinode-slowd…``); wider lines are hard to read."""
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH[1]}
+"""Inherited by every sub-command: ``-h`` works everywhere."""
+
+
+def _help_width() -> int:
+    """The terminal's width (``$COLUMNS``, else the tty; 120 when piped) clamped to
+    :data:`HELP_WIDTH`; ``$TERMINAL_WIDTH`` (typer's own setting) wins when set."""
+    if os.environ.get("TERMINAL_WIDTH", "").isdigit():
+        return int(os.environ["TERMINAL_WIDTH"])
+    columns = shutil.get_terminal_size(fallback=(HELP_WIDTH[1], 24)).columns
+    return max(HELP_WIDTH[0], min(HELP_WIDTH[1], columns))
+
+
+typer.rich_utils.MAX_WIDTH = _help_width()
+
 app = typer.Typer(
     name="gpu-trace",
-    help="Load, query, analyse and replay GPU-cluster traces and GPU telemetry.",
+    help="Load, query, analyse and replay GPU-cluster traces and GPU telemetry.\n\n"
+    "Global options (-q, -v, -V) go before the command: gpu-trace -q ingest openb DIR.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
+    add_completion=True,
+    context_settings=CONTEXT,
 )
 
 
@@ -40,10 +65,34 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress or log lines on stderr (errors and warnings stay)."
+        ),
+    ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="More detail: library log lines; on an error its type and full message "
+            "(-vv: the traceback too).",
+        ),
+    ] = 0,
 ) -> None:
-    """gpu-trace: one data model for Philly, Helios, Alibaba PAI 2020, openb and live GPUs."""
+    """gpu-trace: one data model for Philly, Helios, Alibaba PAI 2020, openb and live GPUs.
+
+    Global options go before the command: gpu-trace -q ingest openb DIR.
+    """
+    if quiet and verbose:
+        raise fail("give --quiet or --verbose, not both", 2)
+    set_verbosity(-1 if quiet else verbose)
 
 
 def _group(help_text: str) -> typer.Typer:
@@ -62,5 +111,10 @@ app.command("synth")(synth)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Commands turn Ctrl-C into one line and exit 130
+    themselves (``_boundary.domain_errors``); this catches it outside any command."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        alert.print("interrupted", markup=False)
+        raise SystemExit(INTERRUPTED) from None

@@ -28,26 +28,42 @@ from gpu_trace.analyses.job_usage import read_jobs
 from gpu_trace.analyses.summary import summary as summary_table
 from gpu_trace.cli._boundary import domain_errors
 from gpu_trace.cli.generated import add_command, command_names
-from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.options import (
+    JobsFileOpt,
+    OldJobsFileOpt,
+    ReadStoreOpt,
+    check_sources,
+    deprecated,
+    number,
+)
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.catalog import connect
+from gpu_trace.values import check_number, choose, parse_duration, split_list
 
 app = typer.Typer(help="Characterization analyses over the store.", no_args_is_help=True)
 
 SourceOpt = Annotated[
-    list[str] | None, typer.Option("--source", "-s", help="Only these sources (repeatable).")
+    list[str] | None, typer.Option("--source", "-s", help="Only these sources (a,b or repeated).")
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")]
-MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Rows shown as a table (0 = all).")]
+MaxRowsOpt = Annotated[
+    int, typer.Option("--max-rows", callback=number(ge=0), help="Rows shown as a table (0 = all).")
+]
+
+
+def _sources(store: Path | None, source: list[str] | None) -> list[str] | None:
+    """``--source`` as a list (a,b or repeated), each checked against the store."""
+    return check_sources(resolve_store(store), split_list(source)) or None
 
 
 def _inputs(store: Path | None, source: list[str] | None) -> Inputs:
-    inputs = Inputs.from_store(resolve_store(store), source)
-    if inputs.jobs.select(pl.len()).collect().item() == 0 and source:
-        raise GpuTraceError(f"no jobs in the store for source(s) {', '.join(source)}")
+    wanted = _sources(store, source)
+    inputs = Inputs.from_store(resolve_store(store), wanted)
+    if inputs.jobs.select(pl.len()).collect().item() == 0 and wanted:
+        raise GpuTraceError(f"no jobs in the store for source(s) {', '.join(wanted)}")
     return inputs
 
 
@@ -60,7 +76,7 @@ def _run(
 @app.command()
 @domain_errors
 def summary(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     by_dataset: Annotated[bool, typer.Option(help="One row per dataset, not per cluster.")] = False,
     fmt: FormatOpt = Format.table,
@@ -84,7 +100,7 @@ class View(StrEnum):
 @app.command()
 @domain_errors
 def utilization(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     freq: Annotated[str, typer.Option(help="Bin width: 30s, 1min, 10min, 1h, 1d.")] = "1h",
     by: Annotated[str, typer.Option(help="cluster, vc or gpu_type.")] = "cluster",
@@ -101,6 +117,7 @@ def utilization(
 ) -> None:
     """GPU allocation over time (allocated / installed GPUs) or measured utilization."""
     inp = _inputs(store, source)
+    choose("--by value", by, occ.OCCUPANCY_BY)
     if view is View.measured:
         _run(utl.sample_distribution(inp.gpu_samples), fmt, output, max_rows)
         return
@@ -118,7 +135,7 @@ def utilization(
 @app.command()
 @domain_errors
 def queueing(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     by: Annotated[str, typer.Option(help="gpus, vc, gpu_type or hour.")] = "gpus",
     requeue: Annotated[bool, typer.Option(help="Per-attempt waits (Philly requeue gaps).")] = False,
@@ -128,6 +145,7 @@ def queueing(
 ) -> None:
     """Queueing delay of GPU jobs by requested GPUs, VC, GPU type or hour of submission."""
     inp = _inputs(store, source)
+    choose("--by value", by, que.BY_CHOICES)
     if requeue:
         gaps = que.requeue_gaps(inp.jobs, inp.placements)
         frame = gaps.group_by("source", "cluster", "vc", "kind").agg(
@@ -147,7 +165,7 @@ def queueing(
 @app.command()
 @domain_errors
 def failures(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     by: Annotated[str, typer.Option(help="status, cause, size (= gpus), user or vc.")] = "status",
     lost: Annotated[bool, typer.Option(help="GPU hours lost to failed/cancelled jobs.")] = False,
@@ -161,6 +179,7 @@ def failures(
     """Final-status mix of jobs and GPU time; with --lost, GPU time lost per group;
     --by cause: lost GPU hours by cause (status, XID / ECC / lost-GPU events, retries);
     --mtbf: failure rates and MTBF (definitions: docs/metrics.md)."""
+    choose("--by value", by, ("cause", *fail.BY_CHOICES))
     inp = _inputs(store, source)
     if mtbf:
         _run(fail.mtbf(inp.jobs, inp.events, inp.gpu_samples), fmt, output, max_rows)
@@ -168,10 +187,7 @@ def failures(
     if by == "cause":
         _run(fail.by_cause(inp.jobs, inp.placements, inp.events), fmt, output, max_rows)
         return
-    try:
-        frame = fail.lost_gpu_time(inp.jobs, by) if lost else fail.status_mix(inp.jobs, by)
-    except ValueError as exc:
-        raise GpuTraceError(f"--by must be cause or one of {', '.join(fail.BY_CHOICES)}") from exc
+    frame = fail.lost_gpu_time(inp.jobs, by) if lost else fail.status_mix(inp.jobs, by)
     _run(frame, fmt, output, max_rows)
 
 
@@ -185,7 +201,7 @@ class EnergyBy(StrEnum):
 @app.command()
 @domain_errors
 def energy(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     by: Annotated[
         EnergyBy,
@@ -195,18 +211,15 @@ def energy(
         Path | None,
         typer.Option("--power", help="TOML power table overriding the built-in one."),
     ] = None,
-    jobs_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--jobs", help="CSV job_id,host,gpu_indices,start,end: jobs to charge telemetry to."
-        ),
-    ] = None,
-    max_gap: Annotated[
-        float | None,
+    jobs_file: JobsFileOpt = None,
+    jobs_old: OldJobsFileOpt = None,
+    max_gap_text: Annotated[
+        str | None,
         typer.Option(
             "--max-gap",
-            help="Seconds between power readings above which they are not bridged "
-            "(default: 3 x each GPU's median interval).",
+            help="Gap between power readings (90s, 5m; bare number: seconds) above which "
+            "they are not bridged (default: 3 x each GPU's median interval).",
+            show_default=False,
         ),
     ] = None,
     fmt: FormatOpt = Format.table,
@@ -215,15 +228,17 @@ def energy(
 ) -> None:
     """Energy (kWh) per job / user / VC: integrated power_w telemetry over the GPUs and
     times each job held (basis telemetry), else the power model (docs/energy.md)."""
-    if max_gap is not None and not max_gap > 0:
-        raise GpuTraceError(f"--max-gap must be > 0 seconds, got {max_gap}")
+    jobs_file = deprecated("--jobs FILE", "--jobs-file FILE", jobs_old, jobs_file)
+    max_gap = None
+    if max_gap_text is not None:
+        max_gap = check_number(parse_duration(max_gap_text, "--max-gap"), "--max-gap", gt=0)
     model = pwr.load(power)
     root = resolve_store(store)
     con = connect(root)
     if by is EnergyBy.gpu:
         _run(en.device_energy(con, max_gap), fmt, output, max_rows)
         return
-    inp = Inputs.from_store(root, source)
+    inp = Inputs.from_store(root, _sources(store, source))
     jobs = inp.jobs.head(0) if jobs_file is not None else inp.jobs
     if jobs_file is not None or source:
         held = (
@@ -248,7 +263,7 @@ class JobsView(StrEnum):
 @app.command()
 @domain_errors
 def jobs(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     view: Annotated[
         JobsView,
@@ -262,10 +277,9 @@ def jobs(
     max_rows: MaxRowsOpt = 100,
 ) -> None:
     """Job durations (GPU vs CPU jobs, by size or GPU type) and sizes."""
-    inp = _inputs(store, source)
     keys = {"job_class": "job_class", "size": "size_bucket", "gpu_type": "gpu_type"}
-    if by not in keys:
-        raise GpuTraceError(f"--by must be one of {', '.join(keys)}")
+    choose("--by value", by, keys)
+    inp = _inputs(store, source)
     group = ("source", "cluster", keys[by])
     if view is JobsView.sizes:
         frame = jb.size_shares(inp.jobs)
@@ -279,7 +293,7 @@ def jobs(
 @app.command()
 @domain_errors
 def users(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     per_user: Annotated[bool, typer.Option("--per-user", help="One row per user instead.")] = False,
     value: Annotated[str, typer.Option(help="gpu_hours or gpu_queue_hours.")] = "gpu_hours",
@@ -288,9 +302,8 @@ def users(
     max_rows: MaxRowsOpt = 100,
 ) -> None:
     """Concentration of GPU time (or queueing) across users: top-k shares and Gini."""
+    choose("--value", value, ("gpu_hours", "gpu_queue_hours"))
     inp = _inputs(store, source)
-    if value not in ("gpu_hours", "gpu_queue_hours"):
-        raise GpuTraceError("--value must be gpu_hours or gpu_queue_hours")
     table = usr.per_user(inp.jobs)
     _run(table if per_user else usr.concentration(table, value), fmt, output, max_rows)
 
@@ -298,7 +311,7 @@ def users(
 @app.command()
 @domain_errors
 def sharing(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     view: Annotated[
         str,
@@ -320,15 +333,14 @@ def sharing(
         "qos": lambda: shr.qos_phase_mix(inp.jobs),
         "inventory": lambda: shr.inventory(inp.machines),
     }
-    if view not in views:
-        raise GpuTraceError(f"--view must be one of {', '.join(views)}")
+    choose("--view value", view, views)
     _run(views[view](), fmt, output, max_rows)
 
 
 @app.command()
 @domain_errors
 def fragmentation(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     inventory: Annotated[
         str | None,
@@ -351,7 +363,7 @@ def fragmentation(
 @app.command()
 @domain_errors
 def provisioning(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: SourceOpt = None,
     per_task: Annotated[bool, typer.Option("--per-task", help="One row per task instead.")] = False,
     fmt: FormatOpt = Format.table,
@@ -368,7 +380,7 @@ def provisioning(
 @app.command("per-job")
 @domain_errors
 def per_job(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     metric: Annotated[str, typer.Option(help="gpu_samples metric.")] = "gpu_util_pct",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -383,7 +395,7 @@ def _generate() -> None:
     ``--store``, ``--source``, the analysis' options, then the output options."""
     kw = inspect.Parameter.KEYWORD_ONLY
     head = [
-        inspect.Parameter("store", kw, default=None, annotation=StoreOpt),
+        inspect.Parameter("store", kw, default=None, annotation=ReadStoreOpt),
         inspect.Parameter("source", kw, default=None, annotation=SourceOpt),
     ]
     tail = [

@@ -26,6 +26,7 @@ from rich.progress import (
 )
 
 from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli.options import number, seconds
 from gpu_trace.datasets import (
     DEFAULT_DEST,
     MIRROR_ENV,
@@ -37,6 +38,7 @@ from gpu_trace.datasets import (
     verify,
 )
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.values import choose
 
 app = typer.Typer(
     help="Public trace registry: list, fetch and verify the official downloads.",
@@ -210,10 +212,16 @@ def fetch_(
         bool, typer.Option("--extract/--no-extract", help="Unpack archives after verifying.")
     ] = True,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=0.1, help="Seconds without data before a retry.")
-    ] = 30.0,
+        str,
+        typer.Option(
+            "--timeout", help="Time without data before a retry (30s, 2m; bare: seconds)."
+        ),
+    ] = "30s",
     retries: Annotated[
-        int, typer.Option("--retries", min=0, help="Reconnections per URL; each resumes.")
+        int,
+        typer.Option(
+            "--retries", callback=number(ge=0), help="Reconnections per URL; each resumes."
+        ),
     ] = 5,
     max_extract: Annotated[
         str | None,
@@ -232,7 +240,7 @@ def fetch_(
     expanding past --max-extract-bytes are refused, and nothing is left half-extracted). Interrupted downloads resume (HTTP Range on DEST/NAME/FILE.part); files already in
     place and verified are not downloaded again.
     """
-    ds = get(name)
+    ds = get(choose("dataset", name, registry()))
     cap = size_bytes(max_extract) if max_extract is not None else None
     with Progress(
         TextColumn("{task.description}"),
@@ -249,7 +257,7 @@ def fetch_(
             files=file,
             mirror=mirror,
             extract=extract,
-            timeout_s=timeout,
+            timeout_s=seconds(timeout, "--timeout"),
             retries=retries,
             progress=_Bar(progress),
             notify=_warn,
@@ -283,7 +291,7 @@ def verify_(name: NameArg, dest: DestOpt = DEFAULT_DEST, file: FilesOpt = None) 
     Archive members with published checksums are re-hashed too. Exit 1 if any file is
     missing or differs.
     """
-    ds = get(name)
+    ds = get(choose("dataset", name, registry()))
     checks = verify(ds, dest, files=file)
     rows: list[tuple[str, ...]] = [("result", "file", "sha256")]
     rows += [(c.result, c.path, c.actual or c.expected or "") for c in checks]

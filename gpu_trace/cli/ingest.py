@@ -1,8 +1,9 @@
 """``gpu-trace ingest <source> PATH``: raw trace files into the store.
 
 One command per declared loader (:mod:`gpu_trace.plugins`), generated from its
-declaration: PATH, ``--store`` and the loader's options. ``kubernetes`` (several paths)
-and ``philly`` (a repeatable option) are written out by hand below."""
+declaration: PATH, ``--store`` and the loader's options. Loaders whose options need parsing beyond a
+field (several paths, durations, comma lists, checked names) keep a hand-written
+command here, which wins over the generated one."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from gpu_trace import plugins
-from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli._boundary import detail, domain_errors, err
 from gpu_trace.cli.generated import add_command, command_names
-from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.options import StoreOpt, number, seconds
 from gpu_trace.loaders import LOADERS, Batch, IngestReport, ingest
 from gpu_trace.settings import resolve_store
+from gpu_trace.values import choose, split_list
 
 app = typer.Typer(
     help="Read raw trace or telemetry files into the store (re-ingesting replaces).",
@@ -44,6 +46,7 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
 
         def on_batch(batch: Batch) -> None:
             progress.update(task, description=f"{batch.file.path.name} -> {batch.table}")
+            detail(f"{batch.file.path} -> {batch.table} (dataset {batch.dataset})")  # -v
 
         report = ingest(LOADERS[source], path, root, on_batch=on_batch, **options)
     print_report(report)
@@ -104,14 +107,126 @@ def ingest_kubernetes(
     )
 
 
+HELIOS_CLUSTERS = ("venus", "earth", "saturn", "uranus", "all")
+
+
+@app.command("helios")
+@domain_errors
+def ingest_helios(
+    path: PathArg,
+    store: StoreOpt = None,
+    cluster: Annotated[
+        str,
+        typer.Option(
+            help="Cluster to read: venus, earth, saturn, uranus or all (every one present).",
+        ),
+    ] = "all",
+    tz: Annotated[
+        str,
+        typer.Option(
+            "--tz",
+            help="IANA zone of the naive timestamps (undocumented upstream; the datacenter "
+            "is in China). Recorded in jobs.source_tz.",
+        ),
+    ] = "Asia/Shanghai",
+) -> None:
+    """SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.
+
+    PATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip."""
+    run_ingest(
+        "helios", path, store, cluster=choose("Helios cluster", cluster, HELIOS_CLUSTERS), tz=tz
+    )
+
+
+@app.command("pai2020")
+@domain_errors
+def ingest_pai2020(
+    path: PathArg,
+    store: StoreOpt = None,
+    tables: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="PAI tables to read (a,b or repeated): job, task, instance, sensor, "
+            "group_tag, machine_spec, machine_metric, or all (every one present).",
+            show_default="all",
+        ),
+    ] = None,
+) -> None:
+    """Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags
+    (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.
+
+    PATH: folder with the headerless pai_<table>.csv files (.header files beside them or
+    in headers/), or one of those CSVs."""
+    run_ingest("pai2020", path, store, tables=",".join(split_list(tables)) or "all")
+
+
+TzOpt = Annotated[
+    str,
+    typer.Option(help="IANA zone of the tool's local timestamps (recorded as source_tz)."),
+]
+HostOpt = Annotated[
+    str | None,
+    typer.Option(help="Host name (default: the hostname field/label, else the file name)."),
+]
+StartOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="ISO-8601 time of the first tick for outputs without timestamps "
+        "(default: the last tick is the file's mtime)."
+    ),
+]
+IntervalOpt = Annotated[
+    str,
+    typer.Option(
+        "--interval", help="Time between ticks (dmon -d / dcgmi -d): 1s, 500ms; bare: seconds."
+    ),
+]
+
+
+@app.command("nvidia-smi")
+@domain_errors
+def ingest_nvidia_smi(
+    path: PathArg,
+    store: StoreOpt = None,
+    tz: TzOpt = "UTC",
+    host: HostOpt = None,
+    query: Annotated[
+        str | None,
+        typer.Option(help="The --query-gpu field list, for CSV written with noheader."),
+    ] = None,
+    start: StartOpt = None,
+    interval: IntervalOpt = "1s",
+) -> None:
+    """nvidia-smi --query-gpu / --query-compute-apps CSV, dmon and pmon -> gpu_samples,
+    events, gpu_processes."""
+    run_ingest(
+        "nvidia-smi",
+        path,
+        store,
+        tz=tz,
+        host=host,
+        query=query,
+        start=start,
+        interval_s=seconds(interval, "--interval"),
+    )
+
+
+@app.command("dcgmi")
+@domain_errors
+def ingest_dcgmi(
+    path: PathArg,
+    store: StoreOpt = None,
+    host: HostOpt = None,
+    start: StartOpt = None,
+    interval: IntervalOpt = "1s",
+) -> None:
+    """`dcgmi dmon` text -> gpu_samples (XID/ECC -> events)."""
+    run_ingest(
+        "dcgmi", path, store, host=host, start=start, interval_s=seconds(interval, "--interval")
+    )
+
+
 PHILLY_BASES = ("machine_list", "inferred_jobs", "inferred_util")
-
-
-def _philly_bases(values: list[str] | None) -> list[str]:
-    for value in values or []:
-        if value not in PHILLY_BASES:
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(PHILLY_BASES)}")
-    return values or list(PHILLY_BASES)
 
 
 @app.command("philly")
@@ -123,8 +238,7 @@ def ingest_philly(
         list[str] | None,
         typer.Option(
             "--capacity",
-            callback=_philly_bases,
-            help="Inventory to write a capacity row for (repeatable): machine_list, "
+            help="Inventory to write a capacity row for (a,b or repeated): machine_list, "
             "inferred_jobs, inferred_util. Default: all three. Analyses should use "
             "inferred_util: the shipped machine list is wrong (philly-traces#8).",
         ),
@@ -134,7 +248,26 @@ def ingest_philly(
     inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.
 
     PATH: the unpacked trace-data/ folder (or a folder holding it, or one of its files)."""
-    run_ingest("philly", path, store, capacity=tuple(capacity or PHILLY_BASES))
+    bases = [choose("--capacity value", c, PHILLY_BASES) for c in split_list(capacity)]
+    run_ingest("philly", path, store, capacity=tuple(bases or PHILLY_BASES))
+
+
+@app.command("gavel")
+@domain_errors
+def ingest_gavel(
+    path: PathArg,
+    store: StoreOpt = None,
+    step_s: Annotated[
+        float | None,
+        typer.Option(
+            "--step-s",
+            callback=number(gt=0),
+            help="Seconds per training step (Gavel counts work in steps).",
+        ),
+    ] = None,
+) -> None:
+    """Gavel .trace files (7 or 10 tab-separated fields) -> jobs."""
+    run_ingest("gavel", path, store, step_s=step_s)
 
 
 def _generate() -> None:

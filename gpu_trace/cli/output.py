@@ -11,7 +11,7 @@ from polars.datatypes import DataTypeClass
 
 from gpu_trace.cli._boundary import err
 from gpu_trace.display import WIDE_ONE_ROW, readable, transposed
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.errors import GpuTraceError, UsageError
 
 
 class Format(StrEnum):
@@ -71,13 +71,13 @@ def _json_ready(frame: pl.DataFrame) -> pl.DataFrame:
 def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows: int = 100) -> None:
     """Write ``frame`` in ``fmt`` to ``output`` (temp file + rename) or to stdout."""
     if fmt is Format.parquet and output is None:
-        raise GpuTraceError("--format parquet needs --output FILE")
+        raise UsageError("--format parquet needs --output FILE")
     if fmt is Format.csv:
         frame = flat(frame)
     elif fmt is Format.json:
         frame = _json_ready(frame)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        check_output(output)
         tmp = output.with_name(f".{output.name}.tmp")
         if fmt is Format.parquet:
             frame.write_parquet(tmp, compression="zstd")
@@ -88,7 +88,7 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
         else:
             tmp.write_text(table_text(frame, 0), encoding="utf-8")
         tmp.replace(output)
-        err.print(f"wrote {frame.height} rows to {output}")
+        err.print(f"wrote {frame.height} rows to {output}", markup=False)
         return
     if fmt is Format.csv:
         sys.stdout.write(frame.write_csv())
@@ -99,6 +99,17 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
         sys.stdout.flush()
         if max_rows and frame.height > max_rows:
             err.print(f"showing {max_rows} of {frame.height} rows (use --max-rows 0 for all)")
+
+
+def check_output(output: Path | None) -> None:
+    """Refuse an ``--output`` whose folder does not exist (a typo in the path must not
+    create folders) or that is a folder; checked before the query runs."""
+    if output is None:
+        return
+    if output.is_dir():
+        raise GpuTraceError(f"--output {output} is a folder; give a file name")
+    if not output.parent.is_dir():
+        raise GpuTraceError(f"--output {output}: no folder {output.parent}; create it first")
 
 
 def table_text(frame: pl.DataFrame, max_rows: int) -> str:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, err, fail
-from gpu_trace.cli.options import StoreOpt
-from gpu_trace.cli.output import Format, emit
+from gpu_trace.cli._boundary import domain_errors, err, fail, interrupted
+from gpu_trace.cli.options import ReadStoreOpt, check_sources, deprecated, number
+from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
@@ -26,6 +24,7 @@ from gpu_trace.replay.run import ReplayConfig, one_experiment, run
 from gpu_trace.replay.run import compare as compare_runs
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.scan import scan
+from gpu_trace.values import choose, parse_bool, split_list
 
 # The declared policies (built-in and installed plugins), named in --help.
 _SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
@@ -72,30 +71,14 @@ FAULT_ENERGY_COLUMNS = [
 COMPARE_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "jobs_skipped"]
 """One row per policy; the shared job counts are printed once, with the experiment."""
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def usage_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Bad policy / placement / option names end the command with one line, exit 2."""
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return func(*args, **kwargs)
-        except xp.UsageError as exc:
-            raise fail(str(exc).replace("[", "\\[").splitlines()[0], 2) from None
-
-    return wrapper
-
-
 SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
 ClusterOpt = Annotated[
     str | None,
     typer.Option(
         "--cluster",
         help="Cluster file (.toml/.json/.csv), `from-trace` or `machines` (the store's "
-        "inventory with each node's CPU and memory).",
+        "inventory with each node's CPU and memory; the one with the most GPUs, ties: "
+        "fewest machines) or `machines:DATASET` (that inventory, e.g. machines:all_node).",
     ),
 ]
 GpusOpt = Annotated[
@@ -106,14 +89,27 @@ GpusOpt = Annotated[
         "or 6500x8,cpu=96,mem=768GiB.",
     ),
 ]
-LoadOpt = Annotated[float, typer.Option("--load", help="Arrival-rate multiplier.")]
+LoadOpt = Annotated[
+    float, typer.Option("--load", callback=number(gt=0), help="Arrival-rate multiplier (> 0).")
+]
 WindowOpt = Annotated[
     str | None, typer.Option("--window", help="Submit-time window START..END (ISO dates).")
 ]
 OptionOpt = Annotated[
     list[str] | None,
-    typer.Option("--option", "-o", help="Policy option KEY=VALUE (repeatable; see `policies`)."),
+    typer.Option(
+        "--option",
+        help="Policy option KEY=VALUE, placement.KEY=VALUE for the placement (repeatable; "
+        "see `replay policies`).",
+        show_default=False,
+    ),
 ]
+OldOptionOpt = Annotated[list[str] | None, typer.Option("-o", hidden=True)]
+"""``-o KEY=VALUE``: deprecated, -o is --output everywhere else."""
+
+
+def _options(option: list[str] | None, old: list[str] | None) -> list[str]:
+    return [*(option or []), *deprecated("-o KEY=VALUE", "--option KEY=VALUE", old, [])]
 
 
 def _opts(items: list[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -197,12 +193,11 @@ def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str,
     estimating policy the true durations."""
     scheduler, oracle = xp.parse_scheduler(name)
     opts = dict(sched_opts)
-    flag = str(opts.pop("oracle", "false")).lower()
-    if flag not in {"true", "false", "1", "0", "yes", "no"}:
-        raise xp.UsageError(f"option oracle={flag!r} is not true or false")
-    if flag in {"true", "1", "yes"}:
+    if parse_bool(str(opts.pop("oracle", "false")), "option oracle"):
         if not base.needs_estimates(scheduler):
-            raise xp.UsageError(f"-o oracle applies to policies that read estimates, not {name}")
+            raise xp.UsageError(
+                f"--option oracle applies to policies that read estimates, not {name}"
+            )
         oracle = True
     return scheduler, oracle, opts
 
@@ -214,10 +209,9 @@ def _print_experiment(runs: pl.DataFrame) -> None:
 
 @app.command("run")
 @domain_errors
-@usage_errors
 def run_cmd(
     source: SourceArg,
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     cluster: ClusterOpt = None,
     gpus: GpusOpt = None,
     policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
@@ -226,7 +220,9 @@ def run_cmd(
     window: WindowOpt = None,
     estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    restore_s: Annotated[float, typer.Option(help="Restore cost after preemption (s).")] = 0.0,
+    restore_s: Annotated[
+        float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
+    ] = 0.0,
     multinode_slowdown: Annotated[
         float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
     ] = 1.0,
@@ -238,6 +234,7 @@ def run_cmd(
     seeds: SeedsOpt = None,
     throughput: ThroughputOpt = None,
     option: OptionOpt = None,
+    option_old: OldOptionOpt = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
     # -- faults and energy (docs/replay.md, "Faults and energy") --
@@ -268,7 +265,8 @@ def run_cmd(
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread."""
-    sched_opts, place_opts = _opts(option)
+    check_sources(resolve_store(store), [source])
+    sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
     target, points = _inflate(inflate_to, packing)
@@ -334,15 +332,17 @@ def run_cmd(
 
 @app.command()
 @domain_errors
-@usage_errors
 def compare(
     source: SourceArg,
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     policies: Annotated[
-        str,
-        typer.Option(help="Comma-separated scheduling policies (`replay policies` lists them)."),
-    ] = "fifo,sjf",
-    placements: Annotated[str, typer.Option(help="Comma-separated placements.")] = "consolidate",
+        list[str] | None,
+        typer.Option(help="Scheduling policies (a,b or repeated).", show_default="fifo,sjf"),
+    ] = None,
+    placements: Annotated[
+        list[str] | None,
+        typer.Option(help="Placements (a,b or repeated).", show_default="consolidate"),
+    ] = None,
     cluster: ClusterOpt = None,
     gpus: GpusOpt = None,
     load: LoadOpt = 1.0,
@@ -359,6 +359,7 @@ def compare(
         str, typer.Option(help="model or oracle, for policies that read estimates.")
     ] = "model",
     option: OptionOpt = None,
+    option_old: OldOptionOpt = None,
     by: Annotated[
         str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
     ] = None,
@@ -367,17 +368,18 @@ def compare(
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; when a policy trains the estimator, its training split applies to all)
     and print one row per run. Every name and option is checked before anything runs."""
+    check_sources(resolve_store(store), [source])
     from gpu_trace.replay.metrics import breakdown
 
-    if by not in {None, "user", "vc"}:
-        raise xp.UsageError(f"--by must be user or vc, not {by!r}")
-    sched_opts, place_opts = _opts(option)
+    if by is not None:
+        choose("--by value", by, ("user", "vc"))
+    sched_opts, place_opts = _opts(_options(option, option_old))
     start, end = _window(window)
-    names = [x.strip() for x in policies.split(",") if x.strip()]
+    names = split_list(policies) if policies is not None else ["fifo", "sjf"]
     if packing:
         names = ["packing"]
     target, points = _inflate(inflate_to, packing)
-    places = [x.strip() for x in placements.split(",") if x.strip()]
+    places = split_list(placements) if placements is not None else ["consolidate"]
     if not names or not places:
         raise xp.UsageError("--policies and --placements need at least one name each")
     # What every run of the experiment shares; each (policy, placement) varies only those.
@@ -453,13 +455,15 @@ def compare(
 
 @app.command()
 @domain_errors
-@usage_errors
 def fidelity(
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     checks: Annotated[
-        str,
-        typer.Option(help="Comma-separated: fgd-openb-130, pai-fifo-sjf, philly-qssf."),
-    ] = "fgd-openb-130,pai-fifo-sjf,philly-qssf",
+        list[str] | None,
+        typer.Option(
+            help="Checks (a,b or repeated): fgd-openb-130, pai-fifo-sjf, philly-qssf.",
+            show_default="all three",
+        ),
+    ] = None,
     seeds: Annotated[str, typer.Option(help="Seeds for the FGD figure (mean over them).")] = "0-9",
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
@@ -470,10 +474,7 @@ def fidelity(
     from gpu_trace.replay import fidelity as fd
     from gpu_trace.replay.seeds import parse_seeds
 
-    names = [x.strip() for x in checks.split(",") if x.strip()]
-    for n in names:
-        if n not in fd.CHECKS:
-            raise xp.UsageError(f"unknown check {n!r}: use {', '.join(fd.CHECKS)}")
+    names = [choose("check", n, fd.CHECKS) for n in split_list(checks)] or list(fd.CHECKS)
     table = fd.run_checks(resolve_store(store), names, parse_seeds(seeds))
     emit(table, fmt)
     if fd.failed(table):
@@ -512,15 +513,34 @@ def policies() -> None:
     typer.echo("\n".join(lines))
 
 
+EXPORT_FORMATS = ("chronus", "tiresias", "gavel", "gavel10", "openb")
+
+
 @app.command("export")
 @domain_errors
 def export_cmd(
     source: SourceArg,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="chronus, gavel or openb.")],
-    output: Annotated[Path, typer.Option("--output", help="File to write.")],
-    store: StoreOpt = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="File to write (its folder must exist).")
+    ],
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="Trace format: " + ", ".join(EXPORT_FORMATS) + ".",
+            show_default=False,
+        ),
+    ] = None,
+    to_old: Annotated[str | None, typer.Option("--format", "-f", hidden=True)] = None,
+    store: ReadStoreOpt = None,
 ) -> None:
-    """Export a source's jobs to another simulator's trace format."""
+    """Export a source's jobs to another simulator's trace format (--to)."""
+    check_sources(resolve_store(store), [source])
+    fmt = deprecated("--format (a trace format)", "--to", to_old, to)
+    if fmt is None:
+        raise xp.UsageError("give the trace format: --to " + "|".join(EXPORT_FORMATS))
+    choose("trace format", fmt, EXPORT_FORMATS)
+    check_output(output)
     jobs = scan(resolve_store(store), "jobs", [source]).collect()
     n = interchange.export(jobs, fmt, output)
     skipped = interchange.export_skipped(jobs)
@@ -555,11 +575,10 @@ LIVE_COLUMNS = [
 
 @app.command("live")
 @domain_errors
-@usage_errors
 def live_cmd(
     source: SourceArg,
     out: Annotated[Path, typer.Option("--out", help="Run directory (required).")],
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     devices: Annotated[
         str, typer.Option("--devices", help="cuda:0-7 | cuda:0,2 | emulated:16 | emulated:16x8.")
     ] = "emulated:8",
@@ -567,16 +586,24 @@ def live_cmd(
         float | None,
         typer.Option(
             "--time-scale",
+            callback=number(gt=0),
             help="Trace seconds per wall second (default: chosen so the run takes about "
             "2 min, at least 3600).",
         ),
     ] = None,
     max_wall_s: Annotated[
         float,
-        typer.Option("--max-wall-s", help="Refuse a --time-scale whose run would take longer (s)."),
+        typer.Option(
+            "--max-wall-s",
+            callback=number(gt=0),
+            help="Refuse a --time-scale whose run would take longer (s).",
+        ),
     ] = 3600.0,
     jobs: Annotated[
-        int | None, typer.Option("--jobs", help="First N replayable jobs by submit time.")
+        int | None,
+        typer.Option(
+            "--jobs", callback=number(ge=1), help="First N replayable jobs by submit time."
+        ),
     ] = None,
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset of the source.")
@@ -584,16 +611,27 @@ def live_cmd(
     policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
     placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     option: OptionOpt = None,
+    option_old: OldOptionOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed (failure draw, random placement).")] = 0,
-    restore_s: Annotated[float, typer.Option(help="Restore cost after preemption (s).")] = 0.0,
+    restore_s: Annotated[
+        float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
+    ] = 0.0,
     fail_rate: Annotated[
-        float, typer.Option(help="Share of jobs whose worker fails part-way (seeded).")
+        float,
+        typer.Option(
+            callback=number(ge=0, le=1), help="Share of jobs whose worker fails part-way (seeded)."
+        ),
     ] = 0.0,
     duty: Annotated[
         float | None,
-        typer.Option(help="Busy share per 100 ms (emulated default 0, cuda default 0.8)."),
+        typer.Option(
+            callback=number(ge=0, le=1),
+            help="Busy share per 100 ms (emulated default 0, cuda default 0.8).",
+        ),
     ] = None,
-    gpu_mem_mb: Annotated[float, typer.Option(help="cuda: MiB held per GPU per job.")] = 1024.0,
+    gpu_mem_mb: Annotated[
+        float, typer.Option(callback=number(ge=0), help="cuda: MiB held per GPU per job.")
+    ] = 1024.0,
     keep_gpu_type: Annotated[
         bool, typer.Option(help="Keep the trace's GPU-type constraints.")
     ] = False,
@@ -602,11 +640,12 @@ def live_cmd(
 ) -> None:
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out."""
+    check_sources(resolve_store(store), [source])
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
     from gpu_trace.replay.workload import Workload
 
-    sched_opts, place_opts = _opts(option)
+    sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy(policy, sched_opts)
     config = ReplayConfig(
         source=source,
@@ -644,20 +683,20 @@ def live_cmd(
     )
     if run_id is None:
         config = dataclasses.replace(config, run_id=_live_id(config, live))
-    with task("replay live: jobs", len(chosen)) as update:
+    with task("replay live: jobs", len(chosen), console=err) as update:
         result = run_live(chosen, config, live, out, store=root, on_progress=update)
-    if result.engine.interrupted:
-        err.print("interrupted: workers stopped, results so far written")
     emit(result.result.runs.select(LIVE_COLUMNS), Format.table)
     if result.usage is not None:
         emit(result.usage, Format.table)
+    if result.engine.interrupted:  # after the partial results: Ctrl-C still exits 130
+        raise interrupted("interrupted: workers stopped, results so far written")
 
 
 @app.command("validate")
 @domain_errors
 def validate_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A `replay live` run directory.")],
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
     """Compare a live run with the simulation of the same jobs and policies, job by job."""
@@ -726,13 +765,12 @@ def _sweep_flags(
 
 @app.command("sweep")
 @domain_errors
-@usage_errors
 def sweep_cmd(
     out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
     sweep_file: Annotated[
         Path | None, typer.Argument(help="Sweep file (TOML: source, [fixed], [grid]).")
     ] = None,
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Source.")] = None,
     policies: Annotated[str | None, typer.Option(help="Scheduling policies, a,b,c.")] = None,
     placements: Annotated[str | None, typer.Option(help="Placements, a,b.")] = None,
@@ -756,7 +794,10 @@ def sweep_cmd(
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option(help="Parallel runs (default: every core; 1 = in process, no Ray)."),
+        typer.Option(
+            callback=number(ge=1),
+            help="Parallel runs (default: every core; 1 = in process, no Ray).",
+        ),
     ] = None,
     resume: Annotated[
         bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
@@ -777,8 +818,6 @@ def sweep_cmd(
     from gpu_trace.replay import sweep as sw
     from gpu_trace.replay import sweep_grid as sg
 
-    if workers is not None and workers < 1:
-        raise xp.UsageError("--workers must be at least 1")
     if cluster and gpus:
         raise xp.UsageError("give --cluster or --gpus, not both")
     doc = _sweep_flags(

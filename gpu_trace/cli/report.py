@@ -9,28 +9,40 @@ from typing import Annotated
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors
-from gpu_trace.cli.options import StoreOpt
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli.options import check_sources
 from gpu_trace.progress import task
 from gpu_trace.reports import build_site
-from gpu_trace.settings import STORE_ENV, resolve_store
+from gpu_trace.settings import STORE_ENV, existing_store
+from gpu_trace.values import choose, split_list
+
+IMAGE_FORMATS = ("svg", "png")
 
 
 @domain_errors
 def report(
-    store: StoreOpt = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="Store folder (must exist). Default: $GPU_TRACE_STORE, else the store "
+            "--sweep wrote to, else data/store.",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder to write the site to.")] = Path(
         "reports/site"
     ),
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "gpu-trace report",
     source: Annotated[
-        list[str] | None, typer.Option("--source", "-s", help="Only these sources (repeatable).")
+        list[str] | None,
+        typer.Option("--source", "-s", help="Only these sources (a,b or repeated)."),
     ] = None,
     replay: Annotated[
         list[str] | None,
         typer.Option(
-            "--replay", help="Add a policy scorecard for these replay run ids (repeatable; 'all')."
+            "--replay",
+            help="Add a policy scorecard for these replay run ids (a,b or repeated; 'all').",
         ),
     ] = None,
     sweep: Annotated[
@@ -43,27 +55,27 @@ def report(
         list[str] | None,
         typer.Option(
             "--images",
-            help="Also export every chart as svg and/or png into OUT/charts/ (repeatable).",
+            help="Also export every chart as svg and/or png into OUT/charts/ (svg,png or "
+            "repeated).",
         ),
     ] = None,
 ) -> None:
     """Build a self-contained HTML report site (works offline, from a file:// URL)."""
-    formats = [f.lower() for f in images or []]
-    bad = [f for f in formats if f not in ("svg", "png")]
-    if bad:
-        raise GpuTraceError(f"--images takes svg or png, not {', '.join(bad)}")
+    formats = [choose("image format", f.lower(), IMAGE_FORMATS) for f in split_list(images)]
     if sweep is not None and store is None and not os.environ.get(STORE_ENV):
         from gpu_trace.replay.sweep import read_manifest
 
         store = Path(read_manifest(sweep)["store"])  # the store the sweep wrote to
-    with task("report: sections") as update:
+    root = existing_store(store)
+    sources = check_sources(root, split_list(source)) or None
+    with task("report: sections", console=err) as update:
         index = build_site(
-            resolve_store(store),
+            root,
             out,
             title=title,
-            sources=source,
+            sources=sources,
             images=formats,
-            replay=replay or (),
+            replay=split_list(replay),
             sweep=sweep,
             on_progress=update,
         )

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from gpu_trace.cli._boundary import domain_errors
-from gpu_trace.errors import GpuTraceError
 from gpu_trace.schemas import TABLES
+from gpu_trace.values import choose
 
 
 @domain_errors
@@ -21,8 +21,7 @@ def schema(
         for t in TABLES.values():
             sys.stdout.write(f"{t.name:<14} v{t.version}  {t.description}\n")
         return
-    if table not in TABLES:
-        raise GpuTraceError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
+    choose("table", table, TABLES)
     t = TABLES[table]
     sys.stdout.write(f"{t.name} (schema v{t.version}): {t.description}\n")
     for c in t.columns:

@@ -12,9 +12,9 @@ import pyarrow as pa
 import typer
 
 from gpu_trace.cli._boundary import domain_errors
-from gpu_trace.cli.options import StoreOpt
-from gpu_trace.cli.output import Format, emit
-from gpu_trace.errors import GpuTraceError, QueryError
+from gpu_trace.cli.options import ReadStoreOpt, number
+from gpu_trace.cli.output import Format, check_output, emit
+from gpu_trace.errors import QueryError, UsageError
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.catalog import (
     check_read_only,
@@ -35,14 +35,33 @@ def sql(
     statement: Annotated[
         str | None,
         typer.Argument(
-            help="SQL to run; the views are named after the tables. Several statements "
-            "separated by ';' run in order and the last one's result is printed."
+            help="SQL to run ('-' or nothing with piped input: read standard input); the "
+            "views are named after the tables. Several statements separated by ';' run in "
+            "order and the last one's result is printed.",
+            show_default=False,
         ),
     ] = None,
-    store: StoreOpt = None,
+    store: ReadStoreOpt = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Read the SQL from this file.", show_default=False),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="NAME=VALUE for a $NAME parameter in the SQL (repeatable); bound by DuckDB "
+            "as text, never spliced into the SQL: cast in the SQL ($n::INTEGER).",
+            show_default=False,
+        ),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write to this file (its folder must exist) instead of stdout."
+        ),
     ] = None,
     views: Annotated[
         bool, typer.Option("--views", help="Print the CREATE VIEW script for `duckdb -init`.")
@@ -56,7 +75,10 @@ def sql(
         ),
     ] = False,
     max_rows: Annotated[
-        int, typer.Option("--max-rows", help="Rows shown by --format table (0 = all).")
+        int,
+        typer.Option(
+            "--max-rows", callback=number(ge=0), help="Rows shown by --format table (0 = all)."
+        ),
     ] = 100,
 ) -> None:
     """Run SQL against the store's views (read-only unless --write).
@@ -65,21 +87,23 @@ def sql(
     SELECT and SET/RESET VARIABLE run; DuckDB can read only the store, and its settings
     are locked. --output is written by gpu-trace, not by DuckDB.
 
-    Example: gpu-trace sql "select source, count(*) from jobs group by 1"
+    Examples: gpu-trace sql "select source, count(*) from jobs group by 1";
+    gpu-trace sql --file q.sql -p src=openb; echo "select 1" | gpu-trace sql -
     """
     root = resolve_store(store)
     if views:
         sys.stdout.write(store_views_sql(root))
         return
-    if not statement:
-        raise GpuTraceError("give a SQL statement, or --views")
+    text = _statement_text(statement, file)
+    params = _params(param)
     if not write:
-        check_read_only(statement)
+        check_read_only(text)
     if fmt is Format.parquet and output is None:
-        raise GpuTraceError("--format parquet needs --output FILE")
+        raise UsageError("--format parquet needs --output FILE")
+    check_output(output)
     con = connect(root) if write else connect_read_only(root)
     try:
-        rel = query(con, statement)
+        rel = query(con, text, params)
         if rel is None:
             return
         frame = _frame(fetch_arrow(_printable(rel)))
@@ -89,6 +113,37 @@ def sql(
             raise QueryError(f"cannot write the result as {fmt}: {_first_line(exc)}") from None
     finally:
         con.close()
+
+
+def _statement_text(statement: str | None, file: Path | None) -> str:
+    """The SQL from the argument, ``--file`` or standard input (``-``, or no argument
+    with input piped in); exactly one of them."""
+    if statement is not None and file is not None:
+        raise UsageError("give the SQL as an argument or with --file, not both")
+    if file is not None:
+        return file.read_text(encoding="utf-8")
+    if statement == "-" or (statement is None and not sys.stdin.isatty()):
+        text = sys.stdin.read()
+        if not text.strip():
+            raise UsageError("no SQL on standard input")
+        return text
+    if not statement:
+        raise UsageError("give a SQL statement, --file FILE, '-' for standard input, or --views")
+    return statement
+
+
+def _params(items: list[str] | None) -> dict[str, str]:
+    """``--param NAME=VALUE`` items; a name given twice or without ``=`` is refused."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip().removeprefix("$")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--param {item!r} is not NAME=VALUE")
+        if name in out:
+            raise UsageError(f"--param {name} is given twice")
+        out[name] = value
+    return out
 
 
 def _printable(rel: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:

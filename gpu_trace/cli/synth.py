@@ -9,15 +9,16 @@ from typing import Annotated
 import typer
 
 from gpu_trace.cli._boundary import domain_errors, err
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.cli.options import number
 from gpu_trace.synth import SYNTHS, get_writer
+from gpu_trace.values import choose
 
 
 @domain_errors
 def synth(
     family: Annotated[str, typer.Argument(help="Trace family: " + ", ".join(SYNTHS) + ".")],
     jobs: Annotated[
-        int, typer.Option("--jobs", min=1, help="Number of jobs (pods for openb).")
+        int, typer.Option("--jobs", callback=number(ge=1), help="Number of jobs (pods for openb).")
     ] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed: same seed, same bytes.")] = 0,
     out: Annotated[Path, typer.Option("--out", help="Folder to write the raw files to.")] = Path(
@@ -25,8 +26,7 @@ def synth(
     ),
 ) -> None:
     """Write a synthetic trace in FAMILY's raw format (the loaders read it unchanged)."""
-    if family not in SYNTHS:
-        raise GpuTraceError(f"unknown trace family {family!r}; choose one of {', '.join(SYNTHS)}")
+    choose("trace family", family, SYNTHS)
     out.mkdir(parents=True, exist_ok=True)
     with err.status(f"writing {jobs} {family} jobs"):
         files = get_writer(family)(out, jobs=jobs, seed=seed)

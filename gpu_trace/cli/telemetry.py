@@ -9,11 +9,19 @@ from typing import Annotated
 import typer
 
 from gpu_trace.cli._boundary import domain_errors, err
-from gpu_trace.cli.options import StoreOpt
+from gpu_trace.cli.options import (
+    JobsFileOpt,
+    OldJobsFileOpt,
+    ReadStoreOpt,
+    StoreOpt,
+    deprecated,
+    number,
+    seconds,
+)
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.loaders.telemetry_common import seconds
 from gpu_trace.settings import resolve_store
+from gpu_trace.values import choose
 
 app = typer.Typer(
     help="Live GPU telemetry: NVML sampling, dcgm-exporter scraping, per-job GPU usage.",
@@ -45,14 +53,14 @@ def sample(
         nvml,
         store=resolve_store(store),
         host=host or socket.gethostname(),
-        interval_s=seconds(interval),
-        flush_s=seconds(flush),
+        interval_s=seconds(interval, "--interval"),
+        flush_s=seconds(flush, "--flush"),
         fields=[f.strip() for f in fields.split(",")] if fields else None,
         processes=processes,
     )
     sampler.open()
     err.print(f"sampling {len(sampler.devices)} GPU device(s); Ctrl-C stops")
-    sampler.run(seconds(duration) if duration else None)
+    sampler.run(seconds(duration, "--duration") if duration else None)
     err.print(
         f"{sampler.ticks} ticks, {sampler.writer.rows_written} rows in "
         f"{sampler.writer.flushes} flush(es) to {sampler.writer.store}"
@@ -73,7 +81,9 @@ def scrape(
     max_body: Annotated[
         int,
         typer.Option(
-            "--max-body-bytes", min=1, help="Fail a scrape whose body is larger than this."
+            "--max-body-bytes",
+            callback=number(ge=1),
+            help="Fail a scrape whose body is larger than this.",
         ),
     ] = 16 * 1024 * 1024,  # scrape.MAX_BODY (imported lazily)
     store: StoreOpt = None,
@@ -90,14 +100,14 @@ def scrape(
     scraper = Scraper(
         url,
         resolve_store(store),
-        interval_s=seconds(interval),
-        timeout_s=seconds(timeout),
-        flush_s=seconds(flush),
+        interval_s=seconds(interval, "--interval"),
+        timeout_s=seconds(timeout, "--timeout"),
+        flush_s=seconds(flush, "--flush"),
         host=host,
         max_body_bytes=max_body,
         log=lambda m: err.print(m, markup=False),
     )
-    scraper.run(seconds(duration) if duration else None)
+    scraper.run(seconds(duration, "--duration") if duration else None)
     total, failed = len(scraper.results), scraper.failures
     err.print(f"{total - failed}/{total} scrapes ok, {failed} failed; {scraper.flushes} flush(es)")
     if total and failed == total:
@@ -107,29 +117,25 @@ def scrape(
 @app.command()
 @domain_errors
 def jobs(
-    jobs_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--jobs",
-            help="CSV job_id,host,gpu_indices,start,end (gpu_indices like 0;1; ISO times). "
-            "Default: the store's placements.",
-        ),
-    ] = None,
+    jobs_file: JobsFileOpt = None,
+    jobs_old: OldJobsFileOpt = None,
     by: Annotated[
         str | None, typer.Option(help="Attribute by a sample label instead: pod or job_id.")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here.")] = None,
-    store: StoreOpt = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
+    store: ReadStoreOpt = None,
 ) -> None:
     """Each job's mean/p50/p95 GPU utilization, memory and power from telemetry."""
     from gpu_trace.analyses import job_usage as tj
     from gpu_trace.store.catalog import connect
 
+    jobs_file = deprecated("--jobs FILE", "--jobs-file FILE", jobs_old, jobs_file)
     root = resolve_store(store)
     if by is not None:
-        if by not in ("pod", "job_id"):
-            raise GpuTraceError("--by must be pod or job_id")
+        choose("--by value", by, ("pod", "job_id"))
         frame = tj.usage_by_label(connect(root), by)
     elif jobs_file is not None:
         frame = tj.usage_from_file(root, jobs_file)

@@ -14,7 +14,6 @@ names). Records: data row x kept tag; a row that is not a GPU entity (``SW n LIN
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from gpu_trace.loaders.telemetry_common import (
 )
 from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG, Field
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
-from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
 
 SOURCE = "dcgmi"
@@ -163,25 +162,11 @@ class DcgmiLoader:
             yield from dmon(f, slug(f.stem), host=host, start=start, interval_s=interval_s)
 
 
-@dataclass(frozen=True)
-class DcgmiOptions:
-    """`gpu-trace ingest dcgmi` options (passed to the loader as keyword arguments)."""
-
-    host: str | None = option(
-        None, "Host name (default: the hostname field/label, else the file name)."
-    )
-    start: str | None = option(
-        None,
-        "ISO-8601 time of the first tick for outputs without timestamps (default: the last tick is the file's mtime).",
-    )
-    interval_s: float = option(
-        1.0, "Seconds between ticks (dmon -d / dcgmi -d).", flag="--interval"
-    )
-
-
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
 PLUGIN = LoaderPlugin(
     name="dcgmi",
     loader=DcgmiLoader,
     help="`dcgmi dmon` text -> gpu_samples (XID/ECC -> events).",
-    options=DcgmiOptions,
 )

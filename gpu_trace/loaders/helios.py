@@ -93,7 +93,7 @@ from gpu_trace.loaders.textfile import (
     with_utf8,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
-from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
 
 SOURCE = "helios"
@@ -863,24 +863,11 @@ class HeliosLoader:
                 yield capacity(file, tz)
 
 
-@dataclass(frozen=True)
-class HeliosOptions:
-    """`gpu-trace ingest helios` options (passed to the loader as keyword arguments)."""
-
-    cluster: str = option(
-        "all",
-        "Cluster to read: venus, earth, saturn, uranus or all (every one present).",
-        choices=("venus", "earth", "saturn", "uranus", "all"),
-    )
-    tz: str = option(
-        "Asia/Shanghai",
-        "IANA zone of the naive timestamps (undocumented upstream; the datacenter is in China). Recorded in jobs.source_tz.",
-    )
-
-
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
 PLUGIN = LoaderPlugin(
     name="helios",
     loader=HeliosLoader,
     help="SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.\n\nPATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip.",
-    options=HeliosOptions,
 )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX_S
-from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
 
 NUMERIC = {
@@ -205,15 +204,9 @@ class GavelLoader:
             yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)
 
 
-@dataclass(frozen=True)
-class GavelOptions:
-    """`gpu-trace ingest gavel` options."""
-
-    step_s: float | None = option(
-        None, "Seconds per training step (Gavel counts work in steps).", flag="--step-s"
-    )
-
-
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
 PLUGINS = (
     LoaderPlugin(
         name="chronus",
@@ -224,6 +217,5 @@ PLUGINS = (
         name="gavel",
         loader=GavelLoader,
         help="Gavel .trace files (7 or 10 tab-separated fields) -> jobs.",
-        options=GavelOptions,
     ),
 )

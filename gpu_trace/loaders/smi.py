@@ -30,7 +30,6 @@ is relative time from 1970-01-01 (``time_basis`` says which, and a ``warning:`` 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,7 @@ from gpu_trace.loaders.telemetry_common import (
 from gpu_trace.loaders.telemetry_fields import SMI_DMON, SMI_QUERY
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.loaders.units import MIB
-from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
 
 SOURCE = "nvidia-smi"
@@ -535,27 +534,11 @@ class NvidiaSmiLoader:
                 )
 
 
-@dataclass(frozen=True)
-class NvidiaSmiOptions:
-    """`gpu-trace ingest nvidia-smi` options (passed to the loader as keyword arguments)."""
-
-    tz: str = option("UTC", "IANA zone of the tool's local timestamps (recorded as source_tz).")
-    host: str | None = option(
-        None, "Host name (default: the hostname field/label, else the file name)."
-    )
-    query: str | None = option(None, "The --query-gpu field list, for CSV written with noheader.")
-    start: str | None = option(
-        None,
-        "ISO-8601 time of the first tick for outputs without timestamps (default: the last tick is the file's mtime).",
-    )
-    interval_s: float = option(
-        1.0, "Seconds between ticks (dmon -d / dcgmi -d).", flag="--interval"
-    )
-
-
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
 PLUGIN = LoaderPlugin(
     name="nvidia-smi",
     loader=NvidiaSmiLoader,
     help="nvidia-smi --query-gpu / --query-compute-apps CSV, dmon and pmon -> gpu_samples, events, gpu_processes.",
-    options=NvidiaSmiOptions,
 )

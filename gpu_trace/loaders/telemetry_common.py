@@ -12,7 +12,6 @@ are counted in the batch metadata (``no_event_cells``) so nothing is silently lo
 from __future__ import annotations
 
 import datetime as dt
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from gpu_trace.loaders.textfile import (
     capped,
 )
 from gpu_trace.schemas.telemetry import GPU_METRICS
+from gpu_trace.values import parse_duration
 
 CELL = "_cell"
 FIELD = "_field"
@@ -65,16 +65,10 @@ class TimeBasis:
         return {"time_basis": self.basis, "source_tz": self.tz}
 
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
 def seconds(text: str) -> float:
-    """``500ms``, ``1s``, ``15s``, ``10m``, ``1h`` or a bare number of seconds (the one
-    duration syntax of every telemetry option)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", text)
-    if not m:
-        raise GpuTraceError(f"{text!r} is not a duration (e.g. 1s, 15s, 10m, 1h)")
-    return float(m[1]) * _UNITS[m[2] or "s"]
+    """``500ms``, ``1s``, ``15s``, ``10m``, ``1h``, ``1d`` or a bare number of seconds: the
+    one duration syntax of every option (:func:`gpu_trace.values.parse_duration`)."""
+    return parse_duration(text, "duration")
 
 
 def zone(tz: str) -> ZoneInfo:

@@ -322,13 +322,24 @@ def load_file(path: Path) -> ClusterSpec:
     raise InputError(path, "cluster files are .toml, .json or .csv")
 
 
-def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> ClusterSpec:
-    """The trace's own cluster: its ``machines`` inventory (the dataset with the most
-    GPUs when there are several; ties: the first by name, so openb's ``all_node``, 1,523
-    nodes with its 310 CPU-only ones, over ``gpu_node``), with each machine's CPU and
+def from_trace(
+    machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str, dataset: str | None = None
+) -> ClusterSpec:
+    """The trace's own cluster: its ``machines`` inventory ``dataset``, or without one
+    the dataset with the most GPUs (ties: the fewest machines, then the first by name,
+    so openb's ``gpu_node``, its 1,213 GPU nodes and the FGD paper's node list, over
+    ``all_node``, the same GPUs plus 310 CPU-only nodes), with each machine's CPU and
     memory when the inventory has them, else the peak of its published ``capacity`` in
     8-GPU nodes."""
     m = machines.filter((pl.col("source") == source) & (pl.col("gpus") >= 0)).collect()
+    if dataset is not None:
+        known = sorted(set(m["dataset"].to_list()))
+        if dataset not in known:
+            raise GpuTraceError(
+                f"source {source!r} has no machines dataset {dataset!r}; "
+                f"known: {', '.join(known) or 'none'}"
+            )
+        m = m.filter(pl.col("dataset") == dataset)
     if "cpus" in m.columns:
         # GPU-less machines (openb's CPU nodes) hold CPU-only tasks on a multi-resource
         # cluster; without CPU data they are useless and left out
@@ -338,8 +349,8 @@ def from_trace(machines: pl.LazyFrame, capacity: pl.LazyFrame, source: str) -> C
     if m.height and m["gpus"].sum() > 0:
         best = (
             m.group_by("dataset")
-            .agg(pl.col("gpus").sum().alias("g"))
-            .sort(["g", "dataset"], descending=[True, False])
+            .agg(pl.col("gpus").sum().alias("g"), pl.len().alias("n"))
+            .sort(["g", "n", "dataset"], descending=[True, False, False])
             .item(0, "dataset")
         )
         m = m.filter(pl.col("dataset") == best).sort("machine_id")

@@ -9,15 +9,15 @@ fourth policy of a comparison does not leave three runs stored and a traceback.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from typing import Any
 
 import polars as pl
 
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.replay.policies import base
+from gpu_trace.values import unknown
 
 ORACLE_SUFFIX = "-oracle"
 """``qssf-oracle``: a policy that reads estimates, given the true durations instead."""
@@ -25,14 +25,7 @@ ORACLE_SUFFIX = "-oracle"
 ESTIMATORS = ("model", "oracle")
 
 
-class UsageError(GpuTraceError):
-    """A bad policy / placement / option name or value on the command line (exit 2)."""
-
-
-def _suggest(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} known: {', '.join(known)}"
+__all__ = ["ORACLE_SUFFIX", "UsageError"]
 
 
 def scheduler_names() -> list[str]:
@@ -49,7 +42,7 @@ def parse_scheduler(name: str) -> tuple[str, bool]:
     stem = name.removesuffix(ORACLE_SUFFIX)
     if name.endswith(ORACLE_SUFFIX) and stem in known and base.needs_estimates(stem):
         return stem, True
-    raise UsageError(f"unknown scheduling policy {name!r}{_suggest(name, scheduler_names())}")
+    raise unknown("scheduling policy", name, scheduler_names())
 
 
 def check_policy(kind: base.Kind, name: str, options: dict[str, Any]) -> None:
@@ -57,7 +50,7 @@ def check_policy(kind: base.Kind, name: str, options: dict[str, Any]) -> None:
     config (unknown keys, bad values)."""
     known = base.names(kind)
     if name not in known:
-        raise UsageError(f"unknown {kind} policy {name!r}{_suggest(name, known)}")
+        raise unknown(f"{kind} policy", name, known)
     try:
         base.build_config(base.get(kind, name).Config, options)
     except UsageError:
@@ -68,7 +61,7 @@ def check_policy(kind: base.Kind, name: str, options: dict[str, Any]) -> None:
 
 def check_estimator(estimator: str) -> None:
     if estimator not in ESTIMATORS:
-        raise UsageError(f"--estimator must be one of {', '.join(ESTIMATORS)}, not {estimator!r}")
+        raise unknown("--estimator value", estimator, ESTIMATORS)
 
 
 def label(scheduler: str, oracle: bool) -> str:

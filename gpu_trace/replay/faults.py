@@ -19,26 +19,21 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from gpu_trace import values
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.engine import Engine, Timeline
 
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_DUR = re.compile(r"^\s*(?P<v>\d+(?:\.\d*)?|\.\d+)\s*(?P<u>[smhd]?)\s*$")
-
 
 def parse_duration(text: str, what: str) -> float:
-    """``30m``, ``2h``, ``50000h``, ``1d``, ``120`` (seconds) -> seconds (>= 0)."""
-    m = _DUR.match(text)
-    if not m:
-        raise GpuTraceError(f"{what} {text!r} is not a duration like 120, 30m, 2h or 1d")
-    return float(m["v"]) * _UNITS[m["u"]]
+    """``30m``, ``2h``, ``50000h``, ``1d``, ``120`` (seconds) -> seconds (>= 0); the one
+    duration syntax of every option (:func:`gpu_trace.values.parse_duration`)."""
+    return values.parse_duration(text, what)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,12 @@ the published figure, and say which are within tolerance.
 Checks (each skipped, with the reason, when its source is not in the store):
 
 - ``fgd-openb-130``: the FGD paper's figure 7 point at 130 % arrived GPU demand on openb
-  default (arrival-only packing, the trace's machines with CPU and memory, the paper's
-  workload inflation, mean over seeds 0-9). Judged: FGD, best-fit, random within
-  ``TOLERANCE_PP`` percentage points of the published mean; the other three are shown.
+  default (arrival-only packing, the trace's machines with CPU and memory: openb's
+  ``gpu_node`` list, the one the paper's runs copy into every trace folder; the paper's
+  workload inflation; the simulator's integer scores and node-order ties, the placements'
+  defaults on a multi-resource cluster; mean over seeds 0-9). Judged: FGD, best-fit,
+  random within ``TOLERANCE_PP`` percentage points of the published mean; the other
+  three are shown.
 - ``pai-fifo-sjf``: the PAI simulator's relation (FIFO mean JCT above SJF's on PAI
   jobs, 6,500 GPUs in 8-GPU nodes). Judged: the ordering.
 - ``philly-qssf``: the Helios Philly table's ordering SRTF < SJF < QSSF < FIFO (mean
@@ -79,7 +82,7 @@ def fgd_check(
     jobs = _jobs(store, "openb", "default")
     if not jobs.height:
         return [Row("fgd-openb-130", "-", None, None, "%", "", "skipped: no openb default jobs")]
-    spec = resolve_cluster("from-trace", store, "openb")
+    spec = resolve_cluster("from-trace", store, "openb")  # gpu_node (the paper's list)
     if not spec.multi_resource:
         return [
             Row(

@@ -30,9 +30,10 @@ from gpu_trace.replay import metrics as mt
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, from_trace, load_file, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.workload import Workload
+from gpu_trace.replay.workload import CLONE_TAG, Workload
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
+from gpu_trace.values import check_number, choose
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,19 @@ class ReplayConfig:
         xp.check_policy("placement", self.placement, self.placement_options)
         xp.check_policy("admission", self.admission, {})
         xp.check_estimator(self.estimator)
-        if self.inflate_mode not in {"paper", "gpu-clones"}:
-            raise xp.UsageError(
-                f"unknown inflate mode {self.inflate_mode!r}: use paper or gpu-clones"
-            )
+        choose("inflate mode", self.inflate_mode, ("paper", "gpu-clones"))
+        # Finite and in range, or the engine fails deep inside with a traceback (load 0)
+        # or silently runs on NaN.
+        check_number(self.load, "load", gt=0)
+        check_number(self.train_fraction, "train_fraction", gt=0, le=1)
+        check_number(self.restore_s, "restore_s", ge=0)
+        check_number(self.multinode_slowdown, "multinode_slowdown", gt=0)
+        check_number(self.checkpoint_s, "checkpoint_s", ge=0)
+        check_number(self.retries, "retries", ge=0)
+        if self.inflate_to is not None:
+            check_number(self.inflate_to, "inflate_to", gt=0)
+        if self.bin_s is not None:
+            check_number(self.bin_s, "bin_s", gt=0)
 
 
 @dataclass
@@ -132,12 +142,17 @@ class RunResult:
 
 
 def resolve_cluster(text: str, store: Path | None, source: str) -> ClusterSpec:
-    """``from-trace``, a spec (``6500x8``) or a cluster file path."""
-    if text == "from-trace":
+    """``from-trace`` (``machines``), ``machines:DATASET`` (one inventory of the
+    source, e.g. openb's ``all_node``), a spec (``6500x8``) or a cluster file path."""
+    head, sep, dataset = text.partition(":")
+    if text in {"from-trace", "machines"} or (head == "machines" and sep and dataset):
         if store is None:
-            raise GpuTraceError("from-trace needs a store")
+            raise GpuTraceError(f"{text} needs a store")
         return from_trace(
-            scan(store, "machines", [source]), scan(store, "capacity", [source]), source
+            scan(store, "machines", [source]),
+            scan(store, "capacity", [source]),
+            source,
+            dataset or None,
         )
     path = Path(text)
     if path.suffix.lower() in {".toml", ".json", ".csv"}:
@@ -179,7 +194,7 @@ def _inflate(jobs: pl.DataFrame, cluster_gpus: int, target: float, seed: int) ->
     extra = extra.head(keep)
     last = jobs["submit_time"].max()
     extra = extra.with_columns(
-        (pl.col("job_id") + pl.lit("#clone") + pl.int_range(pl.len()).cast(pl.String)).alias(
+        (pl.col("job_id") + pl.lit(CLONE_TAG) + pl.int_range(pl.len()).cast(pl.String)).alias(
             "job_id"
         ),
         (pl.lit(last) + pl.duration(seconds=pl.int_range(1, pl.len() + 1))).alias("submit_time"),
@@ -210,7 +225,7 @@ def _inflate_paper(
         cum = have + np.cumsum(g[idx])
         keep = min(n, int(np.searchsorted(cum, want, side="left")) + 1)
         extra = base[idx[:keep]].with_columns(
-            (pl.col("job_id") + pl.lit("#clone") + pl.int_range(pl.len()).cast(pl.String)).alias(
+            (pl.col("job_id") + pl.lit(CLONE_TAG) + pl.int_range(pl.len()).cast(pl.String)).alias(
                 "job_id"
             )
         )

@@ -21,7 +21,6 @@ hints, and every config is validated before the first run starts::
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import itertools
 import re
 import tomllib
@@ -35,6 +34,7 @@ from typing import Any
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay.run import ReplayConfig, one_experiment
+from gpu_trace.values import suggestion
 
 TOP_KEYS = ("source", "name", "fixed", "grid")
 DERIVED = {"run_id": "run ids are derived from the config", "source": "give it at the top level"}
@@ -110,8 +110,8 @@ def _fields() -> dict[str, Any]:
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+    near = suggestion(name, known)
+    return f"; did you mean {near!r}?" if near else f"; known: {', '.join(known)}"
 
 
 def _base_types(hint: Any) -> tuple[list[type], list[Any]]:

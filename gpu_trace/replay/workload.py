@@ -34,6 +34,9 @@ WORKLOAD_COLUMNS = (
     "gpu_type",
 )
 
+CLONE_TAG = "#clone"
+"""Marks the job ids of tasks added by workload inflation (``<job_id>#clone<i>``)."""
+
 RESOURCE_COLUMNS = ("cpus", "mem_bytes")
 """Optional CPU / memory requests (null-filled when a frame lacks them)."""
 

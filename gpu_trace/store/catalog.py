@@ -16,12 +16,13 @@ import os
 import re
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from gpu_trace.errors import QueryError
+from gpu_trace.errors import QueryError, UsageError
 from gpu_trace.schemas.views import views_sql
 from gpu_trace.store.generations import live_root, snapshot_root
 from gpu_trace.store.parquet import ensure_layout
@@ -112,16 +113,33 @@ def _harmless(kind: str, text: str) -> bool:
     return True
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
+def query(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, str] | None = None
+) -> duckdb.DuckDBPyRelation | None:
     """Run ``sql``; every statement but the last is executed for effect and the last
     one's result returned (None when it has none). DuckDB errors become one-line
-    :class:`QueryError`."""
+    :class:`QueryError`.
+
+    ``params`` bind DuckDB's named prepared parameters (``$name``), as text (cast in the
+    SQL: ``$n::INTEGER``); each statement gets the ones it names, and a parameter no
+    statement names is refused (a typo would otherwise be ignored)."""
     statements = _statements(sql)
+    given = dict(params or {})
+    used = set().union(*(st.named_parameters for st in statements))
+    unused = sorted(set(given) - used)
+    if unused:
+        raise UsageError(f"--param {unused[0]} is not used by the SQL (write ${unused[0]})")
+
+    def bound(st: duckdb.Statement) -> dict[str, str] | None:
+        names = st.named_parameters
+        return {k: v for k, v in given.items() if k in names} or None
+
     try:
         for st in statements[:-1]:
-            con.execute(st)
+            con.execute(st.query, bound(st))
             con.complete()
-        return con.sql(statements[-1].query)
+        last = statements[-1]
+        return con.sql(last.query, params=bound(last))
     except (duckdb.Error, MemoryError) as exc:
         raise QueryError(_one_line(exc)) from None
 

@@ -90,6 +90,15 @@ def needs_repair(store: Path) -> bool:
     return link.exists() or bool(_old_tables(store)) or bool(_generations(store))
 
 
+def is_store(path: Path) -> bool:
+    """Whether ``path`` holds a store (a ``current`` link, generations, or the old
+    layout's table folders), as opposed to a missing or unrelated folder. Readers check
+    this so that a mistyped ``--store`` is refused instead of made into an empty store."""
+    if is_generation(path):
+        return True
+    return os.path.lexists(path / CURRENT) or bool(_generations(path)) or bool(_old_tables(path))
+
+
 def snapshot_root(store: Path) -> Path:
     """The generation folder a reader should read, resolved once.
 

@@ -13,7 +13,7 @@ import polars as pl
 
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.generations import snapshot_root
-from gpu_trace.store.parquet import ensure_layout, polars_schema
+from gpu_trace.store.parquet import EMPTY_SOURCE, ensure_layout, polars_schema
 
 
 def table_files(store: Path, table: str, sources: Sequence[str] | None = None) -> list[Path]:
@@ -35,3 +35,15 @@ def scan(store: Path, table: str, sources: Sequence[str] | None = None) -> pl.La
     if not files:
         return pl.LazyFrame(schema=polars_schema(TABLES[table]))
     return pl.scan_parquet(files, hive_partitioning=False, missing_columns="insert")
+
+
+def store_sources(store: Path) -> list[str]:
+    """The sources with data in any table of the store's current generation (sorted;
+    the zero-row ``_empty`` placeholders are not a source)."""
+    root = snapshot_root(store)
+    found = {
+        part.name.removeprefix("source=")
+        for part in root.glob("*/source=*")
+        if part.is_dir() and part.name != f"source={EMPTY_SOURCE}"
+    }
+    return sorted(found)

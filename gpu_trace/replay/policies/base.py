@@ -30,6 +30,7 @@ import numpy.typing as npt
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import ClusterView
 from gpu_trace.replay.workload import Workload
+from gpu_trace.values import parse_bool, unknown
 
 if TYPE_CHECKING:
     from gpu_trace.replay.engine import FitProbe, Placeable
@@ -190,18 +191,16 @@ def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
     """Instantiate ``config`` from user options, coercing strings to the field types and
     naming unknown options."""
     fields = {f.name: f for f in dataclasses.fields(config)}
-    unknown = sorted(set(options) - set(fields))
-    if unknown:
-        raise GpuTraceError(
-            f"unknown option(s) {', '.join(unknown)}; known: {', '.join(fields) or 'none'}"
-        )
+    extra = sorted(set(options) - set(fields))
+    if extra:
+        raise unknown("option", extra[0], fields)
     kwargs: dict[str, Any] = {}
     for name, value in options.items():
         default = fields[name].default
         if isinstance(value, str):
             try:
                 if isinstance(default, bool):
-                    value = value.lower() in {"1", "true", "yes", "on"}
+                    value = parse_bool(value, f"option {name}")
                 elif isinstance(default, int):
                     value = int(value)
                 elif isinstance(default, float):

@@ -43,6 +43,7 @@ from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI, UNLIMITED
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import BestFit, PlacementBase, RandomFit
+from gpu_trace.replay.workload import CLONE_TAG
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -50,32 +51,56 @@ EPS = 1e-9
 
 
 TIES_HELP = (
-    "Equal best scores: random (seeded, as the paper's Kubernetes scheduler), first "
-    "(lowest node and GPU index) or auto (random on a multi-resource cluster, first on "
-    "a GPU-only one, so GPU-only replays stay as they were)."
+    "Equal best scores: ordered (the published simulator's rule: the node first in a "
+    "seeded random node order, then the lowest GPU index), random (uniform, seeded), "
+    "first (lowest node and GPU index) or auto (ordered on a multi-resource cluster, "
+    "first on a GPU-only one, so GPU-only replays stay as they were)."
+)
+SCORES_HELP = (
+    "integer (each option scored 0-100 in whole numbers, as the simulator's Kubernetes "
+    "score plugin returns it, so near-equal options tie), exact (unrounded) or auto "
+    "(integer on a multi-resource cluster, exact on a GPU-only one)."
 )
 
 
 @dataclass(frozen=True)
 class NoConfig:
     ties: str = field(default="auto", metadata={"help": TIES_HELP})
+    scores: str = field(default="auto", metadata={"help": SCORES_HELP})
+
+
+@dataclass(frozen=True)
+class BestFitConfig:
+    split: bool = field(
+        default=False,
+        metadata={"help": "Split a job across nodes when no single node can hold it."},
+    )
+    ties: str = field(default="auto", metadata={"help": TIES_HELP})
+    scores: str = field(default="auto", metadata={"help": SCORES_HELP})
 
 
 @dataclass(frozen=True)
 class FgdPaperConfig:
     ties: str = field(default="auto", metadata={"help": TIES_HELP})
-    quantize: bool = field(
-        default=False,
-        metadata={
-            "help": "Score as the simulator's plugin does: int(100 x sigmoid(-delta / 1000)), "
-            "so deltas closer than ~40 milli-GPU tie (then random)."
-        },
+    scores: str = field(
+        default="auto",
+        metadata={"help": SCORES_HELP + " FGD's integer score: int(100 x sigmoid(-delta / 1000))."},
     )
     popularity_pct: float = field(
-        default=60.0,
+        default=95.0,
         metadata={
-            "help": "Typical task classes: the most popular ones, in steps of 10 classes, "
-            "until they cover this share of tasks (the simulator's default 60 %)."
+            "help": "Typical task classes: the most popular ones, class_step classes at a "
+            "time, until they cover this share of tasks (95: the published runs' setting)."
+        },
+    )
+    class_step: int = field(
+        default=1, metadata={"help": "Typical classes are taken this many at a time (runs: 1)."}
+    )
+    cpu_classes: bool = field(
+        default=True,
+        metadata={
+            "help": "CPU-only tasks are typical classes too (the published runs' setting); "
+            "all free GPU of a node counts as a fragment for them."
         },
     )
 
@@ -96,23 +121,21 @@ class TaskClasses:
 
 
 def typical_classes(
-    cpu: I64, mem: I64, ngpu: I64, milli: I64, mask: I64, pct: float = 60.0
+    cpu: I64, mem: I64, ngpu: I64, milli: I64, mask: I64, pct: float = 95.0, step: int = 1
 ) -> TaskClasses:
     """Group tasks by (CPU, memory, GPUs, per-GPU share, type constraint), most popular
-    first; keep the leading classes, 10 at a time, until they hold ``pct`` % of tasks
-    (the FGD simulator's ``GetTypicalPods``), renormalised."""
+    first (equal counts: larger CPU, then share, GPUs, constraint first, as the
+    simulator's reverse sort); keep the leading classes, ``step`` at a time, until they
+    hold ``pct`` % of tasks (the FGD simulator's ``GetTypicalPods``), renormalised."""
     df = pl.DataFrame({"cpu": cpu, "mem": mem, "k": ngpu, "m": milli, "mask": mask})
     g = (
         df.group_by(["cpu", "mem", "k", "m", "mask"])
         .len()
-        .sort(
-            ["len", "k", "m", "cpu", "mem", "mask"],
-            descending=[True, False, False, False, False, False],
-        )
+        .sort(["len", "cpu", "m", "k", "mask", "mem"], descending=True)
     )
     cum = g["len"].cum_sum().to_numpy() / max(1, df.height)
     need = int(np.searchsorted(cum, pct / 100.0 - EPS) + 1)
-    keep = min(g.height, -(-need // 10) * 10)
+    keep = min(g.height, -(-need // step) * step)
     g = g.head(keep)
     p = g["len"].to_numpy().astype(np.float64)
     return TaskClasses(
@@ -140,7 +163,7 @@ def expected_fragmentation(free: I64, cpu: I64, mem: I64, node_type: I64, tc: Ta
     count = big.sum(axis=-2)
     type_ok = ((tc.mask >> node_type[..., None]) & 1).astype(bool)
     ok = type_ok & (cpu[..., None] >= tc.cpu) & (mem[..., None] >= tc.mem) & (count >= tc.k)
-    frag = np.where(ok, unusable, total[..., None])
+    frag = np.where(ok & (tc.k > 0), unusable, total[..., None])
     out: F64 = frag @ tc.p
     return out
 
@@ -155,17 +178,37 @@ class PaperBase(PlacementBase):
         s = self.s
         self.gpus_np = np.asarray(s.node_gpus, dtype=np.int64)
         ties = getattr(config, "ties", "auto")
-        if ties not in {"auto", "random", "first"}:
-            raise GpuTraceError(f"placement option ties={ties!r}: use auto, random or first")
-        self.random_ties = ties == "random" or (ties == "auto" and s.multi_resource)
+        if ties not in {"auto", "ordered", "random", "first"}:
+            raise GpuTraceError(
+                f"placement option ties={ties!r}: use auto, ordered, random or first"
+            )
+        if ties == "auto":
+            ties = "ordered" if s.multi_resource else "first"
+        scores = getattr(config, "scores", "auto")
+        if scores not in {"auto", "integer", "exact"}:
+            raise GpuTraceError(f"placement option scores={scores!r}: use auto, integer or exact")
+        self.integer = scores == "integer" or (scores == "auto" and s.multi_resource)
+        """Score options in whole numbers 0-100 as the simulator's plugins do."""
+        self.random_ties = ties == "random"
+        self.rank: I64 | None = None
+        """Tie-break rank of each node (``ordered``): the simulator prefixes node names
+        with a seeded random permutation and its scheduler keeps the lowest name."""
+        if ties == "ordered":
+            self.rank = self.e.rng.permutation(len(s.node_gpus)).astype(np.int64)
         cap_cpu = s.cpu_cap.astype(np.float64)
         self.cpu_norm = np.where(s.cpu_cap >= UNLIMITED, np.inf, cap_cpu)
 
-    def pick(self, cand: I64, score: F64) -> int:
-        """Index into ``cand`` of a best (lowest) score; ties at random (seeded) or to
-        the first (see ``ties``)."""
+    def pick(self, cand: I64, score: F64, per_node: int = 1) -> int:
+        """Index into ``score`` of a best (lowest) score; ties (see ``ties``) to the
+        node of lowest rank and within it the first option, at random, or to the first.
+        ``score`` holds ``per_node`` options per node of ``cand`` (row-major)."""
         best = np.flatnonzero(score <= score.min() + EPS)
-        if best.size == 1 or not self.random_ties:
+        if best.size == 1:
+            return int(best[0])
+        if self.rank is not None:
+            r = self.rank[cand[best // per_node]]
+            return int(best[np.flatnonzero(r == r.min())[0]])
+        if not self.random_ties:
             return int(best[0])
         return int(best[self.e.rng.integers(best.size)])
 
@@ -184,7 +227,7 @@ class PaperBase(PlacementBase):
         free = np.maximum(s.free_np[cand].astype(np.int64), 0)
         if milli < MILLI:
             score = self.score_fractional(j, cand, free, milli)  # (cand, G), inf = no room
-            flat = self.pick(np.arange(score.size), score.ravel())
+            flat = self.pick(cand, score.ravel(), s.gmax)
             node, g = divmod(flat, s.gmax)
             return [(int(cand[node]), int(g), milli)]
         score1 = self.score_whole(j, cand, free, ngpu)
@@ -219,7 +262,11 @@ class FgdPaper(PaperBase):
         super().__init__(config, engine)
         e = self.e
         w = e.w
-        gpu = w.ngpu > 0  # typical classes are GPU tasks (as the simulator's default)
+        # the typical classes come from the trace's own tasks (as the simulator's, which
+        # takes them from the workload before inflation), CPU-only ones when configured
+        gpu = ~w.frame["job_id"].str.contains(CLONE_TAG, literal=True).to_numpy()
+        if not config.cpu_classes:
+            gpu &= w.ngpu > 0
         self.tc = typical_classes(
             np.asarray(e.cpu_req, dtype=np.int64)[gpu],
             np.zeros(int(gpu.sum()), dtype=np.int64),  # memory: not in the paper's measure
@@ -227,41 +274,66 @@ class FgdPaper(PaperBase):
             w.milli[gpu],
             np.asarray(e.mask, dtype=np.int64)[gpu],
             config.popularity_pct,
+            config.class_step,
         )
+        # CPU-only classes count every free milli-GPU of a node as a fragment whatever the
+        # node's state (the simulator's XL / XR cases): one constant share p0 of the free
+        # total, so only the GPU classes are evaluated per node
+        tc = self.tc
+        g = tc.k > 0
+        self.p0 = float(tc.p[~g].sum())
+        self.tcg = TaskClasses(tc.cpu[g], tc.mem[g], tc.k[g], tc.m[g], tc.mask[g], tc.p[g])
+        # classes differing only in CPU (or model) share their GPU shape (k, share): the
+        # per-GPU terms are computed once per shape (openb: 12 shapes for 30 classes)
+        shapes, inv = np.unique(np.stack([self.tcg.k, self.tcg.m]), axis=1, return_inverse=True)
+        self.sk, self.sm = shapes[0], shapes[1]
+        self.onehot = np.zeros((self.tcg.p.size, shapes.shape[1]))
+        self.onehot[np.arange(self.tcg.p.size), inv.ravel()] = 1.0
+        self.ptot = float(self.tcg.p.sum())
         s = self.s
         self.types = s.type_np
+        # per node type and CPU level, the weight of each shape's classes that can run:
+        # wtab[t, i, s] over the classes of shape s allowed on type t needing at most
+        # the i-th smallest class CPU (one lookup per node instead of rows x classes)
+        tcg = self.tcg
+        self.cpu_levels = np.unique(tcg.cpu)
+        ntypes = int(self.types.max()) + 1 if self.types.size else 1
+        self.wtab = np.zeros((ntypes, self.cpu_levels.size + 1, shapes.shape[1]))
+        for t in range(ntypes):
+            allowed = ((tcg.mask >> t) & 1).astype(bool)
+            for i, level in enumerate(self.cpu_levels):
+                take = allowed & (tcg.cpu <= level)
+                self.wtab[t, i + 1] = (tcg.p * take) @ self.onehot
         self.snap_free = s.free_np.copy()
         self.snap_cpu = s.cpu_free.copy()
-        self.snap_mem = s.mem_free.copy()
         n = len(s.node_gpus)
         self.tick = 0
         self.ver = np.zeros(n, dtype=np.int64)
         self.before_ver = np.full(n, -1, dtype=np.int64)
         self.before_val = np.zeros(n, dtype=np.float64)
-        self.cache: dict[tuple[int, int, int, int], tuple[I64, F64]] = {}
+        self.cache: dict[tuple[int, int, int], tuple[I64, F64]] = {}
 
     def _refresh(self) -> None:
         """Bump the version of every node whose state differs from the snapshot."""
         s = self.s
-        changed = (
-            (self.snap_free != s.free_np).any(axis=1)
-            | (self.snap_cpu != s.cpu_free)
-            | (self.snap_mem != s.mem_free)
-        )
+        # memory is not part of the measure, so a change of memory alone changes nothing
+        changed = (self.snap_free != s.free_np).any(axis=1) | (self.snap_cpu != s.cpu_free)
         rows = np.flatnonzero(changed)
         if rows.size:
             self.tick += 1
             self.ver[rows] = self.tick
             self.snap_free[rows] = s.free_np[rows]
             self.snap_cpu[rows] = s.cpu_free[rows]
-            self.snap_mem[rows] = s.mem_free[rows]
 
-    def _deltas(self, j: int, ngpu: int, milli: int) -> F64:
-        """Per node (whole-GPU: (N,)) or per node and GPU (fractional: (N, G)) growth of
-        expected fragmentation, brought up to date for the changed nodes."""
+    def _deltas(self, j: int, cand: I64, ngpu: int, milli: int) -> F64:
+        """Per node (whole-GPU: (N,)) or per node and GPU (fractional: (N, G)) score
+        (:meth:`_q` of the growth of expected fragmentation), brought up to date for the
+        changed nodes among ``cand`` (the feasible ones: the others are never read)."""
         self._refresh()
         e = self.e
-        key = (ngpu, milli, e.cpu_req[j], e.mem_req[j])
+        # memory is not part of the measure (a typical class needs none), so the key
+        # leaves it out: values are read only for nodes where the task fits anyway
+        key = (ngpu, milli, e.cpu_req[j])
         got = self.cache.pop(key, None)
         n, g = self.snap_free.shape
         if got is None:
@@ -270,59 +342,78 @@ class FgdPaper(PaperBase):
                 np.zeros(n if milli >= MILLI else (n, g), dtype=np.float64),
             )
         ver, vals = got
-        rows = np.flatnonzero(ver != self.ver)
+        rows = cand[ver[cand] != self.ver[cand]]
         if rows.size:
-            vals[rows] = self._compute(rows, ngpu, milli, key[2], key[3])
+            vals[rows] = self._q(self._compute(rows, ngpu, milli, key[2]))
             ver[rows] = self.ver[rows]
         self.cache[key] = got
         if len(self.cache) > self.CACHE_KEYS:
             self.cache.pop(next(iter(self.cache)))
-        return vals
+        out: F64 = vals[cand]
+        return out
 
-    def _before(self, rows: I64, free: I64, cpu: I64, mem: I64, types: I64) -> F64:
+    def _weights(self, cpu: I64, types: I64) -> F64:
+        """Per row and GPU shape: the popularity of the classes of that shape whose
+        GPU model and CPU the node has ((R, S))."""
+        level = np.searchsorted(self.cpu_levels, cpu, side="right")
+        out: F64 = self.wtab[types, level]
+        return out
+
+    def _frag(self, free: I64, cpu: I64, types: I64) -> F64:
+        """F_n(M) of node rows (= :func:`expected_fragmentation`, computed per GPU
+        shape): everything free is a fragment, less, for each class that can run, the
+        free GPU it can use; plus p0 x the free total for the CPU-only classes."""
+        total = free.sum(axis=1)
+        big = free[:, :, None] >= self.sm  # (R, G, S)
+        unusable = (free[:, :, None] * ~big).sum(axis=1)  # (R, S)
+        usable = (total[:, None] - unusable) * (big.sum(axis=1) >= self.sk)
+        out: F64 = (self.ptot + self.p0) * total - (usable * self._weights(cpu, types)).sum(axis=1)
+        return out
+
+    def _before(self, rows: I64, free: I64, cpu: I64, types: I64) -> F64:
         """Current expected fragmentation of ``rows`` (kept per node, recomputed only
         where the node changed: it does not depend on the task)."""
         stale = self.before_ver[rows] != self.ver[rows]
         if stale.any():
             idx = np.flatnonzero(stale)
-            self.before_val[rows[idx]] = expected_fragmentation(
-                free[idx], cpu[idx], mem[idx], types[idx], self.tc
-            )
+            self.before_val[rows[idx]] = self._frag(free[idx], cpu[idx], types[idx])
             self.before_ver[rows[idx]] = self.ver[rows[idx]]
         out: F64 = self.before_val[rows]
         return out
 
-    def _compute(self, rows: I64, ngpu: int, milli: int, cpu_req: int, mem_req: int) -> F64:
+    def _compute(self, rows: I64, ngpu: int, milli: int, cpu_req: int) -> F64:
         free = np.maximum(self.snap_free[rows].astype(np.int64), 0)
-        cpu, mem, types = self.snap_cpu[rows], self.snap_mem[rows], self.types[rows]
-        before = self._before(rows, free, cpu, mem, types)
-        cpu2, mem2 = cpu - cpu_req, mem - mem_req
+        cpu, types = self.snap_cpu[rows], self.types[rows]
+        before = self._before(rows, free, cpu, types)
+        cpu2 = cpu - cpu_req
         if milli >= MILLI:
             after = free.copy()
             whole = free == MILLI
             after[whole & (np.cumsum(whole, axis=1) <= ngpu)] = 0
-            out: F64 = expected_fragmentation(after, cpu2, mem2, types, self.tc) - before
+            out: F64 = self._frag(after, cpu2, types) - before
             return out
         # fractional: one option per GPU, from per-class sums (rows x GPUs x classes,
         # not rows x GPUs x GPUs x classes): taking `milli` from GPU g changes only g's
         # own terms of the unusable sum and of the count of GPUs that can host a class
-        tc = self.tc
-        big = free[:, :, None] >= tc.m
-        unusable = (free[:, :, None] * ~big).sum(axis=1)  # (R, C)
+        big = free[:, :, None] >= self.sm  # (R, G, S)
+        unusable = (free[:, :, None] * ~big).sum(axis=1)  # (R, S)
         count = big.sum(axis=1)
-        type_ok = ((tc.mask >> types[:, None]) & 1).astype(bool)
-        ok2 = type_ok & (cpu2[:, None] >= tc.cpu) & (mem2[:, None] >= tc.mem)
         f2 = free - milli
-        big2 = f2[:, :, None] >= tc.m
+        big2 = f2[:, :, None] >= self.sm
         u2 = unusable[:, None, :] - free[:, :, None] * ~big + np.maximum(f2, 0)[:, :, None] * ~big2
         c2 = count[:, None, :] - big + big2
         total2 = free.sum(axis=1) - milli
-        frag2 = np.where(ok2[:, None, :] & (c2 >= tc.k), u2, total2[:, None, None]) @ tc.p
+        usable = (total2[:, None, None] - u2) * (c2 >= self.sk)
+        w2 = self._weights(cpu2, types)
+        frag2 = (self.ptot + self.p0) * total2[:, None] - (usable * w2[:, None, :]).sum(axis=2)
         delta: F64 = np.where(free >= milli, frag2 - before[:, None], np.inf)
         return delta
 
     def _q(self, delta: F64) -> F64:
-        if not self.config.quantize:
+        """FGD's score to minimise: the growth of fragmentation, or (integer scores)
+        minus the plugin's int(100 x sigmoid(-growth / 1000)): 50 for no change, 49 for
+        any growth under ~40 milli-GPU, 51 for a drop of 40 or more."""
+        if not self.integer:
             return delta
         with np.errstate(over="ignore", invalid="ignore"):
             score = np.floor(100.0 / (1.0 + np.exp(delta / 1000.0)))
@@ -330,43 +421,54 @@ class FgdPaper(PaperBase):
         return out
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
-        return self._q(self._deltas(j, ngpu, MILLI)[cand])
+        return self._deltas(j, cand, ngpu, MILLI)
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
-        return self._q(self._deltas(j, 1, milli)[cand])
+        return self._deltas(j, cand, 1, milli)
 
     def score_cpu(self, j: int, cand: I64) -> F64:
-        return self._q(self._deltas(j, 0, MILLI)[cand])
+        return self._deltas(j, cand, 0, MILLI)
 
 
 class DotProduct(PaperBase):
-    """Tetris: the smallest dot product of request and free resources (normalised)."""
+    """Tetris as the published runs configure it (``-dimext merge -norm max``): the
+    smallest dot product of the request (CPU, GPUs) and the node's free (CPU, GPUs),
+    both divided by the largest node's; a fractional task goes on the node's tightest
+    GPU with room. Integer scores: int(100 x (1 - dot / 2)), higher better."""
 
-    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
+        super().__init__(config, engine)
         s = self.s
-        g = self.gpus_np[cand].astype(np.float64)
-        cpu_term = (self.e.cpu_req[j] / self.cpu_norm[cand]) * (
-            s.cpu_free[cand] / self.cpu_norm[cand]
-        )
-        gpu_term = (ngpu / g) * (free.sum(axis=1) / MILLI / g)
-        out: F64 = np.nan_to_num(cpu_term) + gpu_term
+        finite = s.cpu_cap[s.cpu_cap < UNLIMITED]
+        self.max_cpu = float(finite.max()) if finite.size else 0.0
+        self.max_gpu = float(self.gpus_np.max() * MILLI) or 1.0
+
+    def _dot(self, j: int, cand: I64, free: I64, gpu_milli: int) -> F64:
+        s = self.s
+        cpu: F64 = np.zeros(cand.size)
+        if self.max_cpu > 0:
+            cpu_free = np.minimum(s.cpu_free[cand], self.max_cpu)
+            cpu = (self.e.cpu_req[j] / self.max_cpu) * (cpu_free / self.max_cpu)
+        dot: F64 = cpu + (gpu_milli / self.max_gpu) * (free.sum(axis=1) / self.max_gpu)
+        if not self.integer:
+            return dot
+        out: F64 = -np.floor(100.0 * (1.0 - dot / 2.0))
         return out
 
+    def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        return self._dot(j, cand, free, ngpu * MILLI)
+
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
-        s = self.s
-        cpu_term = np.nan_to_num(
-            (self.e.cpu_req[j] / self.cpu_norm[cand]) * (s.cpu_free[cand] / self.cpu_norm[cand])
-        )
-        gpu_term = (milli / MILLI) * (free / MILLI)
-        out: F64 = np.where(free >= milli, cpu_term[:, None] + gpu_term, np.inf)
+        node = self._dot(j, cand, free, milli)
+        pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
+        out = np.full(free.shape, np.inf)
+        rows = np.arange(free.shape[0])
+        out[rows, pick] = node
         return out
 
     def score_cpu(self, j: int, cand: I64) -> F64:
-        s = self.s
-        out: F64 = np.nan_to_num(
-            (self.e.cpu_req[j] / self.cpu_norm[cand]) * (s.cpu_free[cand] / self.cpu_norm[cand])
-        )
-        return out
+        free = np.maximum(self.s.free_np[cand].astype(np.int64), 0)
+        return self._dot(j, cand, free, 0)
 
 
 class GpuPacking(PaperBase):
@@ -410,7 +512,9 @@ class GpuClustering(PaperBase):
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         w = self.e.w
-        key = w.ngpu * (MILLI + 1) + w.milli
+        # the simulator's GPU affinity tag: "share-gpu" for every fractional request
+        # (whatever the share), "<k>-gpu" for k whole GPUs
+        key = np.where(w.milli < MILLI, 0, w.ngpu)
         _, self.cls = np.unique(key, return_inverse=True)
         self.ncls = int(self.cls.max()) + 1 if self.cls.size else 1
         self.counts = np.zeros((len(self.s.node_gpus), self.ncls), dtype=np.int64)
@@ -441,8 +545,11 @@ class GpuClustering(PaperBase):
         mine = c[:, self.cls[j]] > 0
         kinds = (c > 0).sum(axis=1)
         tier = np.where(mine, np.where(kinds == 1, 3, 2), np.where(kinds == 0, 1, 0))
-        fill = (self.total_cap - free.sum(axis=1)) / self.total_cap
-        out: F64 = -(tier + fill / 4.0 * 0.999)
+        used = self.total_cap - free.sum(axis=1)
+        if self.integer:  # the plugin's 25 x tier + 25 x used / largest node, in integers
+            out: F64 = -(25 * tier + (25 * used) // self.total_cap).astype(np.float64)
+            return out
+        out = -(tier + used / self.total_cap / 4.0 * 0.999)
         return out
 
     def _record(self, j: int, parts: Parts | None) -> Parts | None:
@@ -475,7 +582,7 @@ class GpuClustering(PaperBase):
 class PaperBestFit(PaperBase):
     """Multi-resource BestFit; the single-resource ``best-fit`` on GPU-only clusters."""
 
-    Config = BestFit.Config
+    Config = BestFitConfig
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -491,11 +598,20 @@ class PaperBestFit(PaperBase):
         return super().place(j, ngpu, milli, mask)
 
     def _left(self, j: int, cand: I64, free: I64, gpu_milli: int) -> F64:
+        """Weighted free CPU and GPU left after placement (lower is better); with
+        integer scores the plugin's: int(100 x (1 - left)), min-max normalised to 0-100
+        over the feasible nodes in integers (the framework's NormalizeScore), negated."""
         s = self.s
         cpu_left = np.minimum(s.cpu_free[cand] - self.e.cpu_req[j], self.max_cpu)
         gpu_left = free.sum(axis=1) - gpu_milli
         out: F64 = 0.5 * cpu_left / self.max_cpu + 0.5 * gpu_left / self.max_gpu
-        return out
+        if not self.integer:
+            return out
+        raw = np.floor((1.0 - out) * 100.0).astype(np.int64)
+        lo, hi = int(raw.min()), int(raw.max())
+        norm = (raw - lo) * 100 // (hi - lo) if hi > lo else np.zeros_like(raw)
+        score: F64 = -norm.astype(np.float64)
+        return score
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
         return self._left(j, cand, free, ngpu * MILLI)

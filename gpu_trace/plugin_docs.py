@@ -60,6 +60,8 @@ def render() -> str:
     out = [HEADER, "## Loaders (`gpu-trace ingest NAME PATH`)", ""]
     for p in plugins.builtins("loaders"):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
+        if p.options is plugins.NoOptions:  # none, or parsed by a hand-written command
+            out += [f"Options: `gpu-trace ingest {p.name} --help`.", ""]
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
     declared = plugins.builtins("analyses")
     if not declared:

@@ -149,16 +149,24 @@ def test_unknown_names_fail_in_one_place() -> None:
 
 
 def test_choices_become_a_usage_check() -> None:
-    from gpu_trace.loaders.helios import HeliosOptions
+    """A field's ``choices`` give the generated option a check with a one-line message;
+    a field without an explicit flag gets typer's own (--name, --name/--no-name)."""
+    from dataclasses import dataclass
 
-    (cluster, tz) = option_parameters(HeliosOptions)
-    info = cluster.annotation.__metadata__[0]
-    assert cluster.name == "cluster" and cluster.default == "all"
     import typer
 
-    with pytest.raises(typer.BadParameter, match="'mars' is not one of venus, earth"):
+    @dataclass(frozen=True)
+    class Opts:
+        cluster: str = plugins.option("all", "Which.", choices=("venus", "earth", "all"))
+        tz: str = plugins.option("UTC", "Zone.", flag="--time-zone")
+
+    (cluster, tz) = option_parameters(Opts)
+    info = cluster.annotation.__metadata__[0]
+    assert cluster.name == "cluster" and cluster.default == "all"
+    with pytest.raises(typer.BadParameter, match="'mars' is not one of venus, earth, all"):
         info.callback("mars")
-    assert info.callback("earth") == "earth" and tz.annotation.__metadata__[0].callback is None
+    assert info.callback("earth") == "earth"
+    assert tz.annotation.__metadata__[0].default == "--time-zone"  # typer reads it as the flag
 
 
 def test_docs_match_the_declarations() -> None:
@@ -168,7 +176,10 @@ def test_docs_match_the_declarations() -> None:
     assert (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8") == render(), (
         "docs/plugins.md is stale: run python -m gpu_trace.plugin_docs docs/plugins.md"
     )
-    assert "### `slurm`" in render() and "| `--step-s` | `None` |" in render()
+    assert (
+        "### `slurm`" in render()
+        and "| `--tz` | `None` | IANA zone of the cluster's clock" in render()
+    )
 
 
 def test_an_analysis_plugin_becomes_a_report_section(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ import pytest
 from gpu_trace import plugins
 from gpu_trace.cli.generated import option_parameters
 from gpu_trace.loaders import LOADERS
+from gpu_trace.loaders import get as get_loader
 from gpu_trace.replay.policies import base
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,7 +144,7 @@ def test_unknown_names_fail_in_one_place() -> None:
     from gpu_trace.errors import UsageError
 
     with pytest.raises(UsageError, match=r"unknown loader 'opneb'; did you mean 'openb'\?"):
-        LOADERS["opneb"]
+        get_loader("opneb")
     with pytest.raises(UsageError, match=r"unknown scheduler policy 'fifoo'; did you mean"):
         base.get("scheduler", "fifoo")
 
@@ -236,6 +237,7 @@ def test_a_broken_installed_plugin_is_skipped_with_a_warning(
     finally:
         plugins.discover.cache_clear()
     assert names.count("openb") == 1 and "broken" not in names
+    assert "opneb" not in LOADERS  # a plain mapping: `in` does not raise
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines)
     assert "'broken' (no_such_module_xyz:PLUGIN" in lines[0] and "does not load" in lines[0]

@@ -19,7 +19,8 @@ from gpu_trace import plugins
 from gpu_trace.cli._boundary import detail, domain_errors, err
 from gpu_trace.cli.generated import add_command, command_names
 from gpu_trace.cli.options import StoreOpt, number, seconds
-from gpu_trace.loaders import LOADERS, Batch, IngestReport, ingest
+from gpu_trace.loaders import Batch, IngestReport, ingest
+from gpu_trace.loaders import get as get_loader
 from gpu_trace.settings import resolve_store
 from gpu_trace.values import choose, split_list
 
@@ -48,7 +49,7 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
             progress.update(task, description=f"{batch.file.path.name} -> {batch.table}")
             detail(f"{batch.file.path} -> {batch.table} (dataset {batch.dataset})")  # -v
 
-        report = ingest(LOADERS[source], path, root, on_batch=on_batch, **options)
+        report = ingest(get_loader(source), path, root, on_batch=on_batch, **options)
     print_report(report)
     return report
 

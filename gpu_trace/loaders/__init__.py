@@ -21,12 +21,19 @@ def _all() -> dict[str, Loader]:
     return {p.name: p.loader() for p in plugins.loaders()}
 
 
+def get(name: str) -> Loader:
+    """The loader declared as ``name``; an unknown name is a usage error with "did you
+    mean" (:func:`gpu_trace.plugins.lookup`)."""
+    loader: Loader = plugins.lookup("loader", name, _all())
+    return loader
+
+
 class _Loaders(Mapping[str, Loader]):
-    """Name -> loader, from the declarations (looked up through :func:`plugins.lookup`)."""
+    """Name -> loader, from the declarations (a plain mapping: ``in`` and ``KeyError``
+    behave as usual; :func:`get` is the lookup with a suggestion)."""
 
     def __getitem__(self, name: str) -> Loader:
-        loader: Loader = plugins.lookup("loader", name, _all())
-        return loader
+        return _all()[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(_all())
@@ -37,4 +44,4 @@ class _Loaders(Mapping[str, Loader]):
 
 LOADERS: Mapping[str, Loader] = _Loaders()
 
-__all__ = ["LOADERS", "Batch", "IngestReport", "Loader", "ingest"]
+__all__ = ["LOADERS", "Batch", "IngestReport", "Loader", "get", "ingest"]

@@ -94,7 +94,7 @@ def _text(line: bytes) -> str:
 
 
 def _smi_query_kept(header: str) -> int:
-    from gpu_trace.telemetry.fields import SMI_QUERY
+    from gpu_trace.loaders.telemetry_fields import SMI_QUERY
 
     names = [t.strip().partition(" [")[0].strip() for t in header.split(",")]
     return sum(1 for n in names if n in SMI_QUERY)
@@ -103,7 +103,7 @@ def _smi_query_kept(header: str) -> int:
 def expect(kind: str, name: str, data: bytes) -> Expect:
     """The independent expectation for input file ``name`` of ingest ``kind``.
 
-    Field vocabularies (which columns are kept) come from ``gpu_trace.telemetry.fields``,
+    Field vocabularies (which columns are kept) come from ``gpu_trace.loaders.telemetry_fields``,
     the documented mapping tables, not from the parsers."""
     if name.endswith(".zip"):
         # members' records are not counted here: only the store's own consistency
@@ -154,7 +154,7 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
     if kind == "prometheus-range":
         return _promrange(lines, data)
     if kind == "dcgmi":
-        from gpu_trace.telemetry.fields import DCGM_BY_TAG
+        from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG
 
         tags = _text(lines[0]).lstrip("#").split()[1:] if lines else []
         data_lines = [
@@ -328,7 +328,7 @@ def _pai_measures(name: str) -> int:
 
 
 def _smi(name: str, lines: Sequence[bytes]) -> Expect:
-    from gpu_trace.telemetry.fields import SMI_DMON
+    from gpu_trace.loaders.telemetry_fields import SMI_DMON
 
     first = _text(lines[0]) if lines else ""
     # told apart by the first line, as documented (a mutated file may change format)
@@ -511,7 +511,7 @@ _RECONCILIATION = re.compile(
     r"records but wrote \d+ and quarantined|physical lines but \d+ data|"
     r"rows but \d+ good \+ \d+ quarantined"
 )
-"""The messages of ``ReconciliationError`` (gpu_trace/loaders/base.py, telemetry/common.py,
+"""The messages of ``ReconciliationError`` (gpu_trace/loaders/base.py, loaders/telemetry_common.py,
 loaders/philly_util.py)."""
 
 

@@ -13,10 +13,10 @@ import polars as pl
 from typer.testing import CliRunner
 
 from gpu_trace.analyses import arrivals as arr
-from gpu_trace.analyses import charts
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.cli import app
 from gpu_trace.loaders import LOADERS, ingest
+from gpu_trace.reports import charts
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
 runner = CliRunner()

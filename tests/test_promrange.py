@@ -20,9 +20,8 @@ from typer.testing import CliRunner
 
 from gpu_trace.cli import app
 from gpu_trace.errors import InputError
-from gpu_trace.loaders import LOADERS, ingest
+from gpu_trace.loaders import LOADERS, ingest, promrange
 from gpu_trace.store.parquet import read_table as read_arrow
-from gpu_trace.telemetry import promrange
 
 T0 = 1767225600  # 2026-01-01T00:00:00Z
 MIB = 1024 * 1024

@@ -16,9 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpu_trace.analyses import charts
 from gpu_trace.loaders import LOADERS, ingest
-from gpu_trace.reports import build_site
+from gpu_trace.reports import build_site, charts
 from gpu_trace.synth.bundled import bundled, sha256
 from tests.conftest import OPENB, SAMPLES
 

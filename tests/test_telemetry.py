@@ -16,12 +16,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from gpu_trace.analyses import job_usage as tj
 from gpu_trace.cli import app
 from gpu_trace.errors import InputError
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import read_table
-from gpu_trace.telemetry import jobs as tj
 from gpu_trace.telemetry.fake_nvml import Clock, FakeGpu, FakeNvml, eight_gpus
 from gpu_trace.telemetry.nvml import NvmlUnavailable, Sampler
 from gpu_trace.telemetry.scrape import Scraper

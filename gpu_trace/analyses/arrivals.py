@@ -9,8 +9,12 @@ row says which in its ``clock`` column, so they are never read as local time."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
+
+from gpu_trace.plugins import AnalysisPlugin, option
 
 
 def tz_by_source(jobs: pl.LazyFrame) -> dict[str, str | None]:
@@ -104,3 +108,26 @@ def hourly_profile(
         .with_columns((pl.col("jobs") / pl.col("jobs").sum().over(list(base))).alias("share"))
         .sort([*base, "hour"])
     )
+
+
+@dataclass(frozen=True)
+class ArrivalsOptions:
+    """`gpu-trace analyze arrivals` options."""
+
+    weekly: bool = option(False, "Weekday x hour instead of hour of day.")
+
+
+def _run(inputs: Any, options: ArrivalsOptions) -> pl.LazyFrame:
+    if options.weekly:
+        return arrivals(inputs.jobs, inputs.tz)
+    return hourly_profile(inputs.jobs, inputs.tz)
+
+
+# No chart here: the report's arrivals heatmap is built in reports/sections.py.
+PLUGIN = AnalysisPlugin(
+    name="arrivals",
+    help="Submissions per local hour of day (and day of week), in each trace's time zone; "
+    "relative-time traces count hours / days since trace start (`clock` column).",
+    run=_run,
+    options=ArrivalsOptions,
+)

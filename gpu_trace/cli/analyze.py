@@ -4,14 +4,15 @@ written as CSV / JSON / Parquet. Each command is a thin wrapper over a function 
 
 from __future__ import annotations
 
+import inspect
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 
-from gpu_trace.analyses import arrivals as arr
+from gpu_trace import plugins
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -23,8 +24,10 @@ from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses import users as usr
 from gpu_trace.analyses import utilization as utl
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.job_usage import read_jobs
 from gpu_trace.analyses.summary import summary as summary_table
 from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.cli.generated import add_command, command_names
 from gpu_trace.cli.options import (
     JobsFileOpt,
     OldJobsFileOpt,
@@ -37,7 +40,6 @@ from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
 from gpu_trace.store.catalog import connect
-from gpu_trace.telemetry.jobs import read_jobs
 from gpu_trace.values import check_number, choose, parse_duration, split_list
 
 app = typer.Typer(help="Characterization analyses over the store.", no_args_is_help=True)
@@ -308,23 +310,6 @@ def users(
 
 @app.command()
 @domain_errors
-def arrivals(
-    store: ReadStoreOpt = None,
-    source: SourceOpt = None,
-    weekly: Annotated[bool, typer.Option(help="Weekday x hour instead of hour of day.")] = False,
-    fmt: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    max_rows: MaxRowsOpt = 100,
-) -> None:
-    """Submissions per local hour of day (and day of week), in each trace's time zone;
-    relative-time traces count hours / days since trace start (`clock` column)."""
-    inp = _inputs(store, source)
-    frame = arr.arrivals(inp.jobs, inp.tz) if weekly else arr.hourly_profile(inp.jobs, inp.tz)
-    _run(frame, fmt, output, max_rows)
-
-
-@app.command()
-@domain_errors
 def sharing(
     store: ReadStoreOpt = None,
     source: SourceOpt = None,
@@ -403,3 +388,33 @@ def per_job(
 ) -> None:
     """Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held."""
     _run(utl.per_job(connect(resolve_store(store)), metric), fmt, output, max_rows)
+
+
+def _generate() -> None:
+    """An ``analyze NAME`` command per declared analysis without a hand-written one:
+    ``--store``, ``--source``, the analysis' options, then the output options."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    head = [
+        inspect.Parameter("store", kw, default=None, annotation=ReadStoreOpt),
+        inspect.Parameter("source", kw, default=None, annotation=SourceOpt),
+    ]
+    tail = [
+        inspect.Parameter("fmt", kw, default=Format.table, annotation=FormatOpt),
+        inspect.Parameter("output", kw, default=None, annotation=OutputOpt),
+        inspect.Parameter("max_rows", kw, default=100, annotation=MaxRowsOpt),
+    ]
+    written = command_names(app)
+    for plugin in plugins.analyses():
+        if plugin.name in written:
+            continue
+
+        def body(
+            given: dict[str, Any], options: Any, plugin: plugins.AnalysisPlugin = plugin
+        ) -> None:
+            frame = plugin.run(_inputs(given["store"], given["source"]), options)
+            _run(frame, given["fmt"], given["output"], given["max_rows"])
+
+        add_command(app, plugin.name, plugin.help, head, plugin.options, body, after=tail)
+
+
+_generate()

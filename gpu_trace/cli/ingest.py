@@ -1,7 +1,13 @@
-"""``gpu-trace ingest <source> PATH``: raw trace files into the store."""
+"""``gpu-trace ingest <source> PATH``: raw trace files into the store.
+
+One command per declared loader (:mod:`gpu_trace.plugins`), generated from its
+declaration: PATH, ``--store`` and the loader's options. Loaders whose options need parsing beyond a
+field (several paths, durations, comma lists, checked names) keep a hand-written
+command here, which wins over the generated one."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,9 +15,12 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from gpu_trace import plugins
 from gpu_trace.cli._boundary import detail, domain_errors, err
+from gpu_trace.cli.generated import add_command, command_names
 from gpu_trace.cli.options import StoreOpt, number, seconds
-from gpu_trace.loaders import LOADERS, Batch, IngestReport, ingest
+from gpu_trace.loaders import Batch, IngestReport, ingest
+from gpu_trace.loaders import get as get_loader
 from gpu_trace.settings import resolve_store
 from gpu_trace.values import choose, split_list
 
@@ -40,7 +49,7 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
             progress.update(task, description=f"{batch.file.path.name} -> {batch.table}")
             detail(f"{batch.file.path} -> {batch.table} (dataset {batch.dataset})")  # -v
 
-        report = ingest(LOADERS[source], path, root, on_batch=on_batch, **options)
+        report = ingest(get_loader(source), path, root, on_batch=on_batch, **options)
     print_report(report)
     return report
 
@@ -62,23 +71,6 @@ def print_report(report: IngestReport) -> None:
         f"{report.source}: read {read} = written {written} + quarantined {quarantined}; "
         f"store {report.store}"
     )
-
-
-@app.command("openb")
-@domain_errors
-def ingest_openb(
-    path: PathArg,
-    store: StoreOpt = None,
-    variant: Annotated[
-        str | None,
-        typer.Option(
-            help="Pod list to read from a folder: default, gpushare40, ... or all. Unset: "
-            "default, or the folder's only pod list (named on stderr)."
-        ),
-    ] = None,
-) -> None:
-    """Alibaba 2023 openb: pod lists -> jobs, node lists -> machines."""
-    run_ingest("openb", path, store, variant=variant)
 
 
 @app.command("kubernetes")
@@ -169,35 +161,6 @@ def ingest_pai2020(
     run_ingest("pai2020", path, store, tables=",".join(split_list(tables)) or "all")
 
 
-@app.command("acme")
-@domain_errors
-def ingest_acme(
-    path: PathArg,
-    store: StoreOpt = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="Cluster name (default: seren/kalos from trace_<cluster>.csv, or the "
-            "utilization file's folder name)."
-        ),
-    ] = None,
-    tz: Annotated[
-        str,
-        typer.Option(
-            "--tz",
-            help="IANA zone for times written without a UTC offset (the release writes "
-            "offsets: +08:00 Seren, +00:00 Kalos). Recorded in source_tz.",
-        ),
-    ] = "Asia/Shanghai",
-) -> None:
-    """Shanghai AI Lab AcmeTrace (Seren, Kalos): trace_<cluster>.csv -> jobs; utilization
-    CSVs (Time + one column per node or GPU) -> gpu_samples, host_samples, events (XID).
-
-    PATH: a job trace, a utilization CSV, or a folder holding them (the release's data/,
-    utilization/seren, ...)."""
-    run_ingest("acme", path, store, cluster=cluster, tz=tz)
-
-
 TzOpt = Annotated[
     str,
     typer.Option(help="IANA zone of the tool's local timestamps (recorded as source_tz)."),
@@ -264,36 +227,6 @@ def ingest_dcgmi(
     )
 
 
-@app.command("prometheus")
-@domain_errors
-def ingest_prometheus(
-    path: PathArg,
-    store: StoreOpt = None,
-    host: HostOpt = None,
-    time: Annotated[
-        str | None,
-        typer.Option(help="ISO-8601 scrape time (default: the file's mtime)."),
-    ] = None,
-) -> None:
-    """A saved dcgm-exporter /metrics exposition -> gpu_samples (XID/ECC -> events)."""
-    run_ingest("prometheus", path, store, host=host, time=time)
-
-
-@app.command("prometheus-range")
-@domain_errors
-def ingest_prometheus_range(
-    path: PathArg,
-    store: StoreOpt = None,
-    host: Annotated[
-        str | None,
-        typer.Option(help="Host name (default: the hostname/Hostname label, else instance)."),
-    ] = None,
-) -> None:
-    """Saved Prometheus /api/v1/query_range JSON (one answer, or JSON lines of answers as
-    `telemetry pull --save` writes) -> gpu_samples (XID/ECC -> events)."""
-    run_ingest("prometheus-range", path, store, host=host)
-
-
 PHILLY_BASES = ("machine_list", "inferred_jobs", "inferred_util")
 
 
@@ -320,13 +253,6 @@ def ingest_philly(
     run_ingest("philly", path, store, capacity=tuple(bases or PHILLY_BASES))
 
 
-@app.command("chronus")
-@domain_errors
-def ingest_chronus(path: PathArg, store: StoreOpt = None) -> None:
-    """Tiresias / Chronus job CSVs (other simulators' input) -> jobs."""
-    run_ingest("chronus", path, store)
-
-
 @app.command("gavel")
 @domain_errors
 def ingest_gavel(
@@ -345,26 +271,26 @@ def ingest_gavel(
     run_ingest("gavel", path, store, step_s=step_s)
 
 
-@app.command("slurm")
-@domain_errors
-def ingest_slurm(
-    path: PathArg,
-    store: StoreOpt = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(help="Cluster name for jobs.cluster (default: the file name)."),
-    ] = None,
-    tz: Annotated[
-        str | None,
-        typer.Option(
-            "--tz",
-            help="IANA zone of the cluster's clock (sacct prints local times without an "
-            "offset). Default UTC, with a warning. Recorded in jobs.source_tz.",
+def _generate() -> None:
+    """Add an ``ingest NAME`` command for every declared loader without a hand-written one."""
+    fixed = [
+        inspect.Parameter("path", inspect.Parameter.KEYWORD_ONLY, annotation=PathArg),
+        inspect.Parameter(
+            "store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt
         ),
-    ] = None,
-) -> None:
-    """Slurm `sacct -P` (or --parsable) export -> jobs, placements (one per host; steps
-    as placements of their job).
+    ]
+    written = command_names(app)
+    for plugin in plugins.loaders():
+        if plugin.name in written:
+            continue
 
-    PATH: one export (fields found by header name, any order) or a folder of *.psv."""
-    run_ingest("slurm", path, store, cluster=cluster, tz=tz)
+        def body(
+            given: dict[str, Any], options: Any, plugin: plugins.LoaderPlugin = plugin
+        ) -> None:
+            run_ingest(plugin.name, given["path"], given["store"], **plugin.loader_kwargs(options))
+
+        path = fixed[0].replace(annotation=Annotated[Path, typer.Argument(help=plugin.path_help)])
+        add_command(app, plugin.name, plugin.help, [path, fixed[1]], plugin.options, body)
+
+
+_generate()

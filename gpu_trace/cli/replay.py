@@ -26,6 +26,10 @@ from gpu_trace.settings import resolve_store
 from gpu_trace.store.scan import scan
 from gpu_trace.values import choose, parse_bool, split_list
 
+# The declared policies (built-in and installed plugins), named in --help.
+_SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
+_PLACEMENTS = f"Placement policy: {', '.join(base.names('placement'))}."
+
 app = typer.Typer(
     help="Re-schedule a trace under allocation policies and score them.", no_args_is_help=True
 )
@@ -210,10 +214,8 @@ def run_cmd(
     store: ReadStoreOpt = None,
     cluster: ClusterOpt = None,
     gpus: GpusOpt = None,
-    policy: Annotated[str, typer.Option("--policy", help="Scheduling policy.")] = "fifo",
-    placement: Annotated[
-        str, typer.Option("--placement", help="Placement policy.")
-    ] = "consolidate",
+    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
+    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
     estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
@@ -606,10 +608,8 @@ def live_cmd(
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset of the source.")
     ] = None,
-    policy: Annotated[str, typer.Option("--policy", help="Scheduling policy.")] = "fifo",
-    placement: Annotated[
-        str, typer.Option("--placement", help="Placement policy.")
-    ] = "consolidate",
+    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
+    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed (failure draw, random placement).")] = 0,

@@ -129,8 +129,8 @@ def jobs(
     store: ReadStoreOpt = None,
 ) -> None:
     """Each job's mean/p50/p95 GPU utilization, memory and power from telemetry."""
+    from gpu_trace.analyses import job_usage as tj
     from gpu_trace.store.catalog import connect
-    from gpu_trace.telemetry import jobs as tj
 
     jobs_file = deprecated("--jobs FILE", "--jobs-file FILE", jobs_old, jobs_file)
     root = resolve_store(store)

@@ -1,38 +1,47 @@
-"""Raw trace loaders: each turns one public trace family into canonical batches.
+"""Raw trace loaders: each turns one input format into canonical batches.
 
-``LOADERS`` maps a source name (the ``gpu-trace ingest <source>`` argument) to its loader.
+Each loader module declares itself with a module-level ``PLUGIN``
+(:class:`gpu_trace.plugins.LoaderPlugin`: name, options with help text); ``LOADERS``
+maps every declared name (the ``gpu-trace ingest <source>`` argument), built-in or
+installed through the ``gpu_trace.loaders`` entry-point group, to its loader. It is
+built on first use, so importing one loader module does not import them all.
 """
 
 from __future__ import annotations
 
-from gpu_trace.loaders.acme import AcmeLoader
+from collections.abc import Iterator, Mapping
+from functools import cache
+
+from gpu_trace import plugins
 from gpu_trace.loaders.base import Batch, IngestReport, Loader, ingest
-from gpu_trace.loaders.helios import HeliosLoader
-from gpu_trace.loaders.interchange import ChronusLoader, GavelLoader
-from gpu_trace.loaders.kubernetes import KubernetesLoader
-from gpu_trace.loaders.openb import OpenbLoader
-from gpu_trace.loaders.pai2020 import Pai2020Loader
-from gpu_trace.loaders.philly import PhillyLoader
-from gpu_trace.loaders.slurm import SlurmLoader
-from gpu_trace.telemetry.dcgmi import DcgmiLoader
-from gpu_trace.telemetry.prometheus import PrometheusLoader
-from gpu_trace.telemetry.promrange import PromRangeLoader
-from gpu_trace.telemetry.smi import NvidiaSmiLoader
 
-LOADERS: dict[str, Loader] = {
-    "openb": OpenbLoader(),
-    "philly": PhillyLoader(),
-    "helios": HeliosLoader(),
-    "pai2020": Pai2020Loader(),
-    "kubernetes": KubernetesLoader(),
-    "acme": AcmeLoader(),
-    "slurm": SlurmLoader(),
-    "nvidia-smi": NvidiaSmiLoader(),
-    "dcgmi": DcgmiLoader(),
-    "prometheus": PrometheusLoader(),
-    "prometheus-range": PromRangeLoader(),
-    "chronus": ChronusLoader(),
-    "gavel": GavelLoader(),
-}
 
-__all__ = ["LOADERS", "Batch", "IngestReport", "Loader", "ingest"]
+@cache
+def _all() -> dict[str, Loader]:
+    return {p.name: p.loader() for p in plugins.loaders()}
+
+
+def get(name: str) -> Loader:
+    """The loader declared as ``name``; an unknown name is a usage error with "did you
+    mean" (:func:`gpu_trace.plugins.lookup`)."""
+    loader: Loader = plugins.lookup("loader", name, _all())
+    return loader
+
+
+class _Loaders(Mapping[str, Loader]):
+    """Name -> loader, from the declarations (a plain mapping: ``in`` and ``KeyError``
+    behave as usual; :func:`get` is the lookup with a suggestion)."""
+
+    def __getitem__(self, name: str) -> Loader:
+        return _all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_all())
+
+    def __len__(self) -> int:
+        return len(_all())
+
+
+LOADERS: Mapping[str, Loader] = _Loaders()
+
+__all__ = ["LOADERS", "Batch", "IngestReport", "Loader", "get", "ingest"]

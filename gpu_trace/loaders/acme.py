@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from gpu_trace.loaders.acme_jobs import JobFile, job_batch
 from gpu_trace.loaders.acme_util import METRICS, NOT_READ, UtilFile, metric_of, util_batches
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import read_header
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 _TRACE = re.compile(r"^trace_(?P<cluster>[A-Za-z0-9_.-]+)\.csv$")
@@ -129,3 +131,25 @@ class AcmeLoader:
                 yield job_batch(f, tz)
             else:
                 yield from util_batches(f, tz)
+
+
+@dataclass(frozen=True)
+class AcmeOptions:
+    """`gpu-trace ingest acme` options (passed to the loader as keyword arguments)."""
+
+    cluster: str | None = option(
+        None,
+        "Cluster name (default: seren/kalos from trace_<cluster>.csv, or the utilization file's folder name).",
+    )
+    tz: str = option(
+        "Asia/Shanghai",
+        "IANA zone for times written without a UTC offset (the release writes offsets: +08:00 Seren, +00:00 Kalos). Recorded in source_tz.",
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="acme",
+    loader=AcmeLoader,
+    help="Shanghai AI Lab AcmeTrace (Seren, Kalos): trace_<cluster>.csv -> jobs; utilization CSVs (Time + one column per node or GPU) -> gpu_samples, host_samples, events (XID).\n\nPATH: a job trace, a utilization CSV, or a folder holding them (the release's data/, utilization/seren, ...).",
+    options=AcmeOptions,
+)

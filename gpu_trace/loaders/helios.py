@@ -93,6 +93,7 @@ from gpu_trace.loaders.textfile import (
     with_utf8,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
 
 SOURCE = "helios"
@@ -860,3 +861,13 @@ class HeliosLoader:
                 yield cluster_log(file, tz)
             else:
                 yield capacity(file, tz)
+
+
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
+PLUGIN = LoaderPlugin(
+    name="helios",
+    loader=HeliosLoader,
+    help="SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.\n\nPATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip.",
+)

@@ -25,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.formats import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     REASON,
@@ -36,7 +37,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX_S
-from gpu_trace.replay.interchange import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
 
 NUMERIC = {
@@ -201,3 +202,20 @@ class GavelLoader:
                 "step_s": "unknown" if step_s is None else str(step_s),
             }
             yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)
+
+
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
+PLUGINS = (
+    LoaderPlugin(
+        name="chronus",
+        loader=ChronusLoader,
+        help="Tiresias / Chronus job CSVs (other simulators' input) -> jobs.",
+    ),
+    LoaderPlugin(
+        name="gavel",
+        loader=GavelLoader,
+        help="Gavel .trace files (7 or 10 tab-separated fields) -> jobs.",
+    ),
+)

@@ -81,6 +81,7 @@ from gpu_trace.loaders.k8s_json import NUM, Objects, read_objects
 from gpu_trace.loaders.k8s_quantity import parse_column
 from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, REASON_LIMIT, capped
 from gpu_trace.loaders.units import MIB, TIME_MAX, TIME_MIN, per
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.schemas.jobs import JOBS, PLACEMENTS
 from gpu_trace.store.parquet import slug
 
@@ -994,3 +995,13 @@ class KubernetesLoader:
 def _count(objs: Objects, kind: str) -> int:
     """Decodable records of ``kind`` (good and bad ones alike)."""
     return objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == kind)).height
+
+
+# Options and the command (several paths, a repeatable --user-key) are hand-written in
+# gpu_trace/cli/ingest.py; the declaration registers the loader and its help.
+PLUGIN = LoaderPlugin(
+    name="kubernetes",
+    loader=KubernetesLoader,
+    help="Kubernetes: pods -> placements and jobs (one per owner), nodes -> machines "
+    "(capacity, and allocatable as <cluster>-allocatable).",
+)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB, MIB, per
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "openb"
@@ -286,3 +288,22 @@ def _pick_variant(folder: Path, files: list[Path], variant: str | None) -> str:
         f"no openb_pod_list_{DEFAULT_VARIANT}.csv in this folder (pod lists here: {listing}); "
         "pick one with --variant NAME, or --variant all",
     )
+
+
+@dataclass(frozen=True)
+class OpenbOptions:
+    """`gpu-trace ingest openb` options (passed to the loader as keyword arguments)."""
+
+    variant: str | None = option(
+        None,
+        "Pod list to read from a folder: default, gpushare40, ... or all. Unset: "
+        "default, or the folder's only pod list (named on stderr).",
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="openb",
+    loader=OpenbLoader,
+    help="Alibaba 2023 openb: pod lists -> jobs, node lists -> machines.",
+    options=OpenbOptions,
+)

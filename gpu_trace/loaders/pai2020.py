@@ -100,6 +100,7 @@ from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_h
 from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
 from gpu_trace.loaders.textfile import LINE, REASON
 from gpu_trace.loaders.units import per
+from gpu_trace.plugins import LoaderPlugin
 
 AMOUNT_MAX = 1e6
 GPU_MEM_GIB = {"V100M32": 32, "V100": 16, "T4": 16}
@@ -457,3 +458,13 @@ class Pai2020Loader:
             yield sensor(sensor_in)
         if metric_in := found.get(MACHINE_METRIC_SPEC.short):
             yield machine_metric(metric_in)
+
+
+# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
+# need parsing: durations, comma lists, checked names); the declaration registers
+# the loader and its help.
+PLUGIN = LoaderPlugin(
+    name="pai2020",
+    loader=Pai2020Loader,
+    help="Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.\n\nPATH: folder with the headerless pai_<table>.csv files (.header files beside them or in headers/), or one of those CSVs.",
+)

@@ -122,6 +122,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB
+from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.schemas import JOBS, PLACEMENTS
 
 SOURCE = "philly"
@@ -719,3 +720,13 @@ class PhillyLoader:
                         yield _capacity(
                             "inferred_util", result.batch.file, int(inventory["gpus"].sum()), span
                         )
+
+
+# The command (a repeatable --capacity with a default of all three) is hand-written in
+# gpu_trace/cli/ingest.py; the declaration registers the loader and its help.
+PLUGIN = LoaderPlugin(
+    name="philly",
+    loader=PhillyLoader,
+    help="Microsoft Philly: cluster_job_log -> jobs, placements; cluster_machine_list and "
+    "inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.",
+)

@@ -75,6 +75,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "slurm"
@@ -699,3 +700,22 @@ class SlurmLoader:
         check_tz(tz)
         for file in discover(path):
             yield from export(file, cluster=cluster, tz=tz)
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """`gpu-trace ingest slurm` options (passed to the loader as keyword arguments)."""
+
+    cluster: str | None = option(None, "Cluster name for jobs.cluster (default: the file name).")
+    tz: str | None = option(
+        None,
+        "IANA zone of the cluster's clock (sacct prints local times without an offset). Default UTC, with a warning. Recorded in jobs.source_tz.",
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="slurm",
+    loader=SlurmLoader,
+    help="Slurm `sacct -P` (or --parsable) export -> jobs, placements (one per host; steps as placements of their job).\n\nPATH: one export (fields found by header name, any order) or a folder of *.psv.",
+    options=SlurmOptions,
+)

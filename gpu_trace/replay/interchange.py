@@ -23,41 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.formats import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.loaders.openb import POD_COLUMNS
-
-TIRESIAS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
-CHRONUS = (
-    "job_id",
-    "user",
-    "num_gpu",
-    "submit_time",
-    "iterations",
-    "model_name",
-    "duration",
-    "interval",
-    "expect_time_list",
-    "expect_value_list",
-    "best_effort",
-    "job_type",
-)
-GAVEL7 = (
-    "job_type",
-    "command",
-    "num_steps_arg",
-    "needs_data_dir",
-    "total_steps",
-    "arrival_time",
-    "scale_factor",
-)
-GAVEL10 = (
-    *GAVEL7[:4],
-    "total_steps",
-    "arrival_time",
-    "scale_factor",
-    "working_directory",
-    "priority_weight",
-    "SLO",
-)
 
 
 def _rel(seconds: pl.Expr) -> pl.Expr:

@@ -4,7 +4,8 @@ A header is a short label (``median run time, GPU jobs``); the cell's ``title`` 
 tooltip) carries the raw column name and its documented meaning, so a reader can go from
 the page to ``gpu-trace schema`` / ``docs/metrics.md`` and to SQL. Labels come from, in
 order: the analysis outputs named here (one place, next to the glossary in
-``gpu_trace.analyses.definitions``); the canonical schema's column descriptions; a
+``gpu_trace.analyses.definitions``), then the glossaries of declared analysis plugins
+(``AnalysisPlugin.glossary``); the canonical schema's column descriptions; a
 token rule (``med`` -> median, ``gpu`` -> GPU, unit suffixes dropped since the values
 are shown with their unit).
 """
@@ -97,6 +98,17 @@ _TOKENS = {
 
 
 @cache
+def _plugin_columns() -> dict[str, tuple[str, str]]:
+    """Columns named by the declared analyses' glossaries (:mod:`gpu_trace.plugins`)."""
+    from gpu_trace import plugins
+
+    out: dict[str, tuple[str, str]] = {}
+    for plugin in plugins.analyses():
+        out.update(plugin.glossary)
+    return out
+
+
+@cache
 def _schema_columns() -> dict[str, str]:
     out: dict[str, str] = {}
     for table in TABLES.values():
@@ -114,6 +126,8 @@ def header(name: str) -> tuple[str, str]:
     """(label, tooltip) for a result column."""
     if name in ANALYSIS_COLUMNS:
         label, meaning = ANALYSIS_COLUMNS[name]
+    elif name in _plugin_columns():
+        label, meaning = _plugin_columns()[name]
     else:
         label, meaning = _from_tokens(name), _schema_columns().get(name, "")
     tip = f"{name}: {meaning}" if meaning else name

@@ -13,8 +13,8 @@ import altair as alt
 import duckdb
 import polars as pl
 
-from gpu_trace.analyses.charts import WIDTH, cap_series, duration_axis, thin
 from gpu_trace.replay.experiment import describe
+from gpu_trace.reports.charts import WIDTH, cap_series, duration_axis, thin
 from gpu_trace.reports.page import Section, esc, sql_frame
 
 # metric column -> (label, True when lower is better)

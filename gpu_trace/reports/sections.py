@@ -9,8 +9,8 @@ from collections.abc import Callable
 import duckdb
 import polars as pl
 
+from gpu_trace import plugins
 from gpu_trace.analyses import arrivals as arr
-from gpu_trace.analyses import charts
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -21,6 +21,7 @@ from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses import users as usr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
+from gpu_trace.reports import charts
 from gpu_trace.reports.page import Section, table_html
 
 TOP_N = 10
@@ -299,3 +300,26 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
     sharing_section,
 )
 """Analysis sections of a source page, in order."""
+
+
+def plugin_section(plugin: plugins.AnalysisPlugin) -> Callable[[Inputs], Section]:
+    """The report section of a declared analysis (:mod:`gpu_trace.plugins`): its result
+    with the default options as a table, and its chart when it declares one."""
+
+    def build(inp: Inputs) -> Section:
+        title = plugin.title or plugin.name
+        frame = plugin.run(inp, plugin.options()).lazy().collect()
+        if frame.height == 0:
+            return _empty(title, "No rows.")
+        sec = Section(title, table_html(_rounded(frame), caption=plugin.help.split("\n")[0]))
+        if plugin.chart is not None:
+            sec.charts.append(plugin.chart(frame))
+        return sec
+
+    build.__name__ = f"{plugin.name}_section"
+    return build
+
+
+def plugin_sections() -> tuple[Callable[[Inputs], Section], ...]:
+    """One section per declared analysis that has a chart, after the built-in ones."""
+    return tuple(plugin_section(p) for p in plugins.analyses() if p.chart is not None)

@@ -25,16 +25,21 @@ import duckdb
 import vl_convert as vlc
 
 from gpu_trace import __version__
-from gpu_trace.analyses import charts
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.analyses.summary import summary
 from gpu_trace.datasets.registry import registry
+from gpu_trace.reports import charts
 from gpu_trace.reports.page import Section, esc, render_page, sql_frame, table_html
 from gpu_trace.reports.publish import check_replaceable, recover, staging_folder, swap_in
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
-from gpu_trace.reports.sections import SOURCE_SECTIONS, SUMMARY_COLUMNS, _rounded
+from gpu_trace.reports.sections import (
+    SOURCE_SECTIONS,
+    SUMMARY_COLUMNS,
+    _rounded,
+    plugin_sections,
+)
 from gpu_trace.reports.sweep_section import sweep_sections
 from gpu_trace.reports.telemetry_section import telemetry_section
 from gpu_trace.schemas import TABLES
@@ -268,7 +273,7 @@ def _build(
         r[0] for r in con.execute("SELECT DISTINCT source FROM ingests ORDER BY 1").fetchall()
     ]
     chosen = [s for s in present if not sources or s in sources]
-    builders = (*SOURCE_SECTIONS, *EXTRA_SOURCE_SECTIONS, *extra_sections)
+    builders = (*SOURCE_SECTIONS, *plugin_sections(), *EXTRA_SOURCE_SECTIONS, *extra_sections)
     total = 1 + len(chosen) * len(builders)
     done = 0
     progress(done, total, "overview")

@@ -15,9 +15,9 @@ import altair as alt
 import duckdb
 import polars as pl
 
-from gpu_trace.analyses.charts import WIDTH
 from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_stats as st
+from gpu_trace.reports.charts import WIDTH
 from gpu_trace.reports.page import Section, esc, sql_frame
 
 MAX_PAIRED_ROWS = 300

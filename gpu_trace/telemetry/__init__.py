@@ -1,11 +1,10 @@
-"""Live GPU telemetry: file ingesters (nvidia-smi, ``dcgmi dmon``, Prometheus/dcgm-exporter
-text), the NVML sampler, the dcgm-exporter scraper and per-job GPU usage.
+"""Live GPU telemetry: the NVML sampler, the dcgm-exporter scraper and the Prometheus
+``query_range`` client.
 
-Parsing is split from collecting (``docs/telemetry.md``): every text source has a pure
-parser over a frame of ``(_line, _raw)`` lines, so the same code serves a saved file
-(``gpu-trace ingest ...``) and a live scrape, and is tested offline on real captures.
+The file parsers (nvidia-smi, ``dcgmi dmon``, Prometheus text and ``query_range`` JSON)
+are loaders and live in ``gpu_trace.loaders`` (``smi``, ``dcgmi``, ``prometheus``,
+``promrange``, ``telemetry_common``, ``telemetry_fields``); collectors here reuse them,
+so a saved file and a live scrape go through the same code (``docs/telemetry.md``).
+Per-job GPU usage is an analysis: ``gpu_trace.analyses.job_usage``. The old module paths
+(``gpu_trace.telemetry.smi`` ...) still import, as aliases of the moved modules.
 """
-
-# The loaders registry imports the telemetry loaders, and they import loader helpers:
-# importing the registry first makes either import order work (no partial modules).
-import gpu_trace.loaders  # noqa: F401

@@ -37,8 +37,8 @@ from types import ModuleType
 from typing import Any
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.loaders.telemetry_common import run_periodic
 from gpu_trace.schemas.telemetry import GPU_METRICS
-from gpu_trace.telemetry.common import run_periodic
 from gpu_trace.telemetry.sink import Buffer, FlushWriter
 
 SOURCE = "nvml"

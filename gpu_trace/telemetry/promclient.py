@@ -46,9 +46,9 @@ from typing import Any
 
 from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.loaders.prometheus import FIELDS
+from gpu_trace.loaders.telemetry_common import seconds
 from gpu_trace.store.parquet import slug
-from gpu_trace.telemetry.common import seconds
-from gpu_trace.telemetry.prometheus import FIELDS
 from gpu_trace.telemetry.scrape import TRANSPORT_ERRORS, ScrapeFailed, Watchdog, one_line, read_body
 
 PROMETHEUS_MAX_POINTS = 11_000

@@ -1,7 +1,7 @@
 """The dcgm-exporter scraper behind ``gpu-trace telemetry scrape URL``.
 
 Every ``interval_s`` it GETs the URL, parses the body with the same tolerant parser as
-``gpu-trace ingest prometheus`` (:func:`gpu_trace.telemetry.prometheus.parse`), stamps
+``gpu-trace ingest prometheus`` (:func:`gpu_trace.loaders.prometheus.parse`), stamps
 every line with the scrape time and buffers the rows; every ``flush_s`` (and at the end /
 on Ctrl-C) they are written as a new dataset through :class:`StoreTransaction`, together
 with the quarantined lines.
@@ -36,10 +36,10 @@ import polars as pl
 
 from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.loaders.prometheus import SOURCE, parse
+from gpu_trace.loaders.telemetry_common import run_periodic
 from gpu_trace.loaders.textfile import LINE, RAW
 from gpu_trace.store.parquet import StoreTransaction, slug
-from gpu_trace.telemetry.common import run_periodic
-from gpu_trace.telemetry.prometheus import SOURCE, parse
 
 MAX_BODY = 16 * 1024 * 1024
 """Default body cap: dcgm-exporter pages are tens of kB per GPU; 16 MiB is hundreds of

@@ -703,7 +703,7 @@ def _join_telemetry(store: Path, attempts: pl.DataFrame, out_dir: Path) -> pl.Da
     """Per-job GPU usage from the samples taken during the run: the attempts become a
     ``telemetry jobs --jobs`` file (job_id,host,gpu_indices,start,end) and go through the
     telemetry package's interval join as is."""
-    from gpu_trace.telemetry.jobs import usage_from_file
+    from gpu_trace.analyses.job_usage import usage_from_file
 
     host = socket.gethostname()
     path = out_dir / "placements.csv"

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
 from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
@@ -74,3 +75,6 @@ class Fits(PolicyBase):
         if mem:
             give = np.minimum(give, np.floor(s.mem_cap.astype(np.float64) * ngpu / mem))
         return int(give[ok].sum()) >= ngpu
+
+
+PLUGINS = (PolicyPlugin("admission", "fits", Fits, rank=0),)

@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from itertools import islice
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 
@@ -106,3 +107,6 @@ class EasyBackfill(PolicyBase):
         if started:
             done = set(started)
             self.queue = deque(j for j in q if j not in done)
+
+
+PLUGINS = (PolicyPlugin("scheduler", "backfill", EasyBackfill, rank=7),)

@@ -10,16 +10,16 @@ Policies never touch the cluster state directly: they get a read-only
 the invariants (no over-allocation, no start before arrival).
 
 A policy is a class with a ``Config`` dataclass (fields carry ``metadata={"help": ...}``)
-registered by name. Built-ins are listed in ``BUILTIN_*`` as ``"module:Class"`` (imported
-on use); :func:`register` adds one at run time (a duplicate name is an error, never a
-silent override).
+registered by name. Each policy module declares its policies (``PLUGINS``, a tuple of
+:class:`gpu_trace.plugins.PolicyPlugin`); installed packages add theirs through the
+``gpu_trace.policies`` entry-point group; :func:`register` adds one at run time (a
+duplicate name is an error, never a silent override).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
-import importlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -213,43 +213,19 @@ def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
     return config(**kwargs)
 
 
-BUILTIN: dict[Kind, dict[str, str]] = {
-    "scheduler": {
-        "fifo": "gpu_trace.replay.policies.fifo:Fifo",
-        "fifo-skip": "gpu_trace.replay.policies.fifo:FifoSkip",
-        "sjf": "gpu_trace.replay.policies.priority:Sjf",
-        "qssf": "gpu_trace.replay.policies.priority:Qssf",
-        "srtf": "gpu_trace.replay.policies.priority:Srtf",
-        "las": "gpu_trace.replay.policies.priority:Las",
-        "tiresias": "gpu_trace.replay.policies.priority:Tiresias",
-        "backfill": "gpu_trace.replay.policies.backfill:EasyBackfill",
-        "fairshare": "gpu_trace.replay.policies.fairshare:FairShare",
-        "recorded": "gpu_trace.replay.policies.recorded:Recorded",
-        "packing": "gpu_trace.replay.policies.fifo:Packing",
-    },
-    "placement": {
-        "consolidate": "gpu_trace.replay.policies.placement:Consolidate",
-        "best-fit": "gpu_trace.replay.policies.fgd_paper:PaperBestFit",
-        "spread": "gpu_trace.replay.policies.placement:Spread",
-        "random": "gpu_trace.replay.policies.fgd_paper:PaperRandom",
-        "fgd": "gpu_trace.replay.policies.fgd_paper:FgdPaper",
-        "fgd-gpu": "gpu_trace.replay.policies.fgd:Fgd",
-        "dot-product": "gpu_trace.replay.policies.fgd_paper:DotProduct",
-        "packing": "gpu_trace.replay.policies.fgd_paper:GpuPacking",
-        "clustering": "gpu_trace.replay.policies.fgd_paper:GpuClustering",
-        "hetero": "gpu_trace.replay.policies.hetero:Hetero",
-    },
-    "admission": {
-        "fits": "gpu_trace.replay.policies.admission:Fits",
-    },
-}
-
 _EXTRA: dict[Kind, dict[str, type[Any]]] = {"scheduler": {}, "placement": {}, "admission": {}}
+
+
+def _declared(kind: Kind) -> dict[str, type[Any]]:
+    """Name -> class of every declared policy of ``kind`` (built-in and installed)."""
+    from gpu_trace import plugins  # imports the policy modules, which import this one
+
+    return {p.name: p.policy for p in plugins.policies(kind)}
 
 
 def register(kind: Kind, name: str, cls: type[Any]) -> None:
     """Register a policy class (with a ``Config`` dataclass attribute) under ``name``."""
-    if name in BUILTIN[kind] or name in _EXTRA[kind]:
+    if name in _declared(kind) or name in _EXTRA[kind]:
         raise GpuTraceError(f"a {kind} policy named {name!r} is already registered")
     if not dataclasses.is_dataclass(getattr(cls, "Config", None)):
         raise GpuTraceError(f"{cls.__name__} needs a `Config` dataclass")
@@ -262,18 +238,14 @@ def unregister(kind: Kind, name: str) -> None:
 
 
 def names(kind: Kind) -> list[str]:
-    return [*BUILTIN[kind], *_EXTRA[kind]]
+    return [*_declared(kind), *_EXTRA[kind]]
 
 
 def get(kind: Kind, name: str) -> type[Any]:
     """The policy class registered as ``name``."""
-    if name in _EXTRA[kind]:
-        return _EXTRA[kind][name]
-    target = BUILTIN[kind].get(name)
-    if target is None:
-        raise unknown(f"{kind} policy", name, names(kind))
-    module, _, attr = target.partition(":")
-    cls: type[Any] = getattr(importlib.import_module(module), attr)
+    from gpu_trace import plugins
+
+    cls: type[Any] = plugins.lookup(f"{kind} policy", name, {**_declared(kind), **_EXTRA[kind]})
     return cls
 
 

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 
@@ -74,3 +75,6 @@ class FairShare(PolicyBase):
                 self.held[best] = self.held.get(best, 0) + e.ngpu[j] * e.milli[j]
             else:
                 blocked.add(best)
+
+
+PLUGINS = (PolicyPlugin("scheduler", "fairshare", FairShare, rank=8),)

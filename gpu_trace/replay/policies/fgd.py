@@ -24,6 +24,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.analyses.sharing import task_classes
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import PlacementBase
@@ -108,3 +109,6 @@ class Fgd(PlacementBase):
         best = int(np.argmin(delta - before))
         node = int(cand[best])
         return self.on_node(node, ngpu, milli)
+
+
+PLUGINS = (PolicyPlugin("placement", "fgd-gpu", Fgd, rank=5),)

@@ -39,6 +39,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI, UNLIMITED
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import BestFit, PlacementBase, RandomFit
@@ -638,3 +639,13 @@ class PaperRandom(RandomFit):
                 return None
             return [(int(cand[self.e.rng.integers(cand.size)]), -1, 0)]
         return super().place(j, ngpu, milli, mask)
+
+
+PLUGINS = (
+    PolicyPlugin("placement", "best-fit", PaperBestFit, rank=1),
+    PolicyPlugin("placement", "random", PaperRandom, rank=3),
+    PolicyPlugin("placement", "fgd", FgdPaper, rank=4),
+    PolicyPlugin("placement", "dot-product", DotProduct, rank=6),
+    PolicyPlugin("placement", "packing", GpuPacking, rank=7),
+    PolicyPlugin("placement", "clustering", GpuClustering, rank=8),
+)

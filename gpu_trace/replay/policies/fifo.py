@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
 
@@ -109,3 +110,10 @@ class Packing(PolicyBase):
             if not self.e.try_start(j):
                 self.e.reject(j, "unschedulable at arrival")
         self.pending.clear()
+
+
+PLUGINS = (
+    PolicyPlugin("scheduler", "fifo", Fifo, rank=0),
+    PolicyPlugin("scheduler", "fifo-skip", FifoSkip, rank=1),
+    PolicyPlugin("scheduler", "packing", Packing, rank=10),
+)

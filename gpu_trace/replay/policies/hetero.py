@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
 from gpu_trace.replay.policies.base import Parts
 from gpu_trace.replay.policies.placement import PlacementBase
@@ -49,3 +50,6 @@ class Hetero(PlacementBase):
             return [(flat // s.gmax, flat % s.gmax, milli)]
         whole = np.where(best, (s.free_np == MILLI).sum(axis=1), s.gmax + 1)
         return s.whole_parts(int(np.argmin(whole)), ngpu)
+
+
+PLUGINS = (PolicyPlugin("placement", "hetero", Hetero, rank=9),)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterView
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts, view_of
 
@@ -215,3 +216,9 @@ class RandomFit(PlacementBase):
             gpus = [g for g, f in enumerate(row) if f >= milli]
             return [(node, gpus[int(self.e.rng.integers(len(gpus)))], milli)]
         return s.whole_parts(node, ngpu)
+
+
+PLUGINS = (
+    PolicyPlugin("placement", "consolidate", Consolidate, rank=0),
+    PolicyPlugin("placement", "spread", Spread, rank=2),
+)

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
 ROUND = 1
@@ -359,3 +360,12 @@ class Tiresias(Las):
     """Tiresias' discretized 2D-LAS with Lucid's defaults (2 queues, 60-s rounds)."""
 
     Config = TiresiasConfig
+
+
+PLUGINS = (
+    PolicyPlugin("scheduler", "sjf", Sjf, rank=2),
+    PolicyPlugin("scheduler", "qssf", Qssf, rank=3),
+    PolicyPlugin("scheduler", "srtf", Srtf, rank=4),
+    PolicyPlugin("scheduler", "las", Las, rank=5),
+    PolicyPlugin("scheduler", "tiresias", Tiresias, rank=6),
+)

@@ -14,6 +14,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 START = 3
@@ -50,3 +51,6 @@ class Recorded(PolicyBase):
         q = self.late
         while q and self.e.try_start(q[0]):
             q.popleft()
+
+
+PLUGINS = (PolicyPlugin("scheduler", "recorded", Recorded, rank=9),)

@@ -1,0 +1,90 @@
+"""Typer commands generated from plugin declarations (:mod:`gpu_trace.plugins`).
+
+A plugin's options dataclass becomes the command's options: each field's flag, type,
+default and help text, and a choice check for fields that declare ``choices`` (the same
+one-line "is not one of" usage error the hand-written commands give). The command's
+own fixed parameters (``PATH``, ``--store``, ``--format`` ...) come first, as given.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+import typer
+
+from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.plugins import option_specs
+
+
+def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    return check
+
+
+def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
+    """One keyword parameter per field of ``options``, annotated for typer."""
+    params = []
+    for spec in option_specs(options):
+        # Typer derives --name (and --name/--no-name for a bool) from the parameter;
+        # only a flag that differs from that is passed on.
+        derived = "--" + spec.name.replace("_", "-")
+        info = typer.Option(
+            *(() if spec.flag == derived else (spec.flag,)),
+            help=spec.help,
+            callback=_choice_check(spec.choices) if spec.choices else None,
+        )
+        params.append(
+            inspect.Parameter(
+                spec.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=spec.default,
+                annotation=Annotated[spec.type, info],
+            )
+        )
+    return params
+
+
+def add_command(
+    app: typer.Typer,
+    name: str,
+    help_text: str,
+    fixed: list[inspect.Parameter],
+    options: type[Any],
+    body: Callable[[dict[str, Any], Any], None],
+    after: Sequence[inspect.Parameter] = (),
+) -> None:
+    """Register ``name`` on ``app``: ``fixed`` parameters, then the options' fields, then
+    ``after`` (output options); ``body(fixed_and_after_values, options_instance)`` runs
+    it. Errors go through the same ``domain_errors`` boundary as every other command."""
+    fixed_names = [p.name for p in [*fixed, *after]]
+    option_names = [f.name for f in option_specs(options)]
+
+    def command(**values: Any) -> None:
+        given = {k: values[k] for k in fixed_names}
+        body(given, options(**{k: values[k] for k in option_names}))
+
+    wrapped = domain_errors(command)
+    params = [
+        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in fixed),
+        *option_parameters(options),
+        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in after),
+    ]
+    wrapped.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapped.__annotations__ = {}
+    wrapped.__doc__ = help_text
+    wrapped.__name__ = name.replace("-", "_")
+    app.command(name)(wrapped)
+
+
+def command_names(app: typer.Typer) -> set[str]:
+    """The names already registered on ``app`` (hand-written commands win over generated)."""
+    out = set()
+    for info in app.registered_commands:
+        out.add(info.name or (info.callback.__name__.replace("_", "-") if info.callback else ""))
+    return out

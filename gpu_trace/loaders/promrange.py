@@ -1,0 +1,579 @@
+"""Prometheus HTTP API ``query_range`` JSON (what ``gpu-trace telemetry pull`` saves) ->
+``gpu_samples`` / ``events``.
+
+Input: one response (``{"status": "success", "data": {"resultType": "matrix",
+"result": [{"metric": {...}, "values": [[<unix s>, "<value>"], ...]}, ...]}}``), pretty
+printed or not, or a JSON-lines file of responses (one per line, as ``--save`` writes
+them, one per chunk). A file is JSON lines when it has at least two non-blank lines and
+its first non-blank line is a whole JSON value; otherwise it is one document. Instant
+``query`` answers (``resultType: vector``, ``value`` instead of ``values``) read too.
+
+Records: every ``[time, value]`` element of every series. A record becomes one
+``gpu_samples`` row (families mapped through the same DCGM field table as the ``/metrics``
+parser, :data:`gpu_trace.loaders.prometheus.FIELDS`), one ``events`` row, one
+quarantine row, or a "no event" count (below). Damage above the sample level is one
+record too, quarantined whole: a JSON-lines line that is not JSON, not a successful
+``matrix``/``vector`` answer (a saved ``"status": "error"`` body is kept with its error
+text), a series that is not an object or has no ``values`` list, an element that is not a
+``[time, value]`` pair. In a single-document file such damage at the response level is
+the file's error (one line, exit 1) instead. Locators: ``series S, sample M`` (1-based,
+in file order), prefixed ``line L,`` in JSON-lines files.
+
+Values, deliberately:
+
+- numbers (Prometheus prints them as strings; bare JSON numbers are read too) in the
+  field's unit, scaled like the ``/metrics`` parser (FB MiB -> bytes);
+- ``NaN`` -> a row with a null value (the exporter had no value; Prometheus' own
+  staleness markers never reach the API, so a NaN in a saved answer is a real NaN);
+- ``+Inf`` / ``-Inf`` -> quarantined (no gauge of ours is infinite);
+- DCGM's blank sentinels -> null (as everywhere);
+- a time that is not a number or outside 1970-9999 -> quarantined; a second sample of
+  the same series (same label set) at the same time, e.g. from overlapping queries in
+  one JSON-lines file -> quarantined as a duplicate.
+
+Events: ``DCGM_FI_DEV_XID_ERRORS`` is "the last XID seen" and the ECC totals are
+counters, so a range repeats one error at every step. An event row is written where an
+event series *changes to* a positive value (its first positive point, or a point that
+differs from the series' previous one, in time order over the whole file, so chunking
+does not matter); zeros and repeats are "no event" records, counted in the metadata
+(``no_event_cells``) like the ``/metrics`` parser's zeros.
+
+Labels: ``hostname`` / ``Hostname`` -> host, else the ``instance`` label without its port,
+else the file name; ``gpu`` -> gpu_index, ``UUID`` / ``gpu_uuid`` -> gpu_uuid,
+``GPU_I_ID`` -> mig_instance, ``pod`` / ``namespace`` / ``container`` (or the
+``*_name`` / ``pod_namespace`` forms) and ``hpc_job`` as for ``/metrics``. ``modelName``
+has no gpu_samples column: the models seen are recorded in the file metadata
+(``gpu_models``). Times are unix seconds (UTC by definition): ``time_basis = file``,
+``source_tz = UTC``.
+
+Only the walk over the JSON structure (responses and series) is Python; the samples of
+a well-formed series are moved into columns with C-level ``map`` calls and every check,
+conversion and the accounting run as polars expressions. A series with a damaged element
+is walked element by element (the cost a damaged file pays).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpu_trace.errors import InputError
+from gpu_trace.loaders.base import Batch, ReconciliationError
+from gpu_trace.loaders.prometheus import FIELDS
+from gpu_trace.loaders.telemetry_common import (
+    CELL,
+    FIELD,
+    TimeBasis,
+    batches,
+    cells_to_rows,
+    split_rows,
+)
+from gpu_trace.loaders.textfile import (
+    LINE,
+    RAW,
+    RAW_LIMIT,
+    REASON,
+    REASON_LIMIT,
+    FileInfo,
+    capped,
+    file_info,
+)
+from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.store.parquet import slug
+
+SOURCE = "prometheus-range"
+MAX_UNIX_S = 253402300800.0
+"""10000-01-01T00:00:00Z: later (or negative) times are not unix seconds of a sample."""
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+_LABEL_KEYS = {
+    "host": ("hostname", "Hostname"),
+    "gpu_index": ("gpu",),
+    "gpu_uuid": ("UUID", "gpu_uuid"),
+    "mig_instance": ("GPU_I_ID",),
+    "pod": ("pod", "pod_name"),
+    "namespace": ("namespace", "pod_namespace"),
+    "container": ("container", "container_name"),
+    "job_id": ("hpc_job",),
+    "_xid": ("xid",),
+}
+"""Canonical key column -> the labels that fill it, first non-empty wins."""
+
+
+def _clean(text: str) -> str:
+    """``text`` as valid UTF-8: JSON may escape lone surrogates (``"\\ud800"``), which
+    Python keeps in a str but no UTF-8 column can hold; they become U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _text(value: object) -> str:
+    return _clean(value) if isinstance(value, str) else json.dumps(value)
+
+
+def _raw(value: object) -> str:
+    """A damaged record's JSON text for the quarantine (capped there)."""
+    try:
+        return json.dumps(value, allow_nan=True)[: RAW_LIMIT + 1]
+    except (TypeError, ValueError):
+        return repr(value)[: RAW_LIMIT + 1]
+
+
+@dataclass
+class Walk:
+    """Columns gathered while walking the responses: one entry per good-shaped sample
+    (``[time, value]``), per series and per record rejected whole."""
+
+    jsonl: bool
+    s_sid: list[int] = field(default_factory=list)
+    s_no: list[int] = field(default_factory=list)
+    s_time: list[Any] = field(default_factory=list)
+    s_value: list[Any] = field(default_factory=list)
+    series: dict[str, list[Any]] = field(default_factory=dict)
+    bad_locator: list[str] = field(default_factory=list)
+    bad_reason: list[str] = field(default_factory=list)
+    bad_raw: list[str] = field(default_factory=list)
+    models: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, int] = field(default_factory=dict)
+    """Label set (sorted JSON) -> series identity, shared by the answers of all chunks."""
+    responses: int = 0
+    blank: int = 0
+
+    @property
+    def records(self) -> int:
+        return len(self.s_sid) + len(self.bad_reason)
+
+    def where(self, line: int, *parts: str) -> str:
+        return ", ".join([f"line {line}", *parts] if self.jsonl else list(parts))
+
+    def reject(self, locator: str, reason: str, raw: object) -> None:
+        self.bad_locator.append(locator)
+        self.bad_reason.append(reason)
+        self.bad_raw.append(_raw(raw))
+
+    def response(self, line: int, doc: object) -> str | None:
+        """Walk one response; returns why it is unusable as a whole (None: walked)."""
+        self.responses += 1
+        if not isinstance(doc, dict):
+            return "response is not a JSON object"
+        status = doc.get("status")
+        if status == "error":
+            return f"Prometheus error {_text(doc.get('errorType'))}: {_text(doc.get('error'))}"
+        if status != "success":
+            return f"status is {_text(status)}, not success"
+        data = doc.get("data")
+        if not isinstance(data, dict):
+            return "data is not an object"
+        kind = data.get("resultType")
+        if kind not in ("matrix", "vector"):
+            return f"resultType {_text(kind)} is not matrix (a query_range answer) or vector"
+        result = data.get("result")
+        if not isinstance(result, list):
+            return "data.result is not a list"
+        for i, s in enumerate(result, start=1):
+            self.one_series(line, i, s, kind == "vector")
+        return None
+
+    def one_series(self, line: int, i: int, s: object, vector: bool) -> None:
+        here = self.where(line, f"series {i}")
+        if not isinstance(s, dict):
+            self.reject(here, "series is not an object", s)
+            return
+        metric = s.get("metric", {})
+        if not isinstance(metric, dict):
+            self.reject(here, "metric is not an object of labels", s)
+            return
+        if vector:
+            values: object = [s["value"]] if "value" in s else None
+        else:
+            values = s.get("values", [] if "histograms" in s else None)
+        if not isinstance(values, list):
+            self.reject(here, f"{'value' if vector else 'values'} is missing or not a list", s)
+            return
+        labels = {_clean(str(k)): _text(v) for k, v in metric.items()}
+        sid = len(self.series.get("_sid", []))
+        self.add_series(sid, labels, line, i)
+        if not vector and isinstance(hist := s.get("histograms"), list):
+            for m, h in enumerate(hist, start=len(values) + 1):
+                self.reject(
+                    self.where(line, f"series {i}", f"sample {m}"),
+                    "native histogram sample (no DCGM field is a histogram)",
+                    h,
+                )
+        n = len(values)
+        if set(map(type, values)) <= {list} and set(map(len, values)) <= {2}:
+            self.s_sid.extend(repeat(sid, n))
+            self.s_no.extend(range(1, n + 1))
+            self.s_time.extend(map(_FIRST, values))
+            self.s_value.extend(map(_SECOND, values))
+            return
+        for m, p in enumerate(values, start=1):  # damaged series: element by element
+            if isinstance(p, list) and len(p) == 2:
+                self.s_sid.append(sid)
+                self.s_no.append(m)
+                self.s_time.append(p[0])
+                self.s_value.append(p[1])
+            else:
+                self.reject(
+                    self.where(line, f"series {i}", f"sample {m}"),
+                    "sample is not a [time, value] pair",
+                    p,
+                )
+
+    def add_series(self, sid: int, labels: dict[str, str], line: int, i: int) -> None:
+        def first(*names: str) -> str | None:
+            return next((labels[n] for n in names if labels.get(n)), None)
+
+        instance = first("instance")
+        row: dict[str, Any] = {
+            "_sid": sid,
+            "_resp_line": line,
+            "_series_no": i,
+            "_kid": self.keys.setdefault(json.dumps(labels, sort_keys=True), len(self.keys)),
+            "_labels": "{"
+            + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items() if k != "__name__")
+            + "}",
+            FIELD: first("__name__"),
+            "_instance_host": instance.rsplit(":", 1)[0] if instance else None,
+            **{col: first(*names) for col, names in _LABEL_KEYS.items()},
+        }
+        for k, v in row.items():
+            self.series.setdefault(k, []).append(v)
+        model = first("modelName")
+        if model:
+            self.models[f"{row['host'] or row['_instance_host'] or ''}/{row['gpu_index']}"] = model
+
+
+def _documents(path: Path) -> Walk:
+    """Read ``path`` as one response or JSON lines; walk every response."""
+    head: list[bytes] = []
+    try:
+        with path.open("rb") as fh:
+            for ln in fh:
+                if ln.strip():
+                    head.append(ln)
+                    if len(head) == 2:
+                        break
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    jsonl = False
+    if len(head) == 2:
+        try:
+            json.loads(head[0])
+            jsonl = True
+        except (ValueError, RecursionError):
+            jsonl = False
+    walk = Walk(jsonl)
+    if jsonl:
+        with path.open("rb") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    walk.blank += 1
+                    continue
+                try:
+                    doc = json.loads(line)
+                except (ValueError, RecursionError) as exc:
+                    walk.reject(
+                        f"line {n}",
+                        f"not JSON: {_json_error(exc)}",
+                        line.decode("utf-8", "replace").rstrip("\r\n"),
+                    )
+                    continue
+                why = walk.response(n, doc)
+                if why is not None:
+                    walk.reject(f"line {n}", why, doc)
+        return walk
+    try:
+        doc = json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise InputError(
+            path, f"not a Prometheus query_range JSON document: {_json_error(exc)}"
+        ) from None
+    why = walk.response(1, doc)
+    if why is not None:
+        raise InputError(path, why)
+    return walk
+
+
+def _json_error(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "invalid UTF-8"
+    return type(exc).__name__ if isinstance(exc, RecursionError) else str(exc)
+
+
+_SERIES_SCHEMA = {
+    "_sid": pl.Int64,
+    "_resp_line": pl.Int64,
+    "_series_no": pl.Int64,
+    "_kid": pl.Int64,
+    "_labels": pl.String,
+    FIELD: pl.String,
+    "_instance_host": pl.String,
+    **dict.fromkeys(_LABEL_KEYS, pl.String),
+}
+
+
+def _strings(values: list[Any]) -> pl.Series:
+    """Any JSON values as text (strings as they are, numbers and the rest as polars
+    prints them); lone surrogates, only in damaged files, are replaced first."""
+    try:
+        return pl.Series(values, dtype=pl.String, strict=False)
+    except UnicodeEncodeError:
+        return pl.Series(
+            [_clean(v) if isinstance(v, str) else v for v in values], dtype=pl.String, strict=False
+        )
+
+
+def _times(values: list[Any]) -> pl.Series:
+    """The times as text. JSON numbers (all Prometheus writes) go through Float64 in one
+    typed conversion; anything else (strings, booleans, nulls, lists) through the
+    slower any-object conversion, so that ``true`` is not read as 1.0."""
+    if set(map(type, values)) <= {int, float}:
+        return pl.Series(values, dtype=pl.Float64).cast(pl.String)
+    return _strings(values)
+
+
+def _frames(walk: Walk) -> tuple[pl.DataFrame, pl.DataFrame]:
+    samples = pl.DataFrame(
+        {
+            "_sid": pl.Series(walk.s_sid, dtype=pl.Int64),
+            "_sample_no": pl.Series(walk.s_no, dtype=pl.Int64),
+            "_t": _times(walk.s_time),
+            "_v": _strings(walk.s_value),
+        }
+    )
+    series = pl.DataFrame(
+        {k: walk.series.get(k, []) for k in _SERIES_SCHEMA}, schema=_SERIES_SCHEMA
+    )
+    return samples, series
+
+
+def parse(
+    walk: Walk, *, host: str | None, default_host: str, dataset: str, file: Path
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
+    """Samples, events, quarantine and the "no event" count of a walked file."""
+    samples, series = _frames(walk)
+    t = pl.col("_t").str.strip_chars()
+    t_num = t.cast(pl.Float64, strict=False)
+    v = pl.col("_v").str.strip_chars()
+    infinite = v.str.to_lowercase().is_in(
+        ["inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"]
+    )
+    family = pl.col(FIELD)
+    reason = (
+        pl.when(family.is_null())
+        .then(pl.lit("series has no __name__ label"))
+        .when(~family.is_in(list(FIELDS)))
+        .then(pl.format("no canonical metric for {}", family))
+        .when(t.is_null())
+        .then(pl.lit("time is missing"))
+        .when(t_num.is_null() | t_num.is_nan())
+        .then(pl.format("time '{}' is not a number (unix seconds)", t))
+        .when((t_num < 0) | (t_num >= MAX_UNIX_S))
+        .then(pl.format("time '{}' is outside 1970-9999 (unix seconds)", t))
+        .when(v.is_null())
+        .then(pl.lit("value is missing"))
+        .when(infinite)
+        .then(pl.format("{} value '{}' is not finite", family, v))
+    )
+    keys = ("host", "gpu_index", "gpu_uuid", "mig_instance", "time")
+    frame = (
+        samples.lazy()
+        .join(series.lazy(), on="_sid", how="left", maintain_order="left")
+        .with_columns(
+            reason.alias(REASON),
+            pl.from_epoch(
+                (pl.when(t_num.is_between(0, MAX_UNIX_S, closed="left")).then(t_num) * 1e6)
+                .round()
+                .cast(pl.Int64),
+                time_unit="us",
+            )
+            .dt.replace_time_zone("UTC")
+            .alias("time"),
+            pl.coalesce(
+                pl.lit(host, dtype=pl.String),
+                pl.col("host"),
+                pl.col("_instance_host"),
+                pl.lit(default_host),
+            ).alias("host"),
+            pl.col("gpu_index").cast(pl.Int16, strict=False),
+        )
+        .with_columns((pl.col(REASON).is_null() & pl.col("time").is_not_null()).alias("_good"))
+        .with_columns(
+            pl.coalesce(
+                pl.col(REASON),
+                # the second good sample of one series at one time (overlapping answers)
+                pl.when(
+                    pl.col("_good")
+                    & ~pl.when(pl.col("_good")).then(pl.struct("_kid", "time")).is_first_distinct()
+                ).then(pl.lit("duplicate: the same series has an earlier sample at this time")),
+            ).alias(REASON)
+        )
+        .with_columns(
+            # rows rejected above carry no cell, so only their own reason applies
+            pl.when(pl.col(REASON).is_not_null())
+            .then(None)
+            .when(v.str.to_lowercase() == "nan")
+            .then(pl.lit("N/A"))
+            .otherwise(v)
+            .alias(CELL),
+            # "the same line" of the range checks = the same device at the same time
+            pl.struct(*keys).hash().alias(LINE),
+        )
+    )
+    typed = cells_to_rows(frame, FIELDS)
+    typed = _mark_repeats(typed)
+    good_samples, events, bad, no_event = split_rows(
+        typed.filter(pl.col(REASON).is_null()).with_columns(pl.lit(None, pl.String).alias(RAW)),
+        source=SOURCE,
+        dataset=dataset,
+        file=file,
+    )
+    prefix = pl.format("line {}, ", pl.col("_resp_line")) if walk.jsonl else pl.lit("")
+    quarantine = pl.concat(
+        [
+            _quarantine(
+                typed.filter(pl.col(REASON).is_not_null()).select(
+                    pl.format(
+                        "{}series {}, sample {}", prefix, pl.col("_series_no"), pl.col("_sample_no")
+                    ).alias("_locator"),
+                    pl.col(REASON),
+                    pl.format(
+                        '{}{} [{}, "{}"]',
+                        pl.col(FIELD).fill_null(""),
+                        pl.col("_labels"),
+                        pl.col("_t").fill_null("null"),
+                        pl.col("_v").fill_null("null"),
+                    ).alias(RAW),
+                ),
+                dataset,
+                file,
+            ),
+            _quarantine(
+                pl.DataFrame(
+                    {"_locator": walk.bad_locator, REASON: walk.bad_reason, RAW: walk.bad_raw},
+                    schema={"_locator": pl.String, REASON: pl.String, RAW: pl.String},
+                ),
+                dataset,
+                file,
+            ),
+        ]
+    )
+    assert bad.height == 0  # every rejected row was taken out before split_rows
+    return good_samples, events, quarantine, no_event
+
+
+def _mark_repeats(typed: pl.DataFrame) -> pl.DataFrame:
+    """``_repeat``: a good event row whose value equals the previous good event row of
+    the same series in time order (the same error reported again at the next step)."""
+    is_event = pl.col(REASON).is_null() & pl.col("metric").str.starts_with("event:")
+    events = (
+        typed.filter(is_event)
+        .sort("_kid", "time")
+        .with_columns(
+            (pl.col("value") == pl.col("value").shift(1).over("_kid"))
+            .fill_null(False)
+            .alias("_repeat")
+        )
+    )
+    rest = typed.filter(~is_event).with_columns(pl.lit(False).alias("_repeat"))
+    return pl.concat([rest, events], how="vertical")
+
+
+def _quarantine(bad: pl.DataFrame, dataset: str, file: Path) -> pl.DataFrame:
+    return bad.select(
+        pl.lit(SOURCE).alias("source"),
+        pl.lit(dataset).alias("dataset"),
+        pl.lit(None, dtype=pl.String).alias("cluster"),
+        pl.lit("gpu_samples").alias("table"),
+        pl.lit(file.name).alias("file"),
+        pl.col("_locator").alias("locator"),
+        capped(pl.col(REASON), REASON_LIMIT).alias("reason"),
+        capped(pl.col(RAW), RAW_LIMIT).alias("raw"),
+    )
+
+
+def range_file(
+    path: Path, dataset: str, *, host: str | None = None, extra: dict[str, str] | None = None
+) -> list[Batch]:
+    info: FileInfo = file_info(path, 0, check_utf8=False)
+    if info.empty:
+        raise InputError(path, "file is empty")
+    walk = _documents(path)
+    if walk.records == 0:
+        raise InputError(path, "no samples in the response(s) (empty result)")
+    samples, events, quarantine, no_event = parse(
+        walk, host=host, default_host=slug(path.stem), dataset=dataset, file=path
+    )
+    accounted = samples.height + events.height + quarantine.height + no_event
+    if accounted != walk.records:
+        raise ReconciliationError(
+            f"{path}: {walk.records} records but {accounted} were accounted for "
+            f"(samples {samples.height}, events {events.height}, quarantined "
+            f"{quarantine.height}, no event {no_event})"
+        )
+    meta = {
+        "format": "prometheus query_range JSON" + (" lines" if walk.jsonl else ""),
+        "responses": str(walk.responses),
+        **({"gpu_models": json.dumps(walk.models, sort_keys=True)} if walk.models else {}),
+        **(extra or {}),
+    }
+    return batches(
+        info=info,
+        dataset=dataset,
+        samples=samples,
+        events=events,
+        quarantine=quarantine,
+        no_event=no_event,
+        basis=TimeBasis("file", "UTC"),
+        extra=meta,
+    )
+
+
+class PromRangeLoader:
+    """Loader for saved ``query_range`` answers (a file, or a folder of ``.json`` /
+    ``.jsonl`` files)."""
+
+    name = SOURCE
+    version = "1"
+
+    def batches(
+        self,
+        path: Path,
+        *,
+        host: str | None = None,
+        dataset: str | None = None,
+        extra: dict[str, str] | None = None,
+        **_: Any,
+    ) -> Iterator[Batch]:
+        if path.is_file():
+            yield from range_file(path, dataset or slug(path.stem), host=host, extra=extra)
+            return
+        for f in sorted(p for p in path.iterdir() if p.is_file()):
+            if f.suffix in (".json", ".jsonl"):
+                yield from range_file(f, slug(f.stem), host=host, extra=extra)
+
+
+@dataclass(frozen=True)
+class PromRangeOptions:
+    """`gpu-trace ingest prometheus-range` options (passed to the loader as keyword arguments)."""
+
+    host: str | None = option(
+        None, "Host name (default: the hostname/Hostname label, else instance)."
+    )
+
+
+PLUGIN = LoaderPlugin(
+    name="prometheus-range",
+    loader=PromRangeLoader,
+    help="Saved Prometheus /api/v1/query_range JSON (one answer, or JSON lines of answers as `telemetry pull --save` writes) -> gpu_samples (XID/ECC -> events).",
+    options=PromRangeOptions,
+)

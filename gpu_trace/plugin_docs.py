@@ -1,0 +1,93 @@
+"""``docs/plugins.md``, generated from the plugin declarations (:mod:`gpu_trace.plugins`).
+
+``python -m gpu_trace.plugin_docs docs/plugins.md`` rewrites it; ``tests/test_plugins.py``
+fails when the committed file and the declarations drift apart. Only the built-ins are
+listed (installed third-party plugins would make the file depend on the machine).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpu_trace import plugins
+
+HEADER = """# Plugins: loaders, analyses, policies
+
+Generated from the declarations by `python -m gpu_trace.plugin_docs docs/plugins.md`
+(a test fails when it drifts). Each plugin is one file that declares its name and options
+(a dataclass whose fields carry their help, built with `gpu_trace.plugins.option`); the
+`gpu-trace ingest` / `analyze` commands, `replay --policy` / `--placement`, the report's
+sections and column headers are generated from it.
+
+## Adding one
+
+- **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
+  `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
+  `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.
+- **Third party**: a package that names the declaration (`module:PLUGIN`) or its module
+  under the entry-point group `gpu_trace.loaders`, `gpu_trace.analyses` or
+  `gpu_trace.policies` in its `pyproject.toml`; `pip install` it next to gpu-trace.
+  `tests/plugin_pkg/` is a complete example (one file per plugin).
+
+A loader yields `Batch`es like every built-in one (`gpu_trace/loaders/base.py` checks rows
+read = written + quarantined); an analysis' `run(inputs, options)` returns a frame from
+the store's `Inputs`, its `chart(frame)` an altair chart (the report shows the table and
+the chart) and its `glossary` the (label, meaning) of each output column; a policy is a
+class with a `Config` dataclass (see `docs/replay.md`). An unknown name fails in one place,
+`gpu_trace.plugins.lookup`, with the known names.
+"""
+
+
+def _options(options: type[Any]) -> list[str]:
+    specs = plugins.option_specs(options)
+    if not specs:
+        return []
+    lines = ["", "| option | default | meaning |", "|---|---|---|"]
+    for s in specs:
+        meaning = s.help + (f" One of: {', '.join(s.choices)}." if s.choices else "")
+        lines.append(f"| `{s.flag}` | `{s.default!r}` | {meaning} |")
+    return lines
+
+
+def _first_line(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split())
+
+
+def render() -> str:
+    """The whole of ``docs/plugins.md``."""
+    out = [HEADER, "## Loaders (`gpu-trace ingest NAME PATH`)", ""]
+    for p in plugins.builtins("loaders"):
+        out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
+        if p.options is plugins.NoOptions:  # none, or parsed by a hand-written command
+            out += [f"Options: `gpu-trace ingest {p.name} --help`.", ""]
+    out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
+    declared = plugins.builtins("analyses")
+    if not declared:
+        out += ["The built-in analyses are written out in `gpu_trace/cli/analyze.py`;", ""]
+    for p in declared:
+        out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
+        if p.glossary:
+            out += ["| column | label | meaning |", "|---|---|---|"]
+            out += [f"| `{k}` | {label} | {m} |" for k, (label, m) in p.glossary.items()]
+            out.append("")
+    out += ["## Replay policies (`--policy`, `--placement`, `-o KEY=VALUE`)", ""]
+    kinds: tuple[plugins.PolicyKind, ...] = ("scheduler", "placement", "admission")
+    for kind in kinds:
+        out += [f"### {kind}", "", "| name | what it does |", "|---|---|"]
+        found = sorted(
+            (p for p in plugins.builtins("policies") if p.kind == kind), key=lambda p: p.rank
+        )
+        for p in found:
+            out.append(f"| `{p.name}` | {_first_line(p.policy.__doc__ or '')} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main(argv: list[str]) -> None:
+    Path(argv[0]).write_text(render(), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

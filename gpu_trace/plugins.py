@@ -1,0 +1,287 @@
+"""One-file plugins: a loader, an analysis or a replay policy declares itself here, once.
+
+A declaration names the plugin, its options (a dataclass whose fields carry their help
+text, built with :func:`option`) and, for an analysis, its chart and glossary entries.
+Everything else is generated from it: the ``gpu-trace ingest`` / ``analyze`` commands,
+the ``replay`` policy registry, the report's plugin sections, the glossary and
+``docs/plugins.md``. So adding one is adding one file:
+
+- built in: a module under ``gpu_trace/loaders/``, ``gpu_trace/analyses/`` or
+  ``gpu_trace/replay/policies/`` with a module-level ``PLUGIN`` (or ``PLUGINS``, a tuple);
+- third party: a package whose ``pyproject.toml`` names the declaration (or its module)
+  under the entry-point group ``gpu_trace.loaders``, ``gpu_trace.analyses`` or
+  ``gpu_trace.policies``.
+
+This module imports nothing of gpu-trace but ``errors`` and ``values`` at load time (the plugin modules
+import it, so it must sit below them in the import graph).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any, Literal
+
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.values import unknown
+
+Group = Literal["loaders", "analyses", "policies"]
+PolicyKind = Literal["scheduler", "placement", "admission"]
+
+#: Entry-point group per plugin kind, and the package whose modules hold the built-ins.
+ENTRY_POINT_GROUPS: dict[Group, str] = {
+    "loaders": "gpu_trace.loaders",
+    "analyses": "gpu_trace.analyses",
+    "policies": "gpu_trace.policies",
+}
+_BUILTIN_PACKAGES: dict[Group, str] = {
+    "loaders": "gpu_trace.loaders",
+    "analyses": "gpu_trace.analyses",
+    "policies": "gpu_trace.replay.policies",
+}
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """This plugin has no options."""
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    flag: str | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A field of a plugin's options dataclass: its default and help text, optionally the
+    command-line flag (default ``--field-name``) and the values it accepts."""
+    metadata = {"help": help, "flag": flag, "choices": choices}
+    if isinstance(default, list | dict | set):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of a plugin, read from its options dataclass (for CLIs and docs)."""
+
+    name: str
+    flag: str
+    type: Any
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None
+
+
+def option_specs(options: type[Any]) -> list[OptionSpec]:
+    """The options a plugin declares, in field order."""
+    hints = _type_hints(options)
+    out = []
+    for f in dataclasses.fields(options):
+        default = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        out.append(
+            OptionSpec(
+                name=f.name,
+                flag=f.metadata.get("flag") or "--" + f.name.replace("_", "-"),
+                type=hints.get(f.name, str),
+                default=None if default is dataclasses.MISSING else default,
+                help=str(f.metadata.get("help", "")),
+                choices=f.metadata.get("choices"),
+            )
+        )
+    return out
+
+
+def _type_hints(options: type[Any]) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(options)
+
+
+@dataclass(frozen=True)
+class LoaderPlugin:
+    """A raw-format loader: ``gpu-trace ingest NAME PATH [options]``.
+
+    ``loader`` builds the :class:`gpu_trace.loaders.base.Loader`; ``kwargs`` turns the
+    parsed options into the loader's keyword arguments (default: the fields as they are).
+    """
+
+    name: str
+    loader: Callable[[], Any]
+    help: str
+    options: type[Any] = NoOptions
+    path_help: str = "Folder or file with the raw input."
+    kwargs: Callable[[Any], dict[str, Any]] | None = None
+
+    def loader_kwargs(self, options: Any) -> dict[str, Any]:
+        if self.kwargs is not None:
+            return self.kwargs(options)
+        return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+
+
+@dataclass(frozen=True)
+class AnalysisPlugin:
+    """A characterization analysis: ``gpu-trace analyze NAME [options]``, a report section
+    (when it has a chart) and glossary entries.
+
+    ``run(inputs, options)`` gets the store's :class:`gpu_trace.analyses.inputs.Inputs`
+    and returns a (lazy) frame; ``chart(frame)`` an altair chart of that frame (the
+    report section shows the table and the chart, run with the default options);
+    ``glossary`` maps each output column to its (header label, meaning), used by the
+    report's column headers and ``docs/plugins.md``.
+    """
+
+    name: str
+    help: str
+    run: Callable[[Any, Any], Any]
+    options: type[Any] = NoOptions
+    title: str = ""
+    chart: Callable[[Any], Any] | None = None
+    glossary: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PolicyPlugin:
+    """A replay policy: ``kind`` (scheduler, placement or admission), the name used by
+    ``--policy`` / ``--placement``, and the class (with a ``Config`` options dataclass)."""
+
+    kind: PolicyKind
+    name: str
+    policy: type[Any]
+    #: Listing order (``replay policies``); built-ins keep their historical order.
+    rank: int = 1000
+
+
+Plugin = LoaderPlugin | AnalysisPlugin | PolicyPlugin
+_KIND: dict[Group, type[Any]] = {
+    "loaders": LoaderPlugin,
+    "analyses": AnalysisPlugin,
+    "policies": PolicyPlugin,
+}
+
+
+class PluginError(GpuTraceError):
+    """A plugin that cannot be loaded or is declared twice."""
+
+
+def _declared(module: ModuleType) -> list[Any]:
+    found: list[Any] = []
+    if hasattr(module, "PLUGIN"):
+        found.append(module.PLUGIN)
+    found.extend(getattr(module, "PLUGINS", ()))
+    return found
+
+
+def _builtin(group: Group) -> list[Any]:
+    package = importlib.import_module(_BUILTIN_PACKAGES[group])
+    found = _declared(package)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.ispkg:
+            found.extend(_declared(importlib.import_module(f"{package.__name__}.{info.name}")))
+    return found
+
+
+def _third_party(group: Group) -> list[Any]:
+    """Installed plugins. One that does not load, or is not a declaration, is left out
+    with one ``warning:`` line on stderr: a broken add-on must not take the built-in
+    commands down with it, and must not vanish silently either."""
+    found: list[Any] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUPS[group]), key=lambda e: e.name):
+        try:
+            target = ep.load()
+        except Exception as exc:
+            _warn(f"plugin {ep.name!r} ({ep.value}, group {ep.group}) does not load: {exc}")
+            continue
+        declared = _declared(target) if isinstance(target, ModuleType) else [target]
+        for plugin in declared:
+            if isinstance(plugin, _KIND[group]):
+                found.append(plugin)
+            else:
+                _warn(
+                    f"plugin {ep.name!r} ({ep.value}, group {ep.group}) is not a "
+                    f"{_KIND[group].__name__}: skipped"
+                )
+    return found
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def builtins(group: Group) -> tuple[Any, ...]:
+    """The plugins gpu-trace itself declares (``docs/plugins.md`` lists these)."""
+    return tuple(_builtin(group))
+
+
+@cache
+def discover(group: Group) -> tuple[Any, ...]:
+    """Every declared plugin of ``group``: the built-ins (module order), then the installed
+    entry points (name order). Cached: entry points are read once per process."""
+    out: list[Any] = []
+    seen: set[tuple[str, str]] = set()
+    for plugin in _builtin(group):  # ours: a wrong or doubled declaration is a bug
+        if not isinstance(plugin, _KIND[group]):
+            raise PluginError(f"{plugin!r} is not a {_KIND[group].__name__} declaration")
+        key = (getattr(plugin, "kind", group), plugin.name)
+        if key in seen:
+            raise PluginError(f"two {group} plugins are named {plugin.name!r}")
+        seen.add(key)
+        out.append(plugin)
+    for plugin in _third_party(group):  # an installed one never replaces a name in use
+        key = (getattr(plugin, "kind", group), plugin.name)
+        if key in seen:
+            _warn(f"installed {group} plugin {plugin.name!r} is already declared: skipped")
+            continue
+        seen.add(key)
+        out.append(plugin)
+    return tuple(out)
+
+
+def loaders() -> tuple[LoaderPlugin, ...]:
+    return tuple(p for p in discover("loaders") if isinstance(p, LoaderPlugin))
+
+
+def analyses() -> tuple[AnalysisPlugin, ...]:
+    return tuple(p for p in discover("analyses") if isinstance(p, AnalysisPlugin))
+
+
+def policies(kind: PolicyKind) -> tuple[PolicyPlugin, ...]:
+    found = [p for p in discover("policies") if isinstance(p, PolicyPlugin) and p.kind == kind]
+    return tuple(sorted(found, key=lambda p: p.rank))
+
+
+def lookup(what: str, name: str, known: Mapping[str, Any]) -> Any:
+    """The one place a plugin name is resolved (loaders, analyses, policies), so an
+    unknown name always fails the same way: :func:`gpu_trace.values.unknown`, a usage
+    error (exit 2) with "did you mean"."""
+    try:
+        return known[name]
+    except KeyError:
+        raise unknown(what, name, known) from None
+
+
+__all__ = [
+    "AnalysisPlugin",
+    "LoaderPlugin",
+    "NoOptions",
+    "Plugin",
+    "PluginError",
+    "PolicyPlugin",
+    "analyses",
+    "builtins",
+    "discover",
+    "loaders",
+    "lookup",
+    "option",
+    "option_specs",
+    "policies",
+]

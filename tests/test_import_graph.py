@@ -1,0 +1,99 @@
+"""The package's import graph has no cycles between subpackages, and none between modules.
+
+The graph comes from the source (``tests/import_graph.py``: ast, module-level imports only,
+``TYPE_CHECKING`` blocks left out), so a cycle is caught even when today's import order
+happens to work.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import import_graph as ig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _describe(edges: dict[str, set[str]], component: list[str]) -> str:
+    first, second = component[0], component[1]
+    there = ig.path_between(edges, first, second)
+    back = ig.path_between(edges, second, first)
+    return f"{' -> '.join(there)} and back: {' -> '.join(back)}"
+
+
+def test_no_cycles_between_subpackages() -> None:
+    edges = ig.graph(ROOT)
+    packages = ig.subpackage_graph(edges)
+    found = ig.cycles(packages)
+    detail = []
+    for component in found:
+        members = set(component)
+        for src, targets in sorted(edges.items()):
+            for dst in sorted(targets):
+                a, b = ig.subpackage(src), ig.subpackage(dst)
+                if a != b and a in members and b in members:
+                    detail.append(f"{src} -> {dst}")
+    assert not found, f"subpackage cycles {found}; edges: " + "; ".join(detail)
+
+
+def test_no_cycles_between_modules() -> None:
+    edges = ig.graph(ROOT)
+    found = ig.cycles(edges)
+    assert not found, "module cycles: " + " | ".join(_describe(edges, c) for c in found)
+
+
+def test_the_graph_sees_the_import_forms(tmp_path: Path) -> None:
+    """A hand-made package with a cycle made of each import form the checker must see
+    (absolute, ``from . import x``, ``from .. import``), plus the forms it must ignore
+    (``TYPE_CHECKING`` and function-level imports)."""
+    pkg = tmp_path / "gpu_trace"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "b").mkdir()
+    files = {
+        "__init__.py": "",
+        "a/__init__.py": "from . import one\n",
+        "a/one.py": "from ..b import two\n",
+        "b/__init__.py": "",
+        "b/two.py": "import gpu_trace.b.three\n",
+        "b/three.py": """
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from gpu_trace.a import one
+            def f():
+                import gpu_trace.a.one
+            """,
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(textwrap.dedent(text))
+    edges = ig.graph(tmp_path)
+    assert edges["gpu_trace.a"] == {"gpu_trace.a.one"}
+    assert edges["gpu_trace.a.one"] == {"gpu_trace.b", "gpu_trace.b.two"}
+    assert edges["gpu_trace.b.two"] == {"gpu_trace.b.three"}
+    assert edges["gpu_trace.b.three"] == set()
+    assert ig.cycles(edges) == []
+    # One real module-level import back closes the loop a -> b -> a (through the package
+    # gpu_trace.a too: importing a.one runs a/__init__.py first, which imports one).
+    (pkg / "b/three.py").write_text("from gpu_trace.a import one\n")
+    edges = ig.graph(tmp_path)
+    assert ig.cycles(edges) == [
+        ["gpu_trace.a", "gpu_trace.a.one", "gpu_trace.b.three", "gpu_trace.b.two"]
+    ]
+    assert ig.cycles(ig.subpackage_graph(edges)) == [["a", "b"]]
+
+
+def test_moved_telemetry_parsers_keep_their_old_paths() -> None:
+    """The parsers moved to gpu_trace.loaders; the old gpu_trace.telemetry.* names are the
+    same module objects (so monkeypatching either name patches both)."""
+    import importlib
+
+    for old, new in [
+        ("smi", "smi"),
+        ("dcgmi", "dcgmi"),
+        ("prometheus", "prometheus"),
+        ("promrange", "promrange"),
+        ("common", "telemetry_common"),
+        ("fields", "telemetry_fields"),
+    ]:
+        moved = importlib.import_module(f"gpu_trace.loaders.{new}")
+        assert importlib.import_module(f"gpu_trace.telemetry.{old}") is moved

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from gpu_trace.errors import InputError, InputWarning
-from gpu_trace.loaders.acme_common import DEFAULT_TZ, SOURCE, check_tz
+from gpu_trace.loaders.acme_common import DEFAULT_TZ, SOURCE
 from gpu_trace.loaders.acme_jobs import JobFile, job_batch
 from gpu_trace.loaders.acme_util import METRICS, NOT_READ, UtilFile, metric_of, util_batches
 from gpu_trace.loaders.base import Batch
+from gpu_trace.loaders.helios import check_tz
 from gpu_trace.loaders.textfile import read_header
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug

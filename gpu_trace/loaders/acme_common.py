@@ -17,11 +17,7 @@ zone for times written without an offset.
 
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 import polars as pl
-
-from gpu_trace.errors import GpuTraceError
 
 SOURCE = "acme"
 DEFAULT_TZ = "Asia/Shanghai"
@@ -34,17 +30,6 @@ _TIME = (
 OFFSET_ZONES = {480: "Asia/Shanghai", 0: "UTC"}
 """Offsets (minutes east of UTC) whose zone is known for AcmeTrace: Seren's ``+08:00``
 is Shanghai, Kalos's ``+00:00`` is UTC."""
-
-
-def check_tz(tz: str) -> str:
-    """``tz`` if it names an IANA zone, else a one-line error."""
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise GpuTraceError(
-            f"unknown time zone {tz!r}; use an IANA name such as {DEFAULT_TZ}"
-        ) from None
-    return tz
 
 
 def time_stages(text: str, out: str, tz: str) -> list[list[pl.Expr]]:

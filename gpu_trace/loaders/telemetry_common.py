@@ -41,7 +41,6 @@ from gpu_trace.loaders.textfile import (
     capped,
 )
 from gpu_trace.schemas.telemetry import GPU_METRICS
-from gpu_trace.values import parse_duration
 
 CELL = "_cell"
 FIELD = "_field"
@@ -63,12 +62,6 @@ class TimeBasis:
 
     def metadata(self) -> dict[str, str]:
         return {"time_basis": self.basis, "source_tz": self.tz}
-
-
-def seconds(text: str) -> float:
-    """``500ms``, ``1s``, ``15s``, ``10m``, ``1h``, ``1d`` or a bare number of seconds: the
-    one duration syntax of every option (:func:`gpu_trace.values.parse_duration`)."""
-    return parse_duration(text, "duration")
 
 
 def zone(tz: str) -> ZoneInfo:

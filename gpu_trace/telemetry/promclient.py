@@ -47,9 +47,9 @@ from typing import Any
 from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders.prometheus import FIELDS
-from gpu_trace.loaders.telemetry_common import seconds
 from gpu_trace.store.parquet import slug
 from gpu_trace.telemetry.scrape import TRANSPORT_ERRORS, ScrapeFailed, Watchdog, one_line, read_body
+from gpu_trace.values import parse_duration
 
 PROMETHEUS_MAX_POINTS = 11_000
 """Prometheus' own limit on points per series of one range query."""
@@ -68,7 +68,9 @@ def parse_when(text: str, now_ms: int) -> int:
     seconds, ``now`` or ``now-<duration>`` (``now-6h``)."""
     t = text.strip()
     if t == "now" or t.startswith("now-"):
-        return now_ms - (round(seconds(t[4:]) * 1000) if t != "now" else 0)
+        return now_ms - (
+            round(parse_duration(t[4:], "--start/--end offset") * 1000) if t != "now" else 0
+        )
     if re.fullmatch(r"\d+(\.\d+)?", t):
         return round(float(t) * 1000)
     try:

@@ -59,8 +59,9 @@ test-all: $(STAMP) ## Tests including slow ones
 samples: $(STAMP) ## Regenerate the synthetic job samples in data/samples/*/synthetic/
 	$(BIN)/python -m gpu_trace.synth.bundled .
 
-docs: $(STAMP) ## Regenerate docs/cli.md from every command's --help
+docs: $(STAMP) ## Regenerate docs/cli.md (from --help) and docs/plugins.md (from the plugin declarations)
 	$(BIN)/python -m gpu_trace.cli.docs docs/cli.md
+	$(BIN)/python -m gpu_trace.plugin_docs docs/plugins.md
 
 schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
 	$(BIN)/python -m gpu_trace.schemas.export schemas

@@ -7,6 +7,7 @@ listed (installed third-party plugins would make the file depend on the machine)
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,17 @@ def render() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def main(argv: list[str]) -> None:
-    Path(argv[0]).write_text(render(), encoding="utf-8")
+def main(argv: list[str] | None = None) -> int:
+    """Write the reference to the path given (default ``docs/plugins.md``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gpu_trace.plugin_docs", description="Write docs/plugins.md."
+    )
+    parser.add_argument("target", nargs="?", default="docs/plugins.md", type=Path)
+    args = parser.parse_args(argv)
+    args.target.write_text(render(), encoding="utf-8")
+    sys.stderr.write(f"wrote {args.target}\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

@@ -24,6 +24,10 @@ sections and column headers are generated from it.
 
 ## Adding one
 
+- **Options**: `option(default, help, flag=, choices=, parse=, metavar=)`. `choices` limits
+  the values; `parse` takes the option as text and turns it into the field's value (a
+  duration with `values.parse_duration`, a comma list with `values.split_list`), its
+  `ValueError` / `UsageError` becoming the one-line usage error (exit 2).
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
   `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
   `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.

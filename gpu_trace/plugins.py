@@ -59,10 +59,23 @@ def option(
     *,
     flag: str | None = None,
     choices: tuple[str, ...] | None = None,
+    parse: Callable[[str], Any] | None = None,
+    metavar: str | None = None,
 ) -> Any:
     """A field of a plugin's options dataclass: its default and help text, optionally the
-    command-line flag (default ``--field-name``) and the values it accepts."""
-    metadata = {"help": help, "flag": flag, "choices": choices}
+    command-line flag (default ``--field-name``) and the values it accepts.
+
+    ``parse`` is for values typed as text on the command line but held parsed (a
+    duration, a comma list, a checked name): the command takes a string (shown as
+    ``metavar``), ``parse`` turns it into the field's value, and a ``ValueError`` or
+    :class:`gpu_trace.errors.UsageError` it raises becomes the usual one-line usage error. Left out, the field's default holds."""
+    metadata = {
+        "help": help,
+        "flag": flag,
+        "choices": choices,
+        "parse": parse,
+        "metavar": metavar,
+    }
     if isinstance(default, list | dict | set):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -78,6 +91,8 @@ class OptionSpec:
     default: Any
     help: str
     choices: tuple[str, ...] | None
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
 
 
 def option_specs(options: type[Any]) -> list[OptionSpec]:
@@ -96,6 +111,8 @@ def option_specs(options: type[Any]) -> list[OptionSpec]:
                 default=None if default is dataclasses.MISSING else default,
                 help=str(f.metadata.get("help", "")),
                 choices=f.metadata.get("choices"),
+                parse=f.metadata.get("parse"),
+                metavar=f.metadata.get("metavar"),
             )
         )
     return out

@@ -1,8 +1,9 @@
 """Typer commands generated from plugin declarations (:mod:`gpu_trace.plugins`).
 
 A plugin's options dataclass becomes the command's options: each field's flag, type,
-default and help text, and a choice check for fields that declare ``choices`` (the same
-one-line "is not one of" usage error the hand-written commands give). The command's
+default and help text, a choice check for fields that declare ``choices`` (the same
+one-line "is not one of" usage error the hand-written commands give), and for fields that
+declare ``parse`` a text option whose value ``parse`` turns into the field's. The command's
 own fixed parameters (``PATH``, ``--store``, ``--format`` ...) come first, as given.
 """
 
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.errors import UsageError
 from gpu_trace.plugins import option_specs
 
 
@@ -27,6 +29,18 @@ def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
     return check
 
 
+def _parse_check(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except (ValueError, UsageError) as e:
+            raise typer.BadParameter(str(e)) from None
+
+    return check
+
+
 def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
     """One keyword parameter per field of ``options``, annotated for typer."""
     params = []
@@ -34,17 +48,28 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
         # Typer derives --name (and --name/--no-name for a bool) from the parameter;
         # only a flag that differs from that is passed on.
         derived = "--" + spec.name.replace("_", "-")
-        info = typer.Option(
-            *(() if spec.flag == derived else (spec.flag,)),
-            help=spec.help,
-            callback=_choice_check(spec.choices) if spec.choices else None,
-        )
+        flags = () if spec.flag == derived else (spec.flag,)
+        if spec.parse is not None:
+            # Typed as text; None means "not given", so the dataclass default holds.
+            info = typer.Option(
+                *flags,
+                help=spec.help,
+                callback=_parse_check(spec.parse),
+                metavar=spec.metavar or "TEXT",
+                show_default=False if spec.default is None else str(spec.default),
+            )
+            annotation: Any = Annotated[str | None, info]
+            default = None
+        else:
+            info = typer.Option(
+                *flags,
+                help=spec.help,
+                callback=_choice_check(spec.choices) if spec.choices else None,
+            )
+            annotation, default = Annotated[spec.type, info], spec.default
         params.append(
             inspect.Parameter(
-                spec.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=spec.default,
-                annotation=Annotated[spec.type, info],
+                spec.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
             )
         )
     return params
@@ -63,11 +88,16 @@ def add_command(
     ``after`` (output options); ``body(fixed_and_after_values, options_instance)`` runs
     it. Errors go through the same ``domain_errors`` boundary as every other command."""
     fixed_names = [p.name for p in [*fixed, *after]]
-    option_names = [f.name for f in option_specs(options)]
+    specs = option_specs(options)
 
     def command(**values: Any) -> None:
         given = {k: values[k] for k in fixed_names}
-        body(given, options(**{k: values[k] for k in option_names}))
+        chosen = {
+            s.name: values[s.name]
+            for s in specs
+            if not (s.parse is not None and values[s.name] is None)
+        }
+        body(given, options(**chosen))
 
     wrapped = domain_errors(command)
     params = [

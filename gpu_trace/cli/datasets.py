@@ -47,6 +47,8 @@ app = typer.Typer(
 
 
 class Format(StrEnum):
+    """``datasets list --format``: aligned columns to read, or JSON with every field."""
+
     table = "table"
     json = "json"
 

@@ -70,6 +70,7 @@ class ExtractLimits:
 
     @property
     def member_cap(self) -> int:
+        """The most bytes one member may expand to."""
         return self.max_total_bytes if self.max_member_bytes is None else self.max_member_bytes
 
     @classmethod
@@ -284,42 +285,9 @@ def _extract_tar(archive: Path, into: Path, reserved: frozenset[str], meter: _Me
     try:
         with tarfile.open(archive, mode="r|*") as tar:
             for member in tar:
-                meter.member(member.name)
-                name = _normalized(archive, member.name)
-                if not name:
-                    continue
-                _check_top(archive, name, reserved)
-                original = member.name
-                if member.issym():
-                    _check_link(archive, original, member.linkname, hard=False)
-                elif member.islnk():
-                    _check_link(archive, original, member.linkname, hard=True)
-                elif member.isdev():
-                    raise UnsafeArchive(archive, original, "device or fifo member")
-                elif not (member.isfile() or member.isdir()):
-                    raise UnsafeArchive(archive, original, "unsupported member type")
-                member.name = name
-                if member.islnk():
-                    member.linkname = posixpath.normpath(member.linkname)
-                if _HAS_DATA_FILTER:
-                    member = tarfile.data_filter(member, str(root))
-                if member.isfile():
-                    meter.declared(original, member.size)
-                    src = tar.extractfile(member)
-                    if src is None:  # pragma: no cover - isfile() members always have data
-                        raise UnsafeArchive(archive, original, "no data")
-                    mode = 0o644 if member.mode is None else member.mode
-                    _write(archive, root, original, name, src, meter, mode, member.mtime)
+                name = _extract_tar_member(archive, tar, member, root, reserved, meter)
+                if name is not None:
                     written.append(name)
-                    continue
-                if member.isdir():
-                    _mkdir(archive, root, original, name)
-                else:
-                    _check_real_link(archive, root, original, member)
-                if _HAS_DATA_FILTER:
-                    tar.extract(member, root, filter="data")
-                else:  # pragma: no cover - Python < 3.11.4; our own checks above still ran
-                    tar.extract(member, root)
     except _FILTER_ERRORS as exc:
         raise DatasetError(f"{archive}: refusing to extract: {exc}") from None
     except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
@@ -329,6 +297,79 @@ def _extract_tar(archive: Path, into: Path, reserved: frozenset[str], meter: _Me
     except (NotADirectoryError, FileExistsError, IsADirectoryError) as exc:
         raise DatasetError(f"{archive}: members clash ({exc.strerror}: {exc.filename})") from None
     return written
+
+
+def _extract_tar_member(
+    archive: Path,
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    root: Path,
+    reserved: frozenset[str],
+    meter: _Meter,
+) -> str | None:
+    """Check one member, then extract it; the normalized name of a regular file
+    written, None for a folder, a link or the archive's ``.`` entry."""
+    meter.member(member.name)
+    name = _normalized(archive, member.name)
+    if not name:
+        return None
+    _check_top(archive, name, reserved)
+    original = member.name
+    _check_tar_kind(archive, member)
+    member = _renamed(member, name, root)
+    if member.isfile():
+        _write_tar_file(archive, tar, member, root, original, name, meter)
+        return name
+    if member.isdir():
+        _mkdir(archive, root, original, name)
+    else:
+        _check_real_link(archive, root, original, member)
+    if _HAS_DATA_FILTER:
+        tar.extract(member, root, filter="data")
+    else:  # pragma: no cover - Python < 3.11.4; our own checks above still ran
+        tar.extract(member, root)
+    return None
+
+
+def _check_tar_kind(archive: Path, member: tarfile.TarInfo) -> None:
+    """Links must stay inside (read as text); devices, fifos and other types are refused."""
+    if member.issym():
+        _check_link(archive, member.name, member.linkname, hard=False)
+    elif member.islnk():
+        _check_link(archive, member.name, member.linkname, hard=True)
+    elif member.isdev():
+        raise UnsafeArchive(archive, member.name, "device or fifo member")
+    elif not (member.isfile() or member.isdir()):
+        raise UnsafeArchive(archive, member.name, "unsupported member type")
+
+
+def _renamed(member: tarfile.TarInfo, name: str, root: Path) -> tarfile.TarInfo:
+    """The member under its normalized ``name`` (and a hardlink's normalized target),
+    passed through the stdlib's ``data`` filter where it exists."""
+    member.name = name
+    if member.islnk():
+        member.linkname = posixpath.normpath(member.linkname)
+    if _HAS_DATA_FILTER:
+        member = tarfile.data_filter(member, str(root))
+    return member
+
+
+def _write_tar_file(
+    archive: Path,
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    root: Path,
+    original: str,
+    name: str,
+    meter: _Meter,
+) -> None:
+    """Stream a regular member to ``root/name``, its bytes counted by ``meter``."""
+    meter.declared(original, member.size)
+    src = tar.extractfile(member)
+    if src is None:  # pragma: no cover - isfile() members always have data
+        raise UnsafeArchive(archive, original, "no data")
+    mode = 0o644 if member.mode is None else member.mode
+    _write(archive, root, original, name, src, meter, mode, member.mtime)
 
 
 def _check_real_link(archive: Path, root: Path, member: str, info: tarfile.TarInfo) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -85,11 +86,19 @@ class Dataset:
         return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)
 
     def file(self, name: str) -> DataFile:
+        """The file called ``name``; an unknown name is a one-line error listing the files."""
         for f in self.files:
             if f.name == name:
                 return f
         known = ", ".join(f.name for f in self.files)
         raise DatasetError(f"dataset {self.name!r} has no file {name!r}; its files: {known}")
+
+    def select(self, names: Sequence[str] | None) -> tuple[DataFile, ...]:
+        """The files ``--file`` asked for, in the order given (repeats dropped); all of
+        them when none was asked for."""
+        if not names:
+            return self.files
+        return tuple(self.file(name) for name in dict.fromkeys(names))
 
 
 def _check_relative(path: str, what: str) -> str:
@@ -182,6 +191,11 @@ def get(name: str) -> Dataset:
     if name not in known:
         raise DatasetError(f"unknown dataset {name!r}; choose one of {', '.join(known)}")
     return known[name]
+
+
+def as_dataset(dataset: str | Dataset) -> Dataset:
+    """Accept a registered name or a :class:`Dataset` (tests and callers build their own)."""
+    return get(dataset) if isinstance(dataset, str) else dataset
 
 
 def resolve_mirror(mirror: str | None) -> str | None:

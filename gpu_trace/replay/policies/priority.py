@@ -198,7 +198,7 @@ class _Preemptive(PolicyBase):
         self._preempt_for_best()
 
     def _preempt_for_best(self) -> None:
-        e = self.e
+        """Preempt for the best waiting job while that gets it started, then fill."""
         while True:
             best = self.queue.best()
             if best is None:
@@ -207,40 +207,54 @@ class _Preemptive(PolicyBase):
             memo = (b, bkey, self.epoch)
             if memo == self.no_room:
                 return
-            # count running jobs it outranks as stopped, worst first, until some node
-            # could hold it
-            probe = e.fit_probe(b)
-            victims: list[tuple[Any, int, int]] = []
-            while not probe.ok:
-                w = self._outranked_worst(bkey)
-                if w is None:
-                    break
-                victims.append(heapq.heappop(self.run_heap))
-                probe.release(w)
-            if probe.ok:
-                # only the ones that make the room: those on the node it will get
-                spared = [v for v in victims if not probe.needed(v[1])]
-                victims = [v for v in victims if probe.needed(v[1])]
-            else:
-                spared = victims
-            for entry in spared:
-                heapq.heappush(self.run_heap, entry)
-            if not probe.ok:
+            victims = self._victims_for(b, bkey)
+            if victims is None:
                 self.no_room = memo
                 return
-            self.epoch += 1
-            for _, victim, _ in victims:
-                e.preempt(victim)
-                self.queue.push(self.wait_key(victim), victim)
-                self.requeued(victim)
-            started = e.try_start(b)
-            if started:
-                self.queue.remove_best_of(b)
-                self._push_running(b)
-                self.started(b)
-            self.queue.fill(self._start)
-            if not started:
+            if not self._preempt_and_start(b, victims):
                 return
+
+    def _victims_for(self, b: int, bkey: tuple[Any, ...]) -> list[tuple[Any, int, int]] | None:
+        """The running jobs to stop so that waiting job ``b`` fits, or ``None`` if even
+        stopping every job it outranks leaves no node that could hold it.
+
+        Jobs it outranks are counted as stopped, worst first, until some node could hold
+        it; of those, only the ones on the node it will get are kept as victims, the
+        rest go back on the run heap untouched.
+        """
+        probe = self.e.fit_probe(b)
+        victims: list[tuple[Any, int, int]] = []
+        while not probe.ok:
+            w = self._outranked_worst(bkey)
+            if w is None:
+                break
+            victims.append(heapq.heappop(self.run_heap))
+            probe.release(w)
+        if probe.ok:
+            spared = [v for v in victims if not probe.needed(v[1])]
+            victims = [v for v in victims if probe.needed(v[1])]
+        else:
+            spared = victims
+        for entry in spared:
+            heapq.heappush(self.run_heap, entry)
+        return victims if probe.ok else None
+
+    def _preempt_and_start(self, b: int, victims: list[tuple[Any, int, int]]) -> bool:
+        """Stop ``victims`` (back to the wait queue), start ``b``, fill what else fits;
+        whether ``b`` started."""
+        e = self.e
+        self.epoch += 1
+        for _, victim, _ in victims:
+            e.preempt(victim)
+            self.queue.push(self.wait_key(victim), victim)
+            self.requeued(victim)
+        started = e.try_start(b)
+        if started:
+            self.queue.remove_best_of(b)
+            self._push_running(b)
+            self.started(b)
+        self.queue.fill(self._start)
+        return started
 
     def _outranked_worst(self, bkey: tuple[Any, ...]) -> int | None:
         """The worst running job if the waiting key ``bkey`` outranks it."""

@@ -110,4 +110,4 @@ def regenerate(repo: Path) -> list[Path]:
 
 if __name__ == "__main__":  # pragma: no cover - maintenance entry point
     for p in regenerate(Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()):
-        print(p)
+        sys.stdout.write(f"{p}\n")

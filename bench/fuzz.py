@@ -127,6 +127,22 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
     for the families in ``kinds``)."""
     s: dict[str, list[Seed]] = {k: [] for k in KINDS}
     samples, fixtures = ROOT / "data/samples", ROOT / "tests/fixtures"
+    _job_log_seeds(s, samples, fixtures)
+    _telemetry_seeds(s, samples / "telemetry")
+    _other_seeds(s, samples, fixtures)
+    for family in (
+        f for f in ("openb", "helios", "pai2020", "philly", "acme", "slurm") if f in kinds
+    ):
+        out = work / f"synth-{family}"
+        for f in _synth(family, out, seed):
+            got = _synth_seed(family, f, f.relative_to(out))
+            if got is not None:
+                s[family].append(got)
+    return s
+
+
+def _job_log_seeds(s: dict[str, list[Seed]], samples: Path, fixtures: Path) -> None:
+    """openb, Helios (also as the upstream zip), PAI 2020 and Philly seeds."""
     for f in sorted((samples / "openb").glob("openb_*.csv")):
         s["openb"].append(Seed("openb", f.name, _head(f), origin=str(f.relative_to(ROOT))))
     for f in sorted((fixtures / "helios/data").glob("*/*.csv")):
@@ -154,7 +170,11 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         )
     for f in sorted((fixtures / "philly").iterdir()):
         s["philly"].append(Seed("philly", f.name, f.read_bytes(), origin=str(f.relative_to(ROOT))))
-    tele = samples / "telemetry"
+
+
+def _telemetry_seeds(s: dict[str, list[Seed]], tele: Path) -> None:
+    """nvidia-smi, dcgmi, Prometheus exposition and ``query_range`` seeds (the latter
+    also as one pretty-printed document)."""
     for f in sorted(tele.glob("nvidia-smi-*")):
         s["nvidia-smi"].append(
             Seed("nvidia-smi", f.name, _head(f), origin=str(f.relative_to(ROOT)))
@@ -179,6 +199,10 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
                 origin=f"first answer of {f.relative_to(ROOT)}, indented",
             )
         )
+
+
+def _other_seeds(s: dict[str, list[Seed]], samples: Path, fixtures: Path) -> None:
+    """Chronus, Gavel, Kubernetes (also as JSON lines), AcmeTrace and Slurm seeds."""
     for f in sorted((samples / "processed/chronus").glob("*.csv")):
         s["chronus"].append(Seed("chronus", f.name, _head(f), origin=str(f.relative_to(ROOT))))
     for f in sorted((samples / "processed/gavel").glob("*.trace")):
@@ -199,38 +223,30 @@ def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, li
         )
     for f in [*sorted((samples / "slurm").glob("*.psv")), *sorted((fixtures / "slurm").glob("*"))]:
         s["slurm"].append(Seed("slurm", f.name, _head(f), origin=str(f.relative_to(ROOT))))
-    for family in (
-        f for f in ("openb", "helios", "pai2020", "philly", "acme", "slurm") if f in kinds
-    ):
-        out = work / f"synth-{family}"
-        files = _synth(family, out, seed)
-        for f in files:
-            rel = f.relative_to(out)
-            if family == "pai2020":
-                if f.suffix != ".csv":
-                    continue
-                beside = {
-                    str(h.relative_to(f.parent)): h.read_bytes() for h in f.parent.rglob("*.header")
-                }
-                s[family].append(
-                    Seed(family, f.name, _head(f), companions=beside, origin=f"synth {rel}")
-                )
-            elif family == "helios":
-                if f.suffix == ".csv":
-                    s[family].append(
-                        Seed(family, f.name, _head(f), f.parent.name, origin=f"synth {rel}")
-                    )
-            elif family == "philly":
-                data = _json_head(f) if f.name == "cluster_job_log" else _head(f)
-                if f.name.startswith("cluster_"):
-                    s[family].append(Seed(family, f.name, data, origin=f"synth {rel}"))
-            elif family == "acme":
-                s[family].append(
-                    Seed(family, f.name, _head(f), f.parent.name, origin=f"synth {rel}")
-                )
-            elif f.suffix == ".csv":
-                s[family].append(Seed(family, f.name, _head(f), origin=f"synth {rel}"))
-    return s
+
+
+def _synth_seed(family: str, f: Path, rel: Path) -> Seed | None:
+    """The seed made from one file ``gpu-trace synth family`` wrote (None: a file the
+    family's ingest is not given, e.g. PAI headers, which travel as companions)."""
+    if family == "pai2020":
+        if f.suffix != ".csv":
+            return None
+        beside = {str(h.relative_to(f.parent)): h.read_bytes() for h in f.parent.rglob("*.header")}
+        return Seed(family, f.name, _head(f), companions=beside, origin=f"synth {rel}")
+    if family == "helios":
+        if f.suffix != ".csv":
+            return None
+        return Seed(family, f.name, _head(f), f.parent.name, origin=f"synth {rel}")
+    if family == "philly":
+        if not f.name.startswith("cluster_"):
+            return None
+        data = _json_head(f) if f.name == "cluster_job_log" else _head(f)
+        return Seed(family, f.name, data, origin=f"synth {rel}")
+    if family == "acme":
+        return Seed(family, f.name, _head(f), f.parent.name, origin=f"synth {rel}")
+    if f.suffix == ".csv":
+        return Seed(family, f.name, _head(f), origin=f"synth {rel}")
+    return None
 
 
 def make_case(
@@ -276,7 +292,7 @@ _RUNNER: Any = None
 
 
 def runner() -> Any:
-    """typer's CliRunner over the real app, with the click command built once: typer
+    """Typer's CliRunner over the real app, with the click command built once: typer
     rebuilds it from the annotations on every invoke (~0.15 s, a third of a case)."""
     global _RUNNER
     if _RUNNER is None:
@@ -292,7 +308,7 @@ def runner() -> Any:
 
 
 def _scratch() -> str | None:
-    """tmpfs for the per-case folders when there is one (rmdir on overlay disks is slow)."""
+    """A tmpfs for the per-case folders when there is one (rmdir on overlay disks is slow)."""
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
@@ -365,14 +381,17 @@ class Worker:
         self.done = 0
 
     def submit(self, case: dict[str, Any]) -> None:
+        """Send the worker a case and start its clock (for the hang timeout)."""
         self.case, self.since = case, time.perf_counter()
         self.conn.send(case)
 
     def kill(self) -> None:
+        """Kill the process at once (a hang, or a worker that died)."""
         self.proc.kill()
         self.proc.join()
 
     def stop(self) -> None:
+        """Ask the worker to exit, and kill it if it has not within 5 s."""
         with contextlib.suppress(OSError):
             self.conn.send(None)
         self.proc.join(5)
@@ -389,44 +408,60 @@ def run_all(
     exhausted = False
     try:
         while True:
-            for k, w in enumerate(workers):
-                if w.case is None and not exhausted:
-                    if w.done >= recycle:
-                        w.stop()
-                        workers[k] = w = Worker()
-                    nxt = next(pending, None)
-                    if nxt is None:
-                        exhausted = True
-                    else:
-                        w.submit(nxt)
+            exhausted = _feed(workers, pending, exhausted, recycle)
             busy = [w for w in workers if w.case is not None]
             if not busy:
                 return
             ready = wait([w.conn for w in busy], timeout=0.2)
-            now = time.perf_counter()
-            for k, w in enumerate(workers):
-                if w.case is None:
-                    continue
-                if w.conn in ready:
-                    try:
-                        res = w.conn.recv()
-                    except EOFError:
-                        res = _dead(w.case, f"worker died (exit {w.proc.exitcode})", now - w.since)
-                        w.kill()
-                        workers[k] = Worker()
-                        yield w.case, res
-                        continue
-                    case, w.case = w.case, None
-                    w.done += 1
-                    yield case, res
-                elif now - w.since > timeout:
-                    case = w.case
-                    w.kill()
-                    workers[k] = Worker()
-                    yield case, _dead(case, f"no result after {timeout:g} s", now - w.since, "hang")
+            yield from _collect(workers, ready, time.perf_counter(), timeout)
     finally:
         for w in workers:
             w.stop()
+
+
+def _feed(
+    workers: list[Worker], pending: Iterator[dict[str, Any]], exhausted: bool, recycle: int
+) -> bool:
+    """Give every idle worker the next case (a worker that ran ``recycle`` cases is
+    replaced first, to bound leaks); whether the cases are used up."""
+    for k, w in enumerate(workers):
+        if w.case is None and not exhausted:
+            if w.done >= recycle:
+                w.stop()
+                workers[k] = w = Worker()
+            nxt = next(pending, None)
+            if nxt is None:
+                exhausted = True
+            else:
+                w.submit(nxt)
+    return exhausted
+
+
+def _collect(
+    workers: list[Worker], ready: list[Any], now: float, timeout: float
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """The results of the workers that answered; a worker that died or ran past
+    ``timeout`` is killed and replaced, its case reported as a traceback or a hang."""
+    for k, w in enumerate(workers):
+        if w.case is None:
+            continue
+        if w.conn in ready:
+            try:
+                res = w.conn.recv()
+            except EOFError:
+                res = _dead(w.case, f"worker died (exit {w.proc.exitcode})", now - w.since)
+                w.kill()
+                workers[k] = Worker()
+                yield w.case, res
+                continue
+            case, w.case = w.case, None
+            w.done += 1
+            yield case, res
+        elif now - w.since > timeout:
+            case = w.case
+            w.kill()
+            workers[k] = Worker()
+            yield case, _dead(case, f"no result after {timeout:g} s", now - w.since, "hang")
 
 
 def _dead(case: dict[str, Any], why: str, seconds: float, cls: str = "traceback") -> dict[str, Any]:
@@ -465,12 +500,14 @@ def save_failure(out: Path, case: dict[str, Any], res: dict[str, Any]) -> Path:
 
 
 def signature_of(res: dict[str, Any]) -> str:
+    """The dedup key of a result (see :func:`bench.fuzz_check.signature`)."""
     from bench.fuzz_check import Outcome, signature
 
     return signature(res["kind"], Outcome(res["cls"], res["reason"], res["traceback"]))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the campaign (see the module docstring); exit 1 when any case failed."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--cases", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
@@ -542,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def table(summary: dict[str, Any]) -> str:
+    """The per-kind counts of each verdict as a plain-text table, for the terminal."""
     cols = ("cases", *CLASSES, "seconds")
     rows = [("kind", *cols)]
     for kind, v in summary["per_kind"].items():

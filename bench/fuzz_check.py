@@ -1,10 +1,10 @@
-"""Independent record counts and the classifier of the ingest fuzz campaign.
+r"""Independent record counts and the classifier of the ingest fuzz campaign.
 
 The harness must not trust the loaders it tests, so the expected record count of a
 mutated input is computed here from its bytes with the *documented* per-format rules
 (README "Data model", ``docs/trace-formats.md``, ``docs/telemetry-formats.md``), never
-with our parsers. A line is a ``\\n``-terminated byte run (a last line without ``\\n``
-counts; ``\\r`` is not a break), as every loader documents.
+with our parsers. A line is a ``\n``-terminated byte run (a last line without ``\n``
+counts; ``\r`` is not a break), as every loader documents.
 
 Per-format rules (``expect``):
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,7 @@ BOM = b"\xef\xbb\xbf"
 
 
 def physical_lines(data: bytes) -> list[bytes]:
-    """The file's lines without their ``\\n`` (a leading UTF-8 byte-order mark is not
+    r"""The file's lines without their ``\n`` (a leading UTF-8 byte-order mark is not
     part of the first line: the loaders ignore it, as the formats' writers expect)."""
     data = data.removeprefix(BOM)
     if not data:
@@ -112,68 +112,86 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
     n = len(lines)
     after_header = max(n - 1, 0)
     if kind in ("openb", "chronus") or name in ("cluster_log.csv", "cluster_machine_list"):
-        table = {"openb": "machines" if "node_list" in name else "jobs"}.get(kind, "jobs")
-        if name == "cluster_machine_list":
-            table = "machines"
-        return Expect((table,), "exact", after_header)
+        return _header_csv(kind, name, after_header)
     if name == "cluster_gpu_number.csv":
         k = len(_text(lines[0]).split(",")) - 1 if lines else 0
         return Expect(("capacity",), "cells", after_header, k)
     if kind == "gavel":
         return Expect(("jobs",), "exact", n)
     if kind == "pai2020":
-        table = PAI_TABLES[name]
-        if table == "usage":
-            return Expect((table,), "cells", n, _pai_measures(name))
-        return Expect((table,), "exact", n)
+        return _pai(name, n)
     if name == "cluster_job_log":
-        try:
-            doc = json.loads(data)
-        except (ValueError, RecursionError):
-            return Expect(("jobs",), "none", 0)
-        return (
-            Expect(("jobs",), "exact", len(doc))
-            if isinstance(doc, list)
-            else Expect(("jobs",), "none", 0)
-        )
+        return _philly_job_log(data)
     if name.startswith("cluster_") and name.endswith("_util"):
-        # a data line is one quarantined record, or one sample per value that is not NA
-        table = "gpu_samples" if "gpu" in name else "host_samples"
-        lo = hi = 0
-        for ln in lines[1:]:
-            values = _text(ln).split(",")[2:]
-            present = sum(1 for v in values if v.strip() != "NA" and v != "")
-            present += sum(1 for v in values[:-1] if v == "")  # empty: not NA (bad row)
-            lo, hi = lo + min(1, present), hi + max(1, present)
-        return Expect((table,), "bound", after_header, lo=lo, hi=hi)
-    if kind == "prometheus":
-        records = sum(
-            1 for ln in lines if _text(ln).strip() and not _text(ln).strip().startswith("#")
-        )
-        return Expect(SAMPLE_TABLES, "exact", records, no_event=True)
-    if kind == "prometheus-range":
-        return _promrange(lines, data)
-    if kind == "dcgmi":
-        from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG
-
-        tags = _text(lines[0]).lstrip("#").split()[1:] if lines else []
-        data_lines = [
-            ln
-            for ln in lines
-            if not _text(ln).lstrip().startswith("#")
-            and (_text(ln).split()[:1] or [""])[0].lower() != "id"
-        ]
-        k = sum(1 for t in tags if t in DCGM_BY_TAG)
-        return Expect(SAMPLE_TABLES, "cells", len(data_lines), k, no_event=True)
-    if kind == "nvidia-smi":
-        return _smi(name, lines)
-    if kind == "kubernetes":
-        return _kubernetes(data, lines)
-    if kind == "acme":
-        return _acme(name, lines)
-    if kind == "slurm":
-        return _slurm(lines)
+        return _philly_util(name, lines, after_header)
+    rule = _TELEMETRY_AND_OTHERS.get(kind)
+    if rule is not None:
+        return rule(name, lines, data)
     raise ValueError(f"no counting rule for {kind} {name}")
+
+
+def _header_csv(kind: str, name: str, after_header: int) -> Expect:
+    """A header CSV: every line after the header is one record of its table."""
+    table = {"openb": "machines" if "node_list" in name else "jobs"}.get(kind, "jobs")
+    if name == "cluster_machine_list":
+        table = "machines"
+    return Expect((table,), "exact", after_header)
+
+
+def _pai(name: str, n: int) -> Expect:
+    """PAI 2020 (headerless): every line a record; the usage tables count by cell."""
+    table = PAI_TABLES[name]
+    if table == "usage":
+        return Expect((table,), "cells", n, _pai_measures(name))
+    return Expect((table,), "exact", n)
+
+
+def _philly_job_log(data: bytes) -> Expect:
+    """Philly ``cluster_job_log``: the elements of a valid JSON array, else no count."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return Expect(("jobs",), "none", 0)
+    return (
+        Expect(("jobs",), "exact", len(doc))
+        if isinstance(doc, list)
+        else Expect(("jobs",), "none", 0)
+    )
+
+
+def _philly_util(name: str, lines: Sequence[bytes], after_header: int) -> Expect:
+    """Philly util CSVs: a data line is one quarantined record, or one sample per value
+    that is not NA (the ``bound`` rule of the module docstring)."""
+    table = "gpu_samples" if "gpu" in name else "host_samples"
+    lo = hi = 0
+    for ln in lines[1:]:
+        values = _text(ln).split(",")[2:]
+        present = sum(1 for v in values if v.strip() != "NA" and v != "")
+        present += sum(1 for v in values[:-1] if v == "")  # empty: not NA (bad row)
+        lo, hi = lo + min(1, present), hi + max(1, present)
+    return Expect((table,), "bound", after_header, lo=lo, hi=hi)
+
+
+def _prometheus(name: str, lines: Sequence[bytes], data: bytes) -> Expect:
+    """Prometheus exposition: one record per line that is neither blank nor ``#``."""
+    records = sum(1 for ln in lines if _text(ln).strip() and not _text(ln).strip().startswith("#"))
+    return Expect(SAMPLE_TABLES, "exact", records, no_event=True)
+
+
+def _dcgmi(name: str, lines: Sequence[bytes], data: bytes) -> Expect:
+    """The dcgmi dmon rule: ``cells`` over the data lines (not comments, not the
+    ``ID`` unit line), *k* = the header's field tags gpu-trace maps."""
+    from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG
+
+    tags = _text(lines[0]).lstrip("#").split()[1:] if lines else []
+    data_lines = [
+        ln
+        for ln in lines
+        if not _text(ln).lstrip().startswith("#")
+        and (_text(ln).split()[:1] or [""])[0].lower() != "id"
+    ]
+    k = sum(1 for t in tags if t in DCGM_BY_TAG)
+    return Expect(SAMPLE_TABLES, "cells", len(data_lines), k, no_event=True)
 
 
 def _kubernetes(data: bytes, lines: Sequence[bytes]) -> Expect:
@@ -226,7 +244,7 @@ def _acme(name: str, lines: Sequence[bytes]) -> Expect:
 
 
 def _slurm(lines: Sequence[bytes]) -> Expect:
-    """sacct exports: every line after the header is one record; those whose ``JobID``
+    """Slurm sacct exports: every line after the header is one record; those whose ``JobID``
     field holds a dot are steps (folded into ``placements``), the rest ``jobs`` records.
     The field is found by header name; fields after ``JobName`` (free text that may hold
     ``|``) are counted from the right; a ``--parsable`` header (ending in ``|``) means
@@ -357,6 +375,20 @@ def _smi(name: str, lines: Sequence[bytes]) -> Expect:
     return Expect(SAMPLE_TABLES, "cells", max(len(lines) - 1, 0), _smi_query_kept(first), True)
 
 
+_Rule = Callable[[str, Sequence[bytes], bytes], Expect]
+_TELEMETRY_AND_OTHERS: dict[str, _Rule] = {
+    "prometheus": _prometheus,
+    "prometheus-range": lambda _name, lines, data: _promrange(lines, data),
+    "dcgmi": _dcgmi,
+    "nvidia-smi": lambda name, lines, _data: _smi(name, lines),
+    "kubernetes": lambda _name, lines, data: _kubernetes(data, lines),
+    "acme": lambda name, lines, _data: _acme(name, lines),
+    "slurm": lambda _name, lines, _data: _slurm(lines),
+}
+"""The counting rule per ingest kind, for the kinds that are told apart by kind alone
+(after the file-name rules of :func:`expect`)."""
+
+
 @dataclass
 class StoreCounts:
     """What the store says about one ingest, read back with DuckDB on its Parquet files."""
@@ -418,22 +450,9 @@ def _no_event_cells(store: Path, source: str) -> dict[str, int]:
 
 def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
     """None when the store accounts for every record of ``file``, else the reason."""
-    by_table: dict[tuple[str, str], int] = {}
-    for r in counts.ingests:
-        key = (r["table"], r["dataset"])
-        by_table[key] = by_table.get(key, 0) + r["rows_written"]
-        if r["rows_read"] != r["rows_written"] + r["rows_quarantined"]:
-            return (
-                f"ingests {r['file']}/{r['table']}: rows_read {r['rows_read']} != written "
-                f"{r['rows_written']} + quarantined {r['rows_quarantined']}"
-            )
-        q = counts.quarantine_rows.get((r["table"], r["dataset"], r["file"]), 0)
-        if q != r["rows_quarantined"]:
-            return f"{r['file']}/{r['table']}: ingests says {r['rows_quarantined']} quarantined, quarantine holds {q}"
-    for (table, dataset), written in by_table.items():
-        actual = counts.table_rows.get((table, dataset), 0)
-        if actual != written and table != "quarantine":
-            return f"{table}/{dataset}: ingests says {written} written, table holds {actual}"
+    why = _inconsistent(counts)
+    if why:
+        return why
     mine = [r for r in counts.ingests if r["file"] == file and r["table"] in exp.tables]
     total = sum(r["rows_written"] + r["rows_quarantined"] for r in mine)
     read = sum(r["rows_read"] for r in mine)
@@ -453,23 +472,44 @@ def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
         if not exp.lo <= total <= exp.hi or read != total:
             return f"{file}: {exp.lines} data lines ({exp.lo}..{exp.hi} records) but store has {total} (read {read})"
         return None
-    # cells: total = L + (k-1) g for some 0 <= g <= L
-    extra_cells = total - exp.lines
-    ok = (
-        (extra_cells == 0)
-        if exp.k == 1
-        else (
-            extra_cells % (exp.k - 1) == 0 and 0 <= extra_cells // (exp.k - 1) <= exp.lines
-            if exp.k > 1
-            else 0 <= total <= exp.lines
-        )
-    )
-    if not ok or read != total:
+    if not _cells_ok(exp, total) or read != total:
         return (
             f"{file}: {exp.lines} data lines x {exp.k} kept fields cannot give "
             f"{total} records (read {read})"
         )
     return None
+
+
+def _inconsistent(counts: StoreCounts) -> str | None:
+    """The store's own bookkeeping, whatever the input: every ingest row has read =
+    written + quarantined, the quarantine holds what it says, every table what it says."""
+    by_table: dict[tuple[str, str], int] = {}
+    for r in counts.ingests:
+        key = (r["table"], r["dataset"])
+        by_table[key] = by_table.get(key, 0) + r["rows_written"]
+        if r["rows_read"] != r["rows_written"] + r["rows_quarantined"]:
+            return (
+                f"ingests {r['file']}/{r['table']}: rows_read {r['rows_read']} != written "
+                f"{r['rows_written']} + quarantined {r['rows_quarantined']}"
+            )
+        q = counts.quarantine_rows.get((r["table"], r["dataset"], r["file"]), 0)
+        if q != r["rows_quarantined"]:
+            return f"{r['file']}/{r['table']}: ingests says {r['rows_quarantined']} quarantined, quarantine holds {q}"
+    for (table, dataset), written in by_table.items():
+        actual = counts.table_rows.get((table, dataset), 0)
+        if actual != written and table != "quarantine":
+            return f"{table}/{dataset}: ingests says {written} written, table holds {actual}"
+    return None
+
+
+def _cells_ok(exp: Expect, total: int) -> bool:
+    """The ``cells`` rule: total = L + (k-1) g for some 0 <= g <= L (k = 0: at most L)."""
+    extra_cells = total - exp.lines
+    if exp.k == 1:
+        return extra_cells == 0
+    if exp.k > 1:
+        return extra_cells % (exp.k - 1) == 0 and 0 <= extra_cells // (exp.k - 1) <= exp.lines
+    return 0 <= total <= exp.lines
 
 
 @dataclass(frozen=True)

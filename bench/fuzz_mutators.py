@@ -64,7 +64,7 @@ _FIELD_SEP = re.compile(rb"[,\t]| +")
 
 
 def _lines(data: bytes) -> list[bytes]:
-    """Physical lines with their ``\\n`` kept, so joining gives the input back."""
+    r"""Physical lines with their ``\n`` kept, so joining gives the input back."""
     return data.splitlines(keepends=True) if data else []
 
 
@@ -73,6 +73,7 @@ def _cap(data: bytes) -> bytes:
 
 
 def bit_flip(data: bytes, rng: random.Random) -> bytes:
+    """Flip 1-4 random bits: storage or transfer corruption (a byte is made up for an empty file)."""
     if not data:
         return bytes([rng.randrange(256)])
     buf = bytearray(data)
@@ -83,6 +84,7 @@ def bit_flip(data: bytes, rng: random.Random) -> bytes:
 
 
 def byte_replace(data: bytes, rng: random.Random) -> bytes:
+    """Overwrite one byte with a random one."""
     if not data:
         return data
     buf = bytearray(data)
@@ -91,6 +93,7 @@ def byte_replace(data: bytes, rng: random.Random) -> bytes:
 
 
 def truncate(data: bytes, rng: random.Random) -> bytes:
+    """Cut the file at a random point: an incomplete copy."""
     return data[: rng.randint(0, len(data))] if data else data
 
 
@@ -100,6 +103,7 @@ def truncate_tail(data: bytes, rng: random.Random) -> bytes:
 
 
 def duplicate_line(data: bytes, rng: random.Random) -> bytes:
+    """Repeat one line somewhere else: a writer that retried an append."""
     lines = _lines(data)
     if not lines:
         return data
@@ -112,6 +116,7 @@ def duplicate_line(data: bytes, rng: random.Random) -> bytes:
 
 
 def delete_line(data: bytes, rng: random.Random) -> bytes:
+    """Drop one line (the header too, sometimes)."""
     lines = _lines(data)
     if not lines:
         return data
@@ -120,6 +125,7 @@ def delete_line(data: bytes, rng: random.Random) -> bytes:
 
 
 def swap_lines(data: bytes, rng: random.Random) -> bytes:
+    """Swap two lines: out-of-order records, or the header moved into the data."""
     lines = [ln.rstrip(b"\n") for ln in _lines(data)]
     if len(lines) < 2:
         return data
@@ -129,6 +135,7 @@ def swap_lines(data: bytes, rng: random.Random) -> bytes:
 
 
 def insert_garbage_line(data: bytes, rng: random.Random) -> bytes:
+    """Insert a line of random junk fragments."""
     lines = _lines(data)
     junk = b"".join(rng.choice(GARBAGE) for _ in range(rng.randint(1, 4))) + b"\n"
     lines.insert(rng.randint(0, len(lines)), junk)
@@ -140,6 +147,7 @@ def insert_garbage_line(data: bytes, rng: random.Random) -> bytes:
 
 
 def insert_huge_line(data: bytes, rng: random.Random) -> bytes:
+    """Insert one line of 4-40 kB: parsers with line-length or field-size limits."""
     lines = _lines(data)
     size = rng.choice((4097, 10_000, 40_000))
     unit = rng.choice((b"x", b"9", b",", b"\t", b" ", b"a,1,"))
@@ -152,6 +160,7 @@ def insert_huge_line(data: bytes, rng: random.Random) -> bytes:
 
 
 def insert_delimiter(data: bytes, rng: random.Random) -> bytes:
+    """Insert 1-3 delimiter or quote characters: shifted or split fields."""
     if not data:
         return rng.choice(DELIMS)
     i = rng.randint(0, len(data))
@@ -159,6 +168,7 @@ def insert_delimiter(data: bytes, rng: random.Random) -> bytes:
 
 
 def delete_delimiter(data: bytes, rng: random.Random) -> bytes:
+    """Delete 1-3 delimiter or quote characters: merged fields, unbalanced quotes."""
     positions = [i for i, b in enumerate(data) if bytes([b]) in DELIMS]
     if not positions:
         return data
@@ -168,6 +178,8 @@ def delete_delimiter(data: bytes, rng: random.Random) -> bytes:
 
 
 def extreme_number(data: bytes, rng: random.Random) -> bytes:
+    """Replace 1-3 numbers with extreme or non-numbers: int64 overflow, +-1e300,
+    NaN, inf, an impossible date, null spellings (``None``, ``N/A``, ``-``), hex."""
     spans = [m.span() for m in _NUMBER.finditer(data)]
     if not spans:
         return data
@@ -223,14 +235,17 @@ def empty_field(data: bytes, rng: random.Random) -> bytes:
 
 
 def add_bom(data: bytes, rng: random.Random) -> bytes:
+    """Prefix a UTF-8 byte-order mark, as spreadsheet exports do."""
     return b"\xef\xbb\xbf" + data
 
 
 def to_crlf(data: bytes, rng: random.Random) -> bytes:
+    """Windows line ends on every line."""
     return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
 
 
 def mixed_crlf(data: bytes, rng: random.Random) -> bytes:
+    """Windows line ends on about half the lines."""
     lines = _lines(data)
     return b"".join(
         ln[:-1] + b"\r\n" if ln.endswith(b"\n") and rng.random() < 0.5 else ln for ln in lines
@@ -238,6 +253,7 @@ def mixed_crlf(data: bytes, rng: random.Random) -> bytes:
 
 
 def invalid_utf8(data: bytes, rng: random.Random) -> bytes:
+    """Insert an invalid UTF-8 sequence (stray, truncated or surrogate bytes)."""
     i = rng.randint(0, len(data))
     return (
         data[:i] + rng.choice((b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80")) + data[i:]
@@ -291,6 +307,7 @@ def reorder_columns(data: bytes, rng: random.Random) -> bytes:
 
 
 def blank_lines(data: bytes, rng: random.Random) -> bytes:
+    """Insert one blank or whitespace-only line."""
     lines = _lines(data)
     lines.insert(rng.randint(0, len(lines)), rng.choice((b"\n", b"   \n", b"\r\n", b"\t\n")))
     if len(lines) > 1 and not lines[-2].endswith(b"\n"):
@@ -299,10 +316,12 @@ def blank_lines(data: bytes, rng: random.Random) -> bytes:
 
 
 def empty_file(data: bytes, rng: random.Random) -> bytes:
+    """An empty file, or one holding only a line end or a byte-order mark."""
     return rng.choice((b"", b"\n", b"\xef\xbb\xbf", b"\r\n"))
 
 
 def header_only(data: bytes, rng: random.Random) -> bytes:
+    """Keep the first line only: a header with no records."""
     lines = _lines(data)
     return lines[0] if lines else data
 

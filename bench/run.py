@@ -45,6 +45,8 @@ def run_case(name: str) -> dict[str, object]:
 
 
 def main(names: list[str]) -> None:
+    """Run the named cases (all when none), write ``results.json`` and print the
+    Markdown table."""
     OUT.mkdir(parents=True, exist_ok=True)
     selected = names or list(CASES)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

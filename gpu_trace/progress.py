@@ -31,6 +31,8 @@ Update = Callable[[int, int | None, str], None]
 
 
 def quiet() -> bool:
+    """Whether ``$GPU_TRACE_QUIET`` asks for silence (the environment, so the
+    processes a command starts are quiet too)."""
     return os.environ.get(QUIET_ENV, "").strip() not in ("", "0")
 
 

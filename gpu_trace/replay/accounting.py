@@ -54,12 +54,11 @@ def resolve_faults(store: Path | None, config: ReplayConfig) -> ReplayConfig:
         ).collect()
         model = fl.from_trace(summary, values.get("mttr"))
         d = model.as_dict()
-        print(
+        sys.stderr.write(
             f"faults from trace: {int(d['node_failures'])} node failures "
             f"({int(d['node_fail_jobs'])} node_fail jobs + {int(d['device_events'])} "
             f"XID/ECC/lost-GPU events) over {d['node_hours']:.1f} node-hours: "
-            f"MTBF {model.mtbf_s / 3600:.1f} h per node, MTTR {model.mttr_s / 3600:.2f} h",
-            file=sys.stderr,
+            f"MTBF {model.mtbf_s / 3600:.1f} h per node, MTTR {model.mttr_s / 3600:.2f} h\n"
         )
     else:
         mtbf = values.get("mtbf", float("inf"))

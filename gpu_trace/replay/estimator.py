@@ -37,6 +37,7 @@ class Accuracy:
     within_100: float
 
     def as_dict(self) -> dict[str, object]:
+        """The figures as plain JSON, for the run's ``config.resolved.json``."""
         return asdict(self)
 
 

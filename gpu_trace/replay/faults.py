@@ -50,6 +50,8 @@ class FaultModel:
     """Scripted failures (time s, node): no random draws, repairs after exactly mttr."""
 
     def as_dict(self) -> dict[str, Any]:
+        """The model as plain JSON (rates, origin, what a derived one came from, the
+        script): saved in the config's ``fault_model`` so a rerun uses the same one."""
         out: dict[str, Any] = {
             "mtbf_s": self.mtbf_s,
             "mttr_s": self.mttr_s,
@@ -305,6 +307,8 @@ class Faults:
         )
 
     def describe(self) -> str:
+        """The model and the checkpoint / retry / restore settings as one JSON string
+        (``replay_runs.fault_model_json``)."""
         return json.dumps(
             {
                 **self.model.as_dict(),

@@ -58,6 +58,9 @@ PHILLY_PUBLISHED = {"fifo": 86072.0, "sjf": 34272.0, "srtf": 30683.0, "qssf": 37
 
 @dataclass(frozen=True)
 class Row:
+    """One line of the fidelity table: our figure for a policy next to the published
+    one, with the tolerance it is judged by and the verdict."""
+
     check: str
     policy: str
     ours: float | None

@@ -26,6 +26,9 @@ from gpu_trace.replay.faults import parse_duration
 
 @dataclass(frozen=True)
 class PowerOffConfig:
+    """``--power-off`` as parsed: idle time before a node goes off, boot time, idle
+    nodes kept on, and the check period (None = ``min(60 s, idle_s / 2)``, at least 1 s)."""
+
     idle_s: float
     boot_s: float
     reserve: int = 0

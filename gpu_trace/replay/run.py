@@ -99,6 +99,8 @@ class ReplayConfig:
         return xp.label(self.scheduler, self.oracle or self.estimator == "oracle")
 
     def resolved_run_id(self) -> str:
+        """The given run id, else ``<policy>-<placement>-<hash of the config>``: the
+        same config always gets the same id (a sweep's resume relies on it)."""
         if self.run_id:
             return self.run_id
         blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str).encode()

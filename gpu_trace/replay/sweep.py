@@ -98,6 +98,9 @@ def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
 
 @dataclass(frozen=True)
 class PlannedRun:
+    """One point of the grid as a run: its stable id, the grid values it was made from
+    (for the manifest) and the replay config they resolve to."""
+
     run_id: str
     point: dict[str, Any]
     config: ReplayConfig
@@ -121,6 +124,9 @@ class Event:
 
 @dataclass
 class SweepSummary:
+    """What a sweep did, for the closing line and the CLI's exit code: runs planned,
+    skipped as already done, ran, failed (with the error), and the backend's timings."""
+
     total: int
     already_done: int
     ran: int = 0
@@ -132,6 +138,7 @@ class SweepSummary:
     run_wall_s: list[float] = field(default_factory=list)
 
     def line(self) -> str:
+        """The one-line summary the CLI prints at the end (counts, backend, timings)."""
         runs = sum(self.run_wall_s)
         per = f", {runs / len(self.run_wall_s):.2f} s per run" if self.run_wall_s else ""
         start = f", start-up {self.startup_s:.1f} s" if self.backend != "in-process" else ""
@@ -173,6 +180,8 @@ def _atomic_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
+    """The sweep folder's ``sweep.json``, checked to be a manifest of this version: a
+    :class:`SweepError` naming the file when it is missing, unreadable or foreign."""
     path = out / MANIFEST
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -186,7 +195,7 @@ def read_manifest(out: Path) -> dict[str, Any]:
 
 
 def read_markers(out: Path) -> dict[str, dict[str, Any]]:
-    """run id -> marker, for every readable marker (a torn one is treated as absent)."""
+    """Run id -> marker, for every readable marker (a torn one is treated as absent)."""
     found: dict[str, dict[str, Any]] = {}
     folder = out / MARKERS
     if not folder.is_dir():
@@ -261,6 +270,38 @@ def _mark(out: Path, run_id: str, data: dict[str, Any]) -> None:
     _atomic_json(out / MARKERS / f"{run_id}.json", {"run_id": run_id, **data})
 
 
+def _backend(
+    jobs: pl.DataFrame,
+    specs: dict[str, ClusterSpec],
+    todo: list[PlannedRun],
+    workers: int | None,
+    address: str | None,
+    summary: SweepSummary,
+) -> Iterator[Batch]:
+    """The batches of results for ``todo``: none when nothing is left, in this process
+    for ``workers=1`` without ``address``, else from Ray."""
+    if not todo:
+        return iter(())
+    if address is None and (workers or 0) == 1:
+        return _in_process(jobs, specs, todo)
+    return _on_ray(jobs, specs, todo, workers, address, summary)
+
+
+def _record(
+    out: Path, run_id: str, o: RunOutput | str, summary: SweepSummary, done: int, total: int
+) -> Event:
+    """Count one finished run in ``summary``, write its done/failed marker, and the
+    progress event that reports it."""
+    if isinstance(o, RunOutput):
+        summary.ran += 1
+        summary.run_wall_s.append(o.wall_s)
+        _mark(out, run_id, {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host})
+        return Event(run_id, "done", done, total, o.wall_s)
+    summary.failed.append((run_id, o))
+    _mark(out, run_id, {"status": "failed", "error": o})
+    return Event(run_id, "failed", done, total, error=o)
+
+
 def run_sweep(
     store: Path,
     spec: SweepSpec,
@@ -283,13 +324,7 @@ def run_sweep(
     specs = {c: resolve_cluster(c, store, spec.source) for c in clusters}  # before any write
     todo, manifest = _prepare(store, spec, runs, out, resume, jobs)
     summary = SweepSummary(total=len(runs), already_done=len(runs) - len(todo))
-    in_process = address is None and (workers or 0) == 1
-    if not todo:
-        results: Iterator[Batch] = iter(())
-    elif in_process:
-        results = _in_process(jobs, specs, todo)
-    else:
-        results = _on_ray(jobs, specs, todo, workers, address, summary)
+    results = _backend(jobs, specs, todo, workers, address, summary)
     done = summary.already_done
     if on_event:
         on_event(Event("", "start", done, len(runs)))
@@ -302,19 +337,7 @@ def run_sweep(
             write_outputs(store, [o for _, o in batch if isinstance(o, RunOutput)])
             for planned, o in batch:
                 done += 1
-                if isinstance(o, RunOutput):
-                    summary.ran += 1
-                    summary.run_wall_s.append(o.wall_s)
-                    _mark(
-                        out,
-                        planned.run_id,
-                        {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host},
-                    )
-                    event = Event(planned.run_id, "done", done, len(runs), o.wall_s)
-                else:
-                    summary.failed.append((planned.run_id, o))
-                    _mark(out, planned.run_id, {"status": "failed", "error": o})
-                    event = Event(planned.run_id, "failed", done, len(runs), error=o)
+                event = _record(out, planned.run_id, o, summary, done, len(runs))
                 if on_event:
                     on_event(event)
     finally:

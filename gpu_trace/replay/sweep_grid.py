@@ -61,6 +61,7 @@ class SweepSpec:
     """Where the spec came from (a file name), for error messages."""
 
     def to_json(self) -> dict[str, Any]:
+        """The spec as plain JSON for the sweep manifest (``--resume`` re-parses it)."""
         return {
             "source": self.source,
             "name": self.name,
@@ -174,30 +175,44 @@ def expand_range(text: str, hint: Any, where: str) -> list[Any]:
     kinds, _ = _base_types(hint)
     numeric = float in kinds or int in kinds
     if numeric and text.count(":") == 2:
-        a, b, step = (_decimal(x, where) for x in text.split(":"))
-        if step <= 0:
-            raise SweepSpecError(f"{where}: range {text!r} needs a step > 0")
-        if b < a:
-            raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
-        count = int((b - a) / step) + 1
-        if count > MAX_VALUES:
-            raise SweepSpecError(
-                f"{where}: range {text!r} has {count:,} values (max {MAX_VALUES:,})"
-            )
-        values = [a + i * step for i in range(count)]
-        if float not in kinds:
-            if any(v != v.to_integral_value() for v in values):
-                raise SweepSpecError(f"{where}: range {text!r} is not all integers")
-            return [int(v) for v in values]
-        return [float(v) for v in values]
+        return _step_range(text, kinds, where)
     m = _INT_RANGE.match(text)
     if numeric and m:
-        lo, hi = int(m.group(1)), int(m.group(2))
-        if hi < lo:
-            raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
-        if hi - lo + 1 > MAX_VALUES:
-            raise SweepSpecError(f"{where}: range {text!r} has {hi - lo + 1:,} values")
-        return [float(v) if float in kinds else v for v in range(lo, hi + 1)]
+        return _int_range(text, int(m.group(1)), int(m.group(2)), kinds, where)
+    return _listed(text, kinds, numeric, where)
+
+
+def _step_range(text: str, kinds: list[type], where: str) -> list[Any]:
+    """``a:b:step`` in decimal arithmetic, ends included, as floats or (all whole)
+    ints by the field's type."""
+    a, b, step = (_decimal(x, where) for x in text.split(":"))
+    if step <= 0:
+        raise SweepSpecError(f"{where}: range {text!r} needs a step > 0")
+    if b < a:
+        raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
+    count = int((b - a) / step) + 1
+    if count > MAX_VALUES:
+        raise SweepSpecError(f"{where}: range {text!r} has {count:,} values (max {MAX_VALUES:,})")
+    values = [a + i * step for i in range(count)]
+    if float not in kinds:
+        if any(v != v.to_integral_value() for v in values):
+            raise SweepSpecError(f"{where}: range {text!r} is not all integers")
+        return [int(v) for v in values]
+    return [float(v) for v in values]
+
+
+def _int_range(text: str, lo: int, hi: int, kinds: list[type], where: str) -> list[Any]:
+    """``lo-hi`` inclusive, as floats when the field is a float."""
+    if hi < lo:
+        raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
+    if hi - lo + 1 > MAX_VALUES:
+        raise SweepSpecError(f"{where}: range {text!r} has {hi - lo + 1:,} values")
+    return [float(v) if float in kinds else v for v in range(lo, hi + 1)]
+
+
+def _listed(text: str, kinds: list[type], numeric: bool, where: str) -> list[Any]:
+    """``x,y,z``: numbers for a numeric field, booleans for a bool-only one (an
+    unrecognised word is kept for :func:`_coerce` to refuse), else the strings."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
         raise SweepSpecError(f"{where}: no values")
@@ -230,17 +245,7 @@ def _check_name(key: str, where: str, known: dict[str, Any]) -> None:
 def parse(data: dict[str, Any], origin: str) -> SweepSpec:
     """A :class:`SweepSpec` from a TOML document's (or the flags') dict; ``origin``
     (the file name, or ``command line``) starts every error message."""
-    for key in data:
-        if key not in TOP_KEYS:
-            raise SweepSpecError(
-                f"{origin}: unknown key {key!r}" + _did_you_mean(key, list(TOP_KEYS))
-            )
-    source = data.get("source")
-    if not isinstance(source, str) or not source:
-        raise SweepSpecError(f"{origin}: `source` (the replayed source, e.g. openb) is required")
-    name = data.get("name", "sweep")
-    if not isinstance(name, str):
-        raise SweepSpecError(f"{origin}: name: {name!r} is not a string")
+    source, name = _top_level(data, origin)
     known = _fields()
     fixed: dict[str, Any] = {}
     axes: dict[str, tuple[Any, ...]] = {}
@@ -253,26 +258,54 @@ def parse(data: dict[str, Any], origin: str) -> SweepSpec:
             _check_name(key, where, known)
             hint = known[key]
             if section == "fixed":
-                if isinstance(value, str) and str not in _base_types(hint)[0]:
-                    parsed = expand_range(value, hint, where)
-                    if len(parsed) != 1:
-                        raise SweepSpecError(f"{where}: a fixed field takes one value")
-                    value = parsed[0]
-                fixed[key] = _coerce(value, hint, where)
+                fixed[key] = _fixed_value(value, hint, where)
                 continue
             if key in fixed:
                 raise SweepSpecError(f"{where}: {key} is both fixed and swept")
-            raw = expand_range(value, hint, where) if isinstance(value, str) else value
-            if not isinstance(raw, list):
-                raw = [raw]
-            if not raw:
-                raise SweepSpecError(f"{where}: no values")
-            values = tuple(_coerce(v, hint, where) for v in raw)
-            seen = [v for i, v in enumerate(values) if v in values[:i]]
-            if seen:
-                raise SweepSpecError(f"{where}: {seen[0]!r} is listed twice")
-            axes[key] = values
+            axes[key] = _axis_values(value, hint, where)
     return SweepSpec(source=source, fixed=fixed, axes=axes, name=name, origin=origin)
+
+
+def _top_level(data: dict[str, Any], origin: str) -> tuple[str, str]:
+    """(source, name) of the document, after refusing any unknown top-level key."""
+    for key in data:
+        if key not in TOP_KEYS:
+            raise SweepSpecError(
+                f"{origin}: unknown key {key!r}" + _did_you_mean(key, list(TOP_KEYS))
+            )
+    source = data.get("source")
+    if not isinstance(source, str) or not source:
+        raise SweepSpecError(f"{origin}: `source` (the replayed source, e.g. openb) is required")
+    name = data.get("name", "sweep")
+    if not isinstance(name, str):
+        raise SweepSpecError(f"{origin}: name: {name!r} is not a string")
+    return source, name
+
+
+def _fixed_value(value: Any, hint: Any, where: str) -> Any:
+    """A ``[fixed]`` value as the field's type; text for a non-text field goes through
+    :func:`expand_range` and must give exactly one value."""
+    if isinstance(value, str) and str not in _base_types(hint)[0]:
+        parsed = expand_range(value, hint, where)
+        if len(parsed) != 1:
+            raise SweepSpecError(f"{where}: a fixed field takes one value")
+        value = parsed[0]
+    return _coerce(value, hint, where)
+
+
+def _axis_values(value: Any, hint: Any, where: str) -> tuple[Any, ...]:
+    """A ``[grid]`` axis: a range/list string, a list or one value, as the field's
+    type; empty or repeated values are refused (they would duplicate runs)."""
+    raw = expand_range(value, hint, where) if isinstance(value, str) else value
+    if not isinstance(raw, list):
+        raw = [raw]
+    if not raw:
+        raise SweepSpecError(f"{where}: no values")
+    values = tuple(_coerce(v, hint, where) for v in raw)
+    seen = [v for i, v in enumerate(values) if v in values[:i]]
+    if seen:
+        raise SweepSpecError(f"{where}: {seen[0]!r} is listed twice")
+    return values
 
 
 def load(path: Path) -> SweepSpec:

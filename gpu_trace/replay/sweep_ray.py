@@ -59,6 +59,10 @@ reruns them)."""
 
 @dataclass
 class RaySession:
+    """A connected Ray (the module), the worker count that sizes the in-flight window,
+    and whether this sweep started Ray itself (then :meth:`close` shuts it down; a
+    cluster given by ``--address`` is left running)."""
+
     ray: Any
     workers: int
     owned: bool
@@ -67,6 +71,9 @@ class RaySession:
     def run(
         self, jobs: pl.DataFrame, specs: dict[str, ClusterSpec], todo: list[PlannedRun]
     ) -> Iterator[Batch]:
+        """Run ``todo`` as Ray tasks, at most 2 x workers in flight, and yield the
+        finished runs in batches, one per commit interval (the driver commits each
+        batch before asking for the next)."""
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(sweep_run)
         jobs_ref = ray.put(jobs)
@@ -118,6 +125,7 @@ class RaySession:
         return out
 
     def close(self) -> None:
+        """Shut Ray down if this sweep started it."""
         if self.owned and self.ray.is_initialized():
             self.ray.shutdown()
 

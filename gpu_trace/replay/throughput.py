@@ -48,6 +48,8 @@ class ThroughputTable:
     default: float = 1.0
 
     def speed(self, job_class: str, gpu_type: str) -> float:
+        """The speed of the first rule matching class and model (``*`` matches any
+        model), else the default: file order is the priority order."""
         for pat, model, value in self.rules:
             if (model == gpu_type or model == "*") and fnmatch.fnmatchcase(job_class, pat):
                 return value
@@ -74,43 +76,52 @@ def load(path: Path) -> ThroughputTable:
     if not path.exists():
         raise InputError(path, "throughput table does not exist")
     suffix = path.suffix.lower()
-    rules: list[tuple[str, str, float]] = []
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-        if not rows or [h.strip() for h in rows[0]] != ["job_class", "gpu_type", "throughput"]:
-            raise InputError(path, "header must be job_class,gpu_type,throughput", "line 1")
-        for i, r in enumerate(rows[1:], 2):
-            if not r:
-                continue
-            try:
-                value = float(r[2])
-                if not value > 0:
-                    raise ValueError
-                rules.append((r[0].strip(), r[1].strip(), value))
-            except (ValueError, IndexError):
-                raise InputError(
-                    path, "throughput must be a positive number", f"line {i}"
-                ) from None
-        return ThroughputTable(tuple(rules))
+        return _load_csv(path)
     if suffix == ".toml":
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(path, f"not valid TOML: {exc}") from None
-        try:
-            default = float(doc.get("default", 1.0))
-            for cls, models in dict(doc.get("throughput", {})).items():
-                for model, value in dict(models).items():
-                    v = float(value)
-                    if not v > 0:
-                        raise ValueError
-                    rules.append((str(cls), str(model), v))
-        except (TypeError, ValueError):
-            raise InputError(
-                path, "throughput values must be positive numbers", "[throughput]"
-            ) from None
-        if not default > 0:
-            raise InputError(path, "default must be positive", "default")
-        return ThroughputTable(tuple(rules), default)
+        return _load_toml(path)
     raise InputError(path, "throughput tables are .csv or .toml")
+
+
+def _load_csv(path: Path) -> ThroughputTable:
+    """The CSV form: one rule per non-blank row; a bad speed names its line."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows or [h.strip() for h in rows[0]] != ["job_class", "gpu_type", "throughput"]:
+        raise InputError(path, "header must be job_class,gpu_type,throughput", "line 1")
+    rules: list[tuple[str, str, float]] = []
+    for i, r in enumerate(rows[1:], 2):
+        if not r:
+            continue
+        try:
+            value = float(r[2])
+            if not value > 0:
+                raise ValueError
+            rules.append((r[0].strip(), r[1].strip(), value))
+        except (ValueError, IndexError):
+            raise InputError(path, "throughput must be a positive number", f"line {i}") from None
+    return ThroughputTable(tuple(rules))
+
+
+def _load_toml(path: Path) -> ThroughputTable:
+    """The TOML form: ``default`` and a ``[throughput."<class>"]`` table per pattern."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(path, f"not valid TOML: {exc}") from None
+    rules: list[tuple[str, str, float]] = []
+    try:
+        default = float(doc.get("default", 1.0))
+        for cls, models in dict(doc.get("throughput", {})).items():
+            for model, value in dict(models).items():
+                v = float(value)
+                if not v > 0:
+                    raise ValueError
+                rules.append((str(cls), str(model), v))
+    except (TypeError, ValueError):
+        raise InputError(
+            path, "throughput values must be positive numbers", "[throughput]"
+        ) from None
+    if not default > 0:
+        raise InputError(path, "default must be positive", "default")
+    return ThroughputTable(tuple(rules), default)

@@ -85,6 +85,7 @@ class Workload:
 
     @property
     def n(self) -> int:
+        """The number of jobs replayed."""
         return int(self.arrival_s.shape[0])
 
     @classmethod

@@ -27,6 +27,8 @@ def vega_bundle() -> str:
 
 
 def esc(value: object) -> str:
+    """HTML-escape text and attribute values (None as empty): every trace-supplied
+    string goes through it before reaching a page."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
@@ -60,6 +62,9 @@ def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
 
 @dataclass
 class Section:
+    """One ``<section>`` of a report page: its heading, its HTML and the charts drawn
+    below it."""
+
     title: str
     html: str = ""
     charts: list[alt.TopLevelMixin] = field(default_factory=list)

@@ -27,6 +27,8 @@ class Column:
     nullable: bool = True
 
     def to_field(self) -> pa.Field:
+        """The column as an Arrow field, description and unit in its metadata (so a
+        Parquet file documents itself)."""
         meta = {b"description": self.description.encode()}
         if self.unit:
             meta[b"unit"] = self.unit.encode()
@@ -47,6 +49,8 @@ class Table:
 
     @property
     def schema(self) -> pa.Schema:
+        """The table's Arrow schema, tagged with the table name and schema version
+        (how the store tells a file written under an older schema)."""
         return pa.schema(
             [c.to_field() for c in self.columns],
             metadata={
@@ -57,9 +61,11 @@ class Table:
 
     @property
     def column_names(self) -> list[str]:
+        """The column names in canonical order."""
         return [c.name for c in self.columns]
 
     def column(self, name: str) -> Column:
+        """The column called ``name`` (KeyError if the table has none)."""
         for c in self.columns:
             if c.name == name:
                 return c

@@ -93,8 +93,9 @@ def kv_metadata(table: Table, **extra: str | None) -> dict[str, str]:
 
 
 def empty_table(table: Table) -> pa.Table:
-    """A zero-row Arrow table with the canonical schema. (``Schema.empty_table`` would
-    import pandas, which costs most of a second on every ingest.)"""
+    """A zero-row Arrow table with the canonical schema, built from no batches:
+    ``Schema.empty_table`` would import pandas, which costs most of a second on every
+    ingest."""
     return pa.Table.from_batches([], schema=table.schema)
 
 

@@ -35,6 +35,10 @@ from gpu_trace.synth.common import choice, diurnal_arrivals, lognormal_seconds
 
 @dataclass(frozen=True)
 class Spec:
+    """One cluster's calibration: job count, GPU-job share, run / queue time (median,
+    mean) and final-state shares, the time span, the UTC offset its times are written
+    in, workload classes and node count."""
+
     name: str
     jobs: int
     gpu_share: float

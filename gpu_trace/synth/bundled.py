@@ -50,6 +50,9 @@ KEEP: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class SyntheticFile:
+    """One entry of ``bundled.toml``: a bundled synthetic file, its checksum and the
+    command that made it."""
+
     family: str
     path: str
     sha256: str
@@ -57,10 +60,12 @@ class SyntheticFile:
 
 
 def command(family: str) -> str:
+    """The ``gpu-trace synth`` command line that regenerates ``family``'s sample."""
     return f"gpu-trace synth {family} --jobs {JOBS} --seed {SEED}"
 
 
 def sha256(path: Path) -> str:
+    """The file's sha256 (hex), read in 1 MiB chunks: what ingests record per input."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -110,4 +115,4 @@ def regenerate(repo: Path) -> list[Path]:
 
 if __name__ == "__main__":  # pragma: no cover - maintenance entry point
     for p in regenerate(Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()):
-        print(p)
+        sys.stdout.write(f"{p}\n")

@@ -15,6 +15,9 @@ from typing import Any
 
 
 class NVMLError(Exception):
+    """The base of the fake's errors, as ``pynvml.NVMLError``: ``value`` is the NVML
+    return code and ``str()`` the short name (``GpuIsLost``) that logs show."""
+
     value = 999
 
     def __str__(self) -> str:
@@ -42,9 +45,11 @@ class Clock:
         self.now = start
 
     def __call__(self) -> float:
+        """The fake time now (the sampler's ``clock``)."""
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        """Advance the fake time instead of waiting (the sampler's ``sleep``)."""
         self.now += seconds
 
 
@@ -130,6 +135,8 @@ class FakeNvml:
 
     # -- API -----------------------------------------------------------------------------
     def nvmlInit(self) -> None:
+        """Fails with no driver or during a reload; the first init after a reload
+        restarts the energy counters, as a real driver reload does."""
         if self.no_driver:
             raise NVMLError_LibraryNotFound()
         if self._reloading():
@@ -141,70 +148,87 @@ class FakeNvml:
         self.inits += 1
 
     def nvmlShutdown(self) -> None:
+        """Every call fails as uninitialised until the next :meth:`nvmlInit`."""
         self.initialised = False
 
     def nvmlDeviceGetCount(self) -> int:
+        """The GPUs not yet lost (a lost GPU drops out of the count)."""
         self._check()
         return sum(
             1 for g in self.gpus if g.lost_at is None or self.clock.now < self.t0 + g.lost_at
         )
 
     def nvmlDeviceGetHandleByIndex(self, i: int) -> _Handle:
+        """The handle of the ``i``-th GPU still present."""
         self._check()
         alive = [g for g in self.gpus if g.lost_at is None or self.clock.now < self.t0 + g.lost_at]
         return _Handle(alive[i])
 
     def nvmlDeviceGetUUID(self, h: _Handle) -> str:
+        """The GPU's UUID, or a ``MIG-...-<gi>-<ci>`` one for a MIG instance."""
         self._check(h)
         return h.gpu.uuid if h.mig is None else f"MIG-{h.gpu.uuid[4:]}-{h.mig[0]}-{h.mig[1]}"
 
     def nvmlDeviceGetMigMode(self, h: _Handle) -> list[int]:
+        """(current, pending): enabled when the script gives the GPU MIG instances."""
         self._check(h, "mig")
         return [1, 1] if h.gpu.mig else [0, 0]
 
     def nvmlDeviceGetMaxMigDeviceCount(self, h: _Handle) -> int:
+        """7, as on an A100/H100; slots past the scripted instances are not found."""
         self._check(h)
         return 7
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, h: _Handle, i: int) -> _Handle:
+        """The handle of MIG slot ``i``; ``NotFound`` for an empty slot."""
         self._check(h)
         if i >= len(h.gpu.mig):
             raise NVMLError_NotFound()
         return _Handle(h.gpu, h.gpu.mig[i])
 
     def nvmlDeviceGetGpuInstanceId(self, h: _Handle) -> int:
+        """The MIG instance's GPU instance id (the ``gi`` of ``gi/ci``)."""
         assert h.mig is not None
         return h.mig[0]
 
     def nvmlDeviceGetComputeInstanceId(self, h: _Handle) -> int:
+        """The MIG instance's compute instance id (the ``ci`` of ``gi/ci``)."""
         assert h.mig is not None
         return h.mig[1]
 
     def nvmlDeviceGetUtilizationRates(self, h: _Handle) -> Any:
+        """GPU and memory utilization (memory = GPU / 5); not supported on MIG."""
         self._check(h, "utilization")
         return SimpleNamespace(gpu=h.gpu.util, memory=h.gpu.util // 5)
 
     def nvmlDeviceGetMemoryInfo(self, h: _Handle) -> Any:
+        """Used / free / total bytes; a MIG instance sees a seventh of the GPU's."""
         self._check(h, "memory")
         share = 1 if h.mig is None else 7
         used, total = h.gpu.mem_used // share, h.gpu.mem_total // share
         return SimpleNamespace(used=used, free=total - used, total=total)
 
     def nvmlDeviceGetPowerUsage(self, h: _Handle) -> int:
+        """Power draw in milliwatts, as NVML reports it; not supported on MIG."""
         self._check(h, "power")
         if h.mig is not None:
             raise NVMLError_NotSupported()
         return h.gpu.power_mw
 
     def nvmlDeviceGetTemperature(self, h: _Handle, sensor: int) -> int:
+        """The GPU temperature in degrees C (any sensor)."""
         self._check(h, "temperature")
         return h.gpu.temp
 
     def nvmlDeviceGetClockInfo(self, h: _Handle, clock: int) -> int:
+        """The SM clock (``clock`` 1) or the memory clock (otherwise), in MHz."""
         self._check(h, "clock")
         return h.gpu.sm_clock if clock == 1 else h.gpu.mem_clock
 
     def nvmlDeviceGetFieldValues(self, h: _Handle, ids: list[int]) -> list[Any]:
+        """Field 82 (memory temperature) and 83 (total energy, mJ, growing with the
+        fake time since the last reset), each with its own return code as NVML gives
+        it: a field the GPU lacks (or energy on MIG) fails alone, not the call."""
         self._check(h, "field_values")
         out = []
         for fid in ids:
@@ -222,6 +246,7 @@ class FakeNvml:
         return out
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: _Handle) -> list[Any]:
+        """The scripted (pid, GPU memory or None) processes; none on a MIG instance."""
         self._check(h, "processes")
         if h.mig is not None:
             return []

@@ -78,6 +78,9 @@ def load_nvml() -> Any:
 
 @dataclass
 class Device:
+    """One sampled GPU or MIG instance: its NVML handle, the physical GPU's index,
+    its own UUID and, for a MIG instance, ``"<gpu instance>/<compute instance>"``."""
+
     handle: Any
     index: int
     uuid: str
@@ -158,6 +161,8 @@ class Sampler:
         self.discover()
 
     def discover(self) -> None:
+        """List the GPUs and, on a GPU in MIG mode, its MIG instances (sampled as
+        devices of their own); run at start and after every driver re-init."""
         n = self.nvml
         devices: list[Device] = []
         for i in range(n.nvmlDeviceGetCount()):
@@ -232,6 +237,16 @@ class Sampler:
         )
 
     def sample_device(self, now: dt.datetime, dev: Device) -> None:
+        """One tick's reads of one device (or MIG instance): the basic counters, the
+        field values (memory temperature, energy) and, if wanted, its processes; a read
+        the device does not support is remembered and skipped from then on."""
+        self._sample_counters(now, dev)
+        self._sample_fields(now, dev)
+        if self.processes:
+            self._sample_processes(now, dev)
+
+    def _sample_counters(self, now: dt.datetime, dev: Device) -> None:
+        """Utilization, memory, power, temperature and clocks."""
         n, h = self.nvml, dev.handle
         util = self._call(dev, "utilization", lambda: n.nvmlDeviceGetUtilizationRates(h))
         if util is not None:
@@ -253,6 +268,11 @@ class Sampler:
         self._emit(now, dev, "sm_clock_mhz", sm, "nvmlDeviceGetClockInfo(SM)")
         mc = self._call(dev, "mem_clock", lambda: n.nvmlDeviceGetClockInfo(h, 2))
         self._emit(now, dev, "mem_clock_mhz", mc, "nvmlDeviceGetClockInfo(MEM)")
+
+    def _sample_fields(self, now: dt.datetime, dev: Device) -> None:
+        """Memory temperature and the energy counter (a drop is an ``energy_reset``
+        event); a field a device answers with an error is not asked again."""
+        n, h = self.nvml, dev.handle
         fvs = self._call(
             dev,
             "field_values",
@@ -280,20 +300,23 @@ class Sampler:
                     )
                 self.energy[dev.uuid] = value
                 self._emit(now, dev, "energy_mj", value, "NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
-        if self.processes:
-            procs = self._call(dev, "processes", lambda: n.nvmlDeviceGetComputeRunningProcesses(h))
-            for p in procs or ():
-                used = getattr(p, "usedGpuMemory", None)
-                self.procs.add(
-                    time=now,
-                    host=self.host,
-                    gpu_index=dev.index,
-                    gpu_uuid=dev.uuid,
-                    mig_instance=dev.mig,
-                    pid=int(p.pid),
-                    process_type="C",
-                    used_mem_bytes=None if used is None else int(used),
-                )
+
+    def _sample_processes(self, now: dt.datetime, dev: Device) -> None:
+        """The compute processes on the device and the GPU memory each holds."""
+        n, h = self.nvml, dev.handle
+        procs = self._call(dev, "processes", lambda: n.nvmlDeviceGetComputeRunningProcesses(h))
+        for p in procs or ():
+            used = getattr(p, "usedGpuMemory", None)
+            self.procs.add(
+                time=now,
+                host=self.host,
+                gpu_index=dev.index,
+                gpu_uuid=dev.uuid,
+                mig_instance=dev.mig,
+                pid=int(p.pid),
+                process_type="C",
+                used_mem_bytes=None if used is None else int(used),
+            )
 
     def tick(self) -> None:
         """Sample every device once."""
@@ -330,6 +353,8 @@ class Sampler:
                 delay = min(delay * 2, self.max_backoff_s)
 
     def flush(self) -> str | None:
+        """Write the buffered samples, events and processes to the store in one
+        transaction; the dataset name written, None when there was nothing."""
         return self.writer.flush([self.samples, self.events, self.procs])
 
     def run(self, duration_s: float | None) -> None:

@@ -91,6 +91,8 @@ def unix(ms: int) -> str:
 
 
 def iso(ms: int) -> str:
+    """Milliseconds as ISO-8601 UTC with milliseconds (``...T00:00:00.000Z``), for
+    error messages and chunk descriptions."""
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
@@ -115,6 +117,7 @@ class Window:
 
     @property
     def points(self) -> int:
+        """How many evaluation times the window has (both ends included)."""
         return (self.end_ms - self.start_ms) // self.step_ms + 1
 
     def chunks(self, max_points: int) -> list[tuple[int, int]]:
@@ -272,11 +275,15 @@ def discover(client: PromClient, window: Window) -> list[str]:
 
 
 def selector(name: str, matchers: str | None) -> str:
+    """The PromQL series selector: ``name`` or ``name{matchers}``."""
     return f"{name}{{{matchers}}}" if matchers else name
 
 
 @dataclass
 class PullResult:
+    """What a pull wrote: the file, the families asked for, HTTP requests made,
+    chunks per family, and the series and samples received."""
+
     file: Path
     families: list[str]
     requests: int

@@ -58,6 +58,9 @@ class ScrapeFailed(Exception):
 
 @dataclass
 class ScrapeResult:
+    """How one scrape went: stored or skipped, its sample and quarantined line counts,
+    and the line logged about it (empty for a clean scrape)."""
+
     ok: bool
     samples: int = 0
     quarantined: int = 0
@@ -120,11 +123,16 @@ def read_body(resp: http.client.HTTPResponse, max_bytes: int) -> bytes:
 
 
 def one_line(text: object) -> str:
+    """``text`` with every run of whitespace as one space: an untrusted reason phrase
+    or error message cannot break the one-line log."""
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
 @dataclass
 class Scraper:
+    """Scrapes one dcgm-exporter URL into a store (see the module docstring); the
+    clock, sleep and log are parameters so tests drive it without waiting."""
+
     url: str
     store: Path
     interval_s: float = 15.0
@@ -158,6 +166,7 @@ class Scraper:
 
     @property
     def failures(self) -> int:
+        """Scrapes that failed so far (the CLI's closing line and exit code)."""
         return sum(not r.ok for r in self.results)
 
     def budget_s(self) -> float:
@@ -213,6 +222,8 @@ class Scraper:
         return read_body(resp, self.max_body_bytes).decode("utf-8", errors="replace")
 
     def scrape_once(self) -> ScrapeResult:
+        """One scrape within its budget: fetched and buffered, or failed and skipped
+        with one log line; never raises for what the target sends."""
         when = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
         n = len(self.results) + 1
         budget = self.budget_s()
@@ -233,6 +244,8 @@ class Scraper:
         return res
 
     def ingest_text(self, text: str, when: dt.datetime, n: int) -> ScrapeResult:
+        """Parse one page stamped ``when`` and buffer its samples, events and
+        quarantined lines; a page with no sample line is a failed scrape (nothing kept)."""
         lines = text.splitlines()
         frame = pl.LazyFrame(
             {LINE: list(range(1, len(lines) + 1)), RAW: lines},
@@ -262,9 +275,11 @@ class Scraper:
         return ScrapeResult(True, samples.height, quarantine.height, msg)
 
     def dataset(self) -> str:
+        """The name of the next flush's dataset: target, start time, flush number."""
         return f"{self.target}-{self.start:%Y%m%dt%H%M%Sz}-{self.flushes:05d}"
 
     def flush(self) -> None:
+        """Write the buffered scrapes as one dataset in one store transaction."""
         if not self.frames:
             return
         dataset = self.dataset()

@@ -27,6 +27,8 @@ class Buffer:
     columns: dict[str, list[object]] = field(default_factory=dict)
 
     def add(self, **row: object) -> None:
+        """Append one row; a column seen for the first time is back-filled with
+        nulls, and a column a row leaves out gets a null."""
         n = len(next(iter(self.columns.values()), []))
         for k in row:
             self.columns.setdefault(k, [None] * n)
@@ -37,11 +39,13 @@ class Buffer:
         return len(next(iter(self.columns.values()), []))
 
     def frame(self) -> pl.DataFrame:
+        """The rows as a frame with the canonical table's types for the columns given."""
         schema = polars_schema(TABLES[self.table])
         data = dict(self.columns)
         return pl.DataFrame(data, schema={k: schema[k] for k in data}, strict=False)
 
     def clear(self) -> None:
+        """Drop the rows (after they were written)."""
         self.columns = {}
 
 
@@ -59,6 +63,7 @@ class FlushWriter:
     rows_written: int = 0
 
     def dataset(self) -> str:
+        """The next flush's dataset name: ``<host>-<start>-<flush number>``."""
         return f"{slug(self.host)}-{self.start:%Y%m%dt%H%M%Sz}-{self.flushes:05d}"
 
     def flush(self, buffers: list[Buffer]) -> str | None:

@@ -36,6 +36,7 @@ class Devices:
 
     @property
     def spec(self) -> ClusterSpec:
+        """The simulator cluster these devices amount to (the engine's bookkeeping)."""
         return parse_spec(self.cluster)
 
     def ids(self, parts: Sequence[tuple[int, int, int]]) -> list[int]:

@@ -181,12 +181,15 @@ class LiveEngine(Engine):
     # -- the seams the policies call ---------------------------------------------------
 
     def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+        """The engine's start, then launch the job's worker on its devices."""
         if not super().try_start(j, hold):
             return False
         self._launch(j)
         return True
 
     def preempt(self, j: int) -> None:
+        """The engine's preemption, then stop the job's worker (SIGTERM, SIGKILL after
+        the grace); the devices are free for the engine at once."""
         proc = self.procs.pop(j)
         super().preempt(j)
         self._terminate(proc, "preempted")
@@ -373,6 +376,7 @@ class LiveEngine(Engine):
                 proc.kill_at = INF
 
     def after_pass(self) -> None:
+        """Measure the pass (wakeup to now, spawns included) as scheduling overhead."""
         self.overhead_s.append(time.monotonic() - self._wake)
 
     def _shutdown(self) -> None:
@@ -402,6 +406,9 @@ class LiveEngine(Engine):
     # -- results -------------------------------------------------------------------------
 
     def attempts_frame(self) -> pl.DataFrame:
+        """One row per worker process (a preempted job has several): devices, trace
+        times, exit code, what ended it, and its wall-clock start/end in UTC; saved as
+        the run's ``attempts.parquet`` and joined with telemetry."""
         rows = [dataclasses.asdict(a) for a in self.attempts]
         schema = {
             "job_id": pl.String,
@@ -584,7 +591,7 @@ def run_live(
         try:
             telemetry = _Telemetry(nvml or load_nvml(), store, live.telemetry_interval_s)
         except NvmlUnavailable as exc:
-            print(f"warning: no telemetry: {exc}", file=sys.stderr)
+            sys.stderr.write(f"warning: no telemetry: {exc}\n")
     elif nvml is not None and store is not None:
         telemetry = _Telemetry(nvml, store, live.telemetry_interval_s)
     with (out_dir / "workers.log").open("ab") as log:

@@ -34,6 +34,9 @@ ENDED = ("finished", "failed")
 
 @dataclass
 class Validation:
+    """A validation's result: the live run, its simulated twin, the per-job
+    comparison (``replay_validation`` rows) and the summary error metrics."""
+
     run_id: str
     sim_run_id: str
     jobs: pl.DataFrame

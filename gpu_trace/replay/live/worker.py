@@ -138,6 +138,9 @@ def hold(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The worker process the live executor starts per attempt: hold its devices (a
+    duty cycle, emulated or on CUDA) until the deadline, or fail at the injected time;
+    SIGTERM is a preemption. The exit code is the outcome the executor reads."""
     p = argparse.ArgumentParser(prog="gpu_trace.replay.live.worker")
     p.add_argument("--job", required=True)
     p.add_argument("--backend", choices=("emulated", "cuda"), default="emulated")

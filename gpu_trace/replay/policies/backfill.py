@@ -26,6 +26,8 @@ from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 @dataclass(frozen=True)
 class BackfillConfig:
+    """Backfill's option: how far behind the head a pass looks (bounds its cost)."""
+
     depth: int = field(
         default=256,
         metadata={"help": "How many queued jobs behind the head may be tried per pass."},
@@ -45,6 +47,7 @@ class EasyBackfill(PolicyBase):
         """Estimated durations (fixed for the run; a tuple reads faster than numpy)."""
 
     def on_arrival(self, j: int) -> None:
+        """Queue the job in arrival order (the head is the oldest)."""
         self.queue.append(j)
 
     def _reservation(self, head: int) -> tuple[float, list[tuple[int, int, int]]] | None:
@@ -83,6 +86,8 @@ class EasyBackfill(PolicyBase):
         return shadow, found.hold
 
     def schedule(self) -> None:
+        """Start jobs in FIFO order while they fit; then reserve for the head and
+        backfill up to ``depth`` later jobs that do not delay that reservation."""
         e = self.e
         q = self.queue
         while q and e.try_start(q[0]):

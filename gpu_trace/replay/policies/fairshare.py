@@ -20,6 +20,8 @@ from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 @dataclass(frozen=True)
 class FairShareConfig:
+    """Fair share's option: the entity that shares (user or VC)."""
+
     by: str = field(default="user", metadata={"help": "Share between `user` or `vc`."})
 
 
@@ -42,6 +44,7 @@ class FairShare(PolicyBase):
                 self.weight[v] = max(q, 1) / 1000.0
 
     def on_arrival(self, j: int) -> None:
+        """Append the job to its entity's own FIFO line."""
         k = self.entity[j]
         line = self.lines.get(k)
         if line is None:
@@ -49,10 +52,14 @@ class FairShare(PolicyBase):
         line.append(j)
 
     def on_finish(self, j: int) -> None:
+        """Take the job's milli-GPUs off its entity's held total (its share drops)."""
         k = self.entity[j]
         self.held[k] -= self.e.ngpu[j] * self.e.milli[j]
 
     def schedule(self) -> None:
+        """Start the oldest job of the entity with the smallest dominant share, again
+        and again; an entity whose oldest job does not fit is out for this pass (ties:
+        the lower head job id)."""
         e = self.e
         blocked: set[int] = set()
         while True:

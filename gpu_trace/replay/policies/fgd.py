@@ -32,7 +32,7 @@ from gpu_trace.replay.policies.placement import PlacementBase
 
 @dataclass(frozen=True)
 class FgdConfig:
-    pass
+    """``fgd-gpu`` has no options: the task classes come from the workload."""
 
 
 def class_arrays(
@@ -85,6 +85,8 @@ class Fgd(PlacementBase):
         self.types = self.s.type_np
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The feasible node whose fragmentation grows least when it takes the task
+        (first such node on ties); a job wider than any node is gathered."""
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)

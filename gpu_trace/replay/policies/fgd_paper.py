@@ -65,12 +65,17 @@ SCORES_HELP = (
 
 @dataclass(frozen=True)
 class NoConfig:
+    """Options every paper policy has: how ties are broken and how scores are rounded."""
+
     ties: str = field(default="auto", metadata={"help": TIES_HELP})
     scores: str = field(default="auto", metadata={"help": SCORES_HELP})
 
 
 @dataclass(frozen=True)
 class BestFitConfig:
+    """BestFit's options: the shared tie and score rules, and whether a job no single
+    node can hold may be split (used by the single-resource ``best-fit``)."""
+
     split: bool = field(
         default=False,
         metadata={"help": "Split a job across nodes when no single node can hold it."},
@@ -81,6 +86,9 @@ class BestFitConfig:
 
 @dataclass(frozen=True)
 class FgdPaperConfig:
+    """FGD's options: the shared tie and score rules, and how the workload's typical
+    task classes (the ones fragmentation is measured against) are chosen."""
+
     ties: str = field(default="auto", metadata={"help": TIES_HELP})
     scores: str = field(
         default="auto",
@@ -213,6 +221,9 @@ class PaperBase(PlacementBase):
         return int(best[self.e.rng.integers(best.size)])
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The best-scored option among the feasible nodes (CPU-only, whole-GPU or
+        fractional task); a task wider than any node is gathered over several; None
+        when nothing fits."""
         s = self.s
         if ngpu == 0:
             cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
@@ -234,6 +245,8 @@ class PaperBase(PlacementBase):
         return s.whole_parts(int(cand[self.pick(cand, score1)]), ngpu)
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        """Score (lower is better) of a fractional task per feasible node and GPU,
+        shape (cand, G), ``inf`` where the GPU has no room or is not the option."""
         raise NotImplementedError
 
     def score_cpu(self, j: int, cand: I64) -> F64:
@@ -242,6 +255,7 @@ class PaperBase(PlacementBase):
         return np.zeros(cand.size)
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        """Score (lower is better) of a whole-GPU task on each feasible node."""
         raise NotImplementedError
 
 
@@ -421,12 +435,15 @@ class FgdPaper(PaperBase):
         return out
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        """Fragmentation growth of taking ``ngpu`` whole GPUs on each node."""
         return self._deltas(j, cand, ngpu, MILLI)
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        """Fragmentation growth of taking ``milli`` on each GPU of each node."""
         return self._deltas(j, cand, 1, milli)
 
     def score_cpu(self, j: int, cand: I64) -> F64:
+        """Fragmentation growth of the task's CPU alone (it can strand a node's GPUs)."""
         return self._deltas(j, cand, 0, MILLI)
 
 
@@ -456,9 +473,11 @@ class DotProduct(PaperBase):
         return out
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        """The dot product with ``ngpu`` whole GPUs requested."""
         return self._dot(j, cand, free, ngpu * MILLI)
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        """The node's dot product, on its tightest GPU with room only."""
         node = self._dot(j, cand, free, milli)
         pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
         out = np.full(free.shape, np.inf)
@@ -467,6 +486,7 @@ class DotProduct(PaperBase):
         return out
 
     def score_cpu(self, j: int, cand: I64) -> F64:
+        """The dot product of the CPU request alone."""
         free = np.maximum(self.s.free_np[cand].astype(np.int64), 0)
         return self._dot(j, cand, free, 0)
 
@@ -475,6 +495,8 @@ class GpuPacking(PaperBase):
     """Partly used GPUs first, then free GPUs of used nodes, then idle nodes."""
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        """The simulator's packing score, negated: a used node above an idle one, and
+        among idle nodes the one with fewest GPUs."""
         g = self.gpus_np[cand]
         whole = (free == MILLI).sum(axis=1)
         idle = whole == g
@@ -486,6 +508,8 @@ class GpuPacking(PaperBase):
         return out
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        """The packing score on the one GPU per node the rule picks: a partly used GPU
+        with room (least free first), else a free GPU, an idle node last."""
         g = self.gpus_np[cand]
         whole = (free == MILLI).sum(axis=1)
         idle = whole == g
@@ -564,13 +588,17 @@ class GpuClustering(PaperBase):
         return parts
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """Place as every paper policy does, and count the job on its node's class
+        tally (the tiers of later tasks depend on it)."""
         self._sync()
         return self._record(j, super().place(j, ngpu, milli, mask))
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        """The node's affinity tier, the fuller node first within a tier."""
         return self._tier(j, cand, free)
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        """The node's tier, on its tightest GPU with room only."""
         tier = self._tier(j, cand, free)
         pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
         out = np.full(free.shape, np.inf)
@@ -593,6 +621,8 @@ class PaperBestFit(PaperBase):
         self.max_gpu = float(self.gpus_np.max() * MILLI)
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The multi-resource BestFit, or the original ``best-fit`` when the cluster
+        models GPUs only (so GPU-only replays keep their results)."""
         if not self.s.multi_resource:
             return self.plain.place(j, ngpu, milli, mask)
         return super().place(j, ngpu, milli, mask)
@@ -614,13 +644,16 @@ class PaperBestFit(PaperBase):
         return score
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
+        """What is left on each node after taking ``ngpu`` whole GPUs."""
         return self._left(j, cand, free, ngpu * MILLI)
 
     def score_cpu(self, j: int, cand: I64) -> F64:
+        """What is left on each node after taking the CPU request only."""
         free = np.maximum(self.s.free_np[cand].astype(np.int64), 0)
         return self._left(j, cand, free, 0)
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
+        """What is left on each node, on its tightest GPU with room only."""
         left = self._left(j, cand, free, milli)
         pick = np.where(free >= milli, free, MILLI + 1).argmin(axis=1)
         out = np.full(free.shape, np.inf)
@@ -633,6 +666,7 @@ class PaperRandom(RandomFit):
     """``random``: a uniformly random feasible node (then GPU); CPU-only tasks too."""
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """A random feasible node for a CPU-only task (no GPU), else ``random``'s pick."""
         if ngpu == 0:
             cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
             if not cand.size:

@@ -22,7 +22,7 @@ from gpu_trace.replay.policies.placement import PlacementBase
 
 @dataclass(frozen=True)
 class HeteroConfig:
-    pass
+    """``hetero`` has no options: the speeds come from ``--throughput``."""
 
 
 class Hetero(PlacementBase):
@@ -31,6 +31,8 @@ class Hetero(PlacementBase):
     Config = HeteroConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """A node of the fastest feasible model, the fullest one that fits; a job
+        wider than any node is gathered over several; None when nothing fits."""
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)

@@ -39,7 +39,7 @@ STARVE = 3
 
 @dataclass(frozen=True)
 class NoOptions:
-    pass
+    """The options of a policy that has none (``-o`` is refused for it)."""
 
 
 class _NonPreemptive(PolicyBase):
@@ -48,12 +48,15 @@ class _NonPreemptive(PolicyBase):
         self.queue = ClassedQueue(self.shape_key)
 
     def key(self, j: int) -> tuple[float, int]:
+        """The job's fixed rank, lowest first (the job id breaks ties)."""
         raise NotImplementedError
 
     def on_arrival(self, j: int) -> None:
+        """Queue the job by its rank; it only starts in :meth:`schedule`."""
         self.queue.push(self.key(j), j)
 
     def schedule(self) -> None:
+        """Start every waiting job that fits, best rank first (work-conserving)."""
         self.queue.fill(self.e.try_start)
 
 
@@ -63,6 +66,7 @@ class Sjf(_NonPreemptive):
     Config = NoOptions
 
     def key(self, j: int) -> tuple[float, int]:
+        """The true duration (still all remaining: the job has not started)."""
         return (self.e.remaining[j], j)
 
 
@@ -73,11 +77,14 @@ class Qssf(_NonPreemptive):
     needs_estimates = True
 
     def key(self, j: int) -> tuple[float, int]:
+        """Predicted GPU time: the estimated duration times the GPUs asked for."""
         return (float(self.e.estimate_s[j]) * self.e.gpus[j], j)
 
 
 @dataclass(frozen=True)
 class SrtfConfig:
+    """SRTF's options: how often preemption is considered."""
+
     quantum_s: float = field(
         default=0.0,
         metadata={"help": "Consider preemption only every quantum seconds (0 = at any event)."},
@@ -86,6 +93,9 @@ class SrtfConfig:
 
 @dataclass(frozen=True)
 class LasConfig:
+    """2D-LAS's options: the queue thresholds, the round length and the starvation
+    rule."""
+
     thresholds_gpu_s: tuple[float, ...] = field(
         default=(3600.0, 36000.0, 360000.0),
         metadata={"help": "Queue thresholds on attained GPU-seconds (comma-separated)."},
@@ -105,6 +115,8 @@ class LasConfig:
 
 @dataclass(frozen=True)
 class TiresiasConfig(LasConfig):
+    """LAS's options with Lucid's Tiresias defaults (one threshold, 60-s rounds)."""
+
     thresholds_gpu_s: tuple[float, ...] = field(
         default=(18000.0,),
         metadata={"help": "Queue thresholds on attained GPU-seconds (Lucid's Tiresias: 18000)."},
@@ -134,6 +146,7 @@ class _Preemptive(PolicyBase):
         the epoch moves, trying again gives the same answer."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
+        """The waiting job's rank, lowest first: its place in the wait queue."""
         raise NotImplementedError
 
     def run_key(self, j: int) -> tuple[Any, ...]:
@@ -151,6 +164,7 @@ class _Preemptive(PolicyBase):
         """Hook after a preempted job is back in the wait queue."""
 
     def on_finish(self, j: int) -> None:
+        """A finish frees capacity: a job that could not get room may fit now."""
         self.epoch += 1
 
     def _push_running(self, j: int) -> None:
@@ -166,9 +180,11 @@ class _Preemptive(PolicyBase):
         return False
 
     def on_arrival(self, j: int) -> None:
+        """Queue the job by its wait rank; it starts (or preempts) in :meth:`schedule`."""
         self.queue.push(self.wait_key(j), j)
 
     def on_timer(self, j: int, tag: int) -> None:
+        """A round boundary: the next :meth:`schedule` may preempt again."""
         if tag == ROUND:
             self.round_set = False
 
@@ -183,6 +199,8 @@ class _Preemptive(PolicyBase):
         return None
 
     def schedule(self) -> None:
+        """Start what fits, then (at a round boundary when ``quantum_s`` > 0, else at
+        once) preempt lower-ranked running jobs for the best waiting one."""
         e = self.e
         self.queue.fill(self._start)
         if not self.queue.size:
@@ -198,7 +216,7 @@ class _Preemptive(PolicyBase):
         self._preempt_for_best()
 
     def _preempt_for_best(self) -> None:
-        e = self.e
+        """Preempt for the best waiting job while that gets it started, then fill."""
         while True:
             best = self.queue.best()
             if best is None:
@@ -207,40 +225,54 @@ class _Preemptive(PolicyBase):
             memo = (b, bkey, self.epoch)
             if memo == self.no_room:
                 return
-            # count running jobs it outranks as stopped, worst first, until some node
-            # could hold it
-            probe = e.fit_probe(b)
-            victims: list[tuple[Any, int, int]] = []
-            while not probe.ok:
-                w = self._outranked_worst(bkey)
-                if w is None:
-                    break
-                victims.append(heapq.heappop(self.run_heap))
-                probe.release(w)
-            if probe.ok:
-                # only the ones that make the room: those on the node it will get
-                spared = [v for v in victims if not probe.needed(v[1])]
-                victims = [v for v in victims if probe.needed(v[1])]
-            else:
-                spared = victims
-            for entry in spared:
-                heapq.heappush(self.run_heap, entry)
-            if not probe.ok:
+            victims = self._victims_for(b, bkey)
+            if victims is None:
                 self.no_room = memo
                 return
-            self.epoch += 1
-            for _, victim, _ in victims:
-                e.preempt(victim)
-                self.queue.push(self.wait_key(victim), victim)
-                self.requeued(victim)
-            started = e.try_start(b)
-            if started:
-                self.queue.remove_best_of(b)
-                self._push_running(b)
-                self.started(b)
-            self.queue.fill(self._start)
-            if not started:
+            if not self._preempt_and_start(b, victims):
                 return
+
+    def _victims_for(self, b: int, bkey: tuple[Any, ...]) -> list[tuple[Any, int, int]] | None:
+        """The running jobs to stop so that waiting job ``b`` fits, or ``None`` if even
+        stopping every job it outranks leaves no node that could hold it.
+
+        Jobs it outranks are counted as stopped, worst first, until some node could hold
+        it; of those, only the ones on the node it will get are kept as victims, the
+        rest go back on the run heap untouched.
+        """
+        probe = self.e.fit_probe(b)
+        victims: list[tuple[Any, int, int]] = []
+        while not probe.ok:
+            w = self._outranked_worst(bkey)
+            if w is None:
+                break
+            victims.append(heapq.heappop(self.run_heap))
+            probe.release(w)
+        if probe.ok:
+            spared = [v for v in victims if not probe.needed(v[1])]
+            victims = [v for v in victims if probe.needed(v[1])]
+        else:
+            spared = victims
+        for entry in spared:
+            heapq.heappush(self.run_heap, entry)
+        return victims if probe.ok else None
+
+    def _preempt_and_start(self, b: int, victims: list[tuple[Any, int, int]]) -> bool:
+        """Stop ``victims`` (back to the wait queue), start ``b``, fill what else fits;
+        whether ``b`` started."""
+        e = self.e
+        self.epoch += 1
+        for _, victim, _ in victims:
+            e.preempt(victim)
+            self.queue.push(self.wait_key(victim), victim)
+            self.requeued(victim)
+        started = e.try_start(b)
+        if started:
+            self.queue.remove_best_of(b)
+            self._push_running(b)
+            self.started(b)
+        self.queue.fill(self._start)
+        return started
 
     def _outranked_worst(self, bkey: tuple[Any, ...]) -> int | None:
         """The worst running job if the waiting key ``bkey`` outranks it."""
@@ -256,13 +288,16 @@ class Srtf(_Preemptive):
     Config = SrtfConfig
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
+        """The remaining time (oracle)."""
         return (self.e.remaining[j], j)
 
     def run_key(self, j: int) -> tuple[Any, ...]:
+        """The time left until the running job's end."""
         e = self.e
         return ((e.end_time[j] - e.now) / 1.0, j)
 
     def heap_key(self, j: int) -> tuple[Any, ...]:
+        """Latest end first: the order of remaining time, fixed while it runs."""
         return (-self.e.end_time[j], -j)
 
 
@@ -299,13 +334,18 @@ class Las(_Preemptive):
         return a
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
+        """(queue by attained GPU time since the last promotion, arrival): FIFO
+        within a queue."""
         counted = self.e.attained_gpu_s[j] - self.offset.get(j, 0.0)
         return (self._queue_of(counted), self.e.arrival[j], j)
 
     def run_key(self, j: int) -> tuple[Any, ...]:
+        """As :meth:`wait_key`, counting the service of the current run so far."""
         return (self._queue_of(self._attained_now(j)), self.e.arrival[j], j)
 
     def started(self, j: int) -> None:
+        """Add the wait that just ended to its starvation count and set the timer for
+        its next demotion."""
         since = self.wait_since.pop(j, None)
         if since is not None:
             self.waited[j] = self.waited.get(j, 0.0) + self.e.now - since
@@ -313,6 +353,8 @@ class Las(_Preemptive):
         self._arm(j)
 
     def requeued(self, j: int) -> None:
+        """With ``starve_factor`` > 0, a preempted job outside queue 0 gets a timer
+        for when its wait reaches ``starve_factor`` x its run (then it is promoted)."""
         factor = float(self.config.starve_factor)
         if factor <= 0:
             return
@@ -346,6 +388,9 @@ class Las(_Preemptive):
         self.armed.pop(j, None)
 
     def on_timer(self, j: int, tag: int) -> None:
+        """A round boundary, a running job crossing a threshold (demoted: re-ranked
+        in the run heap) or a waiting job's starvation promotion; stale timers are
+        ignored."""
         if tag == ROUND:
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:

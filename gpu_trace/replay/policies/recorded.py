@@ -22,7 +22,7 @@ START = 3
 
 @dataclass(frozen=True)
 class RecordedConfig:
-    pass
+    """``recorded`` has no options: the trace decides every start."""
 
 
 class Recorded(PolicyBase):
@@ -41,13 +41,17 @@ class Recorded(PolicyBase):
         self.late: deque[int] = deque()
 
     def on_arrival(self, j: int) -> None:
+        """Set a timer for the job's recorded start (arrival + recorded delay)."""
         self.e.set_timer(self.e.arrival[j] + self.delay[j], j, START)
 
     def on_timer(self, j: int, tag: int) -> None:
+        """The recorded start is due: the job joins the FIFO line of due jobs."""
         if tag == START:
             self.late.append(j)
 
     def schedule(self) -> None:
+        """Start due jobs in the order they fell due; one that does not fit waits,
+        and the ones behind it with it (FIFO: deviations show as queueing delay)."""
         q = self.late
         while q and self.e.try_start(q[0]):
             q.popleft()

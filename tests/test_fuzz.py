@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders import LOADERS, ingest
-from tests.test_openb import POD_HEADER
+from tests.openb_common import POD_HEADER
 
 FIELD = st.one_of(
     st.integers(-5, 20_000).map(str),

@@ -1,4 +1,6 @@
-"""The openb loader on the real files, checked against counts computed independently
+"""openb: integration tests (ingest into a real store).
+
+The openb loader on the real files, checked against counts computed independently
 here with the standard library's csv module, plus fixtures for every rejection path."""
 
 from __future__ import annotations
@@ -15,11 +17,7 @@ from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import dataset_path, read_table
 from tests.conftest import OPENB
-
-POD_HEADER = (
-    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
-    "creation_time,deletion_time,scheduled_time"
-)
+from tests.openb_common import POD_HEADER
 
 
 def rows(path: Path) -> list[dict[str, str]]:

@@ -1,6 +1,8 @@
-"""The Kubernetes loader on the bundled kubectl-shaped sample, with expected values
-worked out by hand from the JSON (each test says how), the quantity grammar, both
-input layouts, damaged input, a hypothesis fuzz and the CLI (ingest, analysis, replay)."""
+"""Kubernetes: integration tests (ingest into a real store).
+
+The Kubernetes loader on the bundled kubectl-shaped sample, with expected values
+worked out by hand from the JSON (each test says how), both input layouts, damaged
+input, a hypothesis fuzz and the fuzz harness's clean seeds."""
 
 from __future__ import annotations
 
@@ -11,17 +13,11 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from gpu_trace.cli import app
 from gpu_trace.errors import InputError
 from gpu_trace.loaders import LOADERS, ingest
-from gpu_trace.loaders.k8s_quantity import scaled
 from gpu_trace.store.parquet import read_table
-from tests.conftest import SAMPLES
-
-K8S = SAMPLES / "kubernetes"
-PODS, NODES = K8S / "pods.json", K8S / "nodes.json"
+from tests.kubernetes_common import NODES, PODS
 
 
 def _table(store: Path, table: str) -> pl.DataFrame:
@@ -41,53 +37,6 @@ def _job(store: Path, job_id: str) -> dict[str, object]:
     jobs = _table(store, "jobs").filter(pl.col("job_id") == job_id)
     assert jobs.height == 1, job_id
     return jobs.row(0, named=True)
-
-
-@pytest.mark.parametrize(
-    ("text", "milli", "whole", "expected"),
-    [
-        ("500m", True, False, 500),  # 500 milli-cores
-        ("2", True, False, 2000),
-        ("0.5", True, False, 500),
-        ("4Gi", False, False, 4 * 2**30),
-        ("512Mi", False, False, 512 * 2**20),
-        ("1G", False, False, 10**9),
-        ("1e9", False, False, 10**9),
-        ("1E3", False, False, 1000),  # E followed by digits is an exponent ...
-        ("1E", False, False, 10**18),  # ... E alone is exa
-        ("128974848", False, False, 128974848),
-        ("0.1Gi", False, False, 107374183),  # 107374182.4 rounded up, as Value() does
-        ("1.5Gi", False, False, 1610612736),
-        ("+.5k", False, False, 500),
-        ("5.", False, False, 5),
-        ("1m", False, False, 1),  # 0.001 byte rounds up to 1
-        ("0.0001", True, False, 1),  # 0.1 milli-core rounds up
-    ],
-)
-def test_quantity_values(text: str, milli: bool, whole: bool, expected: int) -> None:
-    assert scaled(text, milli, whole) == (expected, None)
-
-
-@pytest.mark.parametrize(
-    ("text", "why"),
-    [
-        ("4 GiB", "is not a Kubernetes quantity"),
-        ("4GB", "is not a Kubernetes quantity"),
-        ("1e", "is not a Kubernetes quantity"),
-        (".", "is not a Kubernetes quantity"),
-        ("", "is not a Kubernetes quantity"),
-        ("-1", "is negative"),
-        ("1e999", "is out of range"),
-        ("9Ei", "is out of range"),  # 9 * 2**60 > 2**63 - 1
-    ],
-)
-def test_quantity_rejects(text: str, why: str) -> None:
-    assert scaled(text, False, False) == (None, why)
-
-
-def test_extended_resources_are_whole() -> None:
-    value, why = scaled("0.5", False, True)
-    assert value is None and why is not None and "whole number" in why
 
 
 def test_reconciliation_and_quarantine(k8s_store: Path) -> None:
@@ -341,51 +290,6 @@ def test_fuzz_never_crashes(
         return
     for line in report.lines:
         assert line.rows_read == line.rows_written + line.rows_quarantined
-
-
-runner = CliRunner()
-
-
-def test_cli_ingest_analyze_replay(tmp_path: Path) -> None:
-    store = str(tmp_path / "store")
-    res = runner.invoke(
-        app, ["ingest", "kubernetes", str(PODS), str(NODES), "--cluster", "prod", "--store", store]
-    )
-    assert res.exit_code == 0, res.output
-    assert "placements" in res.stdout and "prod-allocatable" in res.stdout
-    res = runner.invoke(
-        app, ["analyze", "queueing", "--source", "kubernetes", "--store", store, "--format", "csv"]
-    )
-    assert res.exit_code == 0, res.output
-    # queue_s of the GPU jobs by size: train-a 30 s (1 GPU), llm-ft 2 s (16 GPUs)
-    assert "30.0" in res.stdout and "2.0" in res.stdout
-    res = runner.invoke(
-        app, ["replay", "run", "--source", "kubernetes", "--cluster", "machines", "--store", store]
-    )
-    assert res.exit_code == 0, res.output
-    # the capacity inventory: 8 + 8 GPUs on three nodes (largest inventory wins)
-    assert "16 GPUs / 3 nodes" in res.stderr + res.stdout
-
-
-def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
-    f = tmp_path / "pods.json"
-    f.write_text("[1, 2]\n")
-    res = runner.invoke(app, ["ingest", "kubernetes", str(f), "--store", str(tmp_path / "s")])
-    assert res.exit_code == 1
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "pods.json" in lines[0] and "Traceback" not in res.output
-
-
-def test_fuzz_counting_rule_by_hand() -> None:
-    from bench.fuzz_check import expect
-
-    lines = b'{"kind": "Pod"}\n\n{"kind": "Node"}\nnot json\n'
-    # records: Pod, Node, a non-JSON line (the blank line is none); the Node counts on
-    # both machines lines -> 3 + 1
-    assert expect("kubernetes", "p.jsonl", lines).lines == 4
-    doc = b'{"kind": "List", "items": [{"kind": "Node"}, {"kind": "Node"}, {"kind": "Pod"}]}'
-    assert expect("kubernetes", "n.json", doc).lines == 3 + 2
-    assert expect("kubernetes", "n.json", b'{\n  "kind": "List",\n  "items": [\n').mode == "none"
 
 
 def test_fuzz_clean_seeds_reconcile(tmp_path: Path) -> None:

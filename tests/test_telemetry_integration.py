@@ -1,4 +1,4 @@
-"""Telemetry ingest, sampler, scraper and per-job usage.
+"""Telemetry: integration tests (ingest, sampler, scraper and per-job usage into a real store).
 
 Expected values are read from the raw sample files here with the standard library (or
 hand-copied with the line they come from), never from our own output."""
@@ -14,18 +14,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 from gpu_trace.analyses import job_usage as tj
-from gpu_trace.cli import app
 from gpu_trace.errors import InputError
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import read_table
-from gpu_trace.telemetry.fake_nvml import Clock, FakeGpu, FakeNvml, eight_gpus
-from gpu_trace.telemetry.nvml import NvmlUnavailable, Sampler
+from gpu_trace.telemetry.fake_nvml import Clock, FakeNvml, eight_gpus
+from gpu_trace.telemetry.nvml import Sampler
 from gpu_trace.telemetry.scrape import Scraper
 from tests.conftest import SAMPLES
+from tests.telemetry_common import run_sampler
 
 TEL = SAMPLES / "telemetry"
 MIB = 1024 * 1024
@@ -279,15 +278,6 @@ def test_prometheus_tolerance_labels_events(tmp_path: Path, store: Path) -> None
 # -- sampler -----------------------------------------------------------------------------
 
 
-def run_sampler(store: Path, gpus: list[FakeGpu], seconds: float, **fake: object) -> Sampler:
-    clock = Clock()
-    nvml = FakeNvml(gpus, clock, **fake)  # type: ignore[arg-type]
-    s = Sampler(nvml, store=store, host="node-1", flush_s=4, clock=clock, sleep=clock.sleep)
-    s.open()
-    s.run(seconds)
-    return s
-
-
 def test_sampler_unsupported_lost_mig(store: Path) -> None:
     gpus = eight_gpus()[:4]
     gpus[1].unsupported = {"power", "mem_temp"}
@@ -335,27 +325,6 @@ def test_sampler_crash_keeps_flushed_data(store: Path) -> None:
     before = table(store, "gpu_samples", "nvml").height
     s.tick()  # sampled but never flushed: lost in a crash, files stay valid
     assert table(store, "gpu_samples", "nvml").height == before == 4 * 11  # 11 metrics per tick
-
-
-def test_no_driver_one_line_exit_1(tmp_path: Path) -> None:
-    clock = Clock()
-    with pytest.raises(NvmlUnavailable, match="no NVIDIA driver/NVML found"):
-        Sampler(FakeNvml([], clock, no_driver=True), store=tmp_path, host="h").open()
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        pytest.skip("a real NVIDIA driver is present")
-    except ImportError:
-        pass
-    except Exception:  # any NVML error means no driver here
-        pass
-    result = CliRunner().invoke(
-        app, ["telemetry", "sample", "--duration", "1s", "--store", str(tmp_path)]
-    )
-    assert result.exit_code == 1
-    assert "no NVIDIA driver/NVML found" in result.output
-    assert len(result.output.strip().splitlines()) == 1
 
 
 @pytest.mark.gpu
@@ -442,34 +411,6 @@ def test_scrape_stall_and_garbage(server: str, store: Path) -> None:
 
 
 # -- per-job usage -----------------------------------------------------------------------
-
-
-def test_jobs_file_usage(store: Path, tmp_path: Path) -> None:
-    run_sampler(store, eight_gpus()[:4], 6)
-    jobs = tmp_path / "jobs.csv"
-    jobs.write_text(
-        "job_id,host,gpu_indices,start,end\n"
-        "a,node-1,1;2,2026-01-01T00:00:00Z,2026-01-01T00:00:03Z\n"
-        "b,node-1,3,2026-01-01T00:00:02,2026-01-01T00:00:10\n"
-        "c,other,0,2026-01-01T00:00:00Z,2026-01-01T00:00:10Z\n"
-    )
-    out = tj.usage_from_file(store, jobs).sort("job_id")
-    # job a: GPUs 1 (util 10) and 2 (util 20) at ticks 0,1,2 -> 6 samples, mean 15
-    a = out.row(0, named=True)
-    assert (a["job_id"], a["gpu_util_pct_samples"], a["gpu_util_pct_mean"]) == ("a", 6, 15.0)
-    assert a["power_w_p95"] == 300.0 and a["mem_used_bytes_p50"] == 4 * 1024**3
-    b = out.row(1, named=True)
-    assert (b["gpu_util_pct_samples"], b["gpu_util_pct_p50"]) == (4, 30.0)
-    assert out["job_id"].to_list() == ["a", "b"]  # c's host has no samples
-    bad = tmp_path / "bad.csv"
-    bad.write_text("job_id,host,gpu_indices,start,end\nx,h,0;y,2026-01-01,2026-01-02\n")
-    with pytest.raises(InputError, match="line 2"):
-        tj.usage_from_file(store, bad)
-    result = CliRunner().invoke(
-        app, ["telemetry", "jobs", "--jobs", str(jobs), "--store", str(store), "-f", "csv"]
-    )
-    assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[1].startswith("jobs-file,a,6,15.0")
 
 
 def test_usage_by_pod(store: Path, tmp_path: Path) -> None:

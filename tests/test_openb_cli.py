@@ -1,4 +1,6 @@
-"""Which openb pod list a folder ingest reads: ``default``, else the folder's only variant
+"""openb: CLI tests (the typer app).
+
+Which openb pod list a folder ingest reads: ``default``, else the folder's only variant
 (named on stderr), else an error listing what is there; ``--variant`` stays explicit."""
 
 from __future__ import annotations

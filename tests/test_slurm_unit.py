@@ -1,0 +1,32 @@
+"""Slurm: unit tests (the ``sacct`` duration grammar as a polars expression; no store)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_trace.loaders import slurm_values as sv
+
+
+@given(
+    d=st.integers(0, 400),
+    h=st.integers(0, 23),
+    m=st.integers(0, 59),
+    s=st.integers(0, 59),
+    ms=st.integers(0, 999),
+)
+@settings(max_examples=200, deadline=None)
+def test_duration_forms(d: int, h: int, m: int, s: int, ms: int) -> None:
+    """Each printed form gives days*86400 + h*3600 + m*60 + s (+ ms/1000)."""
+    forms = {
+        f"{d}-{h:02d}:{m:02d}:{s:02d}": d * 86400 + h * 3600 + m * 60 + s,
+        f"{h:02d}:{m:02d}:{s:02d}": h * 3600 + m * 60 + s,
+        f"{m:02d}:{s:02d}.{ms:03d}": m * 60 + s + ms / 1000,
+    }
+    frame = pl.DataFrame({"t": list(forms)})
+    first, second = sv.duration_s(pl.col("t"), "_d")
+    got = frame.with_columns(first).select(second["value"], second["bad"].alias("bad"))
+    assert got["bad"].to_list() == [False] * 3
+    assert got.to_series(0).to_list() == pytest.approx(list(forms.values()), abs=1e-9)

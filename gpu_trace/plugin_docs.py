@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,13 @@ def _options(options: type[Any]) -> list[str]:
         return []
     lines = ["", "| option | default | meaning |", "|---|---|---|"]
     for s in specs:
-        meaning = s.help + (f" One of: {', '.join(s.choices)}." if s.choices else "")
-        lines.append(f"| `{s.flag}` | `{s.default!r}` | {meaning} |")
+        choices = s.choices
+        default = s.default
+        if isinstance(s.type, type) and issubclass(s.type, Enum):  # typer checks these
+            choices = tuple(str(m.value) for m in s.type)
+            default = getattr(default, "value", default)
+        meaning = s.help + (f" One of: {', '.join(choices)}." if choices else "")
+        lines.append(f"| `{s.flag}` | `{default!r}` | {meaning} |")
     return lines
 
 
@@ -68,10 +74,7 @@ def render() -> str:
         if p.options is plugins.NoOptions:  # none, or parsed by a hand-written command
             out += [f"Options: `gpu-trace ingest {p.name} --help`.", ""]
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
-    declared = plugins.builtins("analyses")
-    if not declared:
-        out += ["The built-in analyses are written out in `gpu_trace/cli/analyze.py`;", ""]
-    for p in declared:
+    for p in sorted(plugins.builtins("analyses"), key=lambda p: p.rank):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
         if p.glossary:
             out += ["| column | label | meaning |", "|---|---|---|"]

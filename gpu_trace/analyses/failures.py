@@ -10,10 +10,9 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank, status_class
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
-
-from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank, status_class
 
 BY_CHOICES = ("gpus", "size", "user", "vc", "status")
 

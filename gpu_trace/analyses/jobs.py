@@ -11,10 +11,9 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
-
-from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank
 
 POW2_EDGES = tuple(2.0**i for i in range(22))
 """CDF evaluation points: 1 s ... 2^21 s (~24 days)."""

@@ -20,9 +20,9 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
-from gpu_trace.errors import GpuTraceError
 
 
 def request_mix(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
@@ -313,25 +313,28 @@ def _fragmentation(inputs: Any, options: FragmentationOptions) -> pl.DataFrame:
     return table
 
 
-PLUGINS = (
-    AnalysisPlugin(
-        name="sharing",
-        help="GPU sharing: request mix, fractional shares, GPU-type constraints, QoS/phase "
-        "mix, machine inventory.",
-        run=_sharing,
-        options=SharingOptions,
-        title="GPU sharing and fragmentation",
-        chart=_request_mix_chart,
-        rank=80,
-    ),
-    AnalysisPlugin(
-        name="fragmentation",
-        help="Expected unallocatable GPUs on an empty cluster given the request mix (FGD "
-        "measure), per source (its own inventory and its own jobs; `source` and `inventory` "
-        "columns).",
-        run=_fragmentation,
-        options=FragmentationOptions,
-        title="Fragmentation",
-        rank=90,
-    ),
+SHARING = AnalysisPlugin(
+    name="sharing",
+    help="GPU sharing: request mix, fractional shares, GPU-type constraints, QoS/phase "
+    "mix, machine inventory.",
+    run=_sharing,
+    options=SharingOptions,
+    title="GPU sharing and fragmentation",
+    chart=_request_mix_chart,
+    rank=80,
 )
+
+
+FRAGMENTATION = AnalysisPlugin(
+    name="fragmentation",
+    help="Expected unallocatable GPUs on an empty cluster given the request mix (FGD "
+    "measure), per source (its own inventory and its own jobs; `source` and `inventory` "
+    "columns).",
+    run=_fragmentation,
+    options=FragmentationOptions,
+    title="Fragmentation",
+    rank=90,
+)
+
+
+PLUGINS = (SHARING, FRAGMENTATION)

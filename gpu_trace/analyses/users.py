@@ -9,10 +9,9 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
-
-from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
 
 TOP_FRACTIONS = (0.01, 0.05, 0.1, 0.2)
 

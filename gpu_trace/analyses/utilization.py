@@ -150,23 +150,26 @@ def _per_job(inputs: Any, options: PerJobOptions) -> pl.DataFrame:
     return per_job(connect(inputs.store), options.metric)
 
 
-PLUGINS = (
-    AnalysisPlugin(
-        name="utilization",
-        help="GPU allocation over time (allocated / installed GPUs) or measured utilization.",
-        run=_utilization,
-        options=UtilizationOptions,
-        title="Utilization (allocation)",
-        chart=_allocation_chart,
-        rank=20,
-    ),
-    AnalysisPlugin(
-        name="per-job",
-        help="Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held.",
-        run=_per_job,
-        options=PerJobOptions,
-        sources=False,
-        needs_jobs=False,
-        rank=110,
-    ),
+UTILIZATION = AnalysisPlugin(
+    name="utilization",
+    help="GPU allocation over time (allocated / installed GPUs) or measured utilization.",
+    run=_utilization,
+    options=UtilizationOptions,
+    title="Utilization (allocation)",
+    chart=_allocation_chart,
+    rank=20,
 )
+
+
+PER_JOB = AnalysisPlugin(
+    name="per-job",
+    help="Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held.",
+    run=_per_job,
+    options=PerJobOptions,
+    sources=False,
+    needs_jobs=False,
+    rank=110,
+)
+
+
+PLUGINS = (UTILIZATION, PER_JOB)

@@ -22,6 +22,8 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
 def with_job_class(jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """``jobs`` with ``job_class`` (gpu / cpu) and ``size_bucket``, the keys durations
+    are split by."""
     return jobs.with_columns(
         pl.when(GPU_JOB.fill_null(False))
         .then(pl.lit("gpu"))

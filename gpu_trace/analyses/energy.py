@@ -346,6 +346,22 @@ def energy_by_group_chart(frame: pl.DataFrame, group: str) -> Any:
     return charts.energy_by_group(frame, group)
 
 
+#: Header label and meaning of the columns (docs/metrics.md, "Energy").
+GLOSSARY = {
+    "basis": ("basis", "telemetry, model_util or model_alloc (per group: telemetry, model, mixed)"),
+    "power_model": ("power model", "power_models.toml entry the job's gpu_type matched"),
+    "util": ("utilization (0-1)", "measured mean gpu_util_pct / 100, when known"),
+    "mean_gpu_power_w": ("mean GPU power (W)", "GPU energy / covered GPU-seconds, or P(u)"),
+    "gpu_energy_kwh": ("GPU energy (kWh)", "integrated power_w telemetry, else the power model"),
+    "host_energy_kwh": ("host energy (kWh)", "modelled host baseline share per GPU held"),
+    "energy_kwh": ("energy (kWh)", "GPU + host energy"),
+    "covered_gpu_s": ("covered GPU time", "held GPU-seconds with power readings"),
+    "gap_gpu_s": ("uncovered GPU time", "held GPU-seconds without readings in the gap limit"),
+    "coverage": ("coverage", "covered / held GPU-seconds"),
+    "telemetry_jobs": ("jobs (telemetry)", "jobs whose energy comes from telemetry"),
+    "model_jobs": ("jobs (model)", "jobs whose energy comes from the power model"),
+}
+
 PLUGIN = AnalysisPlugin(
     name="energy",
     help="Energy (kWh) per job / user / VC: integrated power_w telemetry over the GPUs and "
@@ -353,6 +369,7 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=EnergyOptions,
     title="Energy",
+    glossary=GLOSSARY,
     needs_jobs=False,
     rank=50,
 )

@@ -375,6 +375,24 @@ def lost_by_cause_chart(frame: pl.DataFrame) -> Any:
     return charts.lost_by_cause(frame)
 
 
+#: Header label and meaning of the columns of ``--by cause`` and ``--mtbf`` (the ones the
+#: report shows; shared columns such as ``lost_gpu_hours`` are in ``reports/headers.py``).
+#: Definitions: docs/metrics.md, "Failures by cause and MTBF".
+GLOSSARY = {
+    "cause": ("cause", "most specific failure cause of the job (device event, status or retry)"),
+    "node_hours": ("node-hours", "node-hours held by GPU jobs (else the sampled span)"),
+    "node_fail_jobs": ("node-failed jobs", "GPU jobs that ended node_fail"),
+    "device_events": ("device faults", "xid (code != 0), ecc_dbe and gpu_lost events"),
+    "node_failures": ("node-attributed failures", "node_fail_jobs + device_events"),
+    "mtbf_node_h": ("MTBF (node-hours)", "node_hours / node_failures"),
+    "mtbf_gpu_h": ("MTBF (GPU hours)", "gpu_hours / node_failures"),
+    "failures_per_1k_node_h": (
+        "failures per 1,000 node-hours",
+        "node_failures per 1000 node-hours",
+    ),
+    "failures_per_1k_gpu_h": ("failures per 1,000 GPU hours", "node_failures per 1000 GPU hours"),
+}
+
 PLUGIN = AnalysisPlugin(
     name="failures",
     help="Final-status mix of jobs and GPU time; with --lost, GPU time lost per group; "
@@ -383,5 +401,6 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=FailuresOptions,
     title="Failures",
+    glossary=GLOSSARY,
     rank=40,
 )

@@ -103,11 +103,24 @@ def lorenz_chart(frame: pl.DataFrame) -> Any:
     return charts.lorenz(frame)
 
 
+#: Header label and meaning of the columns (docs/metrics.md, "user concentration").
+GLOSSARY = {
+    "users": ("users", "users with jobs in the group (those with zero GPU hours included)"),
+    **{
+        f"top{k}pct_share": (f"top {k} % of users", f"share held by the top {k} % of users")
+        for k in (1, 5, 10, 20)
+    },
+    "gini": ("Gini", "Gini coefficient over all users (0 = equal, 1 = one user holds all)"),
+    "gpu_queue_hours": ("GPU queue hours", "sum of queue_s / 3600 over the user's GPU jobs"),
+    "completion_rate": ("completed (rate)", "completed / finished GPU jobs of the user"),
+}
+
 PLUGIN = AnalysisPlugin(
     name="users",
     help="Concentration of GPU time (or queueing) across users: top-k shares and Gini.",
     run=_run,
     options=UsersOptions,
     title="Users",
+    glossary=GLOSSARY,
     rank=70,
 )

@@ -173,3 +173,24 @@ def test_bad_by_value_is_still_the_one_line_usage_error(tiny_store: Path) -> Non
     r = runner.invoke(app, ["analyze", "queueing", "--by", "gpu", "--store", str(tiny_store)])
     assert r.exit_code == 2
     assert "unknown --by value 'gpu'" in r.output and "Traceback" not in r.output
+
+
+def test_glossaries_name_real_output_columns(tiny_store: Path) -> None:
+    """A glossary entry for a column no view of the analysis writes would label nothing."""
+    from gpu_trace.analyses import energy, failures, users
+    from gpu_trace.analyses.inputs import Inputs
+
+    inputs = Inputs.from_store(tiny_store)
+    views: list[tuple[plugins.AnalysisPlugin, list[Any]]] = [
+        (
+            failures.PLUGIN,
+            [failures.FailuresOptions(by="cause"), failures.FailuresOptions(mtbf=True)],
+        ),
+        (users.PLUGIN, [users.UsersOptions(), users.UsersOptions(per_user=True)]),
+        (energy.PLUGIN, [energy.EnergyOptions(), energy.EnergyOptions(by=energy.EnergyBy.vc)]),
+    ]
+    for plugin, options in views:
+        columns: set[str] = set()
+        for chosen in options:
+            columns |= set(plugin.run(inputs, chosen).lazy().collect_schema().names())
+        assert plugin.glossary and set(plugin.glossary) <= columns, plugin.name

@@ -5,7 +5,8 @@ default and help text, a choice check for fields that declare ``choices`` (the s
 one-line "is not one of" usage error the hand-written commands give), and for fields that
 declare ``parse`` a text option whose value ``parse`` turns into the field's, and for fields
 that declare ``deprecated`` a hidden option with the old spelling (it still works, with a
-one-line warning). The command's own fixed parameters (``PATH``, ``--store``, ``--format`` ...) come first, as given.
+one-line warning). The command's own fixed parameters (``PATH``, ``--store``, ``--format``
+...) come first, as given.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
     params = []
     for spec in option_specs(options):
         # Typer derives --name (and --name/--no-name for a bool) from the parameter;
-        # only a flag that differs from that is passed on.
+        # only a flag that differs from that, or one the declaration names, is passed on.
         derived = "--" + spec.name.replace("_", "-")
         flags = () if spec.flag == derived and not spec.flag_given else (spec.flag,)
         if spec.parse is not None:

@@ -25,10 +25,16 @@ sections and column headers are generated from it.
 
 ## Adding one
 
-- **Options**: `option(default, help, flag=, choices=, parse=, metavar=)`. `choices` limits
-  the values; `parse` takes the option as text and turns it into the field's value (a
-  duration with `values.parse_duration`, a comma list with `values.split_list`), its
-  `ValueError` / `UsageError` becoming the one-line usage error (exit 2).
+- **Options**: `option(default, help, flag=, choices=, parse=, metavar=, deprecated=)`.
+  `choices` limits the values (an `Enum`-typed field is checked by its members); `parse`
+  takes the option as text and turns it into the field's value (a duration with
+  `values.parse_duration`, a comma list with `values.split_list`), its `ValueError` /
+  `UsageError` becoming the one-line usage error (exit 2); a `flag` given is used as is (a
+  bool then has no `--no-` form); `deprecated` keeps an old spelling as a hidden option
+  that still works, with a warning.
+- **Analyses**: `AnalysisPlugin(sources=False)` for one without `--source`,
+  `needs_jobs=False` when a source without jobs is no error, `rank` for its place in
+  `gpu-trace analyze --help`.
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
   `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
   `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.

@@ -73,7 +73,9 @@ def option(
 
     A ``flag`` given is used as is (a bool then has no ``--no-`` form, like ``--per-user``).
     ``deprecated`` is an old spelling of the flag, kept as a hidden option that still
-    works, with a one-line deprecation warning (renamed options must not break scripts)."""
+    works, with a one-line deprecation warning (renamed options must not break scripts).
+    The warning names the value as ``metavar`` (``--jobs FILE``) when one is declared;
+    ``--help`` shows ``metavar`` for ``parse`` options only (others keep typer's own)."""
     metadata = {
         "help": help,
         "flag": flag,

@@ -301,6 +301,7 @@ class EnergyOptions:
         "CSV job_id,host,gpu_indices,start,end (gpu_indices like 0;1; ISO times): the "
         "jobs to charge telemetry to. Default: the store's placements.",
         flag="--jobs-file",
+        metavar="FILE",
         deprecated="--jobs",
     )
     max_gap: str | None = option(

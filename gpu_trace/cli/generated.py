@@ -100,7 +100,8 @@ def _chosen(specs: list[OptionSpec], values: dict[str, Any]) -> dict[str, Any]:
         value = values[s.name]
         old = values.get(s.name + _OLD)
         if s.deprecated is not None and old is not None and old != []:
-            warn(f"{s.deprecated} is deprecated: use {s.flag}")
+            arg = f" {s.metavar}" if s.metavar else ""
+            warn(f"{s.deprecated}{arg} is deprecated: use {s.flag}{arg}")
             value = old
         if not (s.parse is not None and value is None):
             chosen[s.name] = value

@@ -45,7 +45,7 @@ HISTORICAL = (
 
 
 def _registered() -> dict[str, Any]:
-    return {c.name: c.callback for c in analyze_cli.app.registered_commands}
+    return {c.name or "": c.callback for c in analyze_cli.app.registered_commands}
 
 
 def test_every_analyze_command_comes_from_a_declaration() -> None:

@@ -349,7 +349,13 @@ def energy_by_group_chart(frame: pl.DataFrame, group: str) -> Any:
 
 #: Header label and meaning of the columns (docs/metrics.md, "Energy").
 GLOSSARY = {
-    "basis": ("basis", "telemetry, model_util or model_alloc (per group: telemetry, model, mixed)"),
+    # Headers are looked up by column name across the report: `basis` also labels the
+    # capacity table's column, so the meaning covers both.
+    "basis": (
+        "basis",
+        "where the number comes from: energy telemetry, model_util or model_alloc (per "
+        "group: telemetry, model, mixed); capacity published, machine_list or inferred_*",
+    ),
     "power_model": ("power model", "power_models.toml entry the job's gpu_type matched"),
     "util": ("utilization (0-1)", "measured mean gpu_util_pct / 100, when known"),
     "mean_gpu_power_w": ("mean GPU power (W)", "GPU energy / covered GPU-seconds, or P(u)"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,16 @@ sections and column headers are generated from it.
 
 ## Adding one
 
-- **Options**: `option(default, help, flag=, choices=, parse=, metavar=)`. `choices` limits
-  the values; `parse` takes the option as text and turns it into the field's value (a
-  duration with `values.parse_duration`, a comma list with `values.split_list`), its
-  `ValueError` / `UsageError` becoming the one-line usage error (exit 2).
+- **Options**: `option(default, help, flag=, choices=, parse=, metavar=, deprecated=)`.
+  `choices` limits the values (an `Enum`-typed field is checked by its members); `parse`
+  takes the option as text and turns it into the field's value (a duration with
+  `values.parse_duration`, a comma list with `values.split_list`), its `ValueError` /
+  `UsageError` becoming the one-line usage error (exit 2); a `flag` given is used as is (a
+  bool then has no `--no-` form); `deprecated` keeps an old spelling as a hidden option
+  that still works, with a warning.
+- **Analyses**: `AnalysisPlugin(sources=False)` for one without `--source`,
+  `needs_jobs=False` when a source without jobs is no error, `rank` for its place in
+  `gpu-trace analyze --help`.
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
   `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
   `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.
@@ -51,8 +58,13 @@ def _options(options: type[Any]) -> list[str]:
         return []
     lines = ["", "| option | default | meaning |", "|---|---|---|"]
     for s in specs:
-        meaning = s.help + (f" One of: {', '.join(s.choices)}." if s.choices else "")
-        lines.append(f"| `{s.flag}` | `{s.default!r}` | {meaning} |")
+        choices = s.choices
+        default = s.default
+        if isinstance(s.type, type) and issubclass(s.type, Enum):  # typer checks these
+            choices = tuple(str(m.value) for m in s.type)
+            default = getattr(default, "value", default)
+        meaning = s.help + (f" One of: {', '.join(choices)}." if choices else "")
+        lines.append(f"| `{s.flag}` | `{default!r}` | {meaning} |")
     return lines
 
 
@@ -68,10 +80,7 @@ def render() -> str:
         if p.options is plugins.NoOptions:  # none, or parsed by a hand-written command
             out += [f"Options: `gpu-trace ingest {p.name} --help`.", ""]
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
-    declared = plugins.builtins("analyses")
-    if not declared:
-        out += ["The built-in analyses are written out in `gpu_trace/cli/analyze.py`;", ""]
-    for p in declared:
+    for p in sorted(plugins.builtins("analyses"), key=lambda p: p.rank):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
         if p.glossary:
             out += ["| column | label | meaning |", "|---|---|---|"]

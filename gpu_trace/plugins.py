@@ -61,6 +61,7 @@ def option(
     choices: tuple[str, ...] | None = None,
     parse: Callable[[str], Any] | None = None,
     metavar: str | None = None,
+    deprecated: str | None = None,
 ) -> Any:
     """A field of a plugin's options dataclass: its default and help text, optionally the
     command-line flag (default ``--field-name``) and the values it accepts.
@@ -68,13 +69,20 @@ def option(
     ``parse`` is for values typed as text on the command line but held parsed (a
     duration, a comma list, a checked name): the command takes a string (shown as
     ``metavar``), ``parse`` turns it into the field's value, and a ``ValueError`` or
-    :class:`gpu_trace.errors.UsageError` it raises becomes the usual one-line usage error. Left out, the field's default holds."""
+    :class:`gpu_trace.errors.UsageError` it raises becomes the usual one-line usage error. Left out, the field's default holds.
+
+    A ``flag`` given is used as is (a bool then has no ``--no-`` form, like ``--per-user``).
+    ``deprecated`` is an old spelling of the flag, kept as a hidden option that still
+    works, with a one-line deprecation warning (renamed options must not break scripts).
+    The warning names the value as ``metavar`` (``--jobs FILE``) when one is declared;
+    ``--help`` shows ``metavar`` for ``parse`` options only (others keep typer's own)."""
     metadata = {
         "help": help,
         "flag": flag,
         "choices": choices,
         "parse": parse,
         "metavar": metavar,
+        "deprecated": deprecated,
     }
     if isinstance(default, list | dict | set):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
@@ -93,6 +101,10 @@ class OptionSpec:
     choices: tuple[str, ...] | None
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
+    #: Whether the declaration named the flag (then it is used exactly as given).
+    flag_given: bool = False
+    #: A hidden old spelling of the flag that still works, with a warning.
+    deprecated: str | None = None
 
 
 def option_specs(options: type[Any]) -> list[OptionSpec]:
@@ -113,6 +125,8 @@ def option_specs(options: type[Any]) -> list[OptionSpec]:
                 choices=f.metadata.get("choices"),
                 parse=f.metadata.get("parse"),
                 metavar=f.metadata.get("metavar"),
+                flag_given=f.metadata.get("flag") is not None,
+                deprecated=f.metadata.get("deprecated"),
             )
         )
     return out
@@ -155,6 +169,11 @@ class AnalysisPlugin:
     report section shows the table and the chart, run with the default options);
     ``glossary`` maps each output column to its (header label, meaning), used by the
     report's column headers and ``docs/plugins.md``.
+
+    ``sources``: whether the command takes ``--source`` (an analysis of the whole store's
+    telemetry has none); ``needs_jobs``: whether a ``--source`` that selects no jobs is
+    an error (it is not for analyses of telemetry alone). ``rank`` orders the commands
+    in ``gpu-trace analyze --help`` (built-ins keep their historical order).
     """
 
     name: str
@@ -164,6 +183,9 @@ class AnalysisPlugin:
     title: str = ""
     chart: Callable[[Any], Any] | None = None
     glossary: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    sources: bool = True
+    needs_jobs: bool = True
+    rank: int = 1000
 
 
 @dataclass(frozen=True)
@@ -268,7 +290,9 @@ def loaders() -> tuple[LoaderPlugin, ...]:
 
 
 def analyses() -> tuple[AnalysisPlugin, ...]:
-    return tuple(p for p in discover("analyses") if isinstance(p, AnalysisPlugin))
+    """Every declared analysis, in ``rank`` order (then discovery order)."""
+    found = [p for p in discover("analyses") if isinstance(p, AnalysisPlugin)]
+    return tuple(sorted(found, key=lambda p: p.rank))
 
 
 def policies(kind: PolicyKind) -> tuple[PolicyPlugin, ...]:

@@ -123,7 +123,7 @@ def _run(inputs: Any, options: ArrivalsOptions) -> pl.LazyFrame:
     return hourly_profile(inputs.jobs, inputs.tz)
 
 
-# No chart here: the report's arrivals heatmap is built in reports/sections.py.
+# No chart: the report shows the weekly heatmap (weekly_heatmap_chart) in its own section.
 PLUGIN = AnalysisPlugin(
     name="arrivals",
     help="Submissions per local hour of day (and day of week), in each trace's time zone; "
@@ -131,3 +131,10 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=ArrivalsOptions,
 )
+
+
+def weekly_heatmap_chart(frame: pl.DataFrame) -> Any:
+    """The report's weekday x hour heatmap of ``arrivals --weekly``."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.arrivals_heatmap(frame)

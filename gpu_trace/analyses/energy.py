@@ -15,12 +15,21 @@ join. A GPU shared by a fractional placement (gpu_count < GPUs listed) is charge
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
 import duckdb
 import polars as pl
 
+from gpu_trace.analyses import power as pwr
 from gpu_trace.analyses.definitions import GPU_JOB
+from gpu_trace.analyses.job_usage import read_jobs
 from gpu_trace.analyses.power import PowerModel
 from gpu_trace.analyses.utilization import per_job
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import check_number, parse_duration
 
 GAP_FACTOR = 3.0
 """A segment longer than this many median sampling intervals is a gap."""
@@ -266,3 +275,108 @@ def energy_by(job_energy: pl.DataFrame, by: str) -> pl.DataFrame:
         )
         .sort(keys, nulls_last=True)
     )
+
+
+class EnergyBy(StrEnum):
+    """The rows of ``analyze energy``."""
+
+    job = "job"
+    user = "user"
+    vc = "vc"
+    gpu = "gpu"
+
+
+@dataclass(frozen=True)
+class EnergyOptions:
+    """`gpu-trace analyze energy` options. ``max_gap`` is kept as typed and checked when
+    the command runs, so a bad value reads ``error: --max-gap ...`` like every run-time
+    check of this command."""
+
+    by: EnergyBy = option(
+        EnergyBy.job, "job, user, vc, or gpu (each sampled device, no jobs needed)."
+    )
+    power: Path | None = option(None, "TOML power table overriding the built-in one.")
+    jobs_file: Path | None = option(
+        None,
+        "CSV job_id,host,gpu_indices,start,end (gpu_indices like 0;1; ISO times): the "
+        "jobs to charge telemetry to. Default: the store's placements.",
+        flag="--jobs-file",
+        metavar="FILE",
+        deprecated="--jobs",
+    )
+    max_gap: str | None = option(
+        None,
+        "Gap between power readings (90s, 5m; bare number: seconds) above which they are "
+        "not bridged (default: 3 x each GPU's median interval).",
+        flag="--max-gap",
+    )
+
+
+def _held(inputs: Any, jobs_file: Path | None) -> pl.DataFrame:
+    """The placements energy is charged to: a jobs file's, or the page's sources'."""
+    if jobs_file is None:
+        frame: pl.DataFrame = inputs.placements.collect()
+        return frame
+    return read_jobs(jobs_file).with_columns(
+        pl.col("gpu_indices").list.len().cast(pl.Float64).alias("gpu_count")
+    )
+
+
+def _run(inputs: Any, options: EnergyOptions) -> pl.DataFrame:
+    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
+
+    max_gap = None
+    if options.max_gap is not None:
+        max_gap = check_number(parse_duration(options.max_gap, "--max-gap"), "--max-gap", gt=0)
+    model = pwr.load(options.power)
+    con = connect(inputs.store)
+    if options.by is EnergyBy.gpu:
+        return device_energy(con, max_gap)
+    jobs = inputs.jobs.head(0) if options.jobs_file is not None else inputs.jobs
+    if options.jobs_file is not None or inputs.sources:
+        con.register("_placements", _held(inputs, options.jobs_file).to_arrow())
+        con.execute("CREATE OR REPLACE VIEW placements AS SELECT * FROM _placements")
+    table = per_job_energy(jobs, con, model, max_gap)
+    return table if options.by is EnergyBy.job else energy_by(table, options.by.value)
+
+
+def energy_by_group_chart(frame: pl.DataFrame, group: str) -> Any:
+    """The report's chart of ``energy --by GROUP`` (kWh per group, by basis)."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.energy_by_group(frame, group)
+
+
+#: Header label and meaning of the columns (docs/metrics.md, "Energy").
+GLOSSARY = {
+    # Headers are looked up by column name across the report: `basis` also labels the
+    # capacity table's column, so the meaning covers both.
+    "basis": (
+        "basis",
+        "where the number comes from: energy telemetry, model_util or model_alloc (per "
+        "group: telemetry, model, mixed); capacity published, machine_list or inferred_*",
+    ),
+    "power_model": ("power model", "power_models.toml entry the job's gpu_type matched"),
+    "util": ("utilization (0-1)", "measured mean gpu_util_pct / 100, when known"),
+    "mean_gpu_power_w": ("mean GPU power (W)", "GPU energy / covered GPU-seconds, or P(u)"),
+    "gpu_energy_kwh": ("GPU energy (kWh)", "integrated power_w telemetry, else the power model"),
+    "host_energy_kwh": ("host energy (kWh)", "modelled host baseline share per GPU held"),
+    "energy_kwh": ("energy (kWh)", "GPU + host energy"),
+    "covered_gpu_s": ("covered GPU time", "held GPU-seconds with power readings"),
+    "gap_gpu_s": ("uncovered GPU time", "held GPU-seconds without readings in the gap limit"),
+    "coverage": ("coverage", "covered / held GPU-seconds"),
+    "telemetry_jobs": ("jobs (telemetry)", "jobs whose energy comes from telemetry"),
+    "model_jobs": ("jobs (model)", "jobs whose energy comes from the power model"),
+}
+
+PLUGIN = AnalysisPlugin(
+    name="energy",
+    help="Energy (kWh) per job / user / VC: integrated power_w telemetry over the GPUs and "
+    "times each job held (basis telemetry), else the power model (docs/energy.md).",
+    run=_run,
+    options=EnergyOptions,
+    title="Energy",
+    glossary=GLOSSARY,
+    needs_jobs=False,
+    rank=50,
+)

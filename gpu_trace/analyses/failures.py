@@ -5,10 +5,14 @@ attempts (retries), time to failure, and MTBF per node-hour and GPU-hour."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank, status_class
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 BY_CHOICES = ("gpus", "size", "user", "vc", "status")
 
@@ -342,3 +346,61 @@ def mtbf(
         )
         .sort(keys, nulls_last=True)
     )
+
+
+@dataclass(frozen=True)
+class FailuresOptions:
+    """`gpu-trace analyze failures` options."""
+
+    by: str = option("status", "status, cause, size (= gpus), user or vc.")
+    lost: bool = option(False, "GPU hours lost to failed/cancelled jobs.")
+    mtbf: bool = option(False, "Node-attributed failures, MTBF per node-hour and GPU-hour.")
+
+
+def _run(inputs: Any, options: FailuresOptions) -> pl.LazyFrame:
+    choose("--by value", options.by, ("cause", *BY_CHOICES))
+    if options.mtbf:
+        return mtbf(inputs.jobs, inputs.events, inputs.gpu_samples)
+    if options.by == "cause":
+        return by_cause(inputs.jobs, inputs.placements, inputs.events)
+    if options.lost:
+        return lost_gpu_time(inputs.jobs, options.by)
+    return status_mix(inputs.jobs, options.by)
+
+
+def lost_by_cause_chart(frame: pl.DataFrame) -> Any:
+    """The report's chart of ``failures --by cause`` (lost GPU hours per cause)."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.lost_by_cause(frame)
+
+
+#: Header label and meaning of the columns of ``--by cause`` and ``--mtbf`` (the ones the
+#: report shows; shared columns such as ``lost_gpu_hours`` are in ``reports/headers.py``).
+#: Definitions: docs/metrics.md, "Failures by cause and MTBF".
+GLOSSARY = {
+    "cause": ("cause", "most specific failure cause of the job (device event, status or retry)"),
+    "node_hours": ("node-hours", "node-hours held by GPU jobs (else the sampled span)"),
+    "node_fail_jobs": ("node-failed jobs", "GPU jobs that ended node_fail"),
+    "device_events": ("device faults", "xid (code != 0), ecc_dbe and gpu_lost events"),
+    "node_failures": ("node-attributed failures", "node_fail_jobs + device_events"),
+    "mtbf_node_h": ("MTBF (node-hours)", "node_hours / node_failures"),
+    "mtbf_gpu_h": ("MTBF (GPU hours)", "gpu_hours / node_failures"),
+    "failures_per_1k_node_h": (
+        "failures per 1,000 node-hours",
+        "node_failures per 1000 node-hours",
+    ),
+    "failures_per_1k_gpu_h": ("failures per 1,000 GPU hours", "node_failures per 1000 GPU hours"),
+}
+
+PLUGIN = AnalysisPlugin(
+    name="failures",
+    help="Final-status mix of jobs and GPU time; with --lost, GPU time lost per group; "
+    "--by cause: lost GPU hours by cause (status, XID / ECC / lost-GPU events, retries); "
+    "--mtbf: failure rates and MTBF (definitions: docs/metrics.md).",
+    run=_run,
+    options=FailuresOptions,
+    title="Failures",
+    glossary=GLOSSARY,
+    rank=40,
+)

@@ -28,10 +28,16 @@ class Inputs:
     events: pl.LazyFrame
     tasks: pl.LazyFrame
     usage: pl.LazyFrame
+    #: The store these scans read (for analyses that query it in SQL, e.g. energy).
+    store: Path | None = None
+    #: The sources the scans are restricted to (empty: all).
+    sources: tuple[str, ...] = ()
 
     @classmethod
     def from_store(cls, store: Path, sources: Sequence[str] | None = None) -> Inputs:
+        """Scans of ``store``'s current generation, restricted to ``sources`` if given."""
         src = list(sources) if sources else None
+        root = store
         store = snapshot_root(store)  # every table from the same generation
         return cls(
             jobs=scan(store, "jobs", src),
@@ -43,6 +49,8 @@ class Inputs:
             events=scan(store, "events", src),
             tasks=scan(store, "tasks", src),
             usage=scan(store, "usage", src),
+            store=root,
+            sources=tuple(src or ()),
         )
 
     @cached_property

@@ -5,10 +5,15 @@ GPU-time-share curve by job size."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 POW2_EDGES = tuple(2.0**i for i in range(22))
 """CDF evaluation points: 1 s ... 2^21 s (~24 days)."""
@@ -17,6 +22,8 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
 def with_job_class(jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """``jobs`` with ``job_class`` (gpu / cpu) and ``size_bucket``, the keys durations
+    are split by."""
     return jobs.with_columns(
         pl.when(GPU_JOB.fill_null(False))
         .then(pl.lit("gpu"))
@@ -97,3 +104,59 @@ def size_shares(jobs: pl.LazyFrame, by: Sequence[str] = ("source", "cluster")) -
         pl.col("job_share").cum_sum().over(list(by)).alias("cum_job_share"),
         pl.col("gpu_time_share").cum_sum().over(list(by)).alias("cum_gpu_time_share"),
     ).drop("_order")
+
+
+class JobsView(StrEnum):
+    """What ``analyze jobs`` shows."""
+
+    quantiles = "quantiles"
+    cdf = "cdf"
+    sizes = "sizes"
+
+
+#: ``--by`` value -> the column the durations are split by.
+BY_KEYS = {"job_class": "job_class", "size": "size_bucket", "gpu_type": "gpu_type"}
+
+
+@dataclass(frozen=True)
+class JobsOptions:
+    """`gpu-trace analyze jobs` options."""
+
+    view: JobsView = option(
+        JobsView.quantiles, "quantiles of run time, cdf at 2^i s, or sizes (job vs GPU-time share)."
+    )
+    by: str = option("job_class", "Split durations by job_class (GPU/CPU), size or gpu_type.")
+
+
+def _run(inputs: Any, options: JobsOptions) -> pl.LazyFrame:
+    choose("--by value", options.by, BY_KEYS)
+    group = ("source", "cluster", BY_KEYS[options.by])
+    if options.view is JobsView.sizes:
+        return size_shares(inputs.jobs)
+    if options.view is JobsView.cdf:
+        return duration_cdf(inputs.jobs, by=group)
+    return duration_quantiles(inputs.jobs, by=group)
+
+
+def duration_cdf_chart(frame: pl.DataFrame) -> Any:
+    """The report's chart of ``jobs --view cdf`` (run-time CDF, GPU vs CPU jobs)."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.duration_cdf(frame)
+
+
+def size_shares_chart(frame: pl.DataFrame) -> Any:
+    """The report's chart of ``jobs --view sizes`` (job share vs GPU-time share)."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.size_shares(frame)
+
+
+PLUGIN = AnalysisPlugin(
+    name="jobs",
+    help="Job durations (GPU vs CPU jobs, by size or GPU type) and sizes.",
+    run=_run,
+    options=JobsOptions,
+    title="Jobs",
+    rank=60,
+)

@@ -123,38 +123,34 @@ def _number(raw: Any, path: str, where: str, *, positive: bool = False) -> float
     return float(raw)
 
 
-def _parse(doc: dict[str, Any], path: str, base: PowerModel | None) -> PowerModel:
-    gpus = dict(base.gpus) if base else {}
-    section = doc.get("gpu", {})
-    if not isinstance(section, dict):
-        raise InputError(path, "[gpu] must be a table of models", "gpu")
-    for name, entry in section.items():
-        where = f"gpu.{name}"
-        if not isinstance(entry, dict):
-            raise InputError(path, "must be a table with idle_w and busy_w", where)
-        old = gpus.get(name)
-        idle = entry.get("idle_w", old.idle_w if old else None)
-        busy = entry.get("busy_w", old.busy_w if old else None)
-        if idle is None or busy is None:
-            raise InputError(path, "needs idle_w and busy_w", where)
-        idle_w = _number(idle, path, f"{where}.idle_w")
-        busy_w = _number(busy, path, f"{where}.busy_w", positive=True)
-        if idle_w > busy_w:
-            raise InputError(path, f"idle_w {idle_w} > busy_w {busy_w}", where)
-        aliases = entry.get("aliases", list(old.aliases) if old else [])
-        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-            raise InputError(path, "aliases must be a list of strings", f"{where}.aliases")
-        gpus[name] = GpuPower(
-            name=name,
-            idle_w=idle_w,
-            busy_w=busy_w,
-            aliases=tuple(aliases),
-            idle_source=str(entry.get("idle_source", old.idle_source if old else "")),
-            busy_source=str(entry.get("busy_source", old.busy_source if old else "")),
-        )
-    default = doc.get("default", base.default if base else None)
-    if not isinstance(default, str) or default not in gpus:
-        raise InputError(path, f"default must name a [gpu.*] entry, got {default!r}", "default")
+def _gpu_entry(entry: Any, name: str, old: GpuPower | None, path: str) -> GpuPower:
+    """One ``[gpu.NAME]`` table, its missing keys taken from the entry it overrides."""
+    where = f"gpu.{name}"
+    if not isinstance(entry, dict):
+        raise InputError(path, "must be a table with idle_w and busy_w", where)
+    idle = entry.get("idle_w", old.idle_w if old else None)
+    busy = entry.get("busy_w", old.busy_w if old else None)
+    if idle is None or busy is None:
+        raise InputError(path, "needs idle_w and busy_w", where)
+    idle_w = _number(idle, path, f"{where}.idle_w")
+    busy_w = _number(busy, path, f"{where}.busy_w", positive=True)
+    if idle_w > busy_w:
+        raise InputError(path, f"idle_w {idle_w} > busy_w {busy_w}", where)
+    aliases = entry.get("aliases", list(old.aliases) if old else [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise InputError(path, "aliases must be a list of strings", f"{where}.aliases")
+    return GpuPower(
+        name=name,
+        idle_w=idle_w,
+        busy_w=busy_w,
+        aliases=tuple(aliases),
+        idle_source=str(entry.get("idle_source", old.idle_source if old else "")),
+        busy_source=str(entry.get("busy_source", old.busy_source if old else "")),
+    )
+
+
+def _host(doc: dict[str, Any], path: str, base: PowerModel | None) -> tuple[float, int, str]:
+    """The ``[host]`` table: baseline watts, GPUs per node and their source."""
     host = doc.get("host", {})
     if not isinstance(host, dict):
         raise InputError(path, "[host] must be a table", "host")
@@ -164,12 +160,27 @@ def _parse(doc: dict[str, Any], path: str, base: PowerModel | None) -> PowerMode
         raise InputError(path, "[host] needs baseline_w and gpus_per_node", "host")
     if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node <= 0:
         raise InputError(path, "must be a whole number > 0", "host.gpus_per_node")
+    source = str(host.get("source", base.host_source if base else ""))
+    return _number(baseline, path, "host.baseline_w"), per_node, source
+
+
+def _parse(doc: dict[str, Any], path: str, base: PowerModel | None) -> PowerModel:
+    gpus = dict(base.gpus) if base else {}
+    section = doc.get("gpu", {})
+    if not isinstance(section, dict):
+        raise InputError(path, "[gpu] must be a table of models", "gpu")
+    for name, entry in section.items():
+        gpus[name] = _gpu_entry(entry, name, gpus.get(name), path)
+    default = doc.get("default", base.default if base else None)
+    if not isinstance(default, str) or default not in gpus:
+        raise InputError(path, f"default must name a [gpu.*] entry, got {default!r}", "default")
+    baseline_w, per_node, host_source = _host(doc, path, base)
     return PowerModel(
         gpus=gpus,
         default=default,
-        host_baseline_w=_number(baseline, path, "host.baseline_w"),
+        host_baseline_w=baseline_w,
         gpus_per_node=per_node,
-        host_source=str(host.get("source", base.host_source if base else "")),
+        host_source=host_source,
         origin=path,
     )
 

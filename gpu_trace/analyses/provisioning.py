@@ -6,7 +6,12 @@ than they use (over-provisioned) or less (under-provisioned). The trace owners r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import polars as pl
+
+from gpu_trace.plugins import AnalysisPlugin, option
 
 RESOURCES = {
     # resource: (request column in tasks, usage metric in usage)
@@ -68,3 +73,26 @@ def over_provisioning(rv: pl.LazyFrame) -> pl.LazyFrame:
             )
         )
     return pl.concat(parts).sort("source", "cluster", "resource")
+
+
+@dataclass(frozen=True)
+class ProvisioningOptions:
+    """`gpu-trace analyze provisioning` options."""
+
+    per_task: bool = option(False, "One row per task instead.", flag="--per-task")
+
+
+def _run(inputs: Any, options: ProvisioningOptions) -> pl.LazyFrame:
+    rv = requested_vs_used(inputs.tasks, inputs.usage)
+    return rv if options.per_task else over_provisioning(rv)
+
+
+PLUGIN = AnalysisPlugin(
+    name="provisioning",
+    help="Requested vs used CPU, GPU and memory per task (PAI sensor data): share of tasks "
+    "over- and under-provisioned.",
+    run=_run,
+    options=ProvisioningOptions,
+    title="Provisioning",
+    rank=100,
+)

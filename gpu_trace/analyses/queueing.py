@@ -5,10 +5,15 @@ attempt counts, as in the Philly paper's Fig. 3)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, size_bucket, size_rank
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 BY_CHOICES = ("gpus", "vc", "gpu_type", "hour")
 
@@ -111,3 +116,44 @@ def requeue_gaps(jobs: pl.LazyFrame, placements: pl.LazyFrame) -> pl.LazyFrame:
         .truediv(1e6)
         .alias("wait_s"),
     ).filter(pl.col("wait_s").is_not_null())
+
+
+@dataclass(frozen=True)
+class QueueingOptions:
+    """`gpu-trace analyze queueing` options."""
+
+    by: str = option("gpus", "gpus, vc, gpu_type or hour.")
+    requeue: bool = option(False, "Per-attempt waits (Philly requeue gaps).")
+
+
+def _run(inputs: Any, options: QueueingOptions) -> pl.LazyFrame:
+    choose("--by value", options.by, BY_CHOICES)
+    if options.requeue:
+        gaps = requeue_gaps(inputs.jobs, inputs.placements)
+        frame = gaps.group_by("source", "cluster", "vc", "kind").agg(
+            pl.len().alias("waits"),
+            pl.col("wait_s").mean().alias("mean_s"),
+            pl.col("wait_s").median().alias("median_s"),
+        )
+        return frame.sort("source", "cluster", "vc", "kind", nulls_last=True)
+    try:
+        return queue_by(inputs.jobs, options.by, tz_by_source=inputs.tz)
+    except ValueError as exc:
+        raise GpuTraceError(str(exc)) from None
+
+
+def _chart(frame: pl.DataFrame) -> Any:
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.queue_by(frame, "size_bucket")
+
+
+PLUGIN = AnalysisPlugin(
+    name="queueing",
+    help="Queueing delay of GPU jobs by requested GPUs, VC, GPU type or hour of submission.",
+    run=_run,
+    options=QueueingOptions,
+    title="Queueing",
+    chart=_chart,
+    rank=30,
+)

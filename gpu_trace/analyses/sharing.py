@@ -15,8 +15,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
+
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 
 def request_mix(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
@@ -249,3 +255,86 @@ def inventory(machines: pl.LazyFrame) -> pl.LazyFrame:
         .agg(pl.len().alias("machines"), pl.col("gpus").sum().cast(pl.Int64).alias("gpus"))
         .sort(["source", "cluster", "dataset", "gpus"], descending=[False, False, False, True])
     )
+
+
+#: ``analyze sharing --view`` value -> the analysis it shows.
+VIEWS = {
+    "requests": lambda inp: request_mix(inp.jobs),
+    "shares": lambda inp: share_histogram(inp.jobs),
+    "constraints": lambda inp: constraints(inp.jobs),
+    "qos": lambda inp: qos_phase_mix(inp.jobs),
+    "inventory": lambda inp: inventory(inp.machines),
+}
+
+
+@dataclass(frozen=True)
+class SharingOptions:
+    """`gpu-trace analyze sharing` options."""
+
+    view: str = option(
+        "requests",
+        "requests (mix), shares (fractional histogram), constraints, qos, inventory.",
+    )
+
+
+def _sharing(inputs: Any, options: SharingOptions) -> pl.LazyFrame:
+    choose("--view value", options.view, VIEWS)
+    frame: pl.LazyFrame = VIEWS[options.view](inputs)
+    return frame
+
+
+def _request_mix_chart(frame: pl.DataFrame) -> Any:
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.request_mix(frame)
+
+
+def fragmentation_chart(frame: pl.DataFrame) -> Any:
+    """The report's chart of :func:`fragmentation_by_type` (fragmented GPUs per type)."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.fragmentation(frame)
+
+
+@dataclass(frozen=True)
+class FragmentationOptions:
+    """`gpu-trace analyze fragmentation` options."""
+
+    inventory: str | None = option(
+        None, "Machine inventory (dataset) to use; default: each source's largest."
+    )
+
+
+def _fragmentation(inputs: Any, options: FragmentationOptions) -> pl.DataFrame:
+    table = fragmentation_per_source(inputs.jobs, inputs.machines, options.inventory)
+    if table.height == 0:
+        what = f"inventory {options.inventory!r}" if options.inventory else "machine inventory"
+        raise GpuTraceError(f"no {what} with GPUs in the store")
+    return table
+
+
+SHARING = AnalysisPlugin(
+    name="sharing",
+    help="GPU sharing: request mix, fractional shares, GPU-type constraints, QoS/phase "
+    "mix, machine inventory.",
+    run=_sharing,
+    options=SharingOptions,
+    title="GPU sharing and fragmentation",
+    chart=_request_mix_chart,
+    rank=80,
+)
+
+
+FRAGMENTATION = AnalysisPlugin(
+    name="fragmentation",
+    help="Expected unallocatable GPUs on an empty cluster given the request mix (FGD "
+    "measure), per source (its own inventory and its own jobs; `source` and `inventory` "
+    "columns).",
+    run=_fragmentation,
+    options=FragmentationOptions,
+    title="Fragmentation",
+    rank=90,
+)
+
+
+PLUGINS = (SHARING, FRAGMENTATION)

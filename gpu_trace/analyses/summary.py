@@ -9,10 +9,13 @@ GPU jobs, and the share of GPU time by final status. Definitions:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
+from gpu_trace.plugins import AnalysisPlugin, option
 
 DEFAULT_BY = ("source", "cluster")
 
@@ -66,3 +69,33 @@ def summary(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
     return (
         jobs.with_columns(status_class(), gpu_time_s()).group_by(list(by)).agg(aggs).sort(list(by))
     )
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    """`gpu-trace analyze summary` options."""
+
+    by_dataset: bool = option(False, "One row per dataset, not per cluster.")
+
+
+def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
+    by = ("source", "dataset") if options.by_dataset else DEFAULT_BY
+    return summary(inputs.jobs, by=by)
+
+
+def _chart(frame: pl.DataFrame) -> Any:
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.status_shares(frame)
+
+
+PLUGIN = AnalysisPlugin(
+    name="summary",
+    help="Cross-trace summary (Helios/Acme format): counts, run and queue times, GPUs per "
+    "job, status rates, GPU time by status.",
+    run=_run,
+    options=SummaryOptions,
+    title="Summary",
+    chart=_chart,
+    rank=10,
+)

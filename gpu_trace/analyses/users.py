@@ -4,10 +4,14 @@ and each user's GPU-job completion rate (Helios Figs. 8-9)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 TOP_FRACTIONS = (0.01, 0.05, 0.1, 0.2)
 
@@ -76,3 +80,47 @@ def concentration(
         (pl.col("n").first() + 1) / pl.col("n").first()
     )
     return ranked.group_by(keys).agg(pl.len().alias("users"), *tops, gini.alias("gini")).sort(keys)
+
+
+@dataclass(frozen=True)
+class UsersOptions:
+    """`gpu-trace analyze users` options."""
+
+    per_user: bool = option(False, "One row per user instead.", flag="--per-user")
+    value: str = option("gpu_hours", "gpu_hours or gpu_queue_hours.")
+
+
+def _run(inputs: Any, options: UsersOptions) -> pl.LazyFrame:
+    choose("--value", options.value, ("gpu_hours", "gpu_queue_hours"))
+    table = per_user(inputs.jobs)
+    return table if options.per_user else concentration(table, options.value)
+
+
+def lorenz_chart(frame: pl.DataFrame) -> Any:
+    """The report's Lorenz curve of GPU time across users (from :func:`lorenz`)."""
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.lorenz(frame)
+
+
+#: Header label and meaning of the columns (docs/metrics.md, "user concentration").
+GLOSSARY = {
+    "users": ("users", "users with jobs in the group (those with zero GPU hours included)"),
+    **{
+        f"top{k}pct_share": (f"top {k} % of users", f"share held by the top {k} % of users")
+        for k in (1, 5, 10, 20)
+    },
+    "gini": ("Gini", "Gini coefficient over all users (0 = equal, 1 = one user holds all)"),
+    "gpu_queue_hours": ("GPU queue hours", "sum of queue_s / 3600 over the user's GPU jobs"),
+    "completion_rate": ("completed (rate)", "completed / finished GPU jobs of the user"),
+}
+
+PLUGIN = AnalysisPlugin(
+    name="users",
+    help="Concentration of GPU time (or queueing) across users: top-k shares and Gini.",
+    run=_run,
+    options=UsersOptions,
+    title="Users",
+    glossary=GLOSSARY,
+    rank=70,
+)

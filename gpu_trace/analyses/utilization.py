@@ -6,12 +6,24 @@
 - :func:`per_job`: each job's mean / p50 / p95 of a metric over the samples of the GPUs
   it held while it held them: a range join (host, GPU index, time within the attempt) in
   DuckDB, which plans it as an interval join rather than a row loop.
+
+Declares ``analyze utilization`` (allocation over time from :mod:`occupancy`, or the
+measured distribution) and ``analyze per-job``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
 import duckdb
 import polars as pl
+
+from gpu_trace.analyses import occupancy as occ
+from gpu_trace.errors import GpuTraceError
+from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 
 def sample_distribution(samples: pl.LazyFrame, metric: str = "gpu_util_pct") -> pl.LazyFrame:
@@ -78,3 +90,86 @@ def per_job(con: duckdb.DuckDBPyConnection, metric: str = "gpu_util_pct") -> pl.
     frame = pl.from_arrow(rel.to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
     return frame.sort("source", "cluster", "job_id")
+
+
+class View(StrEnum):
+    """What ``analyze utilization`` shows."""
+
+    series = "series"
+    diurnal = "diurnal"
+    monthly = "monthly"
+    measured = "measured"
+
+
+@dataclass(frozen=True)
+class UtilizationOptions:
+    """`gpu-trace analyze utilization` options."""
+
+    freq: str = option("1h", "Bin width: 30s, 1min, 10min, 1h, 1d.")
+    by: str = option("cluster", "cluster, vc or gpu_type.")
+    view: View = option(
+        View.series,
+        "series (allocation per bin), diurnal (weekday x hour profile), monthly, "
+        "or measured (device activity from gpu_samples).",
+    )
+
+
+def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
+    choose("--by value", options.by, occ.OCCUPANCY_BY)
+    if options.view is View.measured:
+        return sample_distribution(inputs.gpu_samples)
+    try:
+        series = occ.occupancy(
+            inputs.jobs, inputs.capacity, inputs.machines, freq=options.freq, by=options.by
+        )
+    except ValueError as exc:
+        raise GpuTraceError(str(exc)) from None
+    if options.view is View.diurnal:
+        return occ.profiles(series, inputs.tz)
+    if options.view is View.monthly:
+        return occ.monthly(series)
+    return series
+
+
+def _allocation_chart(frame: pl.DataFrame) -> Any:
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    return charts.allocation_series(frame)
+
+
+@dataclass(frozen=True)
+class PerJobOptions:
+    """`gpu-trace analyze per-job` options."""
+
+    metric: str = option("gpu_util_pct", "gpu_samples metric.")
+
+
+def _per_job(inputs: Any, options: PerJobOptions) -> pl.DataFrame:
+    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
+
+    return per_job(connect(inputs.store), options.metric)
+
+
+UTILIZATION = AnalysisPlugin(
+    name="utilization",
+    help="GPU allocation over time (allocated / installed GPUs) or measured utilization.",
+    run=_utilization,
+    options=UtilizationOptions,
+    title="Utilization (allocation)",
+    chart=_allocation_chart,
+    rank=20,
+)
+
+
+PER_JOB = AnalysisPlugin(
+    name="per-job",
+    help="Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held.",
+    run=_per_job,
+    options=PerJobOptions,
+    sources=False,
+    needs_jobs=False,
+    rank=110,
+)
+
+
+PLUGINS = (UTILIZATION, PER_JOB)

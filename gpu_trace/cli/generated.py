@@ -3,8 +3,10 @@
 A plugin's options dataclass becomes the command's options: each field's flag, type,
 default and help text, a choice check for fields that declare ``choices`` (the same
 one-line "is not one of" usage error the hand-written commands give), and for fields that
-declare ``parse`` a text option whose value ``parse`` turns into the field's. The command's
-own fixed parameters (``PATH``, ``--store``, ``--format`` ...) come first, as given.
+declare ``parse`` a text option whose value ``parse`` turns into the field's, and for fields
+that declare ``deprecated`` a hidden option with the old spelling (it still works, with a
+one-line warning). The command's own fixed parameters (``PATH``, ``--store``, ``--format``
+...) come first, as given.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import Annotated, Any
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.cli._boundary import domain_errors, warn
 from gpu_trace.errors import UsageError
-from gpu_trace.plugins import option_specs
+from gpu_trace.plugins import OptionSpec, option_specs
+
+_OLD = "__deprecated"
+"""Suffix of the hidden parameter that takes a field's deprecated spelling."""
 
 
 def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
@@ -46,9 +51,9 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
     params = []
     for spec in option_specs(options):
         # Typer derives --name (and --name/--no-name for a bool) from the parameter;
-        # only a flag that differs from that is passed on.
+        # only a flag that differs from that, or one the declaration names, is passed on.
         derived = "--" + spec.name.replace("_", "-")
-        flags = () if spec.flag == derived else (spec.flag,)
+        flags = () if spec.flag == derived and not spec.flag_given else (spec.flag,)
         if spec.parse is not None:
             # Typed as text; None means "not given", so the dataclass default holds.
             info = typer.Option(
@@ -72,7 +77,35 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
                 spec.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
             )
         )
+        if spec.deprecated is not None:
+            parse = _parse_check(spec.parse) if spec.parse is not None else None
+            old = typer.Option(spec.deprecated, hidden=True, callback=parse)
+            kind = str if spec.parse is not None else spec.type
+            params.append(
+                inspect.Parameter(
+                    spec.name + _OLD,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[kind | None, old],
+                )
+            )
     return params
+
+
+def _chosen(specs: list[OptionSpec], values: dict[str, Any]) -> dict[str, Any]:
+    """The options' values from the parsed parameters: a ``parse`` option left out keeps
+    the dataclass default; a deprecated spelling, when used, wins with a warning."""
+    chosen = {}
+    for s in specs:
+        value = values[s.name]
+        old = values.get(s.name + _OLD)
+        if s.deprecated is not None and old is not None and old != []:
+            arg = f" {s.metavar}" if s.metavar else ""
+            warn(f"{s.deprecated}{arg} is deprecated: use {s.flag}{arg}")
+            value = old
+        if not (s.parse is not None and value is None):
+            chosen[s.name] = value
+    return chosen
 
 
 def add_command(
@@ -92,12 +125,7 @@ def add_command(
 
     def command(**values: Any) -> None:
         given = {k: values[k] for k in fixed_names}
-        chosen = {
-            s.name: values[s.name]
-            for s in specs
-            if not (s.parse is not None and values[s.name] is None)
-        }
-        body(given, options(**chosen))
+        body(given, options(**_chosen(specs, values)))
 
     wrapped = domain_errors(command)
     params = [

@@ -1,10 +1,17 @@
 """Report sections built from the analyses: each takes the store's lazy inputs (already
 restricted to the page's sources) and returns a :class:`Section` with escaped tables and
-charts of aggregated data. A section with nothing to show says so instead of vanishing."""
+charts of aggregated data. A section with nothing to show says so instead of vanishing.
+
+A section that shows one analysis is built from its declaration (:func:`plugin_section`:
+its title, its run with the options the report wants, its chart); the composite sections
+here (summary columns, utilization statistics, failures with energy, jobs with users,
+arrivals, sharing with fragmentation, inventory) combine several analyses but draw each
+chart through the analysis module that declares it, so a chart is defined once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -18,9 +25,10 @@ from gpu_trace.analyses import occupancy as occ
 from gpu_trace.analyses import power as pwr
 from gpu_trace.analyses import queueing as que
 from gpu_trace.analyses import sharing as shr
+from gpu_trace.analyses import summary as smy
 from gpu_trace.analyses import users as usr
+from gpu_trace.analyses import utilization as utl
 from gpu_trace.analyses.inputs import Inputs
-from gpu_trace.analyses.summary import summary
 from gpu_trace.reports import charts
 from gpu_trace.reports.page import Section, table_html
 
@@ -57,11 +65,20 @@ def _empty(title: str, why: str) -> Section:
 
 
 def has_jobs(inp: Inputs) -> bool:
+    """Whether the page's sources hold any job (energy per VC needs some)."""
     return bool(inp.jobs.select(pl.len()).collect().item())
 
 
+def declared_chart(plugin: plugins.AnalysisPlugin, frame: pl.DataFrame) -> Any:
+    """The chart ``plugin`` declares, of ``frame`` (its output with default options)."""
+    if plugin.chart is None:
+        raise plugins.PluginError(f"analysis {plugin.name!r} declares no chart")
+    return plugin.chart(frame)
+
+
 def summary_section(inp: Inputs) -> Section:
-    table = summary(inp.jobs).collect()
+    """The summary table (status as shares of all GPU jobs) and its status chart."""
+    table = smy.summary(inp.jobs).collect()
     if table.height == 0:
         return _empty("Summary", "No jobs in the store.")
     sec = Section(
@@ -71,7 +88,7 @@ def summary_section(inp: Inputs) -> Section:
             caption="Summary (status as shares of all GPU jobs; unfinished is not failed)",
         ),
     )
-    sec.charts.append(charts.status_shares(table))
+    sec.charts.append(declared_chart(smy.PLUGIN, table))
     return sec
 
 
@@ -91,6 +108,7 @@ def choose_freq(inp: Inputs, points: int = 2000) -> str:
 
 
 def utilization_section(inp: Inputs) -> Section:
+    """Allocation statistics per cluster, the allocation series and its diurnal profile."""
     freq = choose_freq(inp)
     series = occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq).collect()
     if series.height == 0:
@@ -111,7 +129,7 @@ def utilization_section(inp: Inputs) -> Section:
         f"{freq} bin (allocation, not kernel activity; see the metric glossary).</p>"
         + table_html(_rounded(stats, 2)),
     )
-    sec.charts.append(charts.allocation_series(series))
+    sec.charts.append(declared_chart(utl.UTILIZATION, series))
     hourly = (
         series
         if freq in ("1min", "10min", "1h")
@@ -122,6 +140,7 @@ def utilization_section(inp: Inputs) -> Section:
 
 
 def queueing_section(inp: Inputs) -> Section:
+    """Queueing delay by GPUs requested (with its chart) and by VC (top ones)."""
     by_size = que.queue_by(inp.jobs, "gpus").collect()
     if by_size.height == 0:
         return _empty("Queueing", "No GPU job with a queueing delay.")
@@ -129,7 +148,7 @@ def queueing_section(inp: Inputs) -> Section:
         "Queueing",
         table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
     )
-    sec.charts.append(charts.queue_by(by_size, "size_bucket"))
+    sec.charts.append(declared_chart(que.PLUGIN, by_size))
     by_vc = que.queue_by(inp.jobs, "vc").collect()
     if by_vc.height > 1 or (by_vc.height == 1 and by_vc["vc"][0] is not None):
         top = by_vc.sort("jobs", descending=True).filter(
@@ -139,18 +158,6 @@ def queueing_section(inp: Inputs) -> Section:
             _rounded(top, 1), caption=f"Queueing delay by virtual cluster (top {TOP_N} by jobs)"
         )
     return sec
-
-
-def failures_section(inp: Inputs) -> Section:
-    lost = fail.lost_gpu_time(inp.jobs, "gpus").collect()
-    if lost.height == 0:
-        return _empty("Failures", "No jobs.")
-    return Section(
-        "Failures",
-        table_html(
-            _rounded(lost, 3), caption="GPU hours of jobs that ended failed or cancelled, by size"
-        ),
-    )
 
 
 def _energy_connection(inp: Inputs) -> duckdb.DuckDBPyConnection:
@@ -172,7 +179,7 @@ def failures_energy_section(inp: Inputs) -> Section:
         sec.html += table_html(
             _rounded(causes), caption="Failed, cancelled and retried jobs by cause"
         )
-        sec.charts.append(charts.lost_by_cause(causes))
+        sec.charts.append(fail.lost_by_cause_chart(causes))
     rates = fail.mtbf(inp.jobs, inp.events, inp.gpu_samples).collect()
     if rates.height and (rates["node_hours"] > 0).any():
         sec.html += table_html(_rounded(rates), caption="Node-attributed failures and MTBF")
@@ -185,7 +192,7 @@ def failures_energy_section(inp: Inputs) -> Section:
                 _rounded(by_vc.head(TOP_N)),
                 caption=f"Energy by VC (top {TOP_N}; basis: telemetry, model or mixed)",
             )
-            sec.charts.append(charts.energy_by_group(by_vc.head(TOP_N), "vc"))
+            sec.charts.append(en.energy_by_group_chart(by_vc.head(TOP_N), "vc"))
     devices = en.device_energy(con)
     if devices.height:
         sec.html += table_html(_rounded(devices), caption="Energy per sampled GPU (power_w)")
@@ -195,6 +202,7 @@ def failures_energy_section(inp: Inputs) -> Section:
 
 
 def jobs_users_section(inp: Inputs) -> Section:
+    """User concentration and top users; duration CDF, size shares and Lorenz charts."""
     sec = Section("Jobs and users")
     cdf = jb.duration_cdf(inp.jobs).collect()
     sizes = jb.size_shares(inp.jobs).collect()
@@ -207,17 +215,18 @@ def jobs_users_section(inp: Inputs) -> Section:
             _rounded(top, 2), caption=f"Top {TOP_N} users by GPU hours per cluster"
         )
     if cdf.height:
-        sec.charts.append(charts.duration_cdf(cdf))
+        sec.charts.append(jb.duration_cdf_chart(cdf))
     if sizes.height:
-        sec.charts.append(charts.size_shares(sizes))
+        sec.charts.append(jb.size_shares_chart(sizes))
     if conc.height:
-        sec.charts.append(charts.lorenz(usr.lorenz(per_user).collect()))
+        sec.charts.append(usr.lorenz_chart(usr.lorenz(per_user).collect()))
     if not sec.html and not sec.charts:
         sec.html = "<p>No jobs.</p>"
     return sec
 
 
 def arrivals_section(inp: Inputs) -> Section:
+    """The weekday x hour heatmap of submissions, with each source's clock."""
     weekly = arr.arrivals(inp.jobs, inp.tz).collect()
     if weekly.height == 0:
         return _empty("Arrivals", "No submission times.")
@@ -226,16 +235,17 @@ def arrivals_section(inp: Inputs) -> Section:
         for s, tz in sorted(inp.tz.items())
     )
     sec = Section("Arrivals", f"<p>Local time per source — {zones}.</p>")
-    sec.charts.append(charts.arrivals_heatmap(weekly))
+    sec.charts.append(arr.weekly_heatmap_chart(weekly))
     return sec
 
 
 def sharing_section(inp: Inputs) -> Section:
+    """Request mix, GPU-type constraints and fragmentation on the largest inventory."""
     mix = shr.request_mix(inp.jobs).collect()
     if mix.height == 0:
         return _empty("GPU sharing and fragmentation", "No jobs.")
     sec = Section("GPU sharing and fragmentation", table_html(_rounded(mix), caption="Request mix"))
-    sec.charts.append(charts.request_mix(mix))
+    sec.charts.append(declared_chart(shr.SHARING, mix))
     cons = shr.constraints(inp.jobs).collect()
     if cons.height and (cons["constrained"] > 0).any():
         sec.html += table_html(_rounded(cons), caption="GPU-type constraints")
@@ -254,7 +264,7 @@ def sharing_section(inp: Inputs) -> Section:
             _rounded(frag),
             caption=f"Expected fragmented GPUs on the empty cluster ({sizes['dataset'][0]} inventory)",
         )
-        sec.charts.append(charts.fragmentation(frag))
+        sec.charts.append(shr.fragmentation_chart(frag))
     return sec
 
 
@@ -288,6 +298,47 @@ def inventory_section(inp: Inputs) -> Section:
     return sec
 
 
+def plugin_section(
+    plugin: plugins.AnalysisPlugin,
+    options: Any = None,
+    caption: str | None = None,
+    empty: str = "No rows.",
+) -> Callable[[Inputs], Section]:
+    """The report section of a declared analysis (:mod:`gpu_trace.plugins`): its result
+    as a table, and its chart when it declares one. ``options`` (default: the declared
+    defaults), ``caption`` (default: the first line of its help) and ``empty`` (what an
+    empty result says) let a built-in section show the view the report wants."""
+    chosen = plugin.options() if options is None else options
+
+    def build(inp: Inputs) -> Section:
+        title = plugin.title or plugin.name
+        frame = plugin.run(inp, chosen).lazy().collect()
+        if frame.height == 0:
+            return _empty(title, empty)
+        text = caption if caption is not None else plugin.help.split("\n")[0]
+        sec = Section(title, table_html(_rounded(frame), caption=text))
+        if plugin.chart is not None and options is None:  # the chart is of the defaults
+            sec.charts.append(plugin.chart(frame))
+        return sec
+
+    build.__name__ = f"{plugin.name}_section"
+    return build
+
+
+failures_section = plugin_section(
+    fail.PLUGIN,
+    fail.FailuresOptions(by="gpus", lost=True),
+    caption="GPU hours of jobs that ended failed or cancelled, by size",
+    empty="No jobs.",
+)
+"""GPU hours lost to failed and cancelled jobs by size: ``analyze failures --lost --by gpus``."""
+
+COMPOSED = frozenset(
+    {"summary", "utilization", "queueing", "failures", "energy", "jobs", "users"}
+    | {"arrivals", "sharing", "fragmentation"}
+)
+"""Analyses the sections above already show: their declared sections would repeat them."""
+
 SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
     inventory_section,
     summary_section,
@@ -302,24 +353,11 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
 """Analysis sections of a source page, in order."""
 
 
-def plugin_section(plugin: plugins.AnalysisPlugin) -> Callable[[Inputs], Section]:
-    """The report section of a declared analysis (:mod:`gpu_trace.plugins`): its result
-    with the default options as a table, and its chart when it declares one."""
-
-    def build(inp: Inputs) -> Section:
-        title = plugin.title or plugin.name
-        frame = plugin.run(inp, plugin.options()).lazy().collect()
-        if frame.height == 0:
-            return _empty(title, "No rows.")
-        sec = Section(title, table_html(_rounded(frame), caption=plugin.help.split("\n")[0]))
-        if plugin.chart is not None:
-            sec.charts.append(plugin.chart(frame))
-        return sec
-
-    build.__name__ = f"{plugin.name}_section"
-    return build
-
-
 def plugin_sections() -> tuple[Callable[[Inputs], Section], ...]:
-    """One section per declared analysis that has a chart, after the built-in ones."""
-    return tuple(plugin_section(p) for p in plugins.analyses() if p.chart is not None)
+    """One section per declared analysis that has a chart and is not already shown by a
+    built-in section, after the built-in ones."""
+    return tuple(
+        plugin_section(p)
+        for p in plugins.analyses()
+        if p.chart is not None and p.name not in COMPOSED
+    )

@@ -23,6 +23,9 @@ allocate / release:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 SMALL_NODE = 64
 """Nodes of at most this many GPUs are scanned for free GPUs (a bounded constant)."""
@@ -98,23 +101,48 @@ class BitIndex:
             if new:
                 return
 
+    def word_filled(self, w: int) -> None:
+        """Level-0 word ``w`` went from zero to non-zero (the caller set its bits
+        directly, a batch at a time): mark it in the upper levels, as :meth:`add` does."""
+        for level in self.levels[1:]:
+            i = w
+            w = i >> 6
+            old = level[w]
+            level[w] = old | 1 << (i & 63)
+            if old:
+                return
+
+    def word_emptied(self, w: int) -> None:
+        """Level-0 word ``w`` went from non-zero to zero (the caller cleared its bits
+        directly): unmark it in the upper levels, as :meth:`discard` does."""
+        for level in self.levels[1:]:
+            i = w
+            w = i >> 6
+            new = level[w] & ~(1 << (i & 63))
+            level[w] = new
+            if new:
+                return
+
     def first_from(self, i: int) -> int:
         """The smallest member >= ``i``; -1 if none."""
         if i < 0:
             i = 0
         levels = self.levels
-        for depth, level in enumerate(levels):
+        depth = 0
+        for level in levels:
             w = i >> 6
             if w >= len(level):
                 return -1
             word = level[w] >> (i & 63)
             if word:
                 p = i + ((word & -word).bit_length() - 1)
-                for lower in reversed(levels[:depth]):
-                    x = lower[p]
+                while depth:  # down again: the lowest member under bit p
+                    depth -= 1
+                    x = levels[depth][p]
                     p = (p << 6) | ((x & -x).bit_length() - 1)
                 return p
             i = w + 1
+            depth += 1
         return -1
 
     def last_upto(self, i: int) -> int:
@@ -122,17 +150,20 @@ class BitIndex:
         if i >= self.size:
             i = self.size - 1
         levels = self.levels
-        for depth, level in enumerate(levels):
+        depth = 0
+        for level in levels:
             if i < 0:
                 return -1
             w = i >> 6
             word = level[w] & ((2 << (i & 63)) - 1)
             if word:
                 p = (w << 6) | (word.bit_length() - 1)
-                for lower in reversed(levels[:depth]):
-                    p = (p << 6) | (lower[p].bit_length() - 1)
+                while depth:  # down again: the highest member under bit p
+                    depth -= 1
+                    p = (p << 6) | (levels[depth][p].bit_length() - 1)
                 return p
             i = w - 1
+            depth += 1
         return -1
 
     def take(self, k: int) -> list[int]:
@@ -140,13 +171,32 @@ class BitIndex:
         out: list[int] = []
         lv0 = self.levels[0]
         i = self.first_from(0)
-        while i >= 0:
+        while i >= 0:  # i starts a word's members: from 0 or a word boundary
             w = i >> 6
-            word = lv0[w] >> (i & 63) << (i & 63)
+            word = lv0[w]
             base = w << 6
             while word:
                 low = word & -word
                 out.append(base | (low.bit_length() - 1))
+                if len(out) == k:
+                    return out
+                word ^= low
+            i = self.first_from(base + 64)
+        return out
+
+    def pick(self, k: int, items: Sequence[T]) -> list[T]:
+        """``items[i]`` for the ``k`` smallest members ``i`` (:meth:`take` without the
+        second pass that would map indices to items)."""
+        out: list[T] = []
+        lv0 = self.levels[0]
+        i = self.first_from(0)
+        while i >= 0:  # i starts a word's members: from 0 or a word boundary
+            w = i >> 6
+            word = lv0[w]
+            base = w << 6
+            while word:
+                low = word & -word
+                out.append(items[base | (low.bit_length() - 1)])
                 if len(out) == k:
                     return out
                 word ^= low

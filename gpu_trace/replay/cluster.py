@@ -445,6 +445,23 @@ class ClusterState:
         self.max_whole_for_mask: dict[int, int] = {}
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
         self.index = CapacityIndex(spec.node_gpus, spec.node_type, len(spec.type_names), gmax)
+        per_type = [0] * len(spec.type_names)
+        for t in spec.node_type:
+            per_type[t] += 1
+        self.whole_part_of: dict[int, list[tuple[int, int, int]]] = {}
+        """Large node -> its whole-GPU parts ``(n, g, MILLI)`` by GPU (see
+        :meth:`whole_parts`)."""
+        self.type_node = [-1] * len(spec.type_names)
+        """Per GPU type: its node when it has exactly one, else -1."""
+        for i, t in enumerate(spec.node_type):
+            self.type_node[t] = i if per_type[t] == 1 else -1
+        self.solo = [
+            per_type[t] == 1 and large
+            for t, large in zip(spec.node_type, self.index.large, strict=True)
+        ]
+        """Per node: large (a free-GPU bitmap) and the only node of its GPU type, so its
+        type's bucket sets never hold another node and whole-GPU parts on it can be taken
+        and given back as one batch (see :meth:`allocate`)."""
         self.down: dict[int, list[tuple[int, int, int]]] = {}
         """Nodes out of service (failed, powered off) -> the pseudo-allocation that
         holds all their GPUs so no placement uses them."""
@@ -507,7 +524,12 @@ class ClusterState:
                     if b:
                         return next(iter(b))
             return -1
-        t, k = self.index.first_count(self.types_of(mask), lo, hi, step)
+        types = self.types_of(mask)
+        if len(types) == 1 and self.type_node[types[0]] >= 0:  # its bucket sets hold only it
+            n = self.type_node[types[0]]
+            k = self.whole[n]
+            return n if (lo <= k <= hi if step > 0 else hi <= k <= lo) else -1
+        t, k = self.index.first_count(types, lo, hi, step)
         if t < 0:
             return -1
         return next(iter(self.buckets[t][k]))
@@ -526,12 +548,119 @@ class ClusterState:
         total = self.index.whole_total
         return sum(total[t] for t in self.types_of(mask))
 
+    def room_milli(self) -> int:
+        """Free milli-GPU, cluster-wide: a job needing more fits nowhere (the engine
+        refuses it before asking the placement)."""
+        return self.capacity_milli - self.used_milli
+
     def _frag(self, n: int) -> int:
         f = self.node_free[n]
         return f if 0 < f < self.node_gpus[n] * MILLI else 0
 
     def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked).
+
+        Whole GPUs on one node that is alone in its type and large (the PAI simulator's
+        single 6,500-GPU node) are taken as one batch: per GPU only its slot and its bit
+        change; the node's counts, bucket and index key move once. Anything else goes
+        part by part (:meth:`_allocate_each`)."""
+        if parts:
+            n = parts[0][0]
+            if self.solo[n] and self._take_solo(n, parts):
+                return
+        self._allocate_each(parts)
+
+    def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
+        """Give back what :meth:`allocate` took (the same batch rule)."""
+        if parts:
+            n = parts[0][0]
+            if self.solo[n] and self._give_solo(n, parts):
+                return
+        self._release_each(parts)
+
+    def _take_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
+        """Take whole GPUs on solo node ``n``; False, with nothing changed, unless every
+        part is a wholly free GPU of ``n`` (then the part-by-part path decides). The
+        bucket sets of a solo node's type hold at most that node, so moving it once
+        leaves them as moving it one GPU at a time would."""
+        row = self.free[n]
+        bits = self.index.gpus_free[n]
+        lv0 = bits.levels[0]
+        emptied: list[int] | None = None
+        for i, (m, g, milli) in enumerate(parts):
+            if m != n or milli != MILLI or row[g] != MILLI:
+                for _, h, _ in parts[:i]:  # undo: the upper bit levels were not touched yet
+                    row[h] = MILLI
+                    lv0[h >> 6] |= 1 << (h & 63)
+                return False
+            row[g] = 0
+            w = g >> 6
+            x = lv0[w] & ~(1 << (g & 63))
+            lv0[w] = x
+            if not x:
+                if emptied is None:
+                    emptied = [w]
+                else:
+                    emptied.append(w)
+        if emptied is not None:
+            for w in emptied:
+                bits.word_emptied(w)
+        bits.count -= len(parts)
+        self._move_whole(n, -len(parts))
+        return True
+
+    def _give_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
+        """:meth:`_take_solo` in reverse: every part a wholly used GPU of ``n``."""
+        row = self.free[n]
+        bits = self.index.gpus_free[n]
+        lv0 = bits.levels[0]
+        filled: list[int] | None = None
+        for i, (m, g, milli) in enumerate(parts):
+            if m != n or milli != MILLI or row[g] != 0:
+                for _, h, _ in parts[:i]:  # undo: the upper bit levels were not touched yet
+                    row[h] = 0
+                    lv0[h >> 6] &= ~(1 << (h & 63))
+                return False
+            row[g] = MILLI
+            w = g >> 6
+            x = lv0[w]
+            if not x:
+                if filled is None:
+                    filled = [w]
+                else:
+                    filled.append(w)
+            lv0[w] = x | 1 << (g & 63)
+        if filled is not None:
+            for w in filled:
+                bits.word_filled(w)
+        bits.count += len(parts)
+        self._move_whole(n, len(parts))
+        return True
+
+    def _move_whole(self, n: int, d: int) -> None:
+        """Node ``n`` gained ``d`` (< 0: lost) wholly free GPUs in a batch: its free and
+        fragmented capacity, the used total, its bucket and its index key."""
+        cap = self.node_gpus[n] * MILLI
+        f = self.node_free[n]
+        frag = self.frag_milli
+        if 0 < f < cap:
+            frag -= f
+        f += d * MILLI
+        if 0 < f < cap:
+            frag += f
+        self.frag_milli = frag
+        self.node_free[n] = f
+        self.used_milli -= d * MILLI
+        k = self.whole[n]
+        t = self.node_type[n]
+        b = self.buckets[t]
+        b[k].discard(n)
+        b[k + d].add(n)
+        self.whole[n] = k + d
+        self.index.move(n, t, k, k + d)
+
+    def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:
+        """:meth:`allocate`, part by part.
 
         Runs for every part of every start (a job on one big node has one part per GPU),
         so it works on locals and writes the cluster-wide sums once. The bucket sets are
@@ -588,8 +717,8 @@ class ClusterState:
             for n, k in moved.items():
                 index.move(n, node_type[n], k, whole[n])
 
-    def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
-        """Give back what :meth:`allocate` took (the same per-part order of updates)."""
+    def _release_each(self, parts: Sequence[tuple[int, int, int]]) -> None:
+        """Give back what :meth:`_allocate_each` took (the same per-part order)."""
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
@@ -728,7 +857,10 @@ class ClusterState:
         node: from its free-GPU index, O(k log g); a small one: a scan of its slots)."""
         index = self.index
         if index.large[n]:
-            return [(n, g, MILLI) for g in index.whole_gpus(n, k)]
+            items = self.whole_part_of.get(n)
+            if items is None:  # built on first use: one tuple per GPU, shared by all jobs
+                items = self.whole_part_of[n] = [(n, g, MILLI) for g in range(self.node_gpus[n])]
+            return index.gpus_free[n].pick(k, items)
         out: list[tuple[int, int, int]] = []
         for g, f in enumerate(self.free[n]):
             if f == MILLI:
@@ -772,6 +904,7 @@ class ClusterView:
         "nodes_by_whole",
         "res_ok",
         "res_ok_np",
+        "room_milli",
         "spec",
         "type_np",
         "types_of",
@@ -796,6 +929,7 @@ class ClusterView:
     nodes_by_whole: Callable[[int], list[tuple[int, int]]]
     iter_by_whole: Callable[[int], Iterator[tuple[int, int]]]
     whole_free: Callable[[int], int]
+    room_milli: Callable[[], int]
     multi_resource: bool
     cpu_cap: npt.NDArray[np.int64]
     mem_cap: npt.NDArray[np.int64]
@@ -829,6 +963,7 @@ class ClusterView:
             "nodes_by_whole",
             "iter_by_whole",
             "whole_free",
+            "room_milli",
         ):
             put(self, name, getattr(state, name))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import array
 import heapq
 import math
+from heapq import heappush
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -292,6 +293,10 @@ class Engine:
         self.placement: PlacementPolicy
         self.admission: AdmissionPolicy
         self._finish_events = True
+        self._departures = options.departures
+        self._record_log = options.record_log
+        self._slowdown = options.multinode_slowdown
+        """``options`` read once (it is frozen): the start / stop path runs per job."""
         """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
         self.view = PolicyView(self)
         """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
@@ -320,14 +325,15 @@ class Engine:
 
     # -- actions offered to policies ---------------------------------------------------
 
-    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:  # noqa: C901  measured hot path (one call per start attempt)
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
         ``hold``: capacity the placement must not use (a reservation; parts of it
         already taken are ignored)."""
         now = self.now
         if now < self.arrival[j]:
             raise AssertionError(f"job {j} started before it arrived")
-        if j in self.alloc:
+        alloc = self.alloc
+        if j in alloc:
             raise AssertionError(f"job {j} is already running")
         ngpu, milli = self.ngpu[j], self.milli[j]
         demand = ngpu * milli
@@ -340,30 +346,27 @@ class Engine:
             if v in quota and self.vc_used_milli[v] + demand > quota[v]:
                 return False
         if hold:
-            free = self.state.free
-            held = [(n, g, min(m, free[n][g])) for n, g, m in hold if free[n][g] > 0]
-            self.state.allocate(held)
-            try:
-                parts = self.placement.place(j, ngpu, milli, self.mask[j])
-            finally:
-                self.state.release(held)
+            parts = self._place_holding(j, hold)
         else:
             parts = self.placement.place(j, ngpu, milli, self.mask[j])
         if parts is None:
             return False
         parts = list(parts)
         cpu, mem = self.cpu_req[j], self.mem_req[j]
-        if (cpu or mem) and not self.state.try_take_res(parts, cpu, mem):
+        if (cpu or mem) and not state.try_take_res(parts, cpu, mem):
             return False  # a GPU-only placement chose a node without the CPU / memory
-        self.state.allocate(parts)
+        state.allocate(parts)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
-        nodes = 1 if ngpu == 1 else len({p[0] for p in parts})
-        slow = self.options.multinode_slowdown if nodes > 1 else 1.0
+        if ngpu == 1:
+            nodes, slow = 1, 1.0
+        else:
+            nodes = len({p[0] for p in parts})
+            slow = self._slowdown if nodes > 1 else 1.0
         speed = 1.0
         if self.speed_table is not None:
             row = self.speed_table[self.speed_code[j]]
-            types = self.state.node_type
+            types = state.node_type
             speed = float(min(row[types[p[0]]] for p in parts))  # the slowest model gates
             slow /= speed
         if self.first_start[j] == INF:
@@ -372,18 +375,28 @@ class Engine:
             self.first_speed[j] = speed
         self.slow[j] = slow
         self.seg_start[j] = now
-        self.alloc[j] = parts
+        alloc[j] = parts
         self.waiting -= 1
         self.waiting_milli -= demand
-        if self.options.departures:
+        if self._departures:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
             if self._finish_events:
-                self.seq += 1
-                heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
-        if self.options.record_log:
+                self.seq = seq = self.seq + 1
+                heappush(self.heap, (end, FINISH, seq, FINISH, j, self.version[j]))
+        if self._record_log:
             self.log.append((now, "start", j, list(parts)))
         return True
+
+    def _place_holding(self, j: int, hold: Sequence[tuple[int, int, int]]) -> Parts | None:
+        """The placement of ``j`` with the free part of ``hold`` taken meanwhile."""
+        free = self.state.free
+        held = [(n, g, min(m, free[n][g])) for n, g, m in hold if free[n][g] > 0]
+        self.state.allocate(held)
+        try:
+            return self.placement.place(j, self.ngpu[j], self.milli[j], self.mask[j])
+        finally:
+            self.state.release(held)
 
     def placeable_after(
         self, j: int, groups: Sequence[Sequence[int]], where: bool = True
@@ -466,16 +479,21 @@ class Engine:
 
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
-        self.state.release(parts)
-        self.state.give_res(parts, self.cpu_req[j], self.mem_req[j])
-        if self.vc_quota_milli and self.vc[j] in self.vc_quota_milli:
+        state = self.state
+        state.release(parts)
+        cpu, mem = self.cpu_req[j], self.mem_req[j]
+        if cpu or mem:
+            state.give_res(parts, cpu, mem)
+        quota = self.vc_quota_milli
+        if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
-        elapsed = self.now - self.seg_start[j]
+        now = self.now
+        elapsed = now - self.seg_start[j]
         self.attained_gpu_s[j] += elapsed * self.gpus[j]
         if self.segments is not None:
-            self.segments.append((j, self.seg_start[j], self.now, parts[0][0]))
-        if self.options.record_log:
-            self.log.append((self.now, "stop", j, parts))
+            self.segments.append((j, self.seg_start[j], now, parts[0][0]))
+        if self._record_log:
+            self.log.append((now, "stop", j, parts))
 
     def finished(self, j: int) -> None:
         """Job ``j`` completed now (its work is done): for clocks that end jobs
@@ -538,6 +556,12 @@ class Engine:
         ngpu, milli = self.ngpu, self.milli
         record = self.options.record_timeline
         tl = self.timeline
+        t_time, t_used, t_frag = tl.time.append, tl.used_milli.append, tl.frag_milli.append
+        t_running, t_waiting = tl.running.append, tl.waiting.append
+        t_waiting_milli, t_arrived = tl.waiting_milli.append, tl.arrived_milli.append
+        t_down = tl.down_milli.append
+        alloc = self.alloc
+        schedule, on_finish, on_arrival = sched.schedule, sched.on_finish, sched.on_arrival
         state = self.state
         clock = self.clock
         sim = clock.simulated
@@ -577,7 +601,7 @@ class Engine:
                         stop(j)
                         finish[j] = now
                         end_time[j] = INF
-                        sched.on_finish(j)
+                        on_finish(j)
             else:
                 complete()
             while ptr < n and arrival[ptr] <= now:
@@ -591,23 +615,23 @@ class Engine:
                     continue
                 self.waiting += 1
                 self.waiting_milli += d
-                sched.on_arrival(j)
+                on_arrival(j)
             while heap and heap[0][0] <= now:
                 _, kind, _, tag, j, _ = heappop(heap)
                 if kind == TIMER:
                     sched.on_timer(j, tag)
                 elif kind == HOOK:
                     self.hooks[tag](j)
-            sched.schedule()
+            schedule()
             if record:
-                tl.time.append(now)
-                tl.used_milli.append(state.used_milli)
-                tl.frag_milli.append(state.frag_milli)
-                tl.running.append(len(self.alloc))
-                tl.waiting.append(self.waiting)
-                tl.waiting_milli.append(self.waiting_milli)
-                tl.arrived_milli.append(self.arrived_milli)
-                tl.down_milli.append(state.down_milli)
+                t_time(now)
+                t_used(state.used_milli)
+                t_frag(state.frag_milli)
+                t_running(len(alloc))
+                t_waiting(self.waiting)
+                t_waiting_milli(self.waiting_milli)
+                t_arrived(self.arrived_milli)
+                t_down(state.down_milli)
             if not sim:
                 after_pass()
 

@@ -263,16 +263,28 @@ class ClassedQueue:
     is work-conserving: after it returns, no waiting job fits the free capacity.
     """
 
-    def __init__(self, key_of: Callable[[int], Hashable]) -> None:
+    def __init__(
+        self,
+        key_of: Callable[[int], Hashable],
+        need_of: Callable[[int], int] | None = None,
+    ) -> None:
         self.key_of = key_of
+        self.need_of = need_of
+        """Milli-GPU a job needs in all (the same for every job of a group), so that
+        :meth:`fill` can pass over a group that cannot fit the free capacity without a
+        placement attempt; None = no such check."""
         self.groups: dict[Hashable, list[tuple[Any, int]]] = {}
+        self.need: dict[Hashable, int] = {}
         self.size = 0
 
     def push(self, prio: Any, j: int) -> None:
+        """Queue job ``j`` with priority ``prio`` (smaller runs first) in its group."""
         key = self.key_of(j)
         h = self.groups.get(key)
         if h is None:
             h = self.groups[key] = []
+            if self.need_of is not None:
+                self.need[key] = self.need_of(j)
         heapq.heappush(h, (prio, j))
         self.size += 1
 
@@ -296,16 +308,25 @@ class ClassedQueue:
         heapq.heappop(h)
         self.size -= 1
 
-    def fill(self, try_start: Callable[[int], bool]) -> int:
+    def fill(
+        self, try_start: Callable[[int], bool], room: Callable[[], int] | None = None
+    ) -> int:
         """Start jobs best-first while any group's best job fits; returns starts.
 
         Runs once per scheduling pass: the groups still in play (non-empty, not yet
         blocked) are kept in a list that shrinks, so each pick is one comparison per
         such group. Heads are unique (a job is in one group), so the pick does not
         depend on the groups' order. ``try_start`` must not push to this queue (no
-        policy's does: preemption requeues outside ``fill``)."""
+        policy's does: preemption requeues outside ``fill``).
+
+        ``room`` (with ``need_of``): the free milli-GPU now. A group that needs more is
+        blocked without calling ``try_start``, which would refuse it first thing (the
+        engine's own check), so the outcome is the same; on a full cluster most
+        attempts are such refusals."""
         if not self.size:
             return 0
+        if room is not None and self.need_of is not None:
+            return self._fill_room(try_start, room)
         live = [h for h in self.groups.values() if h]
         started = 0
         heappop = heapq.heappop
@@ -322,6 +343,33 @@ class ClassedQueue:
                 heappop(best)
                 self.size -= 1
                 started += 1
+                if not best:
+                    del live[at]
+            else:
+                del live[at]
+        return started
+
+    def _fill_room(self, try_start: Callable[[int], bool], room: Callable[[], int]) -> int:
+        """:meth:`fill` with the free-capacity check: the same picks, in the same order."""
+        free = room()
+        need = self.need
+        live = [(h, need[k]) for k, h in self.groups.items() if h and need[k] <= free]
+        started = 0
+        heappop = heapq.heappop
+        while live:
+            at = 0
+            top = live[0][0][0]
+            for i in range(1, len(live)):
+                head = live[i][0][0]
+                if head < top:
+                    top = head
+                    at = i
+            best, want = live[at]
+            if want <= free and try_start(top[1]):
+                heappop(best)
+                self.size -= 1
+                started += 1
+                free = room()
                 if not best:
                     del live[at]
             else:

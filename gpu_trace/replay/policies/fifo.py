@@ -47,7 +47,7 @@ class Fifo(PolicyBase):
         super().__init__(config, engine)
         self.blocking = self.is_blocking()
         self.lines: dict[int, deque[int]] = {}
-        self.first_fit = ClassedQueue(self.shape_key)
+        self.first_fit = ClassedQueue(self.shape_key, self.need)
 
     def on_arrival(self, j: int) -> None:
         if not self.blocking:
@@ -62,11 +62,15 @@ class Fifo(PolicyBase):
     def schedule(self) -> None:
         start = self.e.try_start
         if not self.blocking:
-            self.first_fit.fill(start)
+            self.first_fit.fill(start, self.e.state.room_milli)
             return
         for q in self.lines.values():
             while q and start(q[0]):
                 q.popleft()
+
+    def need(self, j: int) -> int:
+        """Milli-GPU job ``j`` needs in all (its queue group's free-capacity check)."""
+        return self.e.ngpu[j] * self.e.milli[j]
 
     def is_blocking(self) -> bool:
         """Strict (head-of-line) or skip mode, from the options."""

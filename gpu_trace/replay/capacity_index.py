@@ -215,7 +215,7 @@ class CapacityIndex:
     cluster calls :meth:`move` when a node's count of wholly free GPUs changes and
     updates ``gpus_free[n]`` when a GPU of a large node becomes (un)wholly free."""
 
-    __slots__ = ("gmax", "gpus_free", "keys", "large", "n", "whole_total")
+    __slots__ = ("gmax", "gpus_free", "keyed", "keys", "large", "n", "solo", "whole", "whole_total")
 
     def __init__(
         self, node_gpus: Sequence[int], node_type: Sequence[int], types: int, gmax: int
@@ -228,12 +228,40 @@ class CapacityIndex:
         self.gpus_free: dict[int, BitIndex] = {
             i: BitIndex(g, full=True) for i, g in enumerate(node_gpus) if g > SMALL_NODE
         }
+        per_type = [0] * types
+        self.solo = [-1] * types
+        """Per type: its node when it has only one, else -1. Such a type's key moves
+        are deferred to its next query (:meth:`_sync`): a 6,500-GPU node alone in the
+        cluster moves twice per job, and its keys are rarely read."""
         for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True)):
             self.keys[t].add((gmax - g) * n + i)
             self.whole_total[t] += g
+            per_type[t] += 1
+            self.solo[t] = i
+        self.solo = [node if per_type[t] == 1 else -1 for t, node in enumerate(self.solo)]
+        self.whole = [node_gpus[node] if node >= 0 else 0 for node in self.solo]
+        """Per solo type: its node's count of wholly free GPUs now."""
+        self.keyed = list(self.whole)
+        """Per solo type: the count its key in ``keys`` stands for."""
 
     def move(self, node: int, t: int, k_old: int, k_new: int) -> None:
         """Node ``node`` of type ``t`` went from ``k_old`` to ``k_new`` wholly free GPUs."""
+        self.whole_total[t] += k_new - k_old
+        if self.solo[t] >= 0:
+            self.whole[t] = k_new
+            return
+        self._move_key(node, t, k_old, k_new)
+
+    def _sync(self, types: Sequence[int]) -> None:
+        """Bring the keys of solo types among ``types`` up to date (before reading them)."""
+        for t in types:
+            node = self.solo[t]
+            if node >= 0 and self.keyed[t] != self.whole[t]:
+                self._move_key(node, t, self.keyed[t], self.whole[t])
+                self.keyed[t] = self.whole[t]
+
+    def _move_key(self, node: int, t: int, k_old: int, k_new: int) -> None:
+        """Move node ``node``'s key in ``keys[t]`` from count ``k_old`` to ``k_new``."""
         keys = self.keys[t]
         g, n = self.gmax, self.n
         i = (g - k_old) * n + node  # a member: its bit is set
@@ -241,7 +269,6 @@ class CapacityIndex:
         lv0 = keys.levels[0]
         if i >> 6 == j >> 6:  # one word: it stays non-zero, no upper level changes
             lv0[i >> 6] = lv0[i >> 6] & ~(1 << (i & 63)) | 1 << (j & 63)
-            self.whole_total[t] += k_new - k_old
             return
         x = lv0[i >> 6] & ~(1 << (i & 63))
         if x:  # the common case, inlined: the word stays non-zero
@@ -255,7 +282,6 @@ class CapacityIndex:
             keys.count += 1
         else:
             keys.add(j)
-        self.whole_total[t] += k_new - k_old
 
     def gpu_whole(self, n: int, g: int, whole: bool) -> None:
         """GPU ``g`` of large node ``n`` became wholly free (or stopped being)."""
@@ -269,6 +295,7 @@ class CapacityIndex:
         """(type, k) of the first non-empty count from ``lo`` towards ``hi`` (inclusive)
         in direction ``step``; among types at the same k, the first in ``types``.
         (-1, -1) if none."""
+        self._sync(types)
         g, n = self.gmax, self.n
         best_t, best_k = -1, -1
         for t in types:
@@ -287,7 +314,11 @@ class CapacityIndex:
     def by_whole(self, types: Sequence[int]) -> Iterator[tuple[int, int]]:
         """(node, wholly free GPUs) of the given types with any, most free first, then
         by type order, then by node index; lazily, so a gather reads only what it
-        takes."""
+        takes (the keys are brought up to date now, not at the first item)."""
+        self._sync(types)
+        return self._by_whole(types)
+
+    def _by_whole(self, types: Sequence[int]) -> Iterator[tuple[int, int]]:
         g, n = self.gmax, self.n
         k = g
         while k > 0:

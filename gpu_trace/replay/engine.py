@@ -45,6 +45,7 @@ from gpu_trace.replay.view import PolicyView, set_now
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
+"""Kind of a finish event (kept apart from the heap: see ``Engine.ends``)."""
 HOOK = 1
 """A generic timed event (:meth:`Engine.at`): after completions, before timers."""
 TIMER = 2
@@ -285,7 +286,15 @@ class Engine:
         self.arrived_milli = 0
         self.total_preemptions = 0
         self.heap: list[tuple[float, int, int, int, int, int]] = []
+        """Timers and hooks, keyed ``(time, kind, sequence)``."""
         self.seq = 0
+        self.ends: list[float] = []
+        """Distinct expected finish times of running jobs (a heap of plain floats, cheaper
+        to order than the event tuples; jobs of one trace often end in the same second)."""
+        self.ending: dict[float, list[tuple[int, int]]] = {}
+        """Finish time -> (job, version) ending then, in start order: the order the one
+        heap's ``(time, FINISH, sequence)`` keys gave, and finishes still come before
+        the instant's arrivals, timers and hooks."""
         self.log: list[tuple[float, str, int, Parts]] = []
         self.timeline = Timeline()
         self.clock: Clock = clock if clock is not None else SimClock()
@@ -382,8 +391,12 @@ class Engine:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
             if self._finish_events:
-                self.seq = seq = self.seq + 1
-                heappush(self.heap, (end, FINISH, seq, FINISH, j, self.version[j]))
+                same = self.ending.get(end)
+                if same is None:
+                    self.ending[end] = [(j, self.version[j])]
+                    heappush(self.ends, end)
+                else:
+                    same.append((j, self.version[j]))
         if self._record_log:
             self.log.append((now, "start", j, list(parts)))
         return True
@@ -575,11 +588,14 @@ class Engine:
         )
         stop = self._stop
         view = self.view
+        ends, ending = self.ends, self.ending
         ptr = 0
         while True:
             ta = arrival[ptr] if ptr < n else INF
             th = heap[0][0] if heap else INF
             due = ta if ta < th else th
+            if ends and ends[0] < due:
+                due = ends[0]
             if due > until:
                 due = INF
             if sim:
@@ -594,14 +610,14 @@ class Engine:
             self.now = now
             set_now(view, now)
             if sim:
-                while heap and heap[0][0] <= now and heap[0][1] == FINISH:
-                    _, _, _, _, j, ver = heappop(heap)
-                    if ver == version[j]:  # else: preempted since, a stale event
-                        remaining[j] = 0.0
-                        stop(j)
-                        finish[j] = now
-                        end_time[j] = INF
-                        on_finish(j)
+                while ends and ends[0] <= now:
+                    for j, ver in ending.pop(heappop(ends)):
+                        if ver == version[j]:  # else: preempted since, a stale event
+                            remaining[j] = 0.0
+                            stop(j)
+                            finish[j] = now
+                            end_time[j] = INF
+                            on_finish(j)
             else:
                 complete()
             while ptr < n and arrival[ptr] <= now:

@@ -350,30 +350,28 @@ class ClassedQueue:
         return started
 
     def _fill_room(self, try_start: Callable[[int], bool], room: Callable[[], int]) -> int:
-        """:meth:`fill` with the free-capacity check: the same picks, in the same order."""
+        """:meth:`fill` with the free-capacity check: the same picks, in the same order.
+        The groups in play sit in a small heap keyed by their head (heads are unique,
+        so the key decides alone), one C-level operation per pick."""
         free = room()
         need = self.need
-        live = [(h, need[k]) for k, h in self.groups.items() if h and need[k] <= free]
+        live = [(h[0], need[k], h) for k, h in self.groups.items() if h and need[k] <= free]
+        heapq.heapify(live)
         started = 0
-        heappop = heapq.heappop
+        heappop, heapreplace = heapq.heappop, heapq.heapreplace
         while live:
-            at = 0
-            top = live[0][0][0]
-            for i in range(1, len(live)):
-                head = live[i][0][0]
-                if head < top:
-                    top = head
-                    at = i
-            best, want = live[at]
+            top, want, best = live[0]
             if want <= free and try_start(top[1]):
                 heappop(best)
                 self.size -= 1
                 started += 1
                 free = room()
-                if not best:
-                    del live[at]
+                if best:
+                    heapreplace(live, (best[0], want, best))
+                else:
+                    heappop(live)
             else:
-                del live[at]
+                heappop(live)
         return started
 
 

@@ -22,6 +22,7 @@ allocate / release:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
@@ -215,7 +216,18 @@ class CapacityIndex:
     cluster calls :meth:`move` when a node's count of wholly free GPUs changes and
     updates ``gpus_free[n]`` when a GPU of a large node becomes (un)wholly free."""
 
-    __slots__ = ("gmax", "gpus_free", "keyed", "keys", "large", "n", "solo", "whole", "whole_total")
+    __slots__ = (
+        "gmax",
+        "gpus_free",
+        "keyed",
+        "keys",
+        "large",
+        "listed",
+        "n",
+        "solo",
+        "whole",
+        "whole_total",
+    )
 
     def __init__(
         self, node_gpus: Sequence[int], node_type: Sequence[int], types: int, gmax: int
@@ -225,8 +237,23 @@ class CapacityIndex:
         self.keys = [BitIndex((gmax + 1) * n) for _ in range(types)]
         self.whole_total = [0] * types
         self.large = [g > SMALL_NODE for g in node_gpus]
+        count = [0] * types
+        for t in node_type:
+            count[t] += 1
+        self.listed: dict[int, list[int]] = {
+            i: list(range(g))
+            for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True))
+            if g > SMALL_NODE and count[t] == 1
+        }
+        """A large node alone in its type (the PAI simulator's one 6,500-GPU node) keeps
+        its wholly free GPUs in an ascending list instead of a bitmap: its lowest free
+        GPUs are a slice, taking them a slice delete, giving one back a ``bisect``
+        insert (C memmoves, O(g) in theory but cheaper than the bitmap's Python-level
+        word walks at any realistic size)."""
         self.gpus_free: dict[int, BitIndex] = {
-            i: BitIndex(g, full=True) for i, g in enumerate(node_gpus) if g > SMALL_NODE
+            i: BitIndex(g, full=True)
+            for i, g in enumerate(node_gpus)
+            if g > SMALL_NODE and i not in self.listed
         }
         per_type = [0] * types
         self.solo = [-1] * types
@@ -285,6 +312,14 @@ class CapacityIndex:
 
     def gpu_whole(self, n: int, g: int, whole: bool) -> None:
         """GPU ``g`` of large node ``n`` became wholly free (or stopped being)."""
+        lst = self.listed.get(n)
+        if lst is not None:
+            i = bisect_left(lst, g)
+            if whole and (i == len(lst) or lst[i] != g):
+                lst.insert(i, g)
+            elif not whole and i < len(lst) and lst[i] == g:
+                del lst[i]
+            return
         b = self.gpus_free[n]
         if whole:
             b.add(g)
@@ -343,4 +378,7 @@ class CapacityIndex:
 
     def whole_gpus(self, n: int, k: int) -> list[int]:
         """The ``k`` lowest-index wholly free GPUs of large node ``n``."""
+        lst = self.listed.get(n)
+        if lst is not None:
+            return lst[:k]
         return self.gpus_free[n].take(k)

@@ -22,6 +22,7 @@ import json
 import math
 import re
 import tomllib
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -455,11 +456,8 @@ class ClusterState:
         """Per GPU type: its node when it has exactly one, else -1."""
         for i, t in enumerate(spec.node_type):
             self.type_node[t] = i if per_type[t] == 1 else -1
-        self.solo = [
-            per_type[t] == 1 and large
-            for t, large in zip(spec.node_type, self.index.large, strict=True)
-        ]
-        """Per node: large (a free-GPU bitmap) and the only node of its GPU type, so its
+        self.solo = [i in self.index.listed for i in range(n)]
+        """Per node: large (its free GPUs in ``index.listed``) and alone in its GPU type, so its
         type's bucket sets never hold another node and whole-GPU parts on it can be taken
         and given back as one batch (see :meth:`allocate`)."""
         self.down: dict[int, list[tuple[int, int, int]]] = {}
@@ -584,56 +582,37 @@ class ClusterState:
         bucket sets of a solo node's type hold at most that node, so moving it once
         leaves them as moving it one GPU at a time would."""
         row = self.free[n]
-        bits = self.index.gpus_free[n]
-        lv0 = bits.levels[0]
-        emptied: list[int] | None = None
+        free = self.index.listed[n]
+        lowest = True  # the parts are the node's lowest free GPUs, in order (the usual)
         for i, (m, g, milli) in enumerate(parts):
             if m != n or milli != MILLI or row[g] != MILLI:
-                for _, h, _ in parts[:i]:  # undo: the upper bit levels were not touched yet
+                for _, h, _ in parts[:i]:
                     row[h] = MILLI
-                    lv0[h >> 6] |= 1 << (h & 63)
                 return False
             row[g] = 0
-            w = g >> 6
-            x = lv0[w] & ~(1 << (g & 63))
-            lv0[w] = x
-            if not x:
-                if emptied is None:
-                    emptied = [w]
-                else:
-                    emptied.append(w)
-        if emptied is not None:
-            for w in emptied:
-                bits.word_emptied(w)
-        bits.count -= len(parts)
-        self._move_whole(n, -len(parts))
+            if lowest and free[i] != g:  # i < len(free): parts so far are distinct free GPUs
+                lowest = False
+        k = len(parts)
+        if lowest:
+            del free[:k]
+        else:
+            for _, g, _ in parts:
+                del free[bisect_left(free, g)]
+        self._move_whole(n, -k)
         return True
 
     def _give_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
         """:meth:`_take_solo` in reverse: every part a wholly used GPU of ``n``."""
         row = self.free[n]
-        bits = self.index.gpus_free[n]
-        lv0 = bits.levels[0]
-        filled: list[int] | None = None
         for i, (m, g, milli) in enumerate(parts):
             if m != n or milli != MILLI or row[g] != 0:
-                for _, h, _ in parts[:i]:  # undo: the upper bit levels were not touched yet
+                for _, h, _ in parts[:i]:
                     row[h] = 0
-                    lv0[h >> 6] &= ~(1 << (h & 63))
                 return False
             row[g] = MILLI
-            w = g >> 6
-            x = lv0[w]
-            if not x:
-                if filled is None:
-                    filled = [w]
-                else:
-                    filled.append(w)
-            lv0[w] = x | 1 << (g & 63)
-        if filled is not None:
-            for w in filled:
-                bits.word_filled(w)
-        bits.count += len(parts)
+        free = self.index.listed[n]
+        for _, g, _ in parts:
+            insort(free, g)
         self._move_whole(n, len(parts))
         return True
 
@@ -669,6 +648,7 @@ class ClusterState:
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
+        solo, listed = self.solo, index.listed
         node_free, whole, free = self.node_free, self.whole, self.free
         buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
         frag = self.frag_milli
@@ -702,6 +682,10 @@ class ClusterState:
                     elif n not in moved:
                         moved[n] = k
                     if large[n]:  # GPU g was wholly free: its bit is set
+                        if solo[n]:
+                            lst = listed[n]
+                            del lst[bisect_left(lst, g)]
+                            continue
                         bits = gpus_free[n]
                         lv0 = bits.levels[0]
                         x = lv0[g >> 6] & ~(1 << (g & 63))
@@ -722,6 +706,7 @@ class ClusterState:
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
+        solo, listed = self.solo, index.listed
         node_free, whole, free = self.node_free, self.whole, self.free
         buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
         frag = self.frag_milli
@@ -755,6 +740,9 @@ class ClusterState:
                     elif n not in moved:
                         moved[n] = k
                     if large[n]:  # GPU g was not wholly free: its bit is clear
+                        if solo[n]:
+                            insort(listed[n], g)
+                            continue
                         bits = gpus_free[n]
                         lv0 = bits.levels[0]
                         x = lv0[g >> 6]
@@ -860,7 +848,12 @@ class ClusterState:
             items = self.whole_part_of.get(n)
             if items is None:  # built on first use: one tuple per GPU, shared by all jobs
                 items = self.whole_part_of[n] = [(n, g, MILLI) for g in range(self.node_gpus[n])]
-            return index.gpus_free[n].pick(k, items)
+            lst = index.listed.get(n)
+            if lst is None:
+                return index.gpus_free[n].pick(k, items)
+            if k == 1:
+                return [items[lst[0]]] if lst else []
+            return [items[g] for g in lst[:k]]
         out: list[tuple[int, int, int]] = []
         for g, f in enumerate(self.free[n]):
             if f == MILLI:

@@ -559,9 +559,10 @@ class ClusterState:
         """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked).
 
         Whole GPUs on one node that is alone in its type and large (the PAI simulator's
-        single 6,500-GPU node) are taken as one batch: per GPU only its slot and its bit
-        change; the node's counts, bucket and index key move once. Anything else goes
-        part by part (:meth:`_allocate_each`)."""
+        single 6,500-GPU node) are taken as one batch: per GPU only its slot changes,
+        its free list loses them in one slice (usually), and the node's counts, bucket
+        and index count move once. Anything else goes part by part
+        (:meth:`_allocate_each`)."""
         if parts:
             n = parts[0][0]
             if self.solo[n] and self._take_solo(n, parts):
@@ -636,7 +637,9 @@ class ClusterState:
         b[k].discard(n)
         b[k + d].add(n)
         self.whole[n] = k + d
-        self.index.move(n, t, k, k + d)
+        index = self.index  # index.move(n, t, k, k + d) for a solo type, inlined
+        index.whole_total[t] += d
+        index.whole[t] = k + d
 
     def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """:meth:`allocate`, part by part.

@@ -641,7 +641,7 @@ class ClusterState:
         index.whole_total[t] += d
         index.whole[t] = k + d
 
-    def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:
+    def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901, RUF100  hot path
         """:meth:`allocate`, part by part.
 
         Runs for every part of every start (a job on one big node has one part per GPU),
@@ -704,7 +704,7 @@ class ClusterState:
             for n, k in moved.items():
                 index.move(n, node_type[n], k, whole[n])
 
-    def _release_each(self, parts: Sequence[tuple[int, int, int]]) -> None:
+    def _release_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901, RUF100  hot path
         """Give back what :meth:`_allocate_each` took (the same per-part order)."""
         moved: dict[int, int] | None = None
         index = self.index

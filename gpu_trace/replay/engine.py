@@ -26,9 +26,9 @@ from __future__ import annotations
 import array
 import heapq
 import math
-from heapq import heappush
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from heapq import heappush
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -334,7 +334,7 @@ class Engine:
 
     # -- actions offered to policies ---------------------------------------------------
 
-    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:  # noqa: C901  measured hot path (one call per start attempt)
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:  # noqa: C901, RUF100  measured hot path
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
         ``hold``: capacity the placement must not use (a reservation; parts of it
         already taken are ignored)."""
@@ -557,7 +557,7 @@ class Engine:
 
     # -- the loop ------------------------------------------------------------------------
 
-    def run(self, until: float = INF) -> None:
+    def run(self, until: float = INF) -> None:  # noqa: C901, RUF100  measured hot path
         """Process events until none is left (or ``until``). At each instant: the
         clock's completions, then arrivals, then timers, then one scheduling pass."""
         arrival = self.arrival

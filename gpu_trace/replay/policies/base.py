@@ -308,9 +308,7 @@ class ClassedQueue:
         heapq.heappop(h)
         self.size -= 1
 
-    def fill(
-        self, try_start: Callable[[int], bool], room: Callable[[], int] | None = None
-    ) -> int:
+    def fill(self, try_start: Callable[[int], bool], room: Callable[[], int] | None = None) -> int:
         """Start jobs best-first while any group's best job fits; returns starts.
 
         Runs once per scheduling pass: the groups still in play (non-empty, not yet

@@ -64,6 +64,7 @@ class BitIndex:
         return bool(self.levels[0][i >> 6] >> (i & 63) & 1)
 
     def add(self, i: int) -> None:
+        """Make ``i`` a member (no-op if it is one); O(log_64 size)."""
         lv0 = self.levels[0]
         w = i >> 6
         old = lv0[w]
@@ -83,6 +84,7 @@ class BitIndex:
                 return
 
     def discard(self, i: int) -> None:
+        """Remove ``i`` (no-op if it is not a member); O(log_64 size)."""
         lv0 = self.levels[0]
         w = i >> 6
         old = lv0[w]

@@ -94,14 +94,17 @@ class ClusterSpec:
 
     @property
     def nodes(self) -> int:
+        """Number of nodes."""
         return len(self.node_gpus)
 
     @property
     def gpus(self) -> int:
+        """GPUs in the whole cluster."""
         return sum(self.node_gpus)
 
     @property
     def max_node_gpus(self) -> int:
+        """GPUs on the largest node (the width of the per-GPU free matrix)."""
         return max(self.node_gpus)
 
     def type_mask(self, constraint: str | None) -> int:
@@ -116,6 +119,8 @@ class ClusterSpec:
         return mask
 
     def describe(self) -> dict[str, Any]:
+        """Nodes and GPUs per type, quotas and (multi-resource) CPU / memory totals, for run
+        metadata and reports."""
         by_type: dict[str, dict[str, int]] = {}
         for g, t in zip(self.node_gpus, self.node_type, strict=True):
             d = by_type.setdefault(self.type_names[t], {"nodes": 0, "gpus": 0})
@@ -261,65 +266,75 @@ def load_file(path: Path) -> ClusterSpec:
     """
     suffix = path.suffix.lower()
     if suffix in {".toml", ".json"}:
-        try:
-            raw = path.read_text(encoding="utf-8")
-            doc: dict[str, Any] = tomllib.loads(raw) if suffix == ".toml" else json.loads(raw)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(path, f"not valid {suffix[1:].upper()}: {exc}") from None
-        nodes = doc.get("nodes")
-        if not isinstance(nodes, list) or not nodes:
-            raise InputError(path, "needs a non-empty `nodes` list")
-        groups = []
-        res: list[tuple[int, int, int]] = []
-        for i, g in enumerate(nodes):
-            try:
-                groups.append((int(g["count"]), int(g["gpus"]), str(g.get("gpu_type", "gpu"))))
-                res.append(
-                    (
-                        round(float(g["cpus"]) * 1000) if "cpus" in g else UNLIMITED,
-                        parse_bytes(str(g["mem"])) if "mem" in g else UNLIMITED,
-                        parse_bytes(str(g["gpu_mem"])) if "gpu_mem" in g else 0,
-                    )
-                )
-            except (KeyError, TypeError, ValueError, GpuTraceError):
-                raise InputError(
-                    path,
-                    "each node group needs integer `count` and `gpus` "
-                    '(optional `cpus`, `mem`, `gpu_mem` like 96 / "768GiB")',
-                    f"nodes[{i}]",
-                ) from None
-        quotas = {str(k): float(v) for k, v in dict(doc.get("vc_quotas", {})).items()}
-        limited = any(c < UNLIMITED or m < UNLIMITED for c, m, _ in res)
-        return from_groups(groups, quotas, name=path.stem, resources=res if limited else None)
+        return _load_doc(path, suffix)
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-        if not rows:
-            raise InputError(path, "empty file")
-        header = [h.strip() for h in rows[0]]
-        body = [r for r in rows[1:] if r]
-        try:
-            if header[:2] == ["count", "gpus"]:
-                return from_groups(
-                    [(int(r[0]), int(r[1]), r[2] if len(r) > 2 and r[2] else "gpu") for r in body],
-                    name=path.stem,
-                )
-            if header[:5] == ["sn", "cpu_milli", "memory_mib", "gpu", "model"]:
-                # the openb node list (FGD simulator input): one node per line
-                rows_ok = [r for r in body if int(r[3]) > 0 or int(r[1]) > 0]
-                return from_groups(
-                    [(1, int(r[3]), r[4] or "gpu") for r in rows_ok],
-                    name=path.stem,
-                    resources=[(int(r[1]), int(r[2]) << 20, 0) for r in rows_ok],
-                )
-            if header == ["vc", "node num"]:
-                groups = [(int(r[1]), 8, "gpu") for r in body]
-                quotas = {r[0]: int(r[1]) * 8.0 for r in body}
-                return from_groups(groups, quotas, name=path.stem)
-        except (ValueError, IndexError) as exc:
-            raise InputError(path, f"bad value: {exc}") from None
-        raise InputError(path, f"unknown CSV header {','.join(header)!r}", "line 1")
+        return _load_csv(path)
     raise InputError(path, "cluster files are .toml, .json or .csv")
+
+
+def _load_doc(path: Path, suffix: str) -> ClusterSpec:
+    """A TOML / JSON cluster file (see :func:`load_file`)."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+        doc: dict[str, Any] = tomllib.loads(raw) if suffix == ".toml" else json.loads(raw)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(path, f"not valid {suffix[1:].upper()}: {exc}") from None
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        raise InputError(path, "needs a non-empty `nodes` list")
+    groups = []
+    res: list[tuple[int, int, int]] = []
+    for i, g in enumerate(nodes):
+        try:
+            groups.append((int(g["count"]), int(g["gpus"]), str(g.get("gpu_type", "gpu"))))
+            res.append(
+                (
+                    round(float(g["cpus"]) * 1000) if "cpus" in g else UNLIMITED,
+                    parse_bytes(str(g["mem"])) if "mem" in g else UNLIMITED,
+                    parse_bytes(str(g["gpu_mem"])) if "gpu_mem" in g else 0,
+                )
+            )
+        except (KeyError, TypeError, ValueError, GpuTraceError):
+            raise InputError(
+                path,
+                "each node group needs integer `count` and `gpus` "
+                '(optional `cpus`, `mem`, `gpu_mem` like 96 / "768GiB")',
+                f"nodes[{i}]",
+            ) from None
+    quotas = {str(k): float(v) for k, v in dict(doc.get("vc_quotas", {})).items()}
+    limited = any(c < UNLIMITED or m < UNLIMITED for c, m, _ in res)
+    return from_groups(groups, quotas, name=path.stem, resources=res if limited else None)
+
+
+def _load_csv(path: Path) -> ClusterSpec:
+    """A CSV cluster file, by its header (see :func:`load_file`)."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        raise InputError(path, "empty file")
+    header = [h.strip() for h in rows[0]]
+    body = [r for r in rows[1:] if r]
+    try:
+        if header[:2] == ["count", "gpus"]:
+            return from_groups(
+                [(int(r[0]), int(r[1]), r[2] if len(r) > 2 and r[2] else "gpu") for r in body],
+                name=path.stem,
+            )
+        if header[:5] == ["sn", "cpu_milli", "memory_mib", "gpu", "model"]:
+            # the openb node list (FGD simulator input): one node per line
+            rows_ok = [r for r in body if int(r[3]) > 0 or int(r[1]) > 0]
+            return from_groups(
+                [(1, int(r[3]), r[4] or "gpu") for r in rows_ok],
+                name=path.stem,
+                resources=[(int(r[1]), int(r[2]) << 20, 0) for r in rows_ok],
+            )
+        if header == ["vc", "node num"]:
+            groups = [(int(r[1]), 8, "gpu") for r in body]
+            quotas = {r[0]: int(r[1]) * 8.0 for r in body}
+            return from_groups(groups, quotas, name=path.stem)
+    except (ValueError, IndexError) as exc:
+        raise InputError(path, f"bad value: {exc}") from None
+    raise InputError(path, f"unknown CSV header {','.join(header)!r}", "line 1")
 
 
 def from_trace(
@@ -762,7 +777,7 @@ class ClusterState:
                 index.move(n, node_type[n], k, whole[n])
 
     def res_ok_np(self, cpu: int, mem: int) -> npt.NDArray[np.bool_]:
-        """Per node: are ``cpu`` milli-cores and ``mem`` bytes free?"""
+        """Per node: whether ``cpu`` milli-cores and ``mem`` bytes are free."""
         ok: npt.NDArray[np.bool_] = (self.cpu_free >= cpu) & (self.mem_free >= mem)
         return ok
 
@@ -977,10 +992,13 @@ class ClusterView:
 
     @property
     def used_milli(self) -> int:
+        """Milli-GPU allocated now, cluster-wide."""
         return self._s.used_milli
 
     @property
     def frag_milli(self) -> int:
+        """Free milli-GPU on partly used nodes now (the fragmentation measure of the
+        timeline)."""
         return self._s.frag_milli
 
     @property

@@ -130,12 +130,15 @@ class SimClock:
     simulated = True
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
+        """Nothing to wait for: the engine jumps to ``due`` itself."""
         raise AssertionError("the engine advances simulated time itself")
 
     def complete(self) -> None:
+        """Nothing to do: finish events end jobs in simulated time."""
         raise AssertionError("the engine ends simulated jobs itself")
 
     def after_pass(self) -> None:
+        """Nothing to do after a pass in simulated time."""
         raise AssertionError("the engine runs simulated passes itself")
 
 
@@ -324,11 +327,13 @@ class Engine:
         placement: PlacementPolicy,
         admission: AdmissionPolicy,
     ) -> None:
+        """Attach the three policies (built with this engine's view) before :meth:`run`."""
         self.scheduler = scheduler
         self.placement = placement
         self.admission = admission
 
     def set_now(self, t: float) -> None:
+        """Move the engine's and the policies' clock to ``t``."""
         self.now = t
         set_now(self.view, t)
 
@@ -518,6 +523,8 @@ class Engine:
         self.scheduler.on_finish(j)
 
     def preempt(self, j: int) -> None:
+        """Stop running job ``j`` now, keeping its progress (minus nothing: the restore time
+        is added to what is left); the caller requeues it."""
         if j not in self.alloc:
             raise AssertionError(f"job {j} is not running")
         elapsed = self.now - self.seg_start[j]
@@ -534,6 +541,7 @@ class Engine:
         self.waiting_milli += self.ngpu[j] * self.milli[j]
 
     def set_timer(self, t: float, j: int, tag: int) -> None:
+        """Call the scheduler's ``on_timer(j, tag)`` at ``t`` (never in the past)."""
         self.seq += 1
         heapq.heappush(self.heap, (max(t, self.now), TIMER, self.seq, tag, j, 0))
 
@@ -549,6 +557,7 @@ class Engine:
         heapq.heappush(self.heap, (max(t, self.now), HOOK, self.seq, hook, arg, 0))
 
     def reject(self, j: int, reason: str) -> None:
+        """Give up on waiting job ``j`` for good, with the reason the results show."""
         if j in self.alloc or j in self.rejected:
             raise AssertionError(f"job {j} is not waiting")
         self.rejected[j] = reason

@@ -50,33 +50,75 @@ class EngineView(Protocol):
     """
 
     @property
-    def now(self) -> float: ...
+    def now(self) -> float:
+        """Simulated time of the instant being scheduled (s)."""
+        ...
+
     @property
-    def w(self) -> Workload: ...
+    def w(self) -> Workload:
+        """The workload (read-only frames and arrays)."""
+        ...
+
     @property
-    def state(self) -> ClusterView: ...
+    def state(self) -> ClusterView:
+        """The cluster state, read-only."""
+        ...
+
     @property
-    def estimate_s(self) -> npt.NDArray[np.float64]: ...
+    def estimate_s(self) -> npt.NDArray[np.float64]:
+        """Each job's duration as the scheduler may know it (the estimator's, or true)."""
+        ...
+
     @property
-    def remaining(self) -> Sequence[float]: ...
+    def remaining(self) -> Sequence[float]:
+        """Work left per job, in seconds at full speed."""
+        ...
+
     @property
-    def attained_gpu_s(self) -> Sequence[float]: ...
+    def attained_gpu_s(self) -> Sequence[float]:
+        """GPU-seconds each job has run so far (LAS ranks by it)."""
+        ...
+
     @property
-    def end_time(self) -> Sequence[float]: ...
+    def end_time(self) -> Sequence[float]:
+        """Expected finish time of each running job (inf when not running)."""
+        ...
+
     @property
-    def seg_start(self) -> Sequence[float]: ...
+    def seg_start(self) -> Sequence[float]:
+        """Start of each running job's current segment."""
+        ...
+
     @property
-    def ngpu(self) -> Sequence[int]: ...
+    def ngpu(self) -> Sequence[int]:
+        """GPUs (or GPU slots) each job asks for."""
+        ...
+
     @property
-    def milli(self) -> Sequence[int]: ...
+    def milli(self) -> Sequence[int]:
+        """Milli-GPU each job takes per GPU (1000 = whole GPUs)."""
+        ...
+
     @property
-    def mask(self) -> Sequence[int]: ...
+    def mask(self) -> Sequence[int]:
+        """Allowed GPU types per job, as a bit mask."""
+        ...
+
     @property
-    def gpus(self) -> Sequence[float]: ...
+    def gpus(self) -> Sequence[float]:
+        """GPUs each job asks for, as in the trace (fractional for shared GPUs)."""
+        ...
+
     @property
-    def vc(self) -> Sequence[int]: ...
+    def vc(self) -> Sequence[int]:
+        """VC code of each job."""
+        ...
+
     @property
-    def arrival(self) -> Sequence[float]: ...
+    def arrival(self) -> Sequence[float]:
+        """Arrival time of each job (s, from the replay's origin)."""
+        ...
+
     @property
     def cpu_req(self) -> Sequence[int]:
         """CPU milli-cores each job holds per node (zeros on a GPU-only cluster)."""
@@ -93,9 +135,14 @@ class EngineView(Protocol):
         ...
 
     @property
-    def vc_quota_milli(self) -> Mapping[int, int]: ...
+    def vc_quota_milli(self) -> Mapping[int, int]:
+        """GPU quota of each VC that has one, in milli-GPU."""
+        ...
+
     @property
-    def rng(self) -> np.random.Generator: ...
+    def rng(self) -> np.random.Generator:
+        """The run's seeded random generator (the only randomness policies may use)."""
+        ...
 
     def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
@@ -132,7 +179,9 @@ class HasView(Protocol):
     """An engine: policies built with it keep only its read-only ``view``."""
 
     @property
-    def view(self) -> Any: ...
+    def view(self) -> Any:
+        """The read-only view policies keep."""
+        ...
 
 
 def view_of(engine: EngineView | HasView) -> EngineView:
@@ -151,9 +200,18 @@ class SchedulingPolicy(Protocol):
     preemptive: bool
     needs_estimates: ClassVar[bool]
 
-    def on_arrival(self, j: int) -> None: ...
-    def on_finish(self, j: int) -> None: ...
-    def on_timer(self, j: int, tag: int) -> None: ...
+    def on_arrival(self, j: int) -> None:
+        """Job ``j`` arrived and was admitted: queue it."""
+        ...
+
+    def on_finish(self, j: int) -> None:
+        """Job ``j`` finished (its GPUs are free again)."""
+        ...
+
+    def on_timer(self, j: int, tag: int) -> None:
+        """A timer the policy set went off."""
+        ...
+
     def schedule(self) -> None:
         """Called once after all events of one instant were applied."""
         ...
@@ -162,13 +220,17 @@ class SchedulingPolicy(Protocol):
 class PlacementPolicy(Protocol):
     """Where a job goes: the parts to allocate, or None if it does not fit now."""
 
-    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None: ...
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The parts job ``j`` gets, or None if it does not fit now."""
+        ...
 
 
 class AdmissionPolicy(Protocol):
     """Whether an arriving job may ever run: None to admit, else the rejection reason."""
 
-    def admit(self, j: int) -> str | None: ...
+    def admit(self, j: int) -> str | None:
+        """None to admit job ``j``, else the reason it can never run."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -238,6 +300,7 @@ def unregister(kind: Kind, name: str) -> None:
 
 
 def names(kind: Kind) -> list[str]:
+    """Names of the registered policies of ``kind`` (built-in, installed, then run-time)."""
     return [*_declared(kind), *_EXTRA[kind]]
 
 
@@ -289,6 +352,7 @@ class ClassedQueue:
         self.size += 1
 
     def best(self) -> tuple[Any, int] | None:
+        """The best (smallest) ``(priority, job)`` over all groups; None if empty."""
         top: tuple[Any, int] | None = None
         for h in self.groups.values():
             if h and (top is None or h[0] < top):
@@ -304,6 +368,7 @@ class ClassedQueue:
         heapq.heappush(h, (new, j))
 
     def remove_best_of(self, j: int) -> None:
+        """Drop the best job of ``j``'s group (``j`` must be it), e.g. after starting it."""
         h = self.groups[self.key_of(j)]
         heapq.heappop(h)
         self.size -= 1
@@ -385,15 +450,19 @@ class PolicyBase:
         self.e = view_of(engine)
 
     def on_arrival(self, j: int) -> None:
+        """Queue an arriving job (every policy must say how)."""
         raise NotImplementedError
 
     def on_finish(self, j: int) -> None:
+        """Nothing to do by default when a job finishes."""
         return None
 
     def on_timer(self, j: int, tag: int) -> None:
+        """Nothing to do by default when a timer fires."""
         return None
 
     def schedule(self) -> None:
+        """Start (or preempt) jobs after an instant's events (every policy must say how)."""
         raise NotImplementedError
 
     def shape_key(self, j: int) -> Hashable:

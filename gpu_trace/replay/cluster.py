@@ -599,6 +599,14 @@ class ClusterState:
         leaves them as moving it one GPU at a time would."""
         row = self.free[n]
         free = self.index.listed[n]
+        if len(parts) == 1:  # most jobs: one GPU, without the loop
+            m, g, milli = parts[0]
+            if m != n or milli != MILLI or row[g] != MILLI:
+                return False
+            row[g] = 0
+            del free[0 if free[0] == g else bisect_left(free, g)]
+            self._move_whole(n, -1)
+            return True
         lowest = True  # the parts are the node's lowest free GPUs, in order (the usual)
         for i, (m, g, milli) in enumerate(parts):
             if m != n or milli != MILLI or row[g] != MILLI:
@@ -620,6 +628,14 @@ class ClusterState:
     def _give_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
         """:meth:`_take_solo` in reverse: every part a wholly used GPU of ``n``."""
         row = self.free[n]
+        if len(parts) == 1:  # most jobs: one GPU, without the loop
+            m, g, milli = parts[0]
+            if m != n or milli != MILLI or row[g] != 0:
+                return False
+            row[g] = MILLI
+            insort(self.index.listed[n], g)
+            self._move_whole(n, 1)
+            return True
         for i, (m, g, milli) in enumerate(parts):
             if m != n or milli != MILLI or row[g] != 0:
                 for _, h, _ in parts[:i]:

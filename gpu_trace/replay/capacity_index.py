@@ -16,8 +16,9 @@ allocate / release:
   one add;
 - per type, the total of wholly free GPUs (O(1) instead of a sum over buckets);
 - per node of more than :data:`SMALL_NODE` GPUs, a :class:`BitIndex` of its wholly free
-  GPUs (the lowest free GPU indices in O(log_64 g) each); smaller nodes are scanned,
-  at most :data:`SMALL_NODE` slots.
+  GPUs (the lowest free GPU indices in O(log_64 g) each), or, for such a node alone in
+  its GPU type, an ascending list (``listed``; C slices and memmoves beat the bitmap's
+  Python word walks there); smaller nodes are scanned, at most :data:`SMALL_NODE` slots.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ fractional sharing (a 0.47-GPU pod) and whole-GPU jobs use one exact representat
 no float drift. Whole-GPU placement costs O(log G) per decision on any node size: nodes
 are bucketed by their count of wholly free GPUs per GPU type, and
 :mod:`~gpu_trace.replay.capacity_index` keeps the non-empty buckets, each bucket's nodes
-and each large node's free GPUs in ordered bitmaps (no scan over buckets, nodes or a
-node's GPUs). A numpy mirror of the per-GPU free matrix
+and each large node's free GPUs in ordered bitmaps, or a sorted list for a large node
+alone in its type (no scan over buckets, nodes or a node's GPUs). A numpy mirror of the per-GPU free matrix
 serves the vectorized policies (random, best-fit, FGD) that score every node at once.
 """
 

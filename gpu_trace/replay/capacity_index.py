@@ -16,13 +16,18 @@ allocate / release:
   one add;
 - per type, the total of wholly free GPUs (O(1) instead of a sum over buckets);
 - per node of more than :data:`SMALL_NODE` GPUs, a :class:`BitIndex` of its wholly free
-  GPUs (the lowest free GPU indices in O(log_64 g) each); smaller nodes are scanned,
-  at most :data:`SMALL_NODE` slots.
+  GPUs (the lowest free GPU indices in O(log_64 g) each), or, for such a node alone in
+  its GPU type, an ascending list (``listed``; C slices and memmoves beat the bitmap's
+  Python word walks there); smaller nodes are scanned, at most :data:`SMALL_NODE` slots.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 SMALL_NODE = 64
 """Nodes of at most this many GPUs are scanned for free GPUs (a bounded constant)."""
@@ -60,6 +65,7 @@ class BitIndex:
         return bool(self.levels[0][i >> 6] >> (i & 63) & 1)
 
     def add(self, i: int) -> None:
+        """Make ``i`` a member (no-op if it is one); O(log_64 size)."""
         lv0 = self.levels[0]
         w = i >> 6
         old = lv0[w]
@@ -79,6 +85,7 @@ class BitIndex:
                 return
 
     def discard(self, i: int) -> None:
+        """Remove ``i`` (no-op if it is not a member); O(log_64 size)."""
         lv0 = self.levels[0]
         w = i >> 6
         old = lv0[w]
@@ -98,23 +105,48 @@ class BitIndex:
             if new:
                 return
 
+    def word_filled(self, w: int) -> None:
+        """Level-0 word ``w`` went from zero to non-zero (the caller set its bits
+        directly, a batch at a time): mark it in the upper levels, as :meth:`add` does."""
+        for level in self.levels[1:]:
+            i = w
+            w = i >> 6
+            old = level[w]
+            level[w] = old | 1 << (i & 63)
+            if old:
+                return
+
+    def word_emptied(self, w: int) -> None:
+        """Level-0 word ``w`` went from non-zero to zero (the caller cleared its bits
+        directly): unmark it in the upper levels, as :meth:`discard` does."""
+        for level in self.levels[1:]:
+            i = w
+            w = i >> 6
+            new = level[w] & ~(1 << (i & 63))
+            level[w] = new
+            if new:
+                return
+
     def first_from(self, i: int) -> int:
         """The smallest member >= ``i``; -1 if none."""
         if i < 0:
             i = 0
         levels = self.levels
-        for depth, level in enumerate(levels):
+        depth = 0
+        for level in levels:
             w = i >> 6
             if w >= len(level):
                 return -1
             word = level[w] >> (i & 63)
             if word:
                 p = i + ((word & -word).bit_length() - 1)
-                for lower in reversed(levels[:depth]):
-                    x = lower[p]
+                while depth:  # down again: the lowest member under bit p
+                    depth -= 1
+                    x = levels[depth][p]
                     p = (p << 6) | ((x & -x).bit_length() - 1)
                 return p
             i = w + 1
+            depth += 1
         return -1
 
     def last_upto(self, i: int) -> int:
@@ -122,17 +154,20 @@ class BitIndex:
         if i >= self.size:
             i = self.size - 1
         levels = self.levels
-        for depth, level in enumerate(levels):
+        depth = 0
+        for level in levels:
             if i < 0:
                 return -1
             w = i >> 6
             word = level[w] & ((2 << (i & 63)) - 1)
             if word:
                 p = (w << 6) | (word.bit_length() - 1)
-                for lower in reversed(levels[:depth]):
-                    p = (p << 6) | (lower[p].bit_length() - 1)
+                while depth:  # down again: the highest member under bit p
+                    depth -= 1
+                    p = (p << 6) | (levels[depth][p].bit_length() - 1)
                 return p
             i = w - 1
+            depth += 1
         return -1
 
     def take(self, k: int) -> list[int]:
@@ -140,13 +175,32 @@ class BitIndex:
         out: list[int] = []
         lv0 = self.levels[0]
         i = self.first_from(0)
-        while i >= 0:
+        while i >= 0:  # i starts a word's members: from 0 or a word boundary
             w = i >> 6
-            word = lv0[w] >> (i & 63) << (i & 63)
+            word = lv0[w]
             base = w << 6
             while word:
                 low = word & -word
                 out.append(base | (low.bit_length() - 1))
+                if len(out) == k:
+                    return out
+                word ^= low
+            i = self.first_from(base + 64)
+        return out
+
+    def pick(self, k: int, items: Sequence[T]) -> list[T]:
+        """``items[i]`` for the ``k`` smallest members ``i`` (:meth:`take` without the
+        second pass that would map indices to items)."""
+        out: list[T] = []
+        lv0 = self.levels[0]
+        i = self.first_from(0)
+        while i >= 0:  # i starts a word's members: from 0 or a word boundary
+            w = i >> 6
+            word = lv0[w]
+            base = w << 6
+            while word:
+                low = word & -word
+                out.append(items[base | (low.bit_length() - 1)])
                 if len(out) == k:
                     return out
                 word ^= low
@@ -165,7 +219,18 @@ class CapacityIndex:
     cluster calls :meth:`move` when a node's count of wholly free GPUs changes and
     updates ``gpus_free[n]`` when a GPU of a large node becomes (un)wholly free."""
 
-    __slots__ = ("gmax", "gpus_free", "keys", "large", "n", "whole_total")
+    __slots__ = (
+        "gmax",
+        "gpus_free",
+        "keyed",
+        "keys",
+        "large",
+        "listed",
+        "n",
+        "solo",
+        "whole",
+        "whole_total",
+    )
 
     def __init__(
         self, node_gpus: Sequence[int], node_type: Sequence[int], types: int, gmax: int
@@ -175,15 +240,58 @@ class CapacityIndex:
         self.keys = [BitIndex((gmax + 1) * n) for _ in range(types)]
         self.whole_total = [0] * types
         self.large = [g > SMALL_NODE for g in node_gpus]
-        self.gpus_free: dict[int, BitIndex] = {
-            i: BitIndex(g, full=True) for i, g in enumerate(node_gpus) if g > SMALL_NODE
+        count = [0] * types
+        for t in node_type:
+            count[t] += 1
+        self.listed: dict[int, list[int]] = {
+            i: list(range(g))
+            for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True))
+            if g > SMALL_NODE and count[t] == 1
         }
+        """A large node alone in its type (the PAI simulator's one 6,500-GPU node) keeps
+        its wholly free GPUs in an ascending list instead of a bitmap: its lowest free
+        GPUs are a slice, taking them a slice delete, giving one back a ``bisect``
+        insert (C memmoves, O(g) in theory but cheaper than the bitmap's Python-level
+        word walks at any realistic size)."""
+        self.gpus_free: dict[int, BitIndex] = {
+            i: BitIndex(g, full=True)
+            for i, g in enumerate(node_gpus)
+            if g > SMALL_NODE and i not in self.listed
+        }
+        per_type = [0] * types
+        self.solo = [-1] * types
+        """Per type: its node when it has only one, else -1. Such a type's key moves
+        are deferred to its next query (:meth:`_sync`): a 6,500-GPU node alone in the
+        cluster moves twice per job, and its keys are rarely read."""
         for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True)):
             self.keys[t].add((gmax - g) * n + i)
             self.whole_total[t] += g
+            per_type[t] += 1
+            self.solo[t] = i
+        self.solo = [node if per_type[t] == 1 else -1 for t, node in enumerate(self.solo)]
+        self.whole = [node_gpus[node] if node >= 0 else 0 for node in self.solo]
+        """Per solo type: its node's count of wholly free GPUs now."""
+        self.keyed = list(self.whole)
+        """Per solo type: the count its key in ``keys`` stands for."""
 
     def move(self, node: int, t: int, k_old: int, k_new: int) -> None:
         """Node ``node`` of type ``t`` went from ``k_old`` to ``k_new`` wholly free GPUs."""
+        self.whole_total[t] += k_new - k_old
+        if self.solo[t] >= 0:
+            self.whole[t] = k_new
+            return
+        self._move_key(node, t, k_old, k_new)
+
+    def _sync(self, types: Sequence[int]) -> None:
+        """Bring the keys of solo types among ``types`` up to date (before reading them)."""
+        for t in types:
+            node = self.solo[t]
+            if node >= 0 and self.keyed[t] != self.whole[t]:
+                self._move_key(node, t, self.keyed[t], self.whole[t])
+                self.keyed[t] = self.whole[t]
+
+    def _move_key(self, node: int, t: int, k_old: int, k_new: int) -> None:
+        """Move node ``node``'s key in ``keys[t]`` from count ``k_old`` to ``k_new``."""
         keys = self.keys[t]
         g, n = self.gmax, self.n
         i = (g - k_old) * n + node  # a member: its bit is set
@@ -191,7 +299,6 @@ class CapacityIndex:
         lv0 = keys.levels[0]
         if i >> 6 == j >> 6:  # one word: it stays non-zero, no upper level changes
             lv0[i >> 6] = lv0[i >> 6] & ~(1 << (i & 63)) | 1 << (j & 63)
-            self.whole_total[t] += k_new - k_old
             return
         x = lv0[i >> 6] & ~(1 << (i & 63))
         if x:  # the common case, inlined: the word stays non-zero
@@ -205,10 +312,17 @@ class CapacityIndex:
             keys.count += 1
         else:
             keys.add(j)
-        self.whole_total[t] += k_new - k_old
 
     def gpu_whole(self, n: int, g: int, whole: bool) -> None:
         """GPU ``g`` of large node ``n`` became wholly free (or stopped being)."""
+        lst = self.listed.get(n)
+        if lst is not None:
+            i = bisect_left(lst, g)
+            if whole and (i == len(lst) or lst[i] != g):
+                lst.insert(i, g)
+            elif not whole and i < len(lst) and lst[i] == g:
+                del lst[i]
+            return
         b = self.gpus_free[n]
         if whole:
             b.add(g)
@@ -219,6 +333,7 @@ class CapacityIndex:
         """(type, k) of the first non-empty count from ``lo`` towards ``hi`` (inclusive)
         in direction ``step``; among types at the same k, the first in ``types``.
         (-1, -1) if none."""
+        self._sync(types)
         g, n = self.gmax, self.n
         best_t, best_k = -1, -1
         for t in types:
@@ -237,7 +352,11 @@ class CapacityIndex:
     def by_whole(self, types: Sequence[int]) -> Iterator[tuple[int, int]]:
         """(node, wholly free GPUs) of the given types with any, most free first, then
         by type order, then by node index; lazily, so a gather reads only what it
-        takes."""
+        takes (the keys are brought up to date now, not at the first item)."""
+        self._sync(types)
+        return self._by_whole(types)
+
+    def _by_whole(self, types: Sequence[int]) -> Iterator[tuple[int, int]]:
         g, n = self.gmax, self.n
         k = g
         while k > 0:
@@ -262,4 +381,7 @@ class CapacityIndex:
 
     def whole_gpus(self, n: int, k: int) -> list[int]:
         """The ``k`` lowest-index wholly free GPUs of large node ``n``."""
+        lst = self.listed.get(n)
+        if lst is not None:
+            return lst[:k]
         return self.gpus_free[n].take(k)

@@ -10,8 +10,8 @@ fractional sharing (a 0.47-GPU pod) and whole-GPU jobs use one exact representat
 no float drift. Whole-GPU placement costs O(log G) per decision on any node size: nodes
 are bucketed by their count of wholly free GPUs per GPU type, and
 :mod:`~gpu_trace.replay.capacity_index` keeps the non-empty buckets, each bucket's nodes
-and each large node's free GPUs in ordered bitmaps (no scan over buckets, nodes or a
-node's GPUs). A numpy mirror of the per-GPU free matrix
+and each large node's free GPUs in ordered bitmaps, or a sorted list for a large node
+alone in its type (no scan over buckets, nodes or a node's GPUs). A numpy mirror of the per-GPU free matrix
 serves the vectorized policies (random, best-fit, FGD) that score every node at once.
 """
 
@@ -22,6 +22,7 @@ import json
 import math
 import re
 import tomllib
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,14 +94,17 @@ class ClusterSpec:
 
     @property
     def nodes(self) -> int:
+        """Number of nodes."""
         return len(self.node_gpus)
 
     @property
     def gpus(self) -> int:
+        """GPUs in the whole cluster."""
         return sum(self.node_gpus)
 
     @property
     def max_node_gpus(self) -> int:
+        """GPUs on the largest node (the width of the per-GPU free matrix)."""
         return max(self.node_gpus)
 
     def type_mask(self, constraint: str | None) -> int:
@@ -115,6 +119,8 @@ class ClusterSpec:
         return mask
 
     def describe(self) -> dict[str, Any]:
+        """Nodes and GPUs per type, quotas and (multi-resource) CPU / memory totals, for run
+        metadata and reports."""
         by_type: dict[str, dict[str, int]] = {}
         for g, t in zip(self.node_gpus, self.node_type, strict=True):
             d = by_type.setdefault(self.type_names[t], {"nodes": 0, "gpus": 0})
@@ -260,65 +266,75 @@ def load_file(path: Path) -> ClusterSpec:
     """
     suffix = path.suffix.lower()
     if suffix in {".toml", ".json"}:
-        try:
-            raw = path.read_text(encoding="utf-8")
-            doc: dict[str, Any] = tomllib.loads(raw) if suffix == ".toml" else json.loads(raw)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(path, f"not valid {suffix[1:].upper()}: {exc}") from None
-        nodes = doc.get("nodes")
-        if not isinstance(nodes, list) or not nodes:
-            raise InputError(path, "needs a non-empty `nodes` list")
-        groups = []
-        res: list[tuple[int, int, int]] = []
-        for i, g in enumerate(nodes):
-            try:
-                groups.append((int(g["count"]), int(g["gpus"]), str(g.get("gpu_type", "gpu"))))
-                res.append(
-                    (
-                        round(float(g["cpus"]) * 1000) if "cpus" in g else UNLIMITED,
-                        parse_bytes(str(g["mem"])) if "mem" in g else UNLIMITED,
-                        parse_bytes(str(g["gpu_mem"])) if "gpu_mem" in g else 0,
-                    )
-                )
-            except (KeyError, TypeError, ValueError, GpuTraceError):
-                raise InputError(
-                    path,
-                    "each node group needs integer `count` and `gpus` "
-                    '(optional `cpus`, `mem`, `gpu_mem` like 96 / "768GiB")',
-                    f"nodes[{i}]",
-                ) from None
-        quotas = {str(k): float(v) for k, v in dict(doc.get("vc_quotas", {})).items()}
-        limited = any(c < UNLIMITED or m < UNLIMITED for c, m, _ in res)
-        return from_groups(groups, quotas, name=path.stem, resources=res if limited else None)
+        return _load_doc(path, suffix)
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-        if not rows:
-            raise InputError(path, "empty file")
-        header = [h.strip() for h in rows[0]]
-        body = [r for r in rows[1:] if r]
-        try:
-            if header[:2] == ["count", "gpus"]:
-                return from_groups(
-                    [(int(r[0]), int(r[1]), r[2] if len(r) > 2 and r[2] else "gpu") for r in body],
-                    name=path.stem,
-                )
-            if header[:5] == ["sn", "cpu_milli", "memory_mib", "gpu", "model"]:
-                # the openb node list (FGD simulator input): one node per line
-                rows_ok = [r for r in body if int(r[3]) > 0 or int(r[1]) > 0]
-                return from_groups(
-                    [(1, int(r[3]), r[4] or "gpu") for r in rows_ok],
-                    name=path.stem,
-                    resources=[(int(r[1]), int(r[2]) << 20, 0) for r in rows_ok],
-                )
-            if header == ["vc", "node num"]:
-                groups = [(int(r[1]), 8, "gpu") for r in body]
-                quotas = {r[0]: int(r[1]) * 8.0 for r in body}
-                return from_groups(groups, quotas, name=path.stem)
-        except (ValueError, IndexError) as exc:
-            raise InputError(path, f"bad value: {exc}") from None
-        raise InputError(path, f"unknown CSV header {','.join(header)!r}", "line 1")
+        return _load_csv(path)
     raise InputError(path, "cluster files are .toml, .json or .csv")
+
+
+def _load_doc(path: Path, suffix: str) -> ClusterSpec:
+    """A TOML / JSON cluster file (see :func:`load_file`)."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+        doc: dict[str, Any] = tomllib.loads(raw) if suffix == ".toml" else json.loads(raw)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(path, f"not valid {suffix[1:].upper()}: {exc}") from None
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        raise InputError(path, "needs a non-empty `nodes` list")
+    groups = []
+    res: list[tuple[int, int, int]] = []
+    for i, g in enumerate(nodes):
+        try:
+            groups.append((int(g["count"]), int(g["gpus"]), str(g.get("gpu_type", "gpu"))))
+            res.append(
+                (
+                    round(float(g["cpus"]) * 1000) if "cpus" in g else UNLIMITED,
+                    parse_bytes(str(g["mem"])) if "mem" in g else UNLIMITED,
+                    parse_bytes(str(g["gpu_mem"])) if "gpu_mem" in g else 0,
+                )
+            )
+        except (KeyError, TypeError, ValueError, GpuTraceError):
+            raise InputError(
+                path,
+                "each node group needs integer `count` and `gpus` "
+                '(optional `cpus`, `mem`, `gpu_mem` like 96 / "768GiB")',
+                f"nodes[{i}]",
+            ) from None
+    quotas = {str(k): float(v) for k, v in dict(doc.get("vc_quotas", {})).items()}
+    limited = any(c < UNLIMITED or m < UNLIMITED for c, m, _ in res)
+    return from_groups(groups, quotas, name=path.stem, resources=res if limited else None)
+
+
+def _load_csv(path: Path) -> ClusterSpec:
+    """A CSV cluster file, by its header (see :func:`load_file`)."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        raise InputError(path, "empty file")
+    header = [h.strip() for h in rows[0]]
+    body = [r for r in rows[1:] if r]
+    try:
+        if header[:2] == ["count", "gpus"]:
+            return from_groups(
+                [(int(r[0]), int(r[1]), r[2] if len(r) > 2 and r[2] else "gpu") for r in body],
+                name=path.stem,
+            )
+        if header[:5] == ["sn", "cpu_milli", "memory_mib", "gpu", "model"]:
+            # the openb node list (FGD simulator input): one node per line
+            rows_ok = [r for r in body if int(r[3]) > 0 or int(r[1]) > 0]
+            return from_groups(
+                [(1, int(r[3]), r[4] or "gpu") for r in rows_ok],
+                name=path.stem,
+                resources=[(int(r[1]), int(r[2]) << 20, 0) for r in rows_ok],
+            )
+        if header == ["vc", "node num"]:
+            groups = [(int(r[1]), 8, "gpu") for r in body]
+            quotas = {r[0]: int(r[1]) * 8.0 for r in body}
+            return from_groups(groups, quotas, name=path.stem)
+    except (ValueError, IndexError) as exc:
+        raise InputError(path, f"bad value: {exc}") from None
+    raise InputError(path, f"unknown CSV header {','.join(header)!r}", "line 1")
 
 
 def from_trace(
@@ -445,6 +461,20 @@ class ClusterState:
         self.max_whole_for_mask: dict[int, int] = {}
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
         self.index = CapacityIndex(spec.node_gpus, spec.node_type, len(spec.type_names), gmax)
+        per_type = [0] * len(spec.type_names)
+        for t in spec.node_type:
+            per_type[t] += 1
+        self.whole_part_of: dict[int, list[tuple[int, int, int]]] = {}
+        """Large node -> its whole-GPU parts ``(n, g, MILLI)`` by GPU (see
+        :meth:`whole_parts`)."""
+        self.type_node = [-1] * len(spec.type_names)
+        """Per GPU type: its node when it has exactly one, else -1."""
+        for i, t in enumerate(spec.node_type):
+            self.type_node[t] = i if per_type[t] == 1 else -1
+        self.solo = [i in self.index.listed for i in range(n)]
+        """Per node: large (its free GPUs in ``index.listed``) and alone in its GPU type, so its
+        type's bucket sets never hold another node and whole-GPU parts on it can be taken
+        and given back as one batch (see :meth:`allocate`)."""
         self.down: dict[int, list[tuple[int, int, int]]] = {}
         """Nodes out of service (failed, powered off) -> the pseudo-allocation that
         holds all their GPUs so no placement uses them."""
@@ -507,7 +537,12 @@ class ClusterState:
                     if b:
                         return next(iter(b))
             return -1
-        t, k = self.index.first_count(self.types_of(mask), lo, hi, step)
+        types = self.types_of(mask)
+        if len(types) == 1 and self.type_node[types[0]] >= 0:  # its bucket sets hold only it
+            n = self.type_node[types[0]]
+            k = self.whole[n]
+            return n if (lo <= k <= hi if step > 0 else hi <= k <= lo) else -1
+        t, k = self.index.first_count(types, lo, hi, step)
         if t < 0:
             return -1
         return next(iter(self.buckets[t][k]))
@@ -526,12 +561,119 @@ class ClusterState:
         total = self.index.whole_total
         return sum(total[t] for t in self.types_of(mask))
 
+    def room_milli(self) -> int:
+        """Free milli-GPU, cluster-wide: a job needing more fits nowhere (the engine
+        refuses it before asking the placement)."""
+        return self.capacity_milli - self.used_milli
+
     def _frag(self, n: int) -> int:
         f = self.node_free[n]
         return f if 0 < f < self.node_gpus[n] * MILLI else 0
 
     def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked).
+
+        Whole GPUs on one node that is alone in its type and large (the PAI simulator's
+        single 6,500-GPU node) are taken as one batch: per GPU only its slot changes,
+        its free list loses them in one slice (usually), and the node's counts, bucket
+        and index count move once. Anything else goes part by part
+        (:meth:`_allocate_each`)."""
+        if parts:
+            n = parts[0][0]
+            if self.solo[n] and self._take_solo(n, parts):
+                return
+        self._allocate_each(parts)
+
+    def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
+        """Give back what :meth:`allocate` took (the same batch rule)."""
+        if parts:
+            n = parts[0][0]
+            if self.solo[n] and self._give_solo(n, parts):
+                return
+        self._release_each(parts)
+
+    def _take_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
+        """Take whole GPUs on solo node ``n``; False, with nothing changed, unless every
+        part is a wholly free GPU of ``n`` (then the part-by-part path decides). The
+        bucket sets of a solo node's type hold at most that node, so moving it once
+        leaves them as moving it one GPU at a time would."""
+        row = self.free[n]
+        free = self.index.listed[n]
+        if len(parts) == 1:  # most jobs: one GPU, without the loop
+            m, g, milli = parts[0]
+            if m != n or milli != MILLI or row[g] != MILLI:
+                return False
+            row[g] = 0
+            del free[0 if free[0] == g else bisect_left(free, g)]
+            self._move_whole(n, -1)
+            return True
+        lowest = True  # the parts are the node's lowest free GPUs, in order (the usual)
+        for i, (m, g, milli) in enumerate(parts):
+            if m != n or milli != MILLI or row[g] != MILLI:
+                for _, h, _ in parts[:i]:
+                    row[h] = MILLI
+                return False
+            row[g] = 0
+            if lowest and free[i] != g:  # i < len(free): parts so far are distinct free GPUs
+                lowest = False
+        k = len(parts)
+        if lowest:
+            del free[:k]
+        else:
+            for _, g, _ in parts:
+                del free[bisect_left(free, g)]
+        self._move_whole(n, -k)
+        return True
+
+    def _give_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
+        """:meth:`_take_solo` in reverse: every part a wholly used GPU of ``n``."""
+        row = self.free[n]
+        if len(parts) == 1:  # most jobs: one GPU, without the loop
+            m, g, milli = parts[0]
+            if m != n or milli != MILLI or row[g] != 0:
+                return False
+            row[g] = MILLI
+            insort(self.index.listed[n], g)
+            self._move_whole(n, 1)
+            return True
+        for i, (m, g, milli) in enumerate(parts):
+            if m != n or milli != MILLI or row[g] != 0:
+                for _, h, _ in parts[:i]:
+                    row[h] = 0
+                return False
+            row[g] = MILLI
+        free = self.index.listed[n]
+        for _, g, _ in parts:
+            insort(free, g)
+        self._move_whole(n, len(parts))
+        return True
+
+    def _move_whole(self, n: int, d: int) -> None:
+        """Node ``n`` gained ``d`` (< 0: lost) wholly free GPUs in a batch: its free and
+        fragmented capacity, the used total, its bucket and its index key."""
+        cap = self.node_gpus[n] * MILLI
+        f = self.node_free[n]
+        frag = self.frag_milli
+        if 0 < f < cap:
+            frag -= f
+        f += d * MILLI
+        if 0 < f < cap:
+            frag += f
+        self.frag_milli = frag
+        self.node_free[n] = f
+        self.used_milli -= d * MILLI
+        k = self.whole[n]
+        t = self.node_type[n]
+        b = self.buckets[t]
+        b[k].discard(n)
+        b[k + d].add(n)
+        self.whole[n] = k + d
+        index = self.index  # index.move(n, t, k, k + d) for a solo type, inlined
+        index.whole_total[t] += d
+        index.whole[t] = k + d
+
+    def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901, RUF100  hot path
+        """:meth:`allocate`, part by part.
 
         Runs for every part of every start (a job on one big node has one part per GPU),
         so it works on locals and writes the cluster-wide sums once. The bucket sets are
@@ -540,6 +682,7 @@ class ClusterState:
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
+        solo, listed = self.solo, index.listed
         node_free, whole, free = self.node_free, self.whole, self.free
         buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
         frag = self.frag_milli
@@ -573,6 +716,10 @@ class ClusterState:
                     elif n not in moved:
                         moved[n] = k
                     if large[n]:  # GPU g was wholly free: its bit is set
+                        if solo[n]:
+                            lst = listed[n]
+                            del lst[bisect_left(lst, g)]
+                            continue
                         bits = gpus_free[n]
                         lv0 = bits.levels[0]
                         x = lv0[g >> 6] & ~(1 << (g & 63))
@@ -588,11 +735,12 @@ class ClusterState:
             for n, k in moved.items():
                 index.move(n, node_type[n], k, whole[n])
 
-    def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
-        """Give back what :meth:`allocate` took (the same per-part order of updates)."""
+    def _release_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901, RUF100  hot path
+        """Give back what :meth:`_allocate_each` took (the same per-part order)."""
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
+        solo, listed = self.solo, index.listed
         node_free, whole, free = self.node_free, self.whole, self.free
         buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
         frag = self.frag_milli
@@ -626,6 +774,9 @@ class ClusterState:
                     elif n not in moved:
                         moved[n] = k
                     if large[n]:  # GPU g was not wholly free: its bit is clear
+                        if solo[n]:
+                            insort(listed[n], g)
+                            continue
                         bits = gpus_free[n]
                         lv0 = bits.levels[0]
                         x = lv0[g >> 6]
@@ -642,7 +793,7 @@ class ClusterState:
                 index.move(n, node_type[n], k, whole[n])
 
     def res_ok_np(self, cpu: int, mem: int) -> npt.NDArray[np.bool_]:
-        """Per node: are ``cpu`` milli-cores and ``mem`` bytes free?"""
+        """Per node: whether ``cpu`` milli-cores and ``mem`` bytes are free."""
         ok: npt.NDArray[np.bool_] = (self.cpu_free >= cpu) & (self.mem_free >= mem)
         return ok
 
@@ -728,7 +879,15 @@ class ClusterState:
         node: from its free-GPU index, O(k log g); a small one: a scan of its slots)."""
         index = self.index
         if index.large[n]:
-            return [(n, g, MILLI) for g in index.whole_gpus(n, k)]
+            items = self.whole_part_of.get(n)
+            if items is None:  # built on first use: one tuple per GPU, shared by all jobs
+                items = self.whole_part_of[n] = [(n, g, MILLI) for g in range(self.node_gpus[n])]
+            lst = index.listed.get(n)
+            if lst is None:
+                return index.gpus_free[n].pick(k, items)
+            if k == 1:
+                return [items[lst[0]]] if lst else []
+            return [items[g] for g in lst[:k]]
         out: list[tuple[int, int, int]] = []
         for g, f in enumerate(self.free[n]):
             if f == MILLI:
@@ -772,6 +931,7 @@ class ClusterView:
         "nodes_by_whole",
         "res_ok",
         "res_ok_np",
+        "room_milli",
         "spec",
         "type_np",
         "types_of",
@@ -796,6 +956,7 @@ class ClusterView:
     nodes_by_whole: Callable[[int], list[tuple[int, int]]]
     iter_by_whole: Callable[[int], Iterator[tuple[int, int]]]
     whole_free: Callable[[int], int]
+    room_milli: Callable[[], int]
     multi_resource: bool
     cpu_cap: npt.NDArray[np.int64]
     mem_cap: npt.NDArray[np.int64]
@@ -829,6 +990,7 @@ class ClusterView:
             "nodes_by_whole",
             "iter_by_whole",
             "whole_free",
+            "room_milli",
         ):
             put(self, name, getattr(state, name))
 
@@ -846,10 +1008,13 @@ class ClusterView:
 
     @property
     def used_milli(self) -> int:
+        """Milli-GPU allocated now, cluster-wide."""
         return self._s.used_milli
 
     @property
     def frag_milli(self) -> int:
+        """Free milli-GPU on partly used nodes now (the fragmentation measure of the
+        timeline)."""
         return self._s.frag_milli
 
     @property

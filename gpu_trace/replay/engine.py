@@ -28,6 +28,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from heapq import heappush
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -44,6 +45,7 @@ from gpu_trace.replay.view import PolicyView, set_now
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
+"""Kind of a finish event (kept apart from the heap: see ``Engine.ends``)."""
 HOOK = 1
 """A generic timed event (:meth:`Engine.at`): after completions, before timers."""
 TIMER = 2
@@ -128,12 +130,15 @@ class SimClock:
     simulated = True
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
+        """Nothing to wait for: the engine jumps to ``due`` itself."""
         raise AssertionError("the engine advances simulated time itself")
 
     def complete(self) -> None:
+        """Nothing to do: finish events end jobs in simulated time."""
         raise AssertionError("the engine ends simulated jobs itself")
 
     def after_pass(self) -> None:
+        """Nothing to do after a pass in simulated time."""
         raise AssertionError("the engine runs simulated passes itself")
 
 
@@ -284,7 +289,15 @@ class Engine:
         self.arrived_milli = 0
         self.total_preemptions = 0
         self.heap: list[tuple[float, int, int, int, int, int]] = []
+        """Timers and hooks, keyed ``(time, kind, sequence)``."""
         self.seq = 0
+        self.ends: list[float] = []
+        """Distinct expected finish times of running jobs (a heap of plain floats, cheaper
+        to order than the event tuples; jobs of one trace often end in the same second)."""
+        self.ending: dict[float, list[tuple[int, int]]] = {}
+        """Finish time -> (job, version) ending then, in start order: the order the one
+        heap's ``(time, FINISH, sequence)`` keys gave, and finishes still come before
+        the instant's arrivals, timers and hooks."""
         self.log: list[tuple[float, str, int, Parts]] = []
         self.timeline = Timeline()
         self.clock: Clock = clock if clock is not None else SimClock()
@@ -292,6 +305,10 @@ class Engine:
         self.placement: PlacementPolicy
         self.admission: AdmissionPolicy
         self._finish_events = True
+        self._departures = options.departures
+        self._record_log = options.record_log
+        self._slowdown = options.multinode_slowdown
+        """``options`` read once (it is frozen): the start / stop path runs per job."""
         """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
         self.view = PolicyView(self)
         """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
@@ -310,24 +327,27 @@ class Engine:
         placement: PlacementPolicy,
         admission: AdmissionPolicy,
     ) -> None:
+        """Attach the three policies (built with this engine's view) before :meth:`run`."""
         self.scheduler = scheduler
         self.placement = placement
         self.admission = admission
 
     def set_now(self, t: float) -> None:
+        """Move the engine's and the policies' clock to ``t``."""
         self.now = t
         set_now(self.view, t)
 
     # -- actions offered to policies ---------------------------------------------------
 
-    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:  # noqa: C901, RUF100  measured hot path
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
         ``hold``: capacity the placement must not use (a reservation; parts of it
         already taken are ignored)."""
         now = self.now
         if now < self.arrival[j]:
             raise AssertionError(f"job {j} started before it arrived")
-        if j in self.alloc:
+        alloc = self.alloc
+        if j in alloc:
             raise AssertionError(f"job {j} is already running")
         ngpu, milli = self.ngpu[j], self.milli[j]
         demand = ngpu * milli
@@ -340,30 +360,27 @@ class Engine:
             if v in quota and self.vc_used_milli[v] + demand > quota[v]:
                 return False
         if hold:
-            free = self.state.free
-            held = [(n, g, min(m, free[n][g])) for n, g, m in hold if free[n][g] > 0]
-            self.state.allocate(held)
-            try:
-                parts = self.placement.place(j, ngpu, milli, self.mask[j])
-            finally:
-                self.state.release(held)
+            parts = self._place_holding(j, hold)
         else:
             parts = self.placement.place(j, ngpu, milli, self.mask[j])
         if parts is None:
             return False
         parts = list(parts)
         cpu, mem = self.cpu_req[j], self.mem_req[j]
-        if (cpu or mem) and not self.state.try_take_res(parts, cpu, mem):
+        if (cpu or mem) and not state.try_take_res(parts, cpu, mem):
             return False  # a GPU-only placement chose a node without the CPU / memory
-        self.state.allocate(parts)
+        state.allocate(parts)
         if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] += demand
-        nodes = 1 if ngpu == 1 else len({p[0] for p in parts})
-        slow = self.options.multinode_slowdown if nodes > 1 else 1.0
+        if ngpu == 1:
+            nodes, slow = 1, 1.0
+        else:
+            nodes = len({p[0] for p in parts})
+            slow = self._slowdown if nodes > 1 else 1.0
         speed = 1.0
         if self.speed_table is not None:
             row = self.speed_table[self.speed_code[j]]
-            types = self.state.node_type
+            types = state.node_type
             speed = float(min(row[types[p[0]]] for p in parts))  # the slowest model gates
             slow /= speed
         if self.first_start[j] == INF:
@@ -372,18 +389,32 @@ class Engine:
             self.first_speed[j] = speed
         self.slow[j] = slow
         self.seg_start[j] = now
-        self.alloc[j] = parts
+        alloc[j] = parts
         self.waiting -= 1
         self.waiting_milli -= demand
-        if self.options.departures:
+        if self._departures:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
             if self._finish_events:
-                self.seq += 1
-                heapq.heappush(self.heap, (end, FINISH, self.seq, FINISH, j, self.version[j]))
-        if self.options.record_log:
+                same = self.ending.get(end)
+                if same is None:
+                    self.ending[end] = [(j, self.version[j])]
+                    heappush(self.ends, end)
+                else:
+                    same.append((j, self.version[j]))
+        if self._record_log:
             self.log.append((now, "start", j, list(parts)))
         return True
+
+    def _place_holding(self, j: int, hold: Sequence[tuple[int, int, int]]) -> Parts | None:
+        """The placement of ``j`` with the free part of ``hold`` taken meanwhile."""
+        free = self.state.free
+        held = [(n, g, min(m, free[n][g])) for n, g, m in hold if free[n][g] > 0]
+        self.state.allocate(held)
+        try:
+            return self.placement.place(j, self.ngpu[j], self.milli[j], self.mask[j])
+        finally:
+            self.state.release(held)
 
     def placeable_after(
         self, j: int, groups: Sequence[Sequence[int]], where: bool = True
@@ -466,16 +497,21 @@ class Engine:
 
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
-        self.state.release(parts)
-        self.state.give_res(parts, self.cpu_req[j], self.mem_req[j])
-        if self.vc_quota_milli and self.vc[j] in self.vc_quota_milli:
+        state = self.state
+        state.release(parts)
+        cpu, mem = self.cpu_req[j], self.mem_req[j]
+        if cpu or mem:
+            state.give_res(parts, cpu, mem)
+        quota = self.vc_quota_milli
+        if quota and self.vc[j] in quota:
             self.vc_used_milli[self.vc[j]] -= self.ngpu[j] * self.milli[j]
-        elapsed = self.now - self.seg_start[j]
+        now = self.now
+        elapsed = now - self.seg_start[j]
         self.attained_gpu_s[j] += elapsed * self.gpus[j]
         if self.segments is not None:
-            self.segments.append((j, self.seg_start[j], self.now, parts[0][0]))
-        if self.options.record_log:
-            self.log.append((self.now, "stop", j, parts))
+            self.segments.append((j, self.seg_start[j], now, parts[0][0]))
+        if self._record_log:
+            self.log.append((now, "stop", j, parts))
 
     def finished(self, j: int) -> None:
         """Job ``j`` completed now (its work is done): for clocks that end jobs
@@ -487,6 +523,8 @@ class Engine:
         self.scheduler.on_finish(j)
 
     def preempt(self, j: int) -> None:
+        """Stop running job ``j`` now, keeping its progress (minus nothing: the restore time
+        is added to what is left); the caller requeues it."""
         if j not in self.alloc:
             raise AssertionError(f"job {j} is not running")
         elapsed = self.now - self.seg_start[j]
@@ -503,6 +541,7 @@ class Engine:
         self.waiting_milli += self.ngpu[j] * self.milli[j]
 
     def set_timer(self, t: float, j: int, tag: int) -> None:
+        """Call the scheduler's ``on_timer(j, tag)`` at ``t`` (never in the past)."""
         self.seq += 1
         heapq.heappush(self.heap, (max(t, self.now), TIMER, self.seq, tag, j, 0))
 
@@ -518,6 +557,7 @@ class Engine:
         heapq.heappush(self.heap, (max(t, self.now), HOOK, self.seq, hook, arg, 0))
 
     def reject(self, j: int, reason: str) -> None:
+        """Give up on waiting job ``j`` for good, with the reason the results show."""
         if j in self.alloc or j in self.rejected:
             raise AssertionError(f"job {j} is not waiting")
         self.rejected[j] = reason
@@ -526,7 +566,7 @@ class Engine:
 
     # -- the loop ------------------------------------------------------------------------
 
-    def run(self, until: float = INF) -> None:
+    def run(self, until: float = INF) -> None:  # noqa: C901, RUF100  measured hot path
         """Process events until none is left (or ``until``). At each instant: the
         clock's completions, then arrivals, then timers, then one scheduling pass."""
         arrival = self.arrival
@@ -538,6 +578,12 @@ class Engine:
         ngpu, milli = self.ngpu, self.milli
         record = self.options.record_timeline
         tl = self.timeline
+        t_time, t_used, t_frag = tl.time.append, tl.used_milli.append, tl.frag_milli.append
+        t_running, t_waiting = tl.running.append, tl.waiting.append
+        t_waiting_milli, t_arrived = tl.waiting_milli.append, tl.arrived_milli.append
+        t_down = tl.down_milli.append
+        alloc = self.alloc
+        schedule, on_finish, on_arrival = sched.schedule, sched.on_finish, sched.on_arrival
         state = self.state
         clock = self.clock
         sim = clock.simulated
@@ -551,11 +597,14 @@ class Engine:
         )
         stop = self._stop
         view = self.view
+        ends, ending = self.ends, self.ending
         ptr = 0
         while True:
             ta = arrival[ptr] if ptr < n else INF
             th = heap[0][0] if heap else INF
             due = ta if ta < th else th
+            if ends and ends[0] < due:
+                due = ends[0]
             if due > until:
                 due = INF
             if sim:
@@ -570,14 +619,14 @@ class Engine:
             self.now = now
             set_now(view, now)
             if sim:
-                while heap and heap[0][0] <= now and heap[0][1] == FINISH:
-                    _, _, _, _, j, ver = heappop(heap)
-                    if ver == version[j]:  # else: preempted since, a stale event
-                        remaining[j] = 0.0
-                        stop(j)
-                        finish[j] = now
-                        end_time[j] = INF
-                        sched.on_finish(j)
+                while ends and ends[0] <= now:
+                    for j, ver in ending.pop(heappop(ends)):
+                        if ver == version[j]:  # else: preempted since, a stale event
+                            remaining[j] = 0.0
+                            stop(j)
+                            finish[j] = now
+                            end_time[j] = INF
+                            on_finish(j)
             else:
                 complete()
             while ptr < n and arrival[ptr] <= now:
@@ -591,23 +640,23 @@ class Engine:
                     continue
                 self.waiting += 1
                 self.waiting_milli += d
-                sched.on_arrival(j)
+                on_arrival(j)
             while heap and heap[0][0] <= now:
                 _, kind, _, tag, j, _ = heappop(heap)
                 if kind == TIMER:
                     sched.on_timer(j, tag)
                 elif kind == HOOK:
                     self.hooks[tag](j)
-            sched.schedule()
+            schedule()
             if record:
-                tl.time.append(now)
-                tl.used_milli.append(state.used_milli)
-                tl.frag_milli.append(state.frag_milli)
-                tl.running.append(len(self.alloc))
-                tl.waiting.append(self.waiting)
-                tl.waiting_milli.append(self.waiting_milli)
-                tl.arrived_milli.append(self.arrived_milli)
-                tl.down_milli.append(state.down_milli)
+                t_time(now)
+                t_used(state.used_milli)
+                t_frag(state.frag_milli)
+                t_running(len(alloc))
+                t_waiting(self.waiting)
+                t_waiting_milli(self.waiting_milli)
+                t_arrived(self.arrived_milli)
+                t_down(state.down_milli)
             if not sim:
                 after_pass()
 

@@ -13,6 +13,8 @@ from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
 
 @dataclass(frozen=True)
 class FitsConfig:
+    """Options of the ``fits`` admission policy."""
+
     multi_node: bool = field(
         default=True,
         metadata={"help": "Admit jobs larger than one node (they span whole nodes)."},
@@ -31,6 +33,7 @@ class Fits(PolicyBase):
         self.res_cache: dict[tuple[int, int, int, int], bool] = {}
 
     def admit(self, j: int) -> str | None:
+        """None to admit job ``j``, else why the empty cluster could never run it."""
         e = self.e
         mask = e.mask[j]
         if mask == 0:

@@ -50,33 +50,75 @@ class EngineView(Protocol):
     """
 
     @property
-    def now(self) -> float: ...
+    def now(self) -> float:
+        """Simulated time of the instant being scheduled (s)."""
+        ...
+
     @property
-    def w(self) -> Workload: ...
+    def w(self) -> Workload:
+        """The workload (read-only frames and arrays)."""
+        ...
+
     @property
-    def state(self) -> ClusterView: ...
+    def state(self) -> ClusterView:
+        """The cluster state, read-only."""
+        ...
+
     @property
-    def estimate_s(self) -> npt.NDArray[np.float64]: ...
+    def estimate_s(self) -> npt.NDArray[np.float64]:
+        """Each job's duration as the scheduler may know it (the estimator's, or true)."""
+        ...
+
     @property
-    def remaining(self) -> Sequence[float]: ...
+    def remaining(self) -> Sequence[float]:
+        """Work left per job, in seconds at full speed."""
+        ...
+
     @property
-    def attained_gpu_s(self) -> Sequence[float]: ...
+    def attained_gpu_s(self) -> Sequence[float]:
+        """GPU-seconds each job has run so far (LAS ranks by it)."""
+        ...
+
     @property
-    def end_time(self) -> Sequence[float]: ...
+    def end_time(self) -> Sequence[float]:
+        """Expected finish time of each running job (inf when not running)."""
+        ...
+
     @property
-    def seg_start(self) -> Sequence[float]: ...
+    def seg_start(self) -> Sequence[float]:
+        """Start of each running job's current segment."""
+        ...
+
     @property
-    def ngpu(self) -> Sequence[int]: ...
+    def ngpu(self) -> Sequence[int]:
+        """GPUs (or GPU slots) each job asks for."""
+        ...
+
     @property
-    def milli(self) -> Sequence[int]: ...
+    def milli(self) -> Sequence[int]:
+        """Milli-GPU each job takes per GPU (1000 = whole GPUs)."""
+        ...
+
     @property
-    def mask(self) -> Sequence[int]: ...
+    def mask(self) -> Sequence[int]:
+        """Allowed GPU types per job, as a bit mask."""
+        ...
+
     @property
-    def gpus(self) -> Sequence[float]: ...
+    def gpus(self) -> Sequence[float]:
+        """GPUs each job asks for, as in the trace (fractional for shared GPUs)."""
+        ...
+
     @property
-    def vc(self) -> Sequence[int]: ...
+    def vc(self) -> Sequence[int]:
+        """VC code of each job."""
+        ...
+
     @property
-    def arrival(self) -> Sequence[float]: ...
+    def arrival(self) -> Sequence[float]:
+        """Arrival time of each job (s, from the replay's origin)."""
+        ...
+
     @property
     def cpu_req(self) -> Sequence[int]:
         """CPU milli-cores each job holds per node (zeros on a GPU-only cluster)."""
@@ -93,9 +135,14 @@ class EngineView(Protocol):
         ...
 
     @property
-    def vc_quota_milli(self) -> Mapping[int, int]: ...
+    def vc_quota_milli(self) -> Mapping[int, int]:
+        """GPU quota of each VC that has one, in milli-GPU."""
+        ...
+
     @property
-    def rng(self) -> np.random.Generator: ...
+    def rng(self) -> np.random.Generator:
+        """The run's seeded random generator (the only randomness policies may use)."""
+        ...
 
     def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
@@ -132,7 +179,9 @@ class HasView(Protocol):
     """An engine: policies built with it keep only its read-only ``view``."""
 
     @property
-    def view(self) -> Any: ...
+    def view(self) -> Any:
+        """The read-only view policies keep."""
+        ...
 
 
 def view_of(engine: EngineView | HasView) -> EngineView:
@@ -151,9 +200,18 @@ class SchedulingPolicy(Protocol):
     preemptive: bool
     needs_estimates: ClassVar[bool]
 
-    def on_arrival(self, j: int) -> None: ...
-    def on_finish(self, j: int) -> None: ...
-    def on_timer(self, j: int, tag: int) -> None: ...
+    def on_arrival(self, j: int) -> None:
+        """Job ``j`` arrived and was admitted: queue it."""
+        ...
+
+    def on_finish(self, j: int) -> None:
+        """Job ``j`` finished (its GPUs are free again)."""
+        ...
+
+    def on_timer(self, j: int, tag: int) -> None:
+        """A timer the policy set went off."""
+        ...
+
     def schedule(self) -> None:
         """Called once after all events of one instant were applied."""
         ...
@@ -162,13 +220,17 @@ class SchedulingPolicy(Protocol):
 class PlacementPolicy(Protocol):
     """Where a job goes: the parts to allocate, or None if it does not fit now."""
 
-    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None: ...
+    def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The parts job ``j`` gets, or None if it does not fit now."""
+        ...
 
 
 class AdmissionPolicy(Protocol):
     """Whether an arriving job may ever run: None to admit, else the rejection reason."""
 
-    def admit(self, j: int) -> str | None: ...
+    def admit(self, j: int) -> str | None:
+        """None to admit job ``j``, else the reason it can never run."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -238,6 +300,7 @@ def unregister(kind: Kind, name: str) -> None:
 
 
 def names(kind: Kind) -> list[str]:
+    """Names of the registered policies of ``kind`` (built-in, installed, then run-time)."""
     return [*_declared(kind), *_EXTRA[kind]]
 
 
@@ -263,20 +326,33 @@ class ClassedQueue:
     is work-conserving: after it returns, no waiting job fits the free capacity.
     """
 
-    def __init__(self, key_of: Callable[[int], Hashable]) -> None:
+    def __init__(
+        self,
+        key_of: Callable[[int], Hashable],
+        need_of: Callable[[int], int] | None = None,
+    ) -> None:
         self.key_of = key_of
+        self.need_of = need_of
+        """Milli-GPU a job needs in all (the same for every job of a group), so that
+        :meth:`fill` can pass over a group that cannot fit the free capacity without a
+        placement attempt; None = no such check."""
         self.groups: dict[Hashable, list[tuple[Any, int]]] = {}
+        self.need: dict[Hashable, int] = {}
         self.size = 0
 
     def push(self, prio: Any, j: int) -> None:
+        """Queue job ``j`` with priority ``prio`` (smaller runs first) in its group."""
         key = self.key_of(j)
         h = self.groups.get(key)
         if h is None:
             h = self.groups[key] = []
+            if self.need_of is not None:
+                self.need[key] = self.need_of(j)
         heapq.heappush(h, (prio, j))
         self.size += 1
 
     def best(self) -> tuple[Any, int] | None:
+        """The best (smallest) ``(priority, job)`` over all groups; None if empty."""
         top: tuple[Any, int] | None = None
         for h in self.groups.values():
             if h and (top is None or h[0] < top):
@@ -292,20 +368,28 @@ class ClassedQueue:
         heapq.heappush(h, (new, j))
 
     def remove_best_of(self, j: int) -> None:
+        """Drop the best job of ``j``'s group (``j`` must be it), e.g. after starting it."""
         h = self.groups[self.key_of(j)]
         heapq.heappop(h)
         self.size -= 1
 
-    def fill(self, try_start: Callable[[int], bool]) -> int:
+    def fill(self, try_start: Callable[[int], bool], room: Callable[[], int] | None = None) -> int:
         """Start jobs best-first while any group's best job fits; returns starts.
 
         Runs once per scheduling pass: the groups still in play (non-empty, not yet
         blocked) are kept in a list that shrinks, so each pick is one comparison per
         such group. Heads are unique (a job is in one group), so the pick does not
         depend on the groups' order. ``try_start`` must not push to this queue (no
-        policy's does: preemption requeues outside ``fill``)."""
+        policy's does: preemption requeues outside ``fill``).
+
+        ``room`` (with ``need_of``): the free milli-GPU now. A group that needs more is
+        blocked without calling ``try_start``, which would refuse it first thing (the
+        engine's own check), so the outcome is the same; on a full cluster most
+        attempts are such refusals."""
         if not self.size:
             return 0
+        if room is not None and self.need_of is not None:
+            return self._fill_room(try_start, room)
         live = [h for h in self.groups.values() if h]
         started = 0
         heappop = heapq.heappop
@@ -328,6 +412,31 @@ class ClassedQueue:
                 del live[at]
         return started
 
+    def _fill_room(self, try_start: Callable[[int], bool], room: Callable[[], int]) -> int:
+        """:meth:`fill` with the free-capacity check: the same picks, in the same order.
+        The groups in play sit in a small heap keyed by their head (heads are unique,
+        so the key decides alone), one C-level operation per pick."""
+        free = room()
+        need = self.need
+        live = [(h[0], need[k], h) for k, h in self.groups.items() if h and need[k] <= free]
+        heapq.heapify(live)
+        started = 0
+        heappop, heapreplace = heapq.heappop, heapq.heapreplace
+        while live:
+            top, want, best = live[0]
+            if want <= free and try_start(top[1]):
+                heappop(best)
+                self.size -= 1
+                started += 1
+                free = room()
+                if best:
+                    heapreplace(live, (best[0], want, best))
+                else:
+                    heappop(live)
+            else:
+                heappop(live)
+        return started
+
 
 class PolicyBase:
     """Convenience base: default no-op hooks and the engine reference."""
@@ -341,15 +450,19 @@ class PolicyBase:
         self.e = view_of(engine)
 
     def on_arrival(self, j: int) -> None:
+        """Queue an arriving job (every policy must say how)."""
         raise NotImplementedError
 
     def on_finish(self, j: int) -> None:
+        """Nothing to do by default when a job finishes."""
         return None
 
     def on_timer(self, j: int, tag: int) -> None:
+        """Nothing to do by default when a timer fires."""
         return None
 
     def schedule(self) -> None:
+        """Start (or preempt) jobs after an instant's events (every policy must say how)."""
         raise NotImplementedError
 
     def shape_key(self, j: int) -> Hashable:

@@ -24,6 +24,8 @@ from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, Po
 
 @dataclass(frozen=True)
 class FifoConfig:
+    """Options of ``fifo``."""
+
     blocking: bool = field(
         default=True,
         metadata={
@@ -47,9 +49,10 @@ class Fifo(PolicyBase):
         super().__init__(config, engine)
         self.blocking = self.is_blocking()
         self.lines: dict[int, deque[int]] = {}
-        self.first_fit = ClassedQueue(self.shape_key)
+        self.first_fit = ClassedQueue(self.shape_key, self.need)
 
     def on_arrival(self, j: int) -> None:
+        """Queue job ``j`` at the back of its line (or its shape group, skip mode)."""
         if not self.blocking:
             self.first_fit.push(j, j)
             return
@@ -60,13 +63,19 @@ class Fifo(PolicyBase):
         q.append(j)
 
     def schedule(self) -> None:
+        """Start jobs in arrival order: the heads of the lines while they fit (strict), or
+        every job that fits (skip)."""
         start = self.e.try_start
         if not self.blocking:
-            self.first_fit.fill(start)
+            self.first_fit.fill(start, self.e.state.room_milli)
             return
         for q in self.lines.values():
             while q and start(q[0]):
                 q.popleft()
+
+    def need(self, j: int) -> int:
+        """Milli-GPU job ``j`` needs in all (its queue group's free-capacity check)."""
+        return self.e.ngpu[j] * self.e.milli[j]
 
     def is_blocking(self) -> bool:
         """Strict (head-of-line) or skip mode, from the options."""
@@ -84,11 +93,14 @@ class FifoSkip(Fifo):
     Config = FifoSkipConfig
 
     def is_blocking(self) -> bool:
+        """Always the skip mode."""
         return False
 
 
 @dataclass(frozen=True)
 class PackingConfig:
+    """Options of ``packing`` (none)."""
+
     pass
 
 
@@ -103,9 +115,11 @@ class Packing(PolicyBase):
         self.pending: list[int] = []
 
     def on_arrival(self, j: int) -> None:
+        """Remember the job: it is placed or refused in this instant's pass."""
         self.pending.append(j)
 
     def schedule(self) -> None:
+        """Place every job that arrived now, or refuse it for good."""
         for j in self.pending:
             if not self.e.try_start(j):
                 self.e.reject(j, "unschedulable at arrival")

@@ -28,6 +28,8 @@ from gpu_trace.replay.policies.base import EngineView, HasView, Parts, view_of
 
 @dataclass(frozen=True)
 class SplitConfig:
+    """Options of the placements that can split a job across nodes."""
+
     split: bool = field(
         default=False,
         metadata={"help": "Split a job across nodes when no single node can hold it."},
@@ -36,6 +38,8 @@ class SplitConfig:
 
 @dataclass(frozen=True)
 class ConsolidateConfig:
+    """Options of ``consolidate`` (none)."""
+
     pass
 
 
@@ -102,6 +106,7 @@ class PlacementBase:
         return [(node, pick, milli)]
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """Every placement policy decides where; the base class has no rule."""
         raise NotImplementedError
 
 
@@ -111,6 +116,8 @@ class Consolidate(PlacementBase):
     Config = ConsolidateConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """Whole GPUs: the fullest node that holds the job (fewest nodes if none does);
+        fractional: the fullest GPU with room."""
         s = self.s
         if milli < MILLI:
             fits = self.fits_np(1, milli, mask, j)
@@ -148,6 +155,7 @@ class Consolidate(PlacementBase):
         return s.whole_parts(int(np.argmin(whole)), ngpu)
 
     def max_single(self, mask: int) -> int:
+        """GPUs on the largest node of the allowed types (cached per mask)."""
         cache: dict[int, int] = self.__dict__.setdefault("_max_single", {})
         got = cache.get(mask)
         if got is None:
@@ -161,6 +169,8 @@ class Spread(PlacementBase):
     Config = SplitConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The node with the most wholly free GPUs that holds the job (fractional: the most
+        free capacity)."""
         s = self.s
         if milli >= MILLI and ngpu <= s.gmax and s.multi_resource:
             fits = self.fits_np(ngpu, milli, mask, j)
@@ -188,6 +198,7 @@ class BestFit(PlacementBase):
     Config = SplitConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """The node left with the least free capacity once the job is placed."""
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)
@@ -204,6 +215,8 @@ class RandomFit(PlacementBase):
     Config = SplitConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
+        """A uniformly random node among those that hold the job (the run's seeded
+        generator)."""
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)

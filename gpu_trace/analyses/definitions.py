@@ -27,6 +27,17 @@ CPU_JOB = pl.col("gpus").fill_null(0) == 0
 STATUS_CLASSES = ("completed", "cancelled", "failed")
 
 
+def exact_sum(expr: pl.Expr, scale: float = 1e6) -> pl.Expr:
+    """Sum of ``expr`` that is the same bytes on every run: the values are rounded to
+    ``1/scale`` and added as integers, whose sum does not depend on order.
+
+    A plain float sum adds partial sums in an order that depends on threads and chunk
+    boundaries, so the last digit moved from run to run (``failures --by cause``,
+    ``fragmentation``). At the default scale that is a micro-unit (a micro-GPU-second),
+    far below anything the traces record; the integers hold totals up to ~9.2e12."""
+    return (expr * scale).round().cast(pl.Int64).sum() / scale
+
+
 def status_class() -> pl.Expr:
     """Map canonical status to completed / cancelled / failed / unfinished."""
     return (

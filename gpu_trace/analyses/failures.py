@@ -10,7 +10,14 @@ from typing import Any
 
 import polars as pl
 
-from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, size_bucket, size_rank, status_class
+from gpu_trace.analyses.definitions import (
+    GPU_JOB,
+    exact_sum,
+    gpu_time_s,
+    size_bucket,
+    size_rank,
+    status_class,
+)
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
@@ -241,13 +248,15 @@ def by_cause(
     total = (
         jobs.with_columns(gpu_time_s())
         .group_by(keys)
-        .agg((pl.col("gpu_time_s").sum() / 3600).alias("_total_h"))
+        .agg((exact_sum(pl.col("gpu_time_s")) / 3600).alias("_total_h"))
     )
     rank = {c: i for i, c in enumerate(CAUSES)}
     return (
         job_causes(jobs, placements, events)
         .group_by([*keys, "cause"])
-        .agg(pl.len().alias("jobs"), (pl.col("lost_gpu_s").sum() / 3600).alias("lost_gpu_hours"))
+        .agg(
+            pl.len().alias("jobs"), (exact_sum(pl.col("lost_gpu_s")) / 3600).alias("lost_gpu_hours")
+        )
         .join(total, on=keys, how="left", nulls_equal=True)
         .with_columns(
             (pl.col("lost_gpu_hours") / pl.col("lost_gpu_hours").sum().over(keys))

@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses.definitions import exact_sum
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
@@ -123,7 +124,7 @@ def fragmentation(
             .with_columns(pl.lit(1.0).alias("free"))
         )
     per_node = free.group_by("machine_id").agg(
-        pl.col("free").sum().alias("free_gpus"),
+        exact_sum(pl.col("free"), 1e9).alias("free_gpus"),
         (pl.col("free") >= 1.0 - 1e-9).sum().alias("whole_free"),
     )
     cls = classes.with_columns(pl.col("gpu_type").str.split("|").alias("allowed"))
@@ -160,7 +161,7 @@ def fragmentation(
         )
         .agg(
             pl.col("gpu_fits").any().alias("any_gpu_fits"),
-            pl.col("free").filter(~pl.col("gpu_fits")).sum().alias("unusable_free"),
+            exact_sum(pl.col("free").filter(~pl.col("gpu_fits")), 1e9).alias("unusable_free"),
         )
     )
     placeable = pl.col("type_ok") & pl.when(pl.col("task_gpus") > 1).then(
@@ -168,7 +169,7 @@ def fragmentation(
     ).otherwise(pl.col("any_gpu_fits"))
     frag = pl.when(placeable).then(pl.col("unusable_free")).otherwise(pl.col("free_gpus"))
     per_machine = gpu_level.group_by("machine_id").agg(
-        (pl.col("popularity") * frag).sum().alias("fragmented_gpus")
+        exact_sum(pl.col("popularity") * frag, 1e9).alias("fragmented_gpus")
     )
     return (
         nodes.join(per_node, on="machine_id")
@@ -185,15 +186,15 @@ def fragmentation_by_type(frag: pl.LazyFrame) -> pl.LazyFrame:
     per = frag.group_by("gpu_type").agg(
         pl.len().alias("machines"),
         pl.col("gpus").sum(),
-        pl.col("free_gpus").sum(),
-        pl.col("fragmented_gpus").sum(),
+        exact_sum(pl.col("free_gpus"), 1e9),
+        exact_sum(pl.col("fragmented_gpus"), 1e9),
     )
     total = frag.select(
         pl.lit("(all)").alias("gpu_type"),
         pl.len().alias("machines"),
         pl.col("gpus").sum(),
-        pl.col("free_gpus").sum(),
-        pl.col("fragmented_gpus").sum(),
+        exact_sum(pl.col("free_gpus"), 1e9),
+        exact_sum(pl.col("fragmented_gpus"), 1e9),
     )
     return pl.concat(
         [per.sort("gpu_type", nulls_last=True), total], how="vertical_relaxed"

@@ -52,7 +52,9 @@ def _options(options: type[Any]) -> list[str]:
     lines = ["", "| option | default | meaning |", "|---|---|---|"]
     for s in specs:
         meaning = s.help + (f" One of: {', '.join(s.choices)}." if s.choices else "")
-        lines.append(f"| `{s.flag}` | `{s.default!r}` | {meaning} |")
+        # An option read as text (parse=) shows its default as one would type it.
+        default = s.default_text if s.parse is not None and s.default is not None else None
+        lines.append(f"| `{s.flag}` | `{default or repr(s.default)}` | {meaning} |")
     return lines
 
 
@@ -65,8 +67,10 @@ def render() -> str:
     out = [HEADER, "## Loaders (`gpu-trace ingest NAME PATH`)", ""]
     for p in plugins.builtins("loaders"):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
-        if p.options is plugins.NoOptions:  # none, or parsed by a hand-written command
-            out += [f"Options: `gpu-trace ingest {p.name} --help`.", ""]
+        if p.many_paths:  # e.g. pods and nodes in two files
+            out += [f"`gpu-trace ingest {p.name} PATHS...`: one or more inputs.", ""]
+        if p.options is plugins.NoOptions:
+            out += ["No options but `--store`.", ""]
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
     declared = plugins.builtins("analyses")
     if not declared:

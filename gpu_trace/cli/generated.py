@@ -3,21 +3,24 @@
 A plugin's options dataclass becomes the command's options: each field's flag, type,
 default and help text, a choice check for fields that declare ``choices`` (the same
 one-line "is not one of" usage error the hand-written commands give), and for fields that
-declare ``parse`` a text option whose value ``parse`` turns into the field's. The command's
-own fixed parameters (``PATH``, ``--store``, ``--format`` ...) come first, as given.
+declare ``parse`` a text option whose value ``parse`` turns into the field's (a bad one is
+the one-line ``error:`` of every hand-checked option, exit 2). The command's own fixed
+parameters (``PATH`` or ``PATHS...`` from :func:`path_parameter`, ``--store``,
+``--format`` ...) come first, as given.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors
+from gpu_trace.cli._boundary import domain_errors, escape, fail
 from gpu_trace.errors import UsageError
-from gpu_trace.plugins import option_specs
+from gpu_trace.plugins import OptionSpec, option_specs
 
 
 def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
@@ -29,16 +32,42 @@ def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
     return check
 
 
-def _parse_check(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if value is None:
-            return None
+def _parse_check(spec: OptionSpec) -> Callable[..., Any]:
+    """The callback of a ``parse`` option: None (not given) passes; a repeated flag's
+    texts are joined with commas; a ``UsageError`` is shown as it is (it is written for
+    users, like ``--interval 'soon' is not a duration ...``), a ``ValueError`` after the
+    flag and the text; both are one ``error:`` line and exit 2, as ``options.number``."""
+    parse = spec.parse
+    assert parse is not None
+
+    def check(ctx: typer.Context, value: Any) -> Any:
+        if value is None or ctx.resilient_parsing:
+            return value
+        text = ",".join(value) if isinstance(value, list | tuple) else str(value)
         try:
-            return parse(value)
-        except (ValueError, UsageError) as e:
-            raise typer.BadParameter(str(e)) from None
+            return parse(text)
+        except UsageError as e:
+            raise fail(escape(str(e)), 2) from None
+        except ValueError as e:
+            raise fail(escape(f"{spec.flag} {text!r}: {e}"), 2) from None
 
     return check
+
+
+def path_parameter(help_text: str, *, many: bool = False) -> inspect.Parameter:
+    """The positional input of a generated command: ``PATH``, or with ``many`` one or
+    more ``PATHS...`` (a list; a command body reads ``paths[0]`` and ``paths[1:]``)."""
+    if many:
+        return inspect.Parameter(
+            "paths",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[list[Path], typer.Argument(help=help_text)],
+        )
+    return inspect.Parameter(
+        "path",
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Annotated[Path, typer.Argument(help=help_text)],
+    )
 
 
 def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
@@ -50,15 +79,17 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
         derived = "--" + spec.name.replace("_", "-")
         flags = () if spec.flag == derived else (spec.flag,)
         if spec.parse is not None:
-            # Typed as text; None means "not given", so the dataclass default holds.
+            # Typed as text (a list of texts when the flag repeats); None means "not
+            # given", so the dataclass default holds. The default is shown as typed.
             info = typer.Option(
                 *flags,
                 help=spec.help,
-                callback=_parse_check(spec.parse),
-                metavar=spec.metavar or "TEXT",
-                show_default=False if spec.default is None else str(spec.default),
+                callback=_parse_check(spec),
+                metavar=spec.metavar,
+                show_default=spec.default_text or False,
             )
-            annotation: Any = Annotated[str | None, info]
+            text: Any = list[str] if spec.repeat else str
+            annotation: Any = Annotated[text | None, info]
             default = None
         else:
             info = typer.Option(

@@ -14,6 +14,7 @@ names). Records: data row x kept tag; a row that is not a GPU entity (``SW n LIN
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from gpu_trace.loaders.telemetry_common import (
     wide_to_cells,
 )
 from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG, Field
+from gpu_trace.loaders.telemetry_options import host_option, interval_option, start_option
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
@@ -162,11 +164,18 @@ class DcgmiLoader:
             yield from dmon(f, slug(f.stem), host=host, start=start, interval_s=interval_s)
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+@dataclass(frozen=True)
+class DcgmiOptions:
+    """`gpu-trace ingest dcgmi` options (passed to the loader as keyword arguments)."""
+
+    host: str | None = host_option()
+    start: str | None = start_option()
+    interval_s: float = interval_option()
+
+
 PLUGIN = LoaderPlugin(
     name="dcgmi",
     loader=DcgmiLoader,
     help="`dcgmi dmon` text -> gpu_samples (XID/ECC -> events).",
+    options=DcgmiOptions,
 )

@@ -70,6 +70,7 @@ quarantined with the reason (``record N`` / ``line N``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ from gpu_trace.loaders.k8s_json import NUM, Objects, read_objects
 from gpu_trace.loaders.k8s_quantity import parse_column
 from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, REASON_LIMIT, capped
 from gpu_trace.loaders.units import MIB, TIME_MAX, TIME_MIN, per
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.schemas.jobs import JOBS, PLACEMENTS
 from gpu_trace.store.parquet import slug
 
@@ -997,11 +998,34 @@ def _count(objs: Objects, kind: str) -> int:
     return objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == kind)).height
 
 
-# Options and the command (several paths, a repeatable --user-key) are hand-written in
-# gpu_trace/cli/ingest.py; the declaration registers the loader and its help.
+@dataclass(frozen=True)
+class KubernetesOptions:
+    """`gpu-trace ingest kubernetes` options (the loader's keyword arguments: see
+    :func:`_loader_kwargs`)."""
+
+    cluster: str = option(
+        "kubernetes", "Cluster name: the datasets' name (re-ingesting replaces it)."
+    )
+    # A list, so the flag repeats (typer's own); option() returns a dataclasses.field.
+    user_keys: list[str] | None = option(  # noqa: RUF009
+        None,
+        "Pod label or annotation naming the user (repeatable, first found wins; default: user).",
+        flag="--user-key",
+    )
+
+
+def _loader_kwargs(options: KubernetesOptions) -> dict[str, Any]:
+    return {"cluster": options.cluster, "user_keys": tuple(options.user_keys or USER_KEYS)}
+
+
 PLUGIN = LoaderPlugin(
     name="kubernetes",
     loader=KubernetesLoader,
     help="Kubernetes: pods -> placements and jobs (one per owner), nodes -> machines "
     "(capacity, and allocatable as <cluster>-allocatable).",
+    options=KubernetesOptions,
+    path_help="kubectl get pods -A -o json / kubectl get nodes -o json output (a List or "
+    "JSON lines; one file may hold both kinds).",
+    kwargs=_loader_kwargs,
+    many_paths=True,
 )

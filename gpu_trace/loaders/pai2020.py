@@ -60,6 +60,7 @@ A job's summed memory beyond int64 (only reachable with absurd plans) is null.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,8 @@ from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_h
 from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
 from gpu_trace.loaders.textfile import LINE, REASON
 from gpu_trace.loaders.units import per
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.values import split_list
 
 AMOUNT_MAX = 1e6
 GPU_MEM_GIB = {"V100M32": 32, "V100": 16, "T4": 16}
@@ -460,11 +462,27 @@ class Pai2020Loader:
             yield machine_metric(metric_in)
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+def _tables(text: str) -> str:
+    # "a,b" and repeated flags alike; the names are checked by select_tables (exit 1).
+    return ",".join(split_list(text)) or "all"
+
+
+@dataclass(frozen=True)
+class Pai2020Options:
+    """`gpu-trace ingest pai2020` options (passed to the loader as keyword arguments)."""
+
+    tables: str = option(
+        "all",
+        "PAI tables to read (a,b or repeated): job, task, instance, sensor, group_tag, "
+        "machine_spec, machine_metric, or all (every one present).",
+        parse=_tables,
+        repeat=True,
+    )
+
+
 PLUGIN = LoaderPlugin(
     name="pai2020",
     loader=Pai2020Loader,
     help="Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.\n\nPATH: folder with the headerless pai_<table>.csv files (.header files beside them or in headers/), or one of those CSVs.",
+    options=Pai2020Options,
 )

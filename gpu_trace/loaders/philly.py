@@ -122,8 +122,9 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.schemas import JOBS, PLACEMENTS
+from gpu_trace.values import choose, split_list
 
 SOURCE = "philly"
 CLUSTER = "philly"
@@ -722,11 +723,31 @@ class PhillyLoader:
                         )
 
 
-# The command (a repeatable --capacity with a default of all three) is hand-written in
-# gpu_trace/cli/ingest.py; the declaration registers the loader and its help.
+def _capacity_bases(text: str) -> tuple[str, ...]:
+    # "a,b" and repeated flags alike; each name checked (exit 2, "did you mean").
+    bases = [choose("--capacity value", name, BASES) for name in split_list(text)]
+    return tuple(bases or BASES)
+
+
+@dataclass(frozen=True)
+class PhillyOptions:
+    """`gpu-trace ingest philly` options (passed to the loader as keyword arguments)."""
+
+    capacity: tuple[str, ...] = option(
+        BASES,
+        "Inventory to write a capacity row for (a,b or repeated): machine_list, "
+        "inferred_jobs, inferred_util. Analyses should use inferred_util: the shipped "
+        "machine list is wrong (philly-traces#8).",
+        parse=_capacity_bases,
+        repeat=True,
+    )
+
+
 PLUGIN = LoaderPlugin(
     name="philly",
     loader=PhillyLoader,
     help="Microsoft Philly: cluster_job_log -> jobs, placements; cluster_machine_list and "
-    "inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.",
+    "inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.\n\n"
+    "PATH: the unpacked trace-data/ folder (or a folder holding it, or one of its files).",
+    options=PhillyOptions,
 )

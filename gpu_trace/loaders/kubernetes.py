@@ -899,98 +899,134 @@ class KubernetesLoader:
     ) -> Iterator[Batch]:
         """Yield ``jobs`` + ``placements`` for the file holding the pods and two
         ``machines`` batches for the file holding the nodes (one file may hold both)."""
-        files = [path, *more]
-        for f in files:
-            require_path(f)
-            if f.is_dir():
-                raise InputError(f, "is a folder; give the kubectl JSON files")
-        dataset = slug(cluster)
-        read = [read_objects(f) for f in files]
+        read = _read_inputs([path, *more])
         pod_files = [o for o in read if _count(o, "Pod")]
         node_files = [o for o in read if _count(o, "Node")]
-        pod_ids, node_ids = {id(o) for o in pod_files}, {id(o) for o in node_files}
-        for group, what in ((pod_files, "pods"), (node_files, "nodes")):
-            if len(group) > 1:
-                raise InputError(
-                    group[1].info.path,
-                    f"holds {what}, and so does {group[0].info.path.name}: give all {what} "
-                    "in one file (one kubectl get, or JSON lines concatenated)",
-                )
-        empty = pl.DataFrame(
-            schema={"machine_id": pl.String, "gpu_type": pl.String, "_share_per_gpu": pl.Float64}
-        )
-        nodes_cap = empty
+        _check_kinds(read, pod_files, node_files)
+        dataset = slug(cluster)
         meta = {
             "source_tz": "UTC",
             "time_basis": "absolute",
             "record_numbers": "1-based",
             "cluster": cluster,
         }
-        for objs in read:
-            if id(objs) not in pod_ids | node_ids:
-                junk = _unusable(objs)
-                if junk.height:
-                    first = junk.row(0, named=True)
-                    raise InputError(
-                        objs.info.path,
-                        f"holds no pods or nodes ({first[REASON]})",
-                        f"{objs.locator} {first[NUM]}",
-                    )
-                raise InputError(objs.info.path, "holds no pods or nodes (an empty list)")
+        nodes_cap = pl.DataFrame(
+            schema={"machine_id": pl.String, "gpu_type": pl.String, "_share_per_gpu": pl.Float64}
+        )
+        pod_ids = {id(o) for o in pod_files}
         for objs in node_files:
             cap, alloc, bad = nodes_to_rows(objs)
             nodes_cap = cap
-            n_nodes = _count(objs, "Node")
+            # A file holding pods too reports its unusable records with the pods.
             junk = _unusable(objs) if id(objs) not in pod_ids else _unusable(objs).clear()
-            for frame, ds in ((cap, dataset), (alloc, f"{dataset}-allocatable")):
-                rejected = pl.concat([junk, bad]) if ds == dataset else bad
-                yield Batch(
-                    "machines",
-                    ds,
-                    objs.info,
-                    _machine_rows(frame, ds, cluster),
-                    _quarantine(rejected, table="machines", dataset=ds, cluster=cluster, objs=objs),
-                    rows_read=n_nodes + (junk.height if ds == dataset else 0),
-                    cluster=cluster,
-                    metadata={
-                        **meta,
-                        "inventory": "capacity" if ds == dataset else "allocatable",
-                        "rows_read": "Node records"
-                        + (" and unusable records" if ds == dataset else ""),
-                    },
-                )
+            yield from _machine_batches(objs, cap, alloc, bad, junk, dataset, cluster, meta)
         for objs in pod_files:
-            jobs, placements, bad = pods_to_rows(
-                objs, nodes_cap, cluster=cluster, dataset=dataset, user_keys=user_keys
+            yield from _pod_batches(objs, nodes_cap, dataset, cluster, user_keys, meta)
+
+
+def _read_inputs(files: list[Path]) -> list[Objects]:
+    """Every input file read, once each has been found to exist and not be a folder."""
+    for f in files:
+        require_path(f)
+        if f.is_dir():
+            raise InputError(f, "is a folder; give the kubectl JSON files")
+    return [read_objects(f) for f in files]
+
+
+def _check_kinds(read: list[Objects], pod_files: list[Objects], node_files: list[Objects]) -> None:
+    """At most one file of pods and one of nodes (two would give two datasets of the
+    same name), and every file holds one of the two kinds."""
+    for group, what in ((pod_files, "pods"), (node_files, "nodes")):
+        if len(group) > 1:
+            raise InputError(
+                group[1].info.path,
+                f"holds {what}, and so does {group[0].info.path.name}: give all {what} "
+                "in one file (one kubectl get, or JSON lines concatenated)",
             )
-            rejected = pl.concat([_unusable(objs), bad])
-            yield Batch(
-                "placements",
-                dataset,
-                objs.info,
-                placements.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
-                _quarantine(
-                    rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs
-                ),
-                rows_read=_count(objs, "Pod") + _unusable(objs).height,
-                cluster=cluster,
-                metadata={
-                    **meta,
-                    "rows_read": "Pod records (one placement per pod) and unusable records",
-                },
-                sort=False,
-            )
-            yield Batch(
-                "jobs",
-                dataset,
-                objs.info,
-                jobs.sort(list(JOBS.sort_by), nulls_last=True, maintain_order=True),
-                None,
-                rows_read=jobs.height,
-                cluster=cluster,
-                metadata={**meta, "rows_read": "jobs: the owners of the good pods (derived)"},
-                sort=False,
-            )
+    used = {id(o) for o in pod_files} | {id(o) for o in node_files}
+    for objs in read:
+        if id(objs) not in used:
+            junk = _unusable(objs)
+            if junk.height:
+                first = junk.row(0, named=True)
+                raise InputError(
+                    objs.info.path,
+                    f"holds no pods or nodes ({first[REASON]})",
+                    f"{objs.locator} {first[NUM]}",
+                )
+            raise InputError(objs.info.path, "holds no pods or nodes (an empty list)")
+
+
+def _machine_batches(
+    objs: Objects,
+    cap: pl.DataFrame,
+    alloc: pl.DataFrame,
+    bad: pl.DataFrame,
+    junk: pl.DataFrame,
+    dataset: str,
+    cluster: str,
+    meta: dict[str, str],
+) -> Iterator[Batch]:
+    """The two ``machines`` batches of the nodes file: capacity (``dataset``, which also
+    carries the file's unusable records) and allocatable (``<dataset>-allocatable``)."""
+    n_nodes = _count(objs, "Node")
+    for frame, ds in ((cap, dataset), (alloc, f"{dataset}-allocatable")):
+        rejected = pl.concat([junk, bad]) if ds == dataset else bad
+        yield Batch(
+            "machines",
+            ds,
+            objs.info,
+            _machine_rows(frame, ds, cluster),
+            _quarantine(rejected, table="machines", dataset=ds, cluster=cluster, objs=objs),
+            rows_read=n_nodes + (junk.height if ds == dataset else 0),
+            cluster=cluster,
+            metadata={
+                **meta,
+                "inventory": "capacity" if ds == dataset else "allocatable",
+                "rows_read": "Node records" + (" and unusable records" if ds == dataset else ""),
+            },
+        )
+
+
+def _pod_batches(
+    objs: Objects,
+    nodes_cap: pl.DataFrame,
+    dataset: str,
+    cluster: str,
+    user_keys: Sequence[str],
+    meta: dict[str, str],
+) -> Iterator[Batch]:
+    """The ``placements`` batch (one row per pod; the file's rejects) and the ``jobs``
+    batch (the owners of the good pods) of the pods file."""
+    jobs, placements, bad = pods_to_rows(
+        objs, nodes_cap, cluster=cluster, dataset=dataset, user_keys=user_keys
+    )
+    rejected = pl.concat([_unusable(objs), bad])
+    yield Batch(
+        "placements",
+        dataset,
+        objs.info,
+        placements.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
+        _quarantine(rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs),
+        rows_read=_count(objs, "Pod") + _unusable(objs).height,
+        cluster=cluster,
+        metadata={
+            **meta,
+            "rows_read": "Pod records (one placement per pod) and unusable records",
+        },
+        sort=False,
+    )
+    yield Batch(
+        "jobs",
+        dataset,
+        objs.info,
+        jobs.sort(list(JOBS.sort_by), nulls_last=True, maintain_order=True),
+        None,
+        rows_read=jobs.height,
+        cluster=cluster,
+        metadata={**meta, "rows_read": "jobs: the owners of the good pods (derived)"},
+        sort=False,
+    )
 
 
 def _count(objs: Objects, kind: str) -> int:

@@ -252,42 +252,11 @@ class Walk:
 
 def _documents(path: Path) -> Walk:
     """Read ``path`` as one response or JSON lines; walk every response."""
-    head: list[bytes] = []
-    try:
-        with path.open("rb") as fh:
-            for ln in fh:
-                if ln.strip():
-                    head.append(ln)
-                    if len(head) == 2:
-                        break
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    jsonl = False
-    if len(head) == 2:
-        try:
-            json.loads(head[0])
-            jsonl = True
-        except (ValueError, RecursionError):
-            jsonl = False
-    walk = Walk(jsonl)
-    if jsonl:
+    walk = Walk(_is_json_lines(path))
+    if walk.jsonl:
         with path.open("rb") as fh:
             for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    walk.blank += 1
-                    continue
-                try:
-                    doc = json.loads(line)
-                except (ValueError, RecursionError) as exc:
-                    walk.reject(
-                        f"line {n}",
-                        f"not JSON: {_json_error(exc)}",
-                        line.decode("utf-8", "replace").rstrip("\r\n"),
-                    )
-                    continue
-                why = walk.response(n, doc)
-                if why is not None:
-                    walk.reject(f"line {n}", why, doc)
+                _json_line(walk, n, line)
         return walk
     try:
         doc = json.loads(path.read_bytes())
@@ -299,6 +268,48 @@ def _documents(path: Path) -> Walk:
     if why is not None:
         raise InputError(path, why)
     return walk
+
+
+def _is_json_lines(path: Path) -> bool:
+    """JSON lines when there are two non-blank lines and the first is JSON by itself
+    (a pretty-printed single response's first line, ``{``, is not)."""
+    head: list[bytes] = []
+    try:
+        with path.open("rb") as fh:
+            for ln in fh:
+                if ln.strip():
+                    head.append(ln)
+                    if len(head) == 2:
+                        break
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if len(head) < 2:
+        return False
+    try:
+        json.loads(head[0])
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _json_line(walk: Walk, n: int, line: bytes) -> None:
+    """Walk line ``n`` of a JSON-lines file: blank (counted), not JSON, or a response
+    (rejected with the reason when it is not a usable one)."""
+    if not line.strip():
+        walk.blank += 1
+        return
+    try:
+        doc = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        walk.reject(
+            f"line {n}",
+            f"not JSON: {_json_error(exc)}",
+            line.decode("utf-8", "replace").rstrip("\r\n"),
+        )
+        return
+    why = walk.response(n, doc)
+    if why is not None:
+        walk.reject(f"line {n}", why, doc)
 
 
 def _json_error(exc: Exception) -> str:

@@ -864,12 +864,12 @@ class HeliosLoader:
                 yield capacity(file, tz)
 
 
-CLUSTERS = ("venus", "earth", "saturn", "uranus", "all")
+CLUSTER_CHOICES = (*CLUSTERS, "all")
 """The ``--cluster`` values: the four clusters of the release, or every one present."""
 
 
 def _cluster(name: str) -> str:
-    return choose("Helios cluster", name, CLUSTERS)
+    return choose("Helios cluster", name, CLUSTER_CHOICES)
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,8 @@ class ChronusLoader:
     version = "1"
 
     def batches(self, path: Path, **_: Any) -> Iterator[Batch]:
+        """Yield one ``jobs`` batch per Tiresias / Chronus CSV (a file, or every ``*.csv``
+        in a folder)."""
         for f in [path] if path.is_file() else sorted(path.glob("*.csv")):
             header = tuple(h.strip() for h in read_header(f).split(","))
             if header not in (TIRESIAS, CHRONUS):
@@ -159,6 +161,8 @@ class GavelLoader:
     version = "1"
 
     def batches(self, path: Path, *, step_s: float | None = None, **_: Any) -> Iterator[Batch]:
+        """Yield one ``jobs`` batch per Gavel ``.trace`` file (``step_s`` turns steps into
+        seconds)."""
         if step_s is not None and not (math.isfinite(step_s) and step_s > 0):
             raise GpuTraceError(f"--step-s {step_s} must be a finite number above 0")
         for f in [path] if path.is_file() else sorted(path.glob("*.trace")):

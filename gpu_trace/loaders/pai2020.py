@@ -123,10 +123,13 @@ def _read(inp: Input, *checks: tuple[pl.Expr, pl.Expr | str]) -> pl.DataFrame:
 
 
 def read_jobs(inp: Input) -> pl.DataFrame:
+    """pai_job_table checked (times), a job name given twice keeping its last line."""
     return supersede(_read(inp, *time_checks()), ["job_name"], "job_name")
 
 
 def read_tasks(inp: Input) -> pl.DataFrame:
+    """pai_task_table checked (plans as bounded numbers, inst_num x plan_mem within 64-bit
+    bytes, times), a (job, task) given twice keeping its last line."""
     plans = ["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]
     task_mem = pl.col("inst_num") * pl.col("plan_mem")
     frame = _read(
@@ -143,6 +146,7 @@ def read_tasks(inp: Input) -> pl.DataFrame:
 
 
 def read_tags(inp: Input) -> pl.DataFrame:
+    """pai_group_tag_table, a later line for an instance superseding an earlier one."""
     return supersede(_read(inp), ["inst_id"], "inst_id")
 
 
@@ -156,6 +160,7 @@ def _good(frame: pl.DataFrame) -> pl.LazyFrame:
 
 
 def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
+    """The canonical ``tasks`` rows of the good task lines, and the rejects."""
     inst = pl.col("inst_num")
     rows = _good(tasks).select(
         *provenance(TRACE),
@@ -246,6 +251,7 @@ def jobs_batch(
     tags: pl.DataFrame | None,
     notes: dict[str, str],
 ) -> Batch:
+    """The canonical ``jobs`` rows: job lines with what their tasks, instances and tags add."""
     frame = _good(jobs).with_columns(job_hash())
     if tasks is not None:
         frame = frame.join(
@@ -307,6 +313,7 @@ def jobs_batch(
 
 
 def tags_batch(inp: Input, tags: pl.DataFrame, jobs: pl.DataFrame | None) -> Batch:
+    """The ``job_tags`` rows, each tag attached to the job owning its instance."""
     frame = _good(tags)
     if jobs is not None:
         owners = (
@@ -341,6 +348,8 @@ def tags_batch(inp: Input, tags: pl.DataFrame, jobs: pl.DataFrame | None) -> Bat
 
 
 def machine_batches(inp: Input) -> Iterator[Batch]:
+    """pai_machine_spec -> ``machines`` (a machine given twice keeping its last line) and
+    the cluster's ``capacity`` row."""
     caps = ["cap_cpu", "cap_mem", "cap_gpu"]
     frame = _read(
         inp,

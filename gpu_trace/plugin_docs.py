@@ -24,10 +24,15 @@ sections and column headers are generated from it.
 
 ## Adding one
 
-- **Options**: `option(default, help, flag=, choices=, parse=, metavar=)`. `choices` limits
-  the values; `parse` takes the option as text and turns it into the field's value (a
-  duration with `values.parse_duration`, a comma list with `values.split_list`), its
-  `ValueError` / `UsageError` becoming the one-line usage error (exit 2).
+- **Options**: `option(default, help, flag=, choices=, parse=, metavar=, repeat=)`.
+  `choices` limits the values; `parse` takes the option as text and turns it into the
+  field's value (a duration with `values.parse_duration`, a comma list with
+  `values.split_list`, a name checked with `values.choose`), its `ValueError` /
+  `UsageError` becoming the one-line usage error (exit 2). A `parse` option's default may
+  be written as typed (`"1s"`: parsed once, shown so in `--help`); `repeat=True` lets the
+  flag repeat (`--x a --x b` is `--x a,b`).
+- **Paths**: a loader reads `PATH` (help: `path_help`); `many_paths=True` makes it
+  `PATHS...`, the first the ingest's path and the rest passed to `batches` as `more`.
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
   `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
   `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.

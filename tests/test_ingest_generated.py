@@ -166,3 +166,44 @@ def test_declared_text_default_is_parsed_once() -> None:
     r = run("ingest", "nvidia-smi", "--help")
     assert "1s" in r.output
     assert inspect.signature(smi.loader().batches).parameters["interval_s"].default == 1.0
+
+
+def test_repeated_text_option_reaches_the_options_whole() -> None:
+    """A repeatable ``parse`` option is parsed once from the joined texts and arrives as
+    ``parse`` returns it (typer would take a returned string apart character by
+    character if it were converted as the declared list)."""
+    seen: list[Any] = []
+
+    @dataclass(frozen=True)
+    class _Opts:
+        names: tuple[str, ...] = plugins.option(
+            ("a",), "Names.", parse=lambda text: tuple(text.split(",")), repeat=True
+        )
+        table: str = plugins.option("all", "A table.", parse=str.upper, repeat=True)
+
+    toy = typer.Typer()
+    add_command(toy, "toy", "Toy.", [], _Opts, lambda given, opts: seen.append(opts))
+    toy.command("other")(lambda: None)
+    r = runner.invoke(toy, ["toy", "--names", "x", "--names", "y,z", "--table", "job"])
+    assert r.exit_code == 0, r.output
+    assert seen == [_Opts(names=("x", "y", "z"), table="JOB")]
+    assert runner.invoke(toy, ["toy"]).exit_code == 0
+    assert seen[1] == _Opts() and seen[1].table == "ALL"  # the text default, parsed once
+
+
+def test_pai2020_tables_by_comma_or_repeat(tmp_path: Path) -> None:
+    """``--tables job`` reads only pai_job_table.csv; ``job,task`` and ``--tables job
+    --tables task`` read the same two files (one reconciliation line per table read)."""
+    pai = Path(__file__).parent / "fixtures" / "pai2020" / "basic"
+
+    def files(*args: str) -> list[str]:
+        store = tmp_path / str(len(list(tmp_path.iterdir())))
+        r = run("ingest", "pai2020", pai, "--store", store, *args)
+        assert r.exit_code == 0, r.output
+        rows = r.stdout.splitlines()[1:-1]  # header and total left out
+        return sorted({row.split()[0] for row in rows})
+
+    assert files("--tables", "job") == ["pai_job_table.csv"]
+    both = files("--tables", "job,task")
+    assert both == ["pai_job_table.csv", "pai_task_table.csv"]
+    assert files("--tables", "job", "--tables", "task") == both

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, escape, fail
+from gpu_trace.cli._boundary import domain_errors
 from gpu_trace.errors import UsageError
 from gpu_trace.plugins import OptionSpec, option_specs
 
@@ -32,26 +32,24 @@ def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
     return check
 
 
-def _parse_check(spec: OptionSpec) -> Callable[..., Any]:
-    """The callback of a ``parse`` option: None (not given) passes; a repeated flag's
-    texts are joined with commas; a ``UsageError`` is shown as it is (it is written for
-    users, like ``--interval 'soon' is not a duration ...``), a ``ValueError`` after the
-    flag and the text; both are one ``error:`` line and exit 2, as ``options.number``."""
-    parse = spec.parse
-    assert parse is not None
+def _parsed(spec: OptionSpec, value: str | list[str]) -> Any:
+    """The value of a ``parse`` option given on the command line: a repeated flag's texts
+    joined with commas, then ``spec.parse``. A ``UsageError`` stays as it is (it is
+    written for users: ``--interval 'soon' is not a duration ...``), a ``ValueError``
+    becomes one naming the flag and the text; the command's boundary turns either into
+    one ``error:`` line and exit 2.
 
-    def check(ctx: typer.Context, value: Any) -> Any:
-        if value is None or ctx.resilient_parsing:
-            return value
-        text = ",".join(value) if isinstance(value, list | tuple) else str(value)
-        try:
-            return parse(text)
-        except UsageError as e:
-            raise fail(escape(str(e)), 2) from None
-        except ValueError as e:
-            raise fail(escape(f"{spec.flag} {text!r}: {e}"), 2) from None
-
-    return check
+    Parsed here, in the command, rather than in a typer callback: typer converts a
+    callback's result to the parameter's declared type (a list for a repeatable flag),
+    which would take a parsed string apart character by character."""
+    assert spec.parse is not None
+    text = ",".join(value) if isinstance(value, list) else value
+    try:
+        return spec.parse(text)
+    except UsageError:
+        raise
+    except ValueError as e:
+        raise UsageError(f"{spec.flag} {text!r}: {e}") from None
 
 
 def path_parameter(help_text: str, *, many: bool = False) -> inspect.Parameter:
@@ -79,12 +77,12 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
         derived = "--" + spec.name.replace("_", "-")
         flags = () if spec.flag == derived else (spec.flag,)
         if spec.parse is not None:
-            # Typed as text (a list of texts when the flag repeats); None means "not
-            # given", so the dataclass default holds. The default is shown as typed.
+            # Typed as text (a list of texts when the flag repeats), parsed by the
+            # command (_parsed); None means "not given", so the dataclass default holds.
+            # The default is shown as typed.
             info = typer.Option(
                 *flags,
                 help=spec.help,
-                callback=_parse_check(spec),
                 metavar=spec.metavar,
                 show_default=spec.default_text or False,
             )
@@ -124,7 +122,7 @@ def add_command(
     def command(**values: Any) -> None:
         given = {k: values[k] for k in fixed_names}
         chosen = {
-            s.name: values[s.name]
+            s.name: values[s.name] if s.parse is None else _parsed(s, values[s.name])
             for s in specs
             if not (s.parse is not None and values[s.name] is None)
         }

@@ -38,9 +38,10 @@ def run(*args: str | Path) -> Any:
 
 
 def _main(toy: typer.Typer, *args: str) -> None:
-    """Run a toy app's click command directly. (Through ``CliRunner`` a toy app fails
-    with "No such command" once tests/test_kubernetes.py has run in the same process;
-    tests/test_plugin_parse_option.py shows the same on main. The real app is fine.)"""
+    """Run a toy app's click command directly, not through ``CliRunner``: bench/fuzz.py
+    (used by the fuzz tests) replaces ``typer.testing._get_command`` process-wide with
+    one returning the real app's command, so after it a toy app run by ``CliRunner`` is
+    the real app ("No such command 'two'")."""
     get_command(toy).main(list(args), prog_name="toy", standalone_mode=False)
 
 

@@ -302,7 +302,14 @@ def runner() -> Any:
         from gpu_trace.cli import app
 
         command = typer.main.get_command(app)
-        typer.testing._get_command = lambda _app: command  # type: ignore[attr-defined]
+        build = typer.testing._get_command  # type: ignore[attr-defined]
+
+        # Only the real app is served from the cache: any other app (a test's toy one,
+        # later in the same process) is still built from its own annotations.
+        def cached(given: Any) -> Any:
+            return command if given is app else build(given)
+
+        typer.testing._get_command = cached  # type: ignore[attr-defined]
         _RUNNER = (typer.testing.CliRunner(), app)
     return _RUNNER
 

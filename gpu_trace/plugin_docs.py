@@ -25,16 +25,20 @@ sections and column headers are generated from it.
 
 ## Adding one
 
-- **Options**: `option(default, help, flag=, choices=, parse=, metavar=, deprecated=)`.
-  `choices` limits the values (an `Enum`-typed field is checked by its members); `parse`
-  takes the option as text and turns it into the field's value (a duration with
-  `values.parse_duration`, a comma list with `values.split_list`), its `ValueError` /
-  `UsageError` becoming the one-line usage error (exit 2); a `flag` given is used as is (a
-  bool then has no `--no-` form); `deprecated` keeps an old spelling as a hidden option
-  that still works, with a warning.
+- **Options**: `option(default, help, flag=, choices=, parse=, metavar=, repeat=,
+  deprecated=)`. `choices` limits the values (an `Enum`-typed field is checked by its
+  members); `parse` takes the option as text and turns it into the field's value (a
+  duration with `values.parse_duration`, a comma list with `values.split_list`, a name
+  checked with `values.choose`), its `ValueError` / `UsageError` becoming the one-line
+  usage error (exit 2). A `parse` option's default may be written as typed (`"1s"`: parsed
+  once, shown so in `--help`); `repeat=True` lets the flag repeat (`--x a --x b` is
+  `--x a,b`); a `flag` given is used as is (a bool then has no `--no-` form); `deprecated`
+  keeps an old spelling as a hidden option that still works, with a warning.
 - **Analyses**: `AnalysisPlugin(sources=False)` for one without `--source`,
   `needs_jobs=False` when a source without jobs is no error, `rank` for its place in
   `gpu-trace analyze --help`.
+- **Paths**: a loader reads `PATH` (help: `path_help`); `many_paths=True` makes it
+  `PATHS...`, the first the ingest's path and the rest passed to `batches` as `more`.
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
   `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
   `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.
@@ -64,7 +68,9 @@ def _options(options: type[Any]) -> list[str]:
             choices = tuple(str(m.value) for m in s.type)
             default = getattr(default, "value", default)
         meaning = s.help + (f" One of: {', '.join(choices)}." if choices else "")
-        lines.append(f"| `{s.flag}` | `{default!r}` | {meaning} |")
+        # An option read as text (parse=) shows its default as one would type it.
+        typed = s.default_text if s.parse is not None and s.default is not None else None
+        lines.append(f"| `{s.flag}` | `{typed or repr(default)}` | {meaning} |")
     return lines
 
 
@@ -77,8 +83,10 @@ def render() -> str:
     out = [HEADER, "## Loaders (`gpu-trace ingest NAME PATH`)", ""]
     for p in plugins.builtins("loaders"):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
-        if p.options is plugins.NoOptions:  # none, or parsed by a hand-written command
-            out += [f"Options: `gpu-trace ingest {p.name} --help`.", ""]
+        if p.many_paths:  # e.g. pods and nodes in two files
+            out += [f"`gpu-trace ingest {p.name} PATHS...`: one or more inputs.", ""]
+        if p.options is plugins.NoOptions:
+            out += ["No options but `--store`.", ""]
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
     for p in sorted(plugins.builtins("analyses"), key=lambda p: p.rank):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]

@@ -62,6 +62,7 @@ def option(
     parse: Callable[[str], Any] | None = None,
     metavar: str | None = None,
     deprecated: str | None = None,
+    repeat: bool = False,
 ) -> Any:
     """A field of a plugin's options dataclass: its default and help text, optionally the
     command-line flag (default ``--field-name``) and the values it accepts.
@@ -69,13 +70,23 @@ def option(
     ``parse`` is for values typed as text on the command line but held parsed (a
     duration, a comma list, a checked name): the command takes a string (shown as
     ``metavar``), ``parse`` turns it into the field's value, and a ``ValueError`` or
-    :class:`gpu_trace.errors.UsageError` it raises becomes the usual one-line usage error. Left out, the field's default holds.
+    :class:`gpu_trace.errors.UsageError` it raises becomes the usual one-line usage error.
+    Left out, the field's default holds.
 
     A ``flag`` given is used as is (a bool then has no ``--no-`` form, like ``--per-user``).
     ``deprecated`` is an old spelling of the flag, kept as a hidden option that still
     works, with a one-line deprecation warning (renamed options must not break scripts).
     The warning names the value as ``metavar`` (``--jobs FILE``) when one is declared;
-    ``--help`` shows ``metavar`` for ``parse`` options only (others keep typer's own)."""
+    ``--help`` shows ``metavar`` for ``parse`` options only (others keep typer's own).
+
+    ``repeat`` (with ``parse``) lets the flag be given more than once; the texts are
+    joined with commas before ``parse`` sees them, so ``--x a --x b`` means ``--x a,b``
+    (the house convention for every list option). A ``parse`` option's default may be
+    given as text, as a user would type it (``"1s"``): it is parsed here, once, and the
+    help shows the text."""
+    typed = None
+    if parse is not None and isinstance(default, str):
+        typed, default = default, parse(default)
     metadata = {
         "help": help,
         "flag": flag,
@@ -83,6 +94,8 @@ def option(
         "parse": parse,
         "metavar": metavar,
         "deprecated": deprecated,
+        "repeat": repeat,
+        "typed": typed,
     }
     if isinstance(default, list | dict | set):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
@@ -105,6 +118,20 @@ class OptionSpec:
     flag_given: bool = False
     #: A hidden old spelling of the flag that still works, with a warning.
     deprecated: str | None = None
+    repeat: bool = False
+    typed: str | None = None
+
+    @property
+    def default_text(self) -> str | None:
+        """The default as one would type it (as declared, else a comma list for a tuple
+        or list), for help and docs of options read as text; None when there is none."""
+        if self.typed is not None:
+            return self.typed
+        if self.default is None:
+            return None
+        if isinstance(self.default, tuple | list):
+            return ",".join(str(v) for v in self.default)
+        return str(self.default)
 
 
 def option_specs(options: type[Any]) -> list[OptionSpec]:
@@ -127,6 +154,8 @@ def option_specs(options: type[Any]) -> list[OptionSpec]:
                 metavar=f.metadata.get("metavar"),
                 flag_given=f.metadata.get("flag") is not None,
                 deprecated=f.metadata.get("deprecated"),
+                repeat=bool(f.metadata.get("repeat", False)),
+                typed=f.metadata.get("typed"),
             )
         )
     return out
@@ -144,6 +173,9 @@ class LoaderPlugin:
 
     ``loader`` builds the :class:`gpu_trace.loaders.base.Loader`; ``kwargs`` turns the
     parsed options into the loader's keyword arguments (default: the fields as they are).
+    ``many_paths``: the command takes one or more paths (``NAME PATHS...``, help
+    ``path_help``); the first is the ingest's path, the rest reach the loader's
+    ``batches`` as ``more`` (a tuple of paths), e.g. pods and nodes in two files.
     """
 
     name: str
@@ -152,8 +184,10 @@ class LoaderPlugin:
     options: type[Any] = NoOptions
     path_help: str = "Folder or file with the raw input."
     kwargs: Callable[[Any], dict[str, Any]] | None = None
+    many_paths: bool = False
 
     def loader_kwargs(self, options: Any) -> dict[str, Any]:
+        """The keyword arguments the loader's ``batches`` gets for these options."""
         if self.kwargs is not None:
             return self.kwargs(options)
         return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
@@ -286,6 +320,7 @@ def discover(group: Group) -> tuple[Any, ...]:
 
 
 def loaders() -> tuple[LoaderPlugin, ...]:
+    """Every declared loader (the ``gpu-trace ingest`` commands), built-ins first."""
     return tuple(p for p in discover("loaders") if isinstance(p, LoaderPlugin))
 
 
@@ -296,6 +331,7 @@ def analyses() -> tuple[AnalysisPlugin, ...]:
 
 
 def policies(kind: PolicyKind) -> tuple[PolicyPlugin, ...]:
+    """The declared replay policies of one ``kind``, in listing (rank) order."""
     found = [p for p in discover("policies") if isinstance(p, PolicyPlugin) and p.kind == kind]
     return tuple(sorted(found, key=lambda p: p.rank))
 

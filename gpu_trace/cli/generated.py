@@ -3,16 +3,19 @@
 A plugin's options dataclass becomes the command's options: each field's flag, type,
 default and help text, a choice check for fields that declare ``choices`` (the same
 one-line "is not one of" usage error the hand-written commands give), and for fields that
-declare ``parse`` a text option whose value ``parse`` turns into the field's, and for fields
-that declare ``deprecated`` a hidden option with the old spelling (it still works, with a
-one-line warning). The command's own fixed parameters (``PATH``, ``--store``, ``--format``
-...) come first, as given.
+declare ``parse`` a text option whose value ``parse`` turns into the field's (a bad one is
+the one-line ``error:`` of every hand-checked option, exit 2), and for fields that declare
+``deprecated`` a hidden option with the old spelling (it still works, with a one-line
+warning). The command's own fixed
+parameters (``PATH`` or ``PATHS...`` from :func:`path_parameter`, ``--store``,
+``--format`` ...) come first, as given.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -34,16 +37,40 @@ def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
     return check
 
 
-def _parse_check(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if value is None:
-            return None
-        try:
-            return parse(value)
-        except (ValueError, UsageError) as e:
-            raise typer.BadParameter(str(e)) from None
+def _parsed(spec: OptionSpec, value: str | list[str]) -> Any:
+    """The value of a ``parse`` option given on the command line: a repeated flag's texts
+    joined with commas, then ``spec.parse``. A ``UsageError`` stays as it is (it is
+    written for users: ``--interval 'soon' is not a duration ...``), a ``ValueError``
+    becomes one naming the flag and the text; the command's boundary turns either into
+    one ``error:`` line and exit 2.
 
-    return check
+    Parsed here, in the command, rather than in a typer callback: typer converts a
+    callback's result to the parameter's declared type (a list for a repeatable flag),
+    which would take a parsed string apart character by character."""
+    assert spec.parse is not None
+    text = ",".join(value) if isinstance(value, list) else value
+    try:
+        return spec.parse(text)
+    except UsageError:
+        raise
+    except ValueError as e:
+        raise UsageError(f"{spec.flag} {text!r}: {e}") from None
+
+
+def path_parameter(help_text: str, *, many: bool = False) -> inspect.Parameter:
+    """The positional input of a generated command: ``PATH``, or with ``many`` one or
+    more ``PATHS...`` (a list; a command body reads ``paths[0]`` and ``paths[1:]``)."""
+    if many:
+        return inspect.Parameter(
+            "paths",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[list[Path], typer.Argument(help=help_text)],
+        )
+    return inspect.Parameter(
+        "path",
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Annotated[Path, typer.Argument(help=help_text)],
+    )
 
 
 def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
@@ -55,15 +82,17 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
         derived = "--" + spec.name.replace("_", "-")
         flags = () if spec.flag == derived and not spec.flag_given else (spec.flag,)
         if spec.parse is not None:
-            # Typed as text; None means "not given", so the dataclass default holds.
+            # Typed as text (a list of texts when the flag repeats), parsed by the
+            # command (_parsed); None means "not given", so the dataclass default holds.
+            # The default is shown as typed.
             info = typer.Option(
                 *flags,
                 help=spec.help,
-                callback=_parse_check(spec.parse),
-                metavar=spec.metavar or "TEXT",
-                show_default=False if spec.default is None else str(spec.default),
+                metavar=spec.metavar,
+                show_default=spec.default_text or False,
             )
-            annotation: Any = Annotated[str | None, info]
+            text: Any = list[str] if spec.repeat else str
+            annotation: Any = Annotated[text | None, info]
             default = None
         else:
             info = typer.Option(
@@ -78,9 +107,8 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
             )
         )
         if spec.deprecated is not None:
-            parse = _parse_check(spec.parse) if spec.parse is not None else None
-            old = typer.Option(spec.deprecated, hidden=True, callback=parse)
-            kind = str if spec.parse is not None else spec.type
+            old = typer.Option(spec.deprecated, hidden=True)
+            kind: Any = (list[str] if spec.repeat else str) if spec.parse is not None else spec.type
             params.append(
                 inspect.Parameter(
                     spec.name + _OLD,
@@ -93,8 +121,9 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
 
 
 def _chosen(specs: list[OptionSpec], values: dict[str, Any]) -> dict[str, Any]:
-    """The options' values from the parsed parameters: a ``parse`` option left out keeps
-    the dataclass default; a deprecated spelling, when used, wins with a warning."""
+    """The options' values from the command-line parameters: a ``parse`` option is
+    parsed (:func:`_parsed`) and, left out, keeps the dataclass default; a deprecated
+    spelling, when used, wins with a one-line warning."""
     chosen = {}
     for s in specs:
         value = values[s.name]
@@ -103,8 +132,10 @@ def _chosen(specs: list[OptionSpec], values: dict[str, Any]) -> dict[str, Any]:
             arg = f" {s.metavar}" if s.metavar else ""
             warn(f"{s.deprecated}{arg} is deprecated: use {s.flag}{arg}")
             value = old
-        if not (s.parse is not None and value is None):
+        if s.parse is None:
             chosen[s.name] = value
+        elif value is not None and value != []:
+            chosen[s.name] = _parsed(s, value)
     return chosen
 
 

@@ -116,6 +116,8 @@ class JobFile:
 
 
 def header(path: Path) -> list[str]:
+    """The job trace's column names, refused (line 1) when one is doubled or a needed one is
+    missing."""
     names = [n.strip() for n in read_header(path).split(",")]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

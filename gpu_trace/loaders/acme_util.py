@@ -81,6 +81,7 @@ class Metric:
 
     @property
     def unit(self) -> str:
+        """The canonical unit of this metric (``xid`` for an event), from the metric vocabulary."""
         if self.metric.startswith("event:"):
             return "xid"
         vocab = GPU_METRICS if self.table == "gpu_samples" else HOST_METRICS
@@ -165,6 +166,8 @@ class Columns:
 
 
 def columns(path: Path, metric: Metric) -> Columns:
+    """The device columns of a utilization CSV (after ``Time``): the host of each and, for
+    GPU metrics, the index of its ``<node>-<gpu>`` name; a bad header is refused (line 1)."""
     names = [n.strip() for n in read_header(path).split(",")]
     if not names or names[0] != "Time" or len(names) < 2:
         raise InputError(

@@ -67,12 +67,16 @@ class Reconciled:
 
 @dataclass
 class IngestReport:
+    """The reconciliation of one ingest: a line per (file, table), for the CLI and the
+    ``ingests`` table."""
+
     source: str
     store: Path
     lines: list[Reconciled] = field(default_factory=list)
 
     @property
     def totals(self) -> tuple[int, int, int]:
+        """Rows read, written and quarantined over every line (read = written + quarantined)."""
         return (
             sum(r.rows_read for r in self.lines),
             sum(r.rows_written for r in self.lines),
@@ -81,6 +85,7 @@ class IngestReport:
 
 
 def require_path(path: Path) -> Path:
+    """``path`` if it exists, else the one-line input error every loader gives."""
     if not path.exists():
         raise InputError(path, "no such file or directory")
     return path

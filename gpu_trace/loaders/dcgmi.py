@@ -14,6 +14,7 @@ names). Records: data row x kept tag; a row that is not a GPU entity (``SW n LIN
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from gpu_trace.loaders.telemetry_common import (
     wide_to_cells,
 )
 from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG, Field
+from gpu_trace.loaders.telemetry_options import host_option, interval_option, start_option
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.plugins import LoaderPlugin
 from gpu_trace.store.parquet import slug
@@ -39,6 +41,8 @@ _ENTITY = r"^\s*(GPU-CI|GPU-I|GPU|SW|CPU|NvSwitch)\s+(\d+)((?:\s+LINK\s+\d+)?)\s
 
 
 def header_tags(path: Path) -> list[str] | None:
+    """The field tags of a ``dcgmi dmon`` header line (``#Entity ...``), or None when the
+    file is not one."""
     first = first_lines(path, 1)[0].strip()
     if first.startswith("#Entity") or first.startswith("# Entity"):
         return first.lstrip("#").split()[1:]
@@ -53,6 +57,8 @@ def dmon(
     start: str | None = None,
     interval_s: float = 1.0,
 ) -> list[Batch]:
+    """One ``dcgmi dmon`` output -> its gpu_samples (and events) batches, on the tick grid
+    when it prints no times."""
     tags = header_tags(path)
     if tags is None:
         raise InputError(path, "not dcgmi dmon output (expected '#Entity' header)", "line 1")
@@ -155,6 +161,8 @@ class DcgmiLoader:
         interval_s: float = 1.0,
         **_: Any,
     ) -> Iterator[Batch]:
+        """Yield the batches of the dcgmi output at ``path`` (a file, or every dmon file in
+        a folder)."""
         files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
         for f in files:
             if path.is_dir() and header_tags(f) is None:
@@ -162,11 +170,18 @@ class DcgmiLoader:
             yield from dmon(f, slug(f.stem), host=host, start=start, interval_s=interval_s)
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+@dataclass(frozen=True)
+class DcgmiOptions:
+    """`gpu-trace ingest dcgmi` options (passed to the loader as keyword arguments)."""
+
+    host: str | None = host_option()
+    start: str | None = start_option()
+    interval_s: float = interval_option()
+
+
 PLUGIN = LoaderPlugin(
     name="dcgmi",
     loader=DcgmiLoader,
     help="`dcgmi dmon` text -> gpu_samples (XID/ECC -> events).",
+    options=DcgmiOptions,
 )

@@ -93,8 +93,9 @@ from gpu_trace.loaders.textfile import (
     with_utf8,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
+from gpu_trace.values import choose
 
 SOURCE = "helios"
 CLUSTERS = ("venus", "earth", "saturn", "uranus")
@@ -863,11 +864,33 @@ class HeliosLoader:
                 yield capacity(file, tz)
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+CLUSTER_CHOICES = (*CLUSTERS, "all")
+"""The ``--cluster`` values: the four clusters of the release, or every one present."""
+
+
+def _cluster(name: str) -> str:
+    return choose("Helios cluster", name, CLUSTER_CHOICES)
+
+
+@dataclass(frozen=True)
+class HeliosOptions:
+    """`gpu-trace ingest helios` options (passed to the loader as keyword arguments)."""
+
+    cluster: str = option(
+        "all",
+        "Cluster to read: venus, earth, saturn, uranus or all (every one present).",
+        parse=_cluster,
+    )
+    tz: str = option(
+        DEFAULT_TZ,
+        "IANA zone of the naive timestamps (undocumented upstream; the datacenter is in "
+        "China). Recorded in jobs.source_tz.",
+    )
+
+
 PLUGIN = LoaderPlugin(
     name="helios",
     loader=HeliosLoader,
     help="SenseTime Helios: cluster_log.csv -> jobs, cluster_gpu_number.csv -> capacity.\n\nPATH: HeliosData folder (holding data/), data/, a cluster folder, one CSV or data.zip.",
+    options=HeliosOptions,
 )

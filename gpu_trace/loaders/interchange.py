@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.errors import GpuTraceError, InputError, UsageError
 from gpu_trace.formats import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
@@ -37,8 +38,9 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX_S
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
+from gpu_trace.values import check_number
 
 NUMERIC = {
     "num_gpu",
@@ -105,6 +107,8 @@ class ChronusLoader:
     version = "1"
 
     def batches(self, path: Path, **_: Any) -> Iterator[Batch]:
+        """Yield one ``jobs`` batch per Tiresias / Chronus CSV (a file, or every ``*.csv``
+        in a folder)."""
         for f in [path] if path.is_file() else sorted(path.glob("*.csv")):
             header = tuple(h.strip() for h in read_header(f).split(","))
             if header not in (TIRESIAS, CHRONUS):
@@ -157,6 +161,8 @@ class GavelLoader:
     version = "1"
 
     def batches(self, path: Path, *, step_s: float | None = None, **_: Any) -> Iterator[Batch]:
+        """Yield one ``jobs`` batch per Gavel ``.trace`` file (``step_s`` turns steps into
+        seconds)."""
         if step_s is not None and not (math.isfinite(step_s) and step_s > 0):
             raise GpuTraceError(f"--step-s {step_s} must be a finite number above 0")
         for f in [path] if path.is_file() else sorted(path.glob("*.trace")):
@@ -204,9 +210,26 @@ class GavelLoader:
             yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+def _step_s(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--step-s {text!r} is not a number of seconds") from None
+    return check_number(value, "--step-s", gt=0)
+
+
+@dataclass(frozen=True)
+class GavelOptions:
+    """`gpu-trace ingest gavel` options (passed to the loader as keyword arguments)."""
+
+    step_s: float | None = option(
+        None,
+        "Seconds per training step (Gavel counts work in steps).",
+        parse=_step_s,
+        metavar="<float>",
+    )
+
+
 PLUGINS = (
     LoaderPlugin(
         name="chronus",
@@ -217,5 +240,6 @@ PLUGINS = (
         name="gavel",
         loader=GavelLoader,
         help="Gavel .trace files (7 or 10 tab-separated fields) -> jobs.",
+        options=GavelOptions,
     ),
 )

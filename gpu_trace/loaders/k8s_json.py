@@ -32,6 +32,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
@@ -39,6 +40,9 @@ from polars._typing import PolarsDataType
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.textfile import RAW, REASON, FileInfo, file_info, scan_lines
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 NUM = "_n"
 """1-based record (document) or line (JSON lines) number."""
@@ -169,6 +173,8 @@ _MAX_OBJECT = (1 << 32) - 1
 
 
 def _document(info: FileInfo) -> Objects:
+    """One JSON document (a List, PodList or NodeList, or a single Pod or Node) as its
+    records, read and split by DuckDB."""
     path = info.path
     if info.size_bytes >= _MAX_OBJECT:
         raise InputError(
@@ -178,17 +184,9 @@ def _document(info: FileInfo) -> Objects:
         )
     con = duckdb.connect()
     try:
-        doc = con.sql(
-            "SELECT json AS j FROM read_json_objects(?, format = 'unstructured', "
-            "maximum_object_size = ?)",
-            params=[str(path), max(info.size_bytes + 1, 1 << 24)],
-        ).to_arrow_table()
-    except (duckdb.Error, UnicodeDecodeError):
-        doc = None
-    if doc is None:
-        con.close()
-        raise _locate_error(path)
-    try:
+        doc = _read_document(con, info)
+        if doc is None:
+            raise _locate_error(path)
         if doc.num_rows != 1:
             raise InputError(
                 path,
@@ -196,37 +194,7 @@ def _document(info: FileInfo) -> Objects:
                 "object per line",
             )
         con.register("doc", doc)
-        top = con.execute(
-            "SELECT json_extract_string(j, '$.kind'), json_type(j, '$.items'), "
-            "json_type(j), json_array_length(j, '$.items') FROM doc"
-        ).fetchall()[0]
-        kind, items_type, top_type, counted = top
-        if top_type != "OBJECT":
-            raise InputError(path, "the document is not a JSON object", "line 1")
-        if items_type is None:
-            if kind not in ("Pod", "Node"):
-                raise InputError(
-                    path,
-                    f"the document is a {kind or 'JSON object without kind'}, not a List, "
-                    "PodList, NodeList, Pod or Node",
-                )
-            records = con.sql(f"SELECT 1::BIGINT AS {NUM}, j::VARCHAR AS {RAW} FROM doc")
-            default = None
-            counted = 1
-        else:
-            if items_type != "ARRAY":
-                raise InputError(path, "items is not a list")
-            if kind not in LIST_KINDS:
-                raise InputError(
-                    path,
-                    f"the document is a {kind or 'list without kind'}, not a List, "
-                    "PodList or NodeList",
-                )
-            default = LIST_KINDS[kind]
-            records = con.sql(
-                f"SELECT generate_subscripts(a, 1)::BIGINT AS {NUM}, unnest(a)::VARCHAR AS {RAW} "
-                "FROM (SELECT json_extract(j, '$.items[*]') AS a FROM doc)"
-            )
+        records, default, counted = _document_records(con, path)
         lines = pl.from_arrow(records.to_arrow_table())
     finally:
         con.close()
@@ -237,6 +205,52 @@ def _document(info: FileInfo) -> Objects:
     return Objects(
         FileInfo(path, info.sha256, info.size_bytes, counted, info.utf8, info.bom), frame, "record"
     )
+
+
+def _read_document(con: duckdb.DuckDBPyConnection, info: FileInfo) -> pa.Table | None:
+    """The file's JSON documents (one row each), or None when it is not valid JSON."""
+    try:
+        return con.sql(
+            "SELECT json AS j FROM read_json_objects(?, format = 'unstructured', "
+            "maximum_object_size = ?)",
+            params=[str(info.path), max(info.size_bytes + 1, 1 << 24)],
+        ).to_arrow_table()
+    except (duckdb.Error, UnicodeDecodeError):
+        return None
+
+
+def _document_records(
+    con: duckdb.DuckDBPyConnection, path: Path
+) -> tuple[duckdb.DuckDBPyRelation, str | None, int]:
+    """The records of the registered document ``doc``: (record number, text) rows, the
+    kind a record without one has (a PodList's items are pods), and how many there are."""
+    top = con.execute(
+        "SELECT json_extract_string(j, '$.kind'), json_type(j, '$.items'), "
+        "json_type(j), json_array_length(j, '$.items') FROM doc"
+    ).fetchall()[0]
+    kind, items_type, top_type, counted = top
+    if top_type != "OBJECT":
+        raise InputError(path, "the document is not a JSON object", "line 1")
+    if items_type is None:
+        if kind not in ("Pod", "Node"):
+            raise InputError(
+                path,
+                f"the document is a {kind or 'JSON object without kind'}, not a List, "
+                "PodList, NodeList, Pod or Node",
+            )
+        return con.sql(f"SELECT 1::BIGINT AS {NUM}, j::VARCHAR AS {RAW} FROM doc"), None, 1
+    if items_type != "ARRAY":
+        raise InputError(path, "items is not a list")
+    if kind not in LIST_KINDS:
+        raise InputError(
+            path,
+            f"the document is a {kind or 'list without kind'}, not a List, PodList or NodeList",
+        )
+    records = con.sql(
+        f"SELECT generate_subscripts(a, 1)::BIGINT AS {NUM}, unnest(a)::VARCHAR AS {RAW} "
+        "FROM (SELECT json_extract(j, '$.items[*]') AS a FROM doc)"
+    )
+    return records, LIST_KINDS[kind], counted
 
 
 _ITEMS = re.compile(r'"items"\s*:\s*\[')

@@ -70,6 +70,7 @@ quarantined with the reason (``record N`` / ``line N``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ from gpu_trace.loaders.k8s_json import NUM, Objects, read_objects
 from gpu_trace.loaders.k8s_quantity import parse_column
 from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, REASON_LIMIT, capped
 from gpu_trace.loaders.units import MIB, TIME_MAX, TIME_MIN, per
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.schemas.jobs import JOBS, PLACEMENTS
 from gpu_trace.store.parquet import slug
 
@@ -898,98 +899,134 @@ class KubernetesLoader:
     ) -> Iterator[Batch]:
         """Yield ``jobs`` + ``placements`` for the file holding the pods and two
         ``machines`` batches for the file holding the nodes (one file may hold both)."""
-        files = [path, *more]
-        for f in files:
-            require_path(f)
-            if f.is_dir():
-                raise InputError(f, "is a folder; give the kubectl JSON files")
-        dataset = slug(cluster)
-        read = [read_objects(f) for f in files]
+        read = _read_inputs([path, *more])
         pod_files = [o for o in read if _count(o, "Pod")]
         node_files = [o for o in read if _count(o, "Node")]
-        pod_ids, node_ids = {id(o) for o in pod_files}, {id(o) for o in node_files}
-        for group, what in ((pod_files, "pods"), (node_files, "nodes")):
-            if len(group) > 1:
-                raise InputError(
-                    group[1].info.path,
-                    f"holds {what}, and so does {group[0].info.path.name}: give all {what} "
-                    "in one file (one kubectl get, or JSON lines concatenated)",
-                )
-        empty = pl.DataFrame(
-            schema={"machine_id": pl.String, "gpu_type": pl.String, "_share_per_gpu": pl.Float64}
-        )
-        nodes_cap = empty
+        _check_kinds(read, pod_files, node_files)
+        dataset = slug(cluster)
         meta = {
             "source_tz": "UTC",
             "time_basis": "absolute",
             "record_numbers": "1-based",
             "cluster": cluster,
         }
-        for objs in read:
-            if id(objs) not in pod_ids | node_ids:
-                junk = _unusable(objs)
-                if junk.height:
-                    first = junk.row(0, named=True)
-                    raise InputError(
-                        objs.info.path,
-                        f"holds no pods or nodes ({first[REASON]})",
-                        f"{objs.locator} {first[NUM]}",
-                    )
-                raise InputError(objs.info.path, "holds no pods or nodes (an empty list)")
+        nodes_cap = pl.DataFrame(
+            schema={"machine_id": pl.String, "gpu_type": pl.String, "_share_per_gpu": pl.Float64}
+        )
+        pod_ids = {id(o) for o in pod_files}
         for objs in node_files:
             cap, alloc, bad = nodes_to_rows(objs)
             nodes_cap = cap
-            n_nodes = _count(objs, "Node")
+            # A file holding pods too reports its unusable records with the pods.
             junk = _unusable(objs) if id(objs) not in pod_ids else _unusable(objs).clear()
-            for frame, ds in ((cap, dataset), (alloc, f"{dataset}-allocatable")):
-                rejected = pl.concat([junk, bad]) if ds == dataset else bad
-                yield Batch(
-                    "machines",
-                    ds,
-                    objs.info,
-                    _machine_rows(frame, ds, cluster),
-                    _quarantine(rejected, table="machines", dataset=ds, cluster=cluster, objs=objs),
-                    rows_read=n_nodes + (junk.height if ds == dataset else 0),
-                    cluster=cluster,
-                    metadata={
-                        **meta,
-                        "inventory": "capacity" if ds == dataset else "allocatable",
-                        "rows_read": "Node records"
-                        + (" and unusable records" if ds == dataset else ""),
-                    },
-                )
+            yield from _machine_batches(objs, cap, alloc, bad, junk, dataset, cluster, meta)
         for objs in pod_files:
-            jobs, placements, bad = pods_to_rows(
-                objs, nodes_cap, cluster=cluster, dataset=dataset, user_keys=user_keys
+            yield from _pod_batches(objs, nodes_cap, dataset, cluster, user_keys, meta)
+
+
+def _read_inputs(files: list[Path]) -> list[Objects]:
+    """Every input file read, once each has been found to exist and not be a folder."""
+    for f in files:
+        require_path(f)
+        if f.is_dir():
+            raise InputError(f, "is a folder; give the kubectl JSON files")
+    return [read_objects(f) for f in files]
+
+
+def _check_kinds(read: list[Objects], pod_files: list[Objects], node_files: list[Objects]) -> None:
+    """At most one file of pods and one of nodes (two would give two datasets of the
+    same name), and every file holds one of the two kinds."""
+    for group, what in ((pod_files, "pods"), (node_files, "nodes")):
+        if len(group) > 1:
+            raise InputError(
+                group[1].info.path,
+                f"holds {what}, and so does {group[0].info.path.name}: give all {what} "
+                "in one file (one kubectl get, or JSON lines concatenated)",
             )
-            rejected = pl.concat([_unusable(objs), bad])
-            yield Batch(
-                "placements",
-                dataset,
-                objs.info,
-                placements.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
-                _quarantine(
-                    rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs
-                ),
-                rows_read=_count(objs, "Pod") + _unusable(objs).height,
-                cluster=cluster,
-                metadata={
-                    **meta,
-                    "rows_read": "Pod records (one placement per pod) and unusable records",
-                },
-                sort=False,
-            )
-            yield Batch(
-                "jobs",
-                dataset,
-                objs.info,
-                jobs.sort(list(JOBS.sort_by), nulls_last=True, maintain_order=True),
-                None,
-                rows_read=jobs.height,
-                cluster=cluster,
-                metadata={**meta, "rows_read": "jobs: the owners of the good pods (derived)"},
-                sort=False,
-            )
+    used = {id(o) for o in pod_files} | {id(o) for o in node_files}
+    for objs in read:
+        if id(objs) not in used:
+            junk = _unusable(objs)
+            if junk.height:
+                first = junk.row(0, named=True)
+                raise InputError(
+                    objs.info.path,
+                    f"holds no pods or nodes ({first[REASON]})",
+                    f"{objs.locator} {first[NUM]}",
+                )
+            raise InputError(objs.info.path, "holds no pods or nodes (an empty list)")
+
+
+def _machine_batches(
+    objs: Objects,
+    cap: pl.DataFrame,
+    alloc: pl.DataFrame,
+    bad: pl.DataFrame,
+    junk: pl.DataFrame,
+    dataset: str,
+    cluster: str,
+    meta: dict[str, str],
+) -> Iterator[Batch]:
+    """The two ``machines`` batches of the nodes file: capacity (``dataset``, which also
+    carries the file's unusable records) and allocatable (``<dataset>-allocatable``)."""
+    n_nodes = _count(objs, "Node")
+    for frame, ds in ((cap, dataset), (alloc, f"{dataset}-allocatable")):
+        rejected = pl.concat([junk, bad]) if ds == dataset else bad
+        yield Batch(
+            "machines",
+            ds,
+            objs.info,
+            _machine_rows(frame, ds, cluster),
+            _quarantine(rejected, table="machines", dataset=ds, cluster=cluster, objs=objs),
+            rows_read=n_nodes + (junk.height if ds == dataset else 0),
+            cluster=cluster,
+            metadata={
+                **meta,
+                "inventory": "capacity" if ds == dataset else "allocatable",
+                "rows_read": "Node records" + (" and unusable records" if ds == dataset else ""),
+            },
+        )
+
+
+def _pod_batches(
+    objs: Objects,
+    nodes_cap: pl.DataFrame,
+    dataset: str,
+    cluster: str,
+    user_keys: Sequence[str],
+    meta: dict[str, str],
+) -> Iterator[Batch]:
+    """The ``placements`` batch (one row per pod; the file's rejects) and the ``jobs``
+    batch (the owners of the good pods) of the pods file."""
+    jobs, placements, bad = pods_to_rows(
+        objs, nodes_cap, cluster=cluster, dataset=dataset, user_keys=user_keys
+    )
+    rejected = pl.concat([_unusable(objs), bad])
+    yield Batch(
+        "placements",
+        dataset,
+        objs.info,
+        placements.sort(list(PLACEMENTS.sort_by), nulls_last=True, maintain_order=True),
+        _quarantine(rejected, table="placements", dataset=dataset, cluster=cluster, objs=objs),
+        rows_read=_count(objs, "Pod") + _unusable(objs).height,
+        cluster=cluster,
+        metadata={
+            **meta,
+            "rows_read": "Pod records (one placement per pod) and unusable records",
+        },
+        sort=False,
+    )
+    yield Batch(
+        "jobs",
+        dataset,
+        objs.info,
+        jobs.sort(list(JOBS.sort_by), nulls_last=True, maintain_order=True),
+        None,
+        rows_read=jobs.height,
+        cluster=cluster,
+        metadata={**meta, "rows_read": "jobs: the owners of the good pods (derived)"},
+        sort=False,
+    )
 
 
 def _count(objs: Objects, kind: str) -> int:
@@ -997,11 +1034,34 @@ def _count(objs: Objects, kind: str) -> int:
     return objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == kind)).height
 
 
-# Options and the command (several paths, a repeatable --user-key) are hand-written in
-# gpu_trace/cli/ingest.py; the declaration registers the loader and its help.
+@dataclass(frozen=True)
+class KubernetesOptions:
+    """`gpu-trace ingest kubernetes` options (the loader's keyword arguments: see
+    :func:`_loader_kwargs`)."""
+
+    cluster: str = option(
+        "kubernetes", "Cluster name: the datasets' name (re-ingesting replaces it)."
+    )
+    # A list, so the flag repeats (typer's own); option() returns a dataclasses.field.
+    user_keys: list[str] | None = option(  # noqa: RUF009
+        None,
+        "Pod label or annotation naming the user (repeatable, first found wins; default: user).",
+        flag="--user-key",
+    )
+
+
+def _loader_kwargs(options: KubernetesOptions) -> dict[str, Any]:
+    return {"cluster": options.cluster, "user_keys": tuple(options.user_keys or USER_KEYS)}
+
+
 PLUGIN = LoaderPlugin(
     name="kubernetes",
     loader=KubernetesLoader,
     help="Kubernetes: pods -> placements and jobs (one per owner), nodes -> machines "
     "(capacity, and allocatable as <cluster>-allocatable).",
+    options=KubernetesOptions,
+    path_help="kubectl get pods -A -o json / kubectl get nodes -o json output (a List or "
+    "JSON lines; one file may hold both kinds).",
+    kwargs=_loader_kwargs,
+    many_paths=True,
 )

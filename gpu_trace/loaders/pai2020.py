@@ -60,6 +60,7 @@ A job's summed memory beyond int64 (only reachable with absurd plans) is null.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,8 @@ from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_h
 from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
 from gpu_trace.loaders.textfile import LINE, REASON
 from gpu_trace.loaders.units import per
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.values import split_list
 
 AMOUNT_MAX = 1e6
 GPU_MEM_GIB = {"V100M32": 32, "V100": 16, "T4": 16}
@@ -121,10 +123,13 @@ def _read(inp: Input, *checks: tuple[pl.Expr, pl.Expr | str]) -> pl.DataFrame:
 
 
 def read_jobs(inp: Input) -> pl.DataFrame:
+    """pai_job_table checked (times), a job name given twice keeping its last line."""
     return supersede(_read(inp, *time_checks()), ["job_name"], "job_name")
 
 
 def read_tasks(inp: Input) -> pl.DataFrame:
+    """pai_task_table checked (plans as bounded numbers, inst_num x plan_mem within 64-bit
+    bytes, times), a (job, task) given twice keeping its last line."""
     plans = ["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]
     task_mem = pl.col("inst_num") * pl.col("plan_mem")
     frame = _read(
@@ -141,6 +146,7 @@ def read_tasks(inp: Input) -> pl.DataFrame:
 
 
 def read_tags(inp: Input) -> pl.DataFrame:
+    """pai_group_tag_table, a later line for an instance superseding an earlier one."""
     return supersede(_read(inp), ["inst_id"], "inst_id")
 
 
@@ -154,6 +160,7 @@ def _good(frame: pl.DataFrame) -> pl.LazyFrame:
 
 
 def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
+    """The canonical ``tasks`` rows of the good task lines, and the rejects."""
     inst = pl.col("inst_num")
     rows = _good(tasks).select(
         *provenance(TRACE),
@@ -244,6 +251,7 @@ def jobs_batch(
     tags: pl.DataFrame | None,
     notes: dict[str, str],
 ) -> Batch:
+    """The canonical ``jobs`` rows: job lines with what their tasks, instances and tags add."""
     frame = _good(jobs).with_columns(job_hash())
     if tasks is not None:
         frame = frame.join(
@@ -305,6 +313,7 @@ def jobs_batch(
 
 
 def tags_batch(inp: Input, tags: pl.DataFrame, jobs: pl.DataFrame | None) -> Batch:
+    """The ``job_tags`` rows, each tag attached to the job owning its instance."""
     frame = _good(tags)
     if jobs is not None:
         owners = (
@@ -339,6 +348,8 @@ def tags_batch(inp: Input, tags: pl.DataFrame, jobs: pl.DataFrame | None) -> Bat
 
 
 def machine_batches(inp: Input) -> Iterator[Batch]:
+    """pai_machine_spec -> ``machines`` (a machine given twice keeping its last line) and
+    the cluster's ``capacity`` row."""
     caps = ["cap_cpu", "cap_mem", "cap_gpu"]
     frame = _read(
         inp,
@@ -460,11 +471,27 @@ class Pai2020Loader:
             yield machine_metric(metric_in)
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+def _tables(text: str) -> str:
+    # "a,b" and repeated flags alike; the names are checked by select_tables (exit 1).
+    return ",".join(split_list(text)) or "all"
+
+
+@dataclass(frozen=True)
+class Pai2020Options:
+    """`gpu-trace ingest pai2020` options (passed to the loader as keyword arguments)."""
+
+    tables: str = option(
+        "all",
+        "PAI tables to read (a,b or repeated): job, task, instance, sensor, group_tag, "
+        "machine_spec, machine_metric, or all (every one present).",
+        parse=_tables,
+        repeat=True,
+    )
+
+
 PLUGIN = LoaderPlugin(
     name="pai2020",
     loader=Pai2020Loader,
     help="Alibaba PAI 2020: job/task/instance -> jobs, tasks, placements; group_tag -> job_tags (and jobs.vc); sensor, machine_metric -> usage; machine_spec -> machines, capacity.\n\nPATH: folder with the headerless pai_<table>.csv files (.header files beside them or in headers/), or one of those CSVs.",
+    options=Pai2020Options,
 )

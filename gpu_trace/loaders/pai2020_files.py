@@ -80,14 +80,17 @@ class Spec:
 
     @property
     def csv(self) -> str:
+        """The table's CSV file name (``pai_job_table.csv``)."""
         return f"{self.stem}.csv"
 
     @property
     def header(self) -> str:
+        """The name of the file holding the CSV's column names (the CSVs ship without)."""
         return f"{self.stem}.header"
 
     @property
     def names(self) -> list[str]:
+        """The column names, in file order."""
         return [f.name for f in self.fields]
 
 
@@ -224,6 +227,7 @@ class Input:
 
     @property
     def path(self) -> Path:
+        """The CSV's path on disk."""
         return self.info.path
 
 
@@ -380,6 +384,7 @@ def mapped(col: str, mapping: dict[str, str], default: str | None = None) -> pl.
 
 
 def status(raw: str = "status") -> pl.Expr:
+    """The canonical status of a raw PAI status column (unknown ones -> ``unknown``)."""
     return mapped(raw, STATUS, "unknown")
 
 
@@ -391,6 +396,7 @@ def owned(col: str) -> pl.Expr:
 
 
 def provenance(dataset: str) -> list[pl.Expr]:
+    """The source / dataset / cluster columns every PAI row starts with."""
     return [
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
@@ -399,6 +405,7 @@ def provenance(dataset: str) -> list[pl.Expr]:
 
 
 def time_columns() -> list[pl.Expr]:
+    """The ``source_tz`` and ``time_basis`` columns of a PAI row (times are relative)."""
     return [pl.lit(SOURCE_TZ).alias("source_tz"), pl.lit(TIME_BASIS).alias("time_basis")]
 
 

@@ -122,8 +122,9 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import GIB
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.schemas import JOBS, PLACEMENTS
+from gpu_trace.values import choose, split_list
 
 SOURCE = "philly"
 CLUSTER = "philly"
@@ -259,9 +260,44 @@ def _at(values: pl.Series, index: pl.Series, valid: pl.Series) -> pl.Series:
 def _job_log(path: Path, workdir: Path) -> JobLog:
     records = read_records(path, workdir)
     decoded = decode_records(records)
-    info = records.info
-    # Rows are kept aligned instead of joined: job row j, attempt row a (jobs exploded,
-    # in order) and detail row d (attempts exploded, in order) carry _j / _a indices.
+    frames = _aligned_frames(decoded)
+    times = _times(frames)
+    problems = _first_problems(frames, times.gaps)
+    n_jobs = frames.jobs.height
+    bad_job = pl.repeat(False, n_jobs, eager=True).alias("_bad")
+    if problems.height:
+        bad_job = bad_job.scatter(problems["_j"], True)
+    rejected = _rejected(decoded, records.lines, frames.jobs, problems)
+    job_rows = _job_rows(frames, times, bad_job)
+    placement_rows = _placement_rows(frames, times, bad_job)
+    metadata = _metadata(times.local, records.closed)
+    return JobLog(
+        _jobs_batch(path, records.info, job_rows, rejected, metadata),
+        _placements_batch(records.info, placement_rows, metadata),
+        _inferred_inventory(placement_rows),
+        _window(job_rows, placement_rows),
+    )
+
+
+@dataclass(frozen=True)
+class _Frames:
+    """The good job records, their attempts and the attempts' machines, kept aligned
+    instead of joined: job row j, attempt row a (jobs exploded, in order) and detail
+    row d (attempts exploded, in order) carry ``_j`` / ``_a`` indices."""
+
+    jobs: pl.DataFrame
+    attempts: pl.DataFrame
+    detail: pl.DataFrame
+
+
+def _aligned_frames(decoded: pl.DataFrame) -> _Frames:
+    jobs = _jobs_frame(decoded)
+    attempts = _attempts_frame(jobs)
+    return _Frames(jobs, attempts, _detail_frame(attempts))
+
+
+def _jobs_frame(decoded: pl.DataFrame) -> pl.DataFrame:
+    """One row per decodable job record, in record order, with its naive submit time."""
     jobs = (
         decoded.filter(pl.col(REASON).is_null())
         .select(RECORD, pl.col("rec"))
@@ -269,11 +305,16 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         .sort(RECORD)
     )
     submit, submit_bad = _naive("submitted_time")
-    jobs = jobs.with_columns(
+    return jobs.with_columns(
         submit.alias("_submit"),
         submit_bad.alias("_bad"),
         pl.col("attempts").list.len().cast(pl.Int32).alias("_attempts"),
     )
+
+
+def _attempts_frame(jobs: pl.DataFrame) -> pl.DataFrame:
+    """One row per attempt (``_j``: its job), with naive start/end times, the number of
+    machines and of GPUs."""
     attempts = (
         jobs.select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("_j"),
@@ -286,7 +327,7 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
     )
     start, start_bad = _naive("_start_text")
     end, end_bad = _naive("_end_text")
-    attempts = attempts.with_columns(
+    return attempts.with_columns(
         start.alias("_start"),
         end.alias("_end"),
         start_bad.alias("_bad_start"),
@@ -299,6 +340,16 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         .cast(pl.Float64)
         .alias("_gpus"),
     )
+
+
+def _bad_gpu_index() -> pl.Expr:
+    """Inside ``list.eval``: a GPU id that is not ``gpu<N>`` with 0 <= N < 10000."""
+    return pl.element().is_null() | (pl.element() < 0) | (pl.element() > 9999)
+
+
+def _detail_frame(attempts: pl.DataFrame) -> pl.DataFrame:
+    """One row per (attempt, machine) (``_a``: its attempt; an attempt with no machines
+    keeps one all-null row), with the GPU indices parsed and the bad rows flagged."""
     detail = (
         attempts.select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("_a"), "_j", "attempt", "detail"
@@ -310,16 +361,29 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
     indices = pl.col("gpus").list.eval(
         pl.element().str.strip_prefix("gpu").cast(pl.Int16, strict=False)
     )
-    detail = detail.with_columns(indices.alias("_indices")).with_columns(
-        (
-            (pl.col("ip") == "")
-            | pl.col("_indices")
-            .list.eval(pl.element().is_null() | (pl.element() < 0) | (pl.element() > 9999))
-            .list.any()
-        )
+    return detail.with_columns(indices.alias("_indices")).with_columns(
+        ((pl.col("ip") == "") | pl.col("_indices").list.eval(_bad_gpu_index()).list.any())
         .fill_null(False)
         .alias("_bad")
     )
+
+
+@dataclass(frozen=True)
+class _Times:
+    """The job log's times in UTC: submit per job, start and end per attempt (aligned
+    with the frames), the DST bookkeeping, and the non-existent local times."""
+
+    local: _Localized
+    submit_utc: pl.Series
+    start_utc: pl.Series
+    end_utc: pl.Series
+    gaps: pl.DataFrame
+
+
+def _times(frames: _Frames) -> _Times:
+    """Every time of the log localized in one pass: each job's sequence (submit, then
+    each attempt's start and end) is what decides the ambiguous fall-back hour."""
+    jobs, attempts = frames.jobs, frames.attempts
     n_jobs, n_att = jobs.height, attempts.height
     times = pl.concat(
         [
@@ -340,7 +404,18 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
     gaps = times.with_columns(local.utc).filter(
         pl.col("_t").is_not_null() & pl.col("_utc").is_null()
     )
-    gap_reason = pl.format(
+    return _Times(
+        local,
+        local.utc.slice(0, n_jobs),
+        local.utc.slice(n_jobs, n_att),
+        local.utc.slice(n_jobs + n_att, n_att),
+        gaps,
+    )
+
+
+def _gap_reason() -> pl.Expr:
+    """Why a time in the spring-forward gap is refused, naming the field it came from."""
+    return pl.format(
         "{} '{}' does not exist in {} (skipped by the spring-forward DST change)",
         pl.when(pl.col("_seq") == 0)
         .then(pl.lit("submitted_time"))
@@ -350,67 +425,80 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         pl.col("_t").dt.strftime(TIME_FORMAT),
         pl.lit(TZ),
     )
-    submit_utc = local.utc.slice(0, n_jobs)
-    start_utc = local.utc.slice(n_jobs, n_att)
-    end_utc = local.utc.slice(n_jobs + n_att, n_att)
 
-    # The first problem of each job, in the order: submit time, attempts (in order),
-    # machines (in order), non-existent local times (in sequence order).
-    problems = (
+
+def _submit_problems(jobs: pl.DataFrame) -> pl.DataFrame:
+    return (
+        jobs.with_row_index("_j")
+        .filter("_bad")
+        .select(
+            "_j",
+            _bad_time(pl.lit("submitted_time"), "submitted_time").alias(REASON),
+            pl.lit(0).alias("_k"),
+            pl.lit(0, dtype=pl.Int64).alias("_o"),
+        )
+    )
+
+
+def _attempt_problems(attempts: pl.DataFrame) -> pl.DataFrame:
+    return (
+        attempts.with_row_index("_o")
+        .filter("_bad")
+        .select(
+            "_j",
+            pl.when("_bad_start")
+            .then(_bad_time(pl.format("attempts[{}].start_time", "attempt"), "_start_text"))
+            .otherwise(_bad_time(pl.format("attempts[{}].end_time", "attempt"), "_end_text"))
+            .alias(REASON),
+            pl.lit(1).alias("_k"),
+            pl.col("_o").cast(pl.Int64),
+        )
+    )
+
+
+def _detail_problems(detail: pl.DataFrame) -> pl.DataFrame:
+    first_bad_id = pl.col("gpus").list.get(
+        pl.col("_indices").list.eval(_bad_gpu_index()).list.arg_max()
+    )
+    return (
+        detail.with_row_index("_o")
+        .filter("_bad")
+        .select(
+            "_j",
+            pl.when(pl.col("ip") == "")
+            .then(pl.format("attempts[{}]: empty machine ip", "attempt"))
+            .otherwise(
+                pl.format(
+                    "attempts[{}]: gpu id '{}' is not gpu<N> (N < 10000)", "attempt", first_bad_id
+                )
+            )
+            .alias(REASON),
+            pl.lit(2).alias("_k"),
+            pl.col("_o").cast(pl.Int64),
+        )
+    )
+
+
+def _gap_problems(gaps: pl.DataFrame) -> pl.DataFrame:
+    return gaps.select(
+        "_j",
+        _gap_reason().alias(REASON),
+        pl.lit(3).alias("_k"),
+        pl.col("_seq").alias("_o"),
+    )
+
+
+def _first_problems(frames: _Frames, gaps: pl.DataFrame) -> pl.DataFrame:
+    """The first problem of each job (``_j``, reason), in the order: submit time,
+    attempts (in order), machines (in order), non-existent local times (in sequence
+    order)."""
+    return (
         pl.concat(
             [
-                jobs.with_row_index("_j")
-                .filter("_bad")
-                .select(
-                    "_j",
-                    _bad_time(pl.lit("submitted_time"), "submitted_time").alias(REASON),
-                    pl.lit(0).alias("_k"),
-                    pl.lit(0, dtype=pl.Int64).alias("_o"),
-                ),
-                attempts.with_row_index("_o")
-                .filter("_bad")
-                .select(
-                    "_j",
-                    pl.when("_bad_start")
-                    .then(_bad_time(pl.format("attempts[{}].start_time", "attempt"), "_start_text"))
-                    .otherwise(
-                        _bad_time(pl.format("attempts[{}].end_time", "attempt"), "_end_text")
-                    )
-                    .alias(REASON),
-                    pl.lit(1).alias("_k"),
-                    pl.col("_o").cast(pl.Int64),
-                ),
-                detail.with_row_index("_o")
-                .filter("_bad")
-                .select(
-                    "_j",
-                    pl.when(pl.col("ip") == "")
-                    .then(pl.format("attempts[{}]: empty machine ip", "attempt"))
-                    .otherwise(
-                        pl.format(
-                            "attempts[{}]: gpu id '{}' is not gpu<N> (N < 10000)",
-                            "attempt",
-                            pl.col("gpus").list.get(
-                                pl.col("_indices")
-                                .list.eval(
-                                    pl.element().is_null()
-                                    | (pl.element() < 0)
-                                    | (pl.element() > 9999)
-                                )
-                                .list.arg_max()
-                            ),
-                        )
-                    )
-                    .alias(REASON),
-                    pl.lit(2).alias("_k"),
-                    pl.col("_o").cast(pl.Int64),
-                ),
-                gaps.select(
-                    "_j",
-                    gap_reason.alias(REASON),
-                    pl.lit(3).alias("_k"),
-                    pl.col("_seq").alias("_o"),
-                ),
+                _submit_problems(frames.jobs),
+                _attempt_problems(frames.attempts),
+                _detail_problems(frames.detail),
+                _gap_problems(gaps),
             ],
             how="vertical_relaxed",
         )
@@ -418,34 +506,41 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         .group_by("_j", maintain_order=True)
         .agg(pl.col(REASON).first())
     )
-    bad_job = pl.repeat(False, n_jobs, eager=True).alias("_bad")
-    if problems.height:
-        bad_job = bad_job.scatter(problems["_j"], True)
+
+
+def _rejected(
+    decoded: pl.DataFrame, lines: pl.DataFrame, jobs: pl.DataFrame, problems: pl.DataFrame
+) -> pl.DataFrame:
+    """Undecodable records and records with a problem: (record, raw text, reason)."""
     late = pl.DataFrame({RECORD: jobs[RECORD].gather(problems["_j"]), REASON: problems[REASON]})
-    rejected = pl.concat(
+    return pl.concat(
         [
             decoded.filter(pl.col(REASON).is_not_null()).select(RECORD, RAW, REASON),
-            records.lines.join(late, on=RECORD).select(RECORD, RAW, REASON),
+            lines.join(late, on=RECORD).select(RECORD, RAW, REASON),
         ],
         how="vertical_relaxed",
     ).sort(RECORD)
 
+
+def _job_rows(frames: _Frames, times: _Times, bad_job: pl.Series) -> pl.DataFrame:
+    """Canonical ``jobs`` rows of the good records: submit, the first attempt's start
+    and size, the last attempt's end."""
+    jobs = frames.jobs
     has = pl.col("_attempts") > 0
     first_idx = (pl.col("_attempts").cum_sum() - pl.col("_attempts")).cast(pl.UInt32)
     last_idx = (pl.col("_attempts").cum_sum() - 1).clip(0).cast(pl.UInt32)
     index = jobs.select(has.alias("has"), first_idx.alias("first"), last_idx.alias("last"))
-    first_att = attempts.select("_nodes", "_gpus")
-    all_ids = jobs["jobid"]
+    first_att = frames.attempts.select("_nodes", "_gpus")
     jobs = jobs.with_columns(
-        submit_utc.alias("submit_time"),
-        _at(start_utc, index["first"], index["has"]).alias("start_time"),
-        _at(end_utc, index["last"], index["has"]).alias("end_time"),
+        times.submit_utc.alias("submit_time"),
+        _at(times.start_utc, index["first"], index["has"]).alias("start_time"),
+        _at(times.end_utc, index["last"], index["has"]).alias("end_time"),
         _at(first_att["_nodes"], index["first"], index["has"]).alias("nodes"),
         _at(first_att["_gpus"], index["first"], index["has"]).alias("_gpus"),
         bad_job,
     ).filter(~pl.col("_bad"))
     seconds = pl.Duration("us")
-    job_rows = jobs.select(
+    return jobs.select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(DATASET).alias("dataset"),
         pl.lit(CLUSTER).alias("cluster"),
@@ -472,11 +567,16 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         pl.lit(TZ).alias("source_tz"),
         pl.lit("absolute").alias("time_basis"),
     )
-    placement_rows = (
+
+
+def _placement_rows(frames: _Frames, times: _Times, bad_job: pl.Series) -> pl.DataFrame:
+    """Canonical ``placements`` rows: one per (attempt, machine) of the good records."""
+    detail = frames.detail
+    return (
         detail.with_columns(
-            all_ids.gather(detail["_j"]).alias("job_id"),
-            start_utc.gather(detail["_a"]).alias("start_time"),
-            end_utc.gather(detail["_a"]).alias("end_time"),
+            frames.jobs["jobid"].gather(detail["_j"]).alias("job_id"),
+            times.start_utc.gather(detail["_a"]).alias("start_time"),
+            times.end_utc.gather(detail["_a"]).alias("end_time"),
             bad_job.gather(detail["_j"]).alias("_bad"),
         )
         .filter(~pl.col("_bad"))
@@ -495,7 +595,11 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
             pl.when(pl.col("ip").is_not_null()).then(pl.col("_indices")).alias("gpu_indices"),
         )
     )
-    inferred = (
+
+
+def _inferred_inventory(placement_rows: pl.DataFrame) -> pl.DataFrame:
+    """Machines seen in placements, each with 1 + its highest GPU index as its size."""
+    return (
         placement_rows.filter(pl.col("machine_id").is_not_null())
         .group_by("machine_id")
         .agg((pl.col("gpu_indices").explode().max().cast(pl.Int32) + 1).fill_null(0).alias("gpus"))
@@ -508,15 +612,24 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
             "gpus",
         )
     )
+
+
+def _window(
+    job_rows: pl.DataFrame, placement_rows: pl.DataFrame
+) -> tuple[datetime, datetime] | None:
+    """First submit to last event (the span the inferred capacity rows cover)."""
     events = pl.concat(
         [job_rows["submit_time"], placement_rows["start_time"], placement_rows["end_time"]]
     )
     first_submit, last_event = job_rows["submit_time"].min(), events.max()
-    window = None
     if isinstance(first_submit, datetime) and isinstance(last_event, datetime):
-        window = (first_submit, last_event)
+        return (first_submit, last_event)
+    return None
 
-    metadata = {
+
+def _metadata(local: _Localized, closed: bool) -> dict[str, str]:
+    """Batch metadata: the time zone and the DST rules applied, with their counts."""
+    return {
         "source_tz": TZ,
         "time_basis": "absolute",
         "dst_ambiguous_times": str(local.ambiguous),
@@ -528,12 +641,23 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         ),
         "running_rule": "last attempt end None -> end_time null, status as logged",
         "record_numbers": "1-based",
-        "json_array_closed": str(records.closed).lower(),
+        "json_array_closed": str(closed).lower(),
     }
-    # Sorted here, eagerly and in the store's canonical order (an in-memory sort of a
-    # few hundred thousand rows is cheaper than the writer's sort inside its
-    # streaming sink).
-    jobs_batch = Batch(
+
+
+# The batches are sorted here, eagerly and in the store's canonical order (an in-memory
+# sort of a few hundred thousand rows is cheaper than the writer's sort inside its
+# streaming sink).
+
+
+def _jobs_batch(
+    path: Path,
+    info: FileInfo,
+    job_rows: pl.DataFrame,
+    rejected: pl.DataFrame,
+    metadata: dict[str, str],
+) -> Batch:
+    return Batch(
         "jobs",
         DATASET,
         info,
@@ -543,7 +667,12 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         metadata=metadata,
         sort=False,
     )
-    placements_batch = Batch(
+
+
+def _placements_batch(
+    info: FileInfo, placement_rows: pl.DataFrame, metadata: dict[str, str]
+) -> Batch:
+    return Batch(
         "placements",
         DATASET,
         info,
@@ -554,7 +683,6 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
         metadata={**metadata, "rows_read": "placements derived from the good job records"},
         sort=False,
     )
-    return JobLog(jobs_batch, placements_batch, inferred, window)
 
 
 def machine_list(path: Path) -> Batch:
@@ -678,29 +806,16 @@ class PhillyLoader:
 
         ``capacity`` picks the inventories that get a capacity row (default: all of
         machine_list, inferred_jobs, inferred_util, when their input is present)."""
-        bases = set(capacity)
-        unknown = bases - set(BASES)
-        if unknown:
-            raise InputError(
-                path, f"unknown capacity basis {sorted(unknown)}; choose from {', '.join(BASES)}"
-            )
+        bases = _checked_bases(path, capacity)
         files = _files(path)
         log: JobLog | None = None
         if JOB_LOG in files:
             log = job_log(files[JOB_LOG])
-            yield log.jobs
-            yield log.placements
-            info = log.jobs.file
-            yield _inventory_batch("inferred_jobs", info, log.inferred)
-            if "inferred_jobs" in bases:
-                yield _capacity("inferred_jobs", info, int(log.inferred["gpus"].sum()), log.window)
-        window = log.window if log else None
+            yield from _job_log_batches(log, bases)
         if MACHINE_LIST in files:
-            batch = machine_list(files[MACHINE_LIST])
-            yield batch
-            if "machine_list" in bases:
-                total = batch.rows.lazy().select(pl.col("gpus").sum()).collect().item()
-                yield _capacity("machine_list", batch.file, int(total or 0), window)
+            yield from _machine_list_batches(
+                files[MACHINE_LIST], bases, log.window if log else None
+            )
         util = [k for k in (GPU_UTIL, CPU_UTIL, MEM_UTIL) if k.file in files]
         if not util:
             return
@@ -711,22 +826,80 @@ class PhillyLoader:
                 result: UtilResult = util_file(kind, files[kind.file], Path(tmp))
                 yield result.batch
                 if kind is GPU_UTIL:
-                    inventory = inferred_inventory(result)
-                    yield _inventory_batch("inferred_util", result.batch.file, inventory)
-                    if "inferred_util" in bases:
-                        span = result.window
-                        if span is not None:
-                            span = (span[0], span[1] + timedelta(minutes=1))
-                        yield _capacity(
-                            "inferred_util", result.batch.file, int(inventory["gpus"].sum()), span
-                        )
+                    yield from _util_inventory_batches(result, bases)
 
 
-# The command (a repeatable --capacity with a default of all three) is hand-written in
-# gpu_trace/cli/ingest.py; the declaration registers the loader and its help.
+def _checked_bases(path: Path, capacity: Iterable[str]) -> set[str]:
+    """``capacity`` as a set, every name one of :data:`BASES` (the library API takes
+    any iterable; the CLI has checked the names already)."""
+    bases = set(capacity)
+    unknown = bases - set(BASES)
+    if unknown:
+        raise InputError(
+            path, f"unknown capacity basis {sorted(unknown)}; choose from {', '.join(BASES)}"
+        )
+    return bases
+
+
+def _job_log_batches(log: JobLog, bases: set[str]) -> Iterator[Batch]:
+    """Jobs, placements, the job-inferred inventory and (if chosen) its capacity row."""
+    yield log.jobs
+    yield log.placements
+    info = log.jobs.file
+    yield _inventory_batch("inferred_jobs", info, log.inferred)
+    if "inferred_jobs" in bases:
+        yield _capacity("inferred_jobs", info, int(log.inferred["gpus"].sum()), log.window)
+
+
+def _machine_list_batches(
+    path: Path, bases: set[str], window: tuple[datetime, datetime] | None
+) -> Iterator[Batch]:
+    """The shipped machine list and (if chosen) its capacity row over the job log's
+    window."""
+    batch = machine_list(path)
+    yield batch
+    if "machine_list" in bases:
+        total = batch.rows.lazy().select(pl.col("gpus").sum()).collect().item()
+        yield _capacity("machine_list", batch.file, int(total or 0), window)
+
+
+def _util_inventory_batches(result: UtilResult, bases: set[str]) -> Iterator[Batch]:
+    """The GPU-util-inferred inventory and (if chosen) its capacity row over the util
+    window (its last sample's minute included)."""
+    inventory = inferred_inventory(result)
+    yield _inventory_batch("inferred_util", result.batch.file, inventory)
+    if "inferred_util" in bases:
+        span = result.window
+        if span is not None:
+            span = (span[0], span[1] + timedelta(minutes=1))
+        yield _capacity("inferred_util", result.batch.file, int(inventory["gpus"].sum()), span)
+
+
+def _capacity_bases(text: str) -> tuple[str, ...]:
+    # "a,b" and repeated flags alike; each name checked (exit 2, "did you mean").
+    bases = [choose("--capacity value", name, BASES) for name in split_list(text)]
+    return tuple(bases or BASES)
+
+
+@dataclass(frozen=True)
+class PhillyOptions:
+    """`gpu-trace ingest philly` options (passed to the loader as keyword arguments)."""
+
+    capacity: tuple[str, ...] = option(
+        BASES,
+        "Inventory to write a capacity row for (a,b or repeated): machine_list, "
+        "inferred_jobs, inferred_util. Analyses should use inferred_util: the shipped "
+        "machine list is wrong (philly-traces#8).",
+        parse=_capacity_bases,
+        repeat=True,
+    )
+
+
 PLUGIN = LoaderPlugin(
     name="philly",
     loader=PhillyLoader,
     help="Microsoft Philly: cluster_job_log -> jobs, placements; cluster_machine_list and "
-    "inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.",
+    "inferred inventories -> machines, capacity; cluster_{gpu,cpu,mem}_util -> samples.\n\n"
+    "PATH: the unpacked trace-data/ folder (or a folder holding it, or one of its files).",
+    options=PhillyOptions,
 )

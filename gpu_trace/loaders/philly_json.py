@@ -57,6 +57,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
 import duckdb
 import numpy as np
@@ -389,77 +390,117 @@ def split_array(path: Path, workdir: Path) -> SplitArray:
     Streams the file in 16 MiB chunks, so memory stays flat however big the log is.
     """
     starts = job_start_offsets(path)
-    digest = hashlib.sha256()
-    strict = codecs.getincrementaldecoder("utf-8")()
-    lenient = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    utf8 = True
-    size = 0
     state = _State(last_start=int(starts[-1]) if len(starts) else -1)
-    started = False
     lines = workdir / "records.ndjson"
     try:
         with path.open("rb") as src, lines.open("w", encoding="utf-8", newline="") as dst:
-            head = b""
-            while chunk := src.read(_CHUNK):
-                digest.update(chunk)
-                if utf8:
-                    try:
-                        strict.decode(chunk)
-                    except UnicodeDecodeError:
-                        utf8 = False
-                base = size
-                size += len(chunk)
-                if state.closed_at >= 0:
-                    extra = np.flatnonzero(~_BLANK[np.frombuffer(chunk, dtype=np.uint8)])
-                    if len(extra):
-                        raise InputError(
-                            path,
-                            "unexpected data after the end of the JSON array",
-                            f"byte {base + int(extra[0])}",
-                        )
-                    continue
-                if not started:
-                    head += chunk
-                    at = _start(head, path)
-                    if at is None:
-                        continue
-                    started = True
-                    base = size - len(head) + at
-                    chunk = head[at:]
-                    state.last_nonblank = base - 1
-                    state.last_separator = base - 1
-                buf = np.frombuffer(chunk, dtype=np.uint8)
-                mine = starts[(starts >= base) & (starts < base + len(buf))]
-                dst.write(lenient.decode(_scan_chunk(buf, base, state, path, mine).tobytes()))
-            dst.write(lenient.decode(b"", final=True))
-            if utf8:
-                try:
-                    strict.decode(b"", final=True)
-                except UnicodeDecodeError:
-                    utf8 = False
-            if not started:
-                raise InputError(path, "file is empty (expected a JSON array)", "byte 0")
-            tail_blank = state.last_nonblank <= state.last_separator
-            total = 0 if state.separators == 0 and tail_blank else state.separators + 1
-            if total:
-                dst.write("\n")
+            streamed = _split_stream(src, dst, path, starts, state)
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
-    frame = _pieces(lines, total, state, path)
+    frame = _pieces(lines, streamed.total, state, path)
     if state.closed_at < 0:
-        if tail_blank:
-            where = f"after record {frame.height - 1 if total else 0}"
-            raise InputError(
-                path, f"the JSON array is not closed (truncated file?) {where}", f"byte {size}"
-            )
-        raise InputError(
-            path,
-            "the file ends inside this record before the JSON array is closed "
-            "(truncated file?): the tail cannot be recovered",
-            f"record {frame.height}, byte {size}",
-        )
-    info = FileInfo(path, digest.hexdigest(), size, frame.height, utf8)
+        raise _unclosed(path, frame, streamed)
+    info = FileInfo(path, streamed.sha256, streamed.size, frame.height, streamed.utf8)
     return SplitArray(info, lines, frame, len(starts))
+
+
+@dataclass(frozen=True)
+class _Streamed:
+    """What one pass over the job log found besides the record lines it wrote."""
+
+    sha256: str
+    size: int
+    utf8: bool
+    total: int
+    """Pieces of the array (0 for ``[]``)."""
+    tail_blank: bool
+    """Nothing but blanks after the last separator (the file ends between records)."""
+
+
+class _Utf8:
+    """Whether the bytes fed so far (chunk by chunk) are valid UTF-8."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self.valid = True
+
+    def feed(self, chunk: bytes, final: bool = False) -> None:
+        """Check the next chunk (``final``: the end of the file, no bytes pending)."""
+        if self.valid:
+            try:
+                self._decoder.decode(chunk, final)
+            except UnicodeDecodeError:
+                self.valid = False
+
+
+def _split_stream(
+    src: BinaryIO, dst: TextIO, path: Path, starts: npt.NDArray[np.int64], state: _State
+) -> _Streamed:
+    """Read ``src`` chunk by chunk, writing the record lines to ``dst``: bytes before
+    the array's ``[`` are gathered until it is found, bytes after its ``]`` must be
+    blank."""
+    digest = hashlib.sha256()
+    utf8 = _Utf8()
+    lenient = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    size = 0
+    started = False
+    head = b""
+    while chunk := src.read(_CHUNK):
+        digest.update(chunk)
+        utf8.feed(chunk)
+        base = size
+        size += len(chunk)
+        if state.closed_at >= 0:
+            _refuse_trailing(chunk, base, path)
+            continue
+        if not started:
+            head += chunk
+            at = _start(head, path)
+            if at is None:
+                continue
+            started = True
+            base = size - len(head) + at
+            chunk = head[at:]
+            state.last_nonblank = base - 1
+            state.last_separator = base - 1
+        buf = np.frombuffer(chunk, dtype=np.uint8)
+        mine = starts[(starts >= base) & (starts < base + len(buf))]
+        dst.write(lenient.decode(_scan_chunk(buf, base, state, path, mine).tobytes()))
+    dst.write(lenient.decode(b"", final=True))
+    utf8.feed(b"", final=True)
+    if not started:
+        raise InputError(path, "file is empty (expected a JSON array)", "byte 0")
+    tail_blank = state.last_nonblank <= state.last_separator
+    total = 0 if state.separators == 0 and tail_blank else state.separators + 1
+    if total:
+        dst.write("\n")
+    return _Streamed(digest.hexdigest(), size, utf8.valid, total, tail_blank)
+
+
+def _refuse_trailing(chunk: bytes, base: int, path: Path) -> None:
+    """Only blanks may follow the array's closing ``]``."""
+    extra = np.flatnonzero(~_BLANK[np.frombuffer(chunk, dtype=np.uint8)])
+    if len(extra):
+        raise InputError(
+            path, "unexpected data after the end of the JSON array", f"byte {base + int(extra[0])}"
+        )
+
+
+def _unclosed(path: Path, frame: pl.DataFrame, streamed: _Streamed) -> InputError:
+    """The error for a file whose array never closes: cut between records, or inside
+    one (whose tail is lost)."""
+    size = streamed.size
+    if streamed.tail_blank:
+        where = f"after record {frame.height - 1 if streamed.total else 0}"
+        return InputError(
+            path, f"the JSON array is not closed (truncated file?) {where}", f"byte {size}"
+        )
+    return InputError(
+        path,
+        "the file ends inside this record before the JSON array is closed "
+        "(truncated file?): the tail cannot be recovered",
+        f"record {frame.height}, byte {size}",
+    )
 
 
 ATTEMPT_TYPE = pl.Struct(

@@ -143,6 +143,8 @@ def is_exposition(path: Path) -> bool:
 def exposition_file(
     path: Path, dataset: str, *, host: str | None = None, time: str | None = None
 ) -> list[Batch]:
+    """One saved ``/metrics`` exposition -> its gpu_samples (and events) batches at one
+    scrape time."""
     info = file_info(path, 0)
     if info.empty:
         raise InputError(path, "file is empty")
@@ -181,6 +183,8 @@ class PrometheusLoader:
     def batches(
         self, path: Path, *, host: str | None = None, time: str | None = None, **_: Any
     ) -> Iterator[Batch]:
+        """Yield the batches of every exposition at ``path`` (a file, or the expositions in
+        a folder)."""
         files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
         for f in files:
             if path.is_dir() and not is_exposition(f):

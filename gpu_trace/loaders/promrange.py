@@ -108,7 +108,7 @@ _LABEL_KEYS = {
 
 
 def _clean(text: str) -> str:
-    """``text`` as valid UTF-8: JSON may escape lone surrogates (``"\\ud800"``), which
+    r"""``text`` as valid UTF-8: JSON may escape lone surrogates (``"\ud800"``), which
     Python keeps in a str but no UTF-8 column can hold; they become U+FFFD."""
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
@@ -147,12 +147,15 @@ class Walk:
 
     @property
     def records(self) -> int:
+        """Records walked: good-shaped samples plus records rejected whole."""
         return len(self.s_sid) + len(self.bad_reason)
 
     def where(self, line: int, *parts: str) -> str:
+        """A locator: the line (in JSON lines) and the parts inside the response."""
         return ", ".join([f"line {line}", *parts] if self.jsonl else list(parts))
 
     def reject(self, locator: str, reason: str, raw: object) -> None:
+        """Record one record rejected whole (it becomes a quarantine row)."""
         self.bad_locator.append(locator)
         self.bad_reason.append(reason)
         self.bad_raw.append(_raw(raw))
@@ -181,6 +184,7 @@ class Walk:
         return None
 
     def one_series(self, line: int, i: int, s: object, vector: bool) -> None:
+        """Walk one series of a response, rejecting it when its shape is wrong."""
         here = self.where(line, f"series {i}")
         if not isinstance(s, dict):
             self.reject(here, "series is not an object", s)
@@ -227,6 +231,8 @@ class Walk:
                 )
 
     def add_series(self, sid: int, labels: dict[str, str], line: int, i: int) -> None:
+        """Keep one series' labels, with the host and GPU they name."""
+
         def first(*names: str) -> str | None:
             return next((labels[n] for n in names if labels.get(n)), None)
 
@@ -252,42 +258,11 @@ class Walk:
 
 def _documents(path: Path) -> Walk:
     """Read ``path`` as one response or JSON lines; walk every response."""
-    head: list[bytes] = []
-    try:
-        with path.open("rb") as fh:
-            for ln in fh:
-                if ln.strip():
-                    head.append(ln)
-                    if len(head) == 2:
-                        break
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    jsonl = False
-    if len(head) == 2:
-        try:
-            json.loads(head[0])
-            jsonl = True
-        except (ValueError, RecursionError):
-            jsonl = False
-    walk = Walk(jsonl)
-    if jsonl:
+    walk = Walk(_is_json_lines(path))
+    if walk.jsonl:
         with path.open("rb") as fh:
             for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    walk.blank += 1
-                    continue
-                try:
-                    doc = json.loads(line)
-                except (ValueError, RecursionError) as exc:
-                    walk.reject(
-                        f"line {n}",
-                        f"not JSON: {_json_error(exc)}",
-                        line.decode("utf-8", "replace").rstrip("\r\n"),
-                    )
-                    continue
-                why = walk.response(n, doc)
-                if why is not None:
-                    walk.reject(f"line {n}", why, doc)
+                _json_line(walk, n, line)
         return walk
     try:
         doc = json.loads(path.read_bytes())
@@ -299,6 +274,48 @@ def _documents(path: Path) -> Walk:
     if why is not None:
         raise InputError(path, why)
     return walk
+
+
+def _is_json_lines(path: Path) -> bool:
+    """JSON lines when there are two non-blank lines and the first is JSON by itself
+    (a pretty-printed single response's first line, ``{``, is not)."""
+    head: list[bytes] = []
+    try:
+        with path.open("rb") as fh:
+            for ln in fh:
+                if ln.strip():
+                    head.append(ln)
+                    if len(head) == 2:
+                        break
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    if len(head) < 2:
+        return False
+    try:
+        json.loads(head[0])
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _json_line(walk: Walk, n: int, line: bytes) -> None:
+    """Walk line ``n`` of a JSON-lines file: blank (counted), not JSON, or a response
+    (rejected with the reason when it is not a usable one)."""
+    if not line.strip():
+        walk.blank += 1
+        return
+    try:
+        doc = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        walk.reject(
+            f"line {n}",
+            f"not JSON: {_json_error(exc)}",
+            line.decode("utf-8", "replace").rstrip("\r\n"),
+        )
+        return
+    why = walk.response(n, doc)
+    if why is not None:
+        walk.reject(f"line {n}", why, doc)
 
 
 def _json_error(exc: Exception) -> str:
@@ -504,6 +521,7 @@ def _quarantine(bad: pl.DataFrame, dataset: str, file: Path) -> pl.DataFrame:
 def range_file(
     path: Path, dataset: str, *, host: str | None = None, extra: dict[str, str] | None = None
 ) -> list[Batch]:
+    """One saved query_range answer (or JSON lines of them) -> gpu_samples (and events) batches."""
     info: FileInfo = file_info(path, 0, check_utf8=False)
     if info.empty:
         raise InputError(path, "file is empty")
@@ -554,6 +572,7 @@ class PromRangeLoader:
         extra: dict[str, str] | None = None,
         **_: Any,
     ) -> Iterator[Batch]:
+        """Yield the batches of ``path``: one file, or every ``.json`` / ``.jsonl`` in a folder."""
         if path.is_file():
             yield from range_file(path, dataset or slug(path.stem), host=host, extra=extra)
             return

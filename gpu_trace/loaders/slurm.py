@@ -1,9 +1,9 @@
-"""Slurm accounting exports (``sacct -P``) -> ``jobs`` and ``placements``.
+r"""Slurm accounting exports (``sacct -P``) -> ``jobs`` and ``placements``.
 
 What users run (``docs/your-cluster.md``)::
 
-    sacct -a -X -P -S 2026-01-01 -E 2026-02-01 --format=JobID,JobIDRaw,JobName,User,\\
-    Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Elapsed,Timelimit,\\
+    sacct -a -X -P -S 2026-01-01 -E 2026-02-01 --format=JobID,JobIDRaw,JobName,User,\
+    Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,Elapsed,Timelimit,\
     NNodes,NCPUS,ReqTRES,AllocTRES,NodeList > jobs.psv
 
 The format is sacct's: a header line naming the fields, then one ``|``-separated line
@@ -129,6 +129,7 @@ class Header:
     """``--parsable``: every line ends with one more ``|``."""
 
     def index(self, key: str) -> int | None:
+        """Where field ``key`` sits on a line, or None when the export lacks it."""
         return self.names.index(key) if key in self.names else None
 
 

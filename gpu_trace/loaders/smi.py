@@ -30,6 +30,7 @@ is relative time from 1970-01-01 (``time_basis`` says which, and a ``warning:`` 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,10 @@ from gpu_trace.loaders.telemetry_common import (
     zone,
 )
 from gpu_trace.loaders.telemetry_fields import SMI_DMON, SMI_QUERY
+from gpu_trace.loaders.telemetry_options import host_option, interval_option, start_option
 from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
 from gpu_trace.loaders.units import MIB
-from gpu_trace.plugins import LoaderPlugin
+from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
 SOURCE = "nvidia-smi"
@@ -534,11 +536,20 @@ class NvidiaSmiLoader:
                 )
 
 
-# Options and the command are hand-written in gpu_trace/cli/ingest.py (values that
-# need parsing: durations, comma lists, checked names); the declaration registers
-# the loader and its help.
+@dataclass(frozen=True)
+class NvidiaSmiOptions:
+    """`gpu-trace ingest nvidia-smi` options (passed to the loader as keyword arguments)."""
+
+    tz: str = option("UTC", "IANA zone of the tool's local timestamps (recorded as source_tz).")
+    host: str | None = host_option()
+    query: str | None = option(None, "The --query-gpu field list, for CSV written with noheader.")
+    start: str | None = start_option()
+    interval_s: float = interval_option()
+
+
 PLUGIN = LoaderPlugin(
     name="nvidia-smi",
     loader=NvidiaSmiLoader,
     help="nvidia-smi --query-gpu / --query-compute-apps CSV, dmon and pmon -> gpu_samples, events, gpu_processes.",
+    options=NvidiaSmiOptions,
 )

@@ -61,10 +61,12 @@ class TimeBasis:
     """Zone the source's local times were read in (``UTC`` when the source is UTC)."""
 
     def metadata(self) -> dict[str, str]:
+        """The batch metadata recording where the times came from."""
         return {"time_basis": self.basis, "source_tz": self.tz}
 
 
 def zone(tz: str) -> ZoneInfo:
+    """The IANA zone ``tz``, or a one-line error naming it."""
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):
@@ -118,6 +120,8 @@ def tick_times(
 
 
 def is_missing(cell: pl.Expr) -> pl.Expr:
+    """Whether a cell says 'no value' (``N/A`` and friends, ``[Not Supported]``): a null
+    sample, never 0."""
     text = cell.str.strip_chars()
     return text.is_null() | text.is_in(list(NULL_MARKERS)) | text.str.starts_with("[")
 
@@ -246,6 +250,7 @@ def split_rows(
 def quarantine_frame(
     bad: pl.DataFrame, *, source: str, dataset: str, file: Path, table: str = "gpu_samples"
 ) -> pl.DataFrame:
+    """Rejected cells as quarantine rows (file, line, reason, raw line)."""
     return bad.select(
         pl.lit(source).alias("source"),
         pl.lit(dataset).alias("dataset"),
@@ -302,11 +307,14 @@ def check_lines(info: FileInfo, used: int, header_lines: int) -> None:
 
 
 def require_text(info: FileInfo) -> None:
+    """Refuse an empty file (one line naming it)."""
     if info.empty:
         raise InputError(info.path, "file is empty")
 
 
 def first_lines(path: Path, n: int = 2) -> list[str]:
+    """The first ``n`` lines of ``path`` (decoded leniently, line ends dropped), for
+    sniffing the format."""
     try:
         with path.open("rb") as fh:
             lines = [fh.readline() for _ in range(n)]
@@ -317,6 +325,7 @@ def first_lines(path: Path, n: int = 2) -> list[str]:
 
 
 def concat(frames: Sequence[pl.LazyFrame]) -> pl.LazyFrame:
+    """The frames stacked, columns matched by name (an empty frame for none)."""
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.LazyFrame()
 
 

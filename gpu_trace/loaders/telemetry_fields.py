@@ -26,6 +26,8 @@ class Field:
 
     @property
     def event(self) -> str | None:
+        """The event kind (``xid``, ``ecc_dbe`` ...) when this field is an event counter,
+        else None."""
         return self.metric.removeprefix("event:") if self.metric.startswith("event:") else None
 
 

@@ -140,6 +140,7 @@ def with_utf8(info: FileInfo) -> FileInfo:
 
 
 def sha256_of(path: Path) -> str:
+    """The SHA-256 of a file's bytes (recorded with every ingest)."""
     return file_info(path, 0).sha256
 
 

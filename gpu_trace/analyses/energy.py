@@ -15,12 +15,16 @@ join. A GPU shared by a fractional placement (gpu_count < GPUs listed) is charge
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
+
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB
 from gpu_trace.analyses.power import PowerModel
 from gpu_trace.analyses.utilization import per_job
+
+if TYPE_CHECKING:  # DuckDB itself is loaded by whoever opens the connection
+    import duckdb
 
 GAP_FACTOR = 3.0
 """A segment longer than this many median sampling intervals is a gap."""

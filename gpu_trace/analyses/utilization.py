@@ -10,8 +10,12 @@
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
+
 import polars as pl
+
+if TYPE_CHECKING:  # DuckDB itself is loaded by whoever opens the connection
+    import duckdb
 
 
 def sample_distribution(samples: pl.LazyFrame, metric: str = "gpu_util_pct") -> pl.LazyFrame:

@@ -39,7 +39,6 @@ from gpu_trace.cli.options import (
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
-from gpu_trace.store.catalog import connect
 from gpu_trace.values import check_number, choose, parse_duration, split_list
 
 app = typer.Typer(help="Characterization analyses over the store.", no_args_is_help=True)
@@ -228,6 +227,8 @@ def energy(
 ) -> None:
     """Energy (kWh) per job / user / VC: integrated power_w telemetry over the GPUs and
     times each job held (basis telemetry), else the power model (docs/energy.md)."""
+    from gpu_trace.store.catalog import connect  # DuckDB: only when the command runs
+
     jobs_file = deprecated("--jobs FILE", "--jobs-file FILE", jobs_old, jobs_file)
     max_gap = None
     if max_gap_text is not None:
@@ -387,6 +388,8 @@ def per_job(
     max_rows: MaxRowsOpt = 100,
 ) -> None:
     """Each job's mean / p50 / p95 of a telemetry metric over the GPUs it held."""
+    from gpu_trace.store.catalog import connect  # DuckDB: only when the command runs
+
     _run(utl.per_job(connect(resolve_store(store)), metric), fmt, output, max_rows)
 
 

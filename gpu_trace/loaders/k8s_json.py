@@ -33,7 +33,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import polars as pl
 from polars._typing import PolarsDataType
 
@@ -169,6 +168,8 @@ _MAX_OBJECT = (1 << 32) - 1
 
 
 def _document(info: FileInfo) -> Objects:
+    import duckdb  # loaded when a file is read, not with the plugin list
+
     path = info.path
     if info.size_bytes >= _MAX_OBJECT:
         raise InputError(
@@ -303,6 +304,8 @@ def _json_error(text: str) -> str:
 
 def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.DataFrame:
     """Validate and decode every record in one DuckDB query."""
+    import duckdb  # loaded when a file is read, not with the plugin list
+
     con = duckdb.connect()
     try:
         con.register("lines", lines.select(NUM, RAW).to_arrow())

@@ -15,6 +15,9 @@ from gpu_trace.errors import GpuTraceError, UsageError
 
 
 class Format(StrEnum):
+    """``--format``: ``table`` for reading (rounded, units spelled out), ``csv`` /
+    ``json`` / ``parquet`` for tools (the exact values)."""
+
     table = "table"
     csv = "csv"
     json = "json"
@@ -57,7 +60,7 @@ def _text(expr: pl.Expr, dtype: pl.DataType | DataTypeClass) -> pl.Expr:
 
 
 def _json_ready(frame: pl.DataFrame) -> pl.DataFrame:
-    """polars cannot write binary (it panics) or maps with non-text keys to JSON:
+    """Polars cannot write binary (it panics) or maps with non-text keys to JSON:
     top-level binary becomes hex, such maps a list of key/value objects."""
     exprs = []
     for name, dtype in frame.schema.items():
@@ -77,18 +80,7 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
     elif fmt is Format.json:
         frame = _json_ready(frame)
     if output is not None:
-        check_output(output)
-        tmp = output.with_name(f".{output.name}.tmp")
-        if fmt is Format.parquet:
-            frame.write_parquet(tmp, compression="zstd")
-        elif fmt is Format.json:
-            frame.write_json(tmp)
-        elif fmt is Format.csv:
-            frame.write_csv(tmp)
-        else:
-            tmp.write_text(table_text(frame, 0), encoding="utf-8")
-        tmp.replace(output)
-        err.print(f"wrote {frame.height} rows to {output}", markup=False)
+        _write_file(frame, fmt, output)
         return
     if fmt is Format.csv:
         sys.stdout.write(frame.write_csv())
@@ -99,6 +91,23 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
         sys.stdout.flush()
         if max_rows and frame.height > max_rows:
             err.print(f"showing {max_rows} of {frame.height} rows (use --max-rows 0 for all)")
+
+
+def _write_file(frame: pl.DataFrame, fmt: Format, output: Path) -> None:
+    """``--output``: written to a temporary sibling and renamed, so a reader never sees a
+    half-written file; a table is written whole (no --max-rows cut)."""
+    check_output(output)
+    tmp = output.with_name(f".{output.name}.tmp")
+    if fmt is Format.parquet:
+        frame.write_parquet(tmp, compression="zstd")
+    elif fmt is Format.json:
+        frame.write_json(tmp)
+    elif fmt is Format.csv:
+        frame.write_csv(tmp)
+    else:
+        tmp.write_text(table_text(frame, 0), encoding="utf-8")
+    tmp.replace(output)
+    err.print(f"wrote {frame.height} rows to {output}", markup=False)
 
 
 def check_output(output: Path | None) -> None:

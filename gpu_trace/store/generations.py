@@ -47,6 +47,7 @@ _LINK_TMP = re.compile(r"^\.current-\d+-[0-9a-f]+$")
 
 
 def gen_name(n: int) -> str:
+    """The folder name of generation ``n``: zero-padded, so names sort as numbers do."""
     return f"gen-{n:08d}"
 
 

@@ -10,6 +10,7 @@ their own :class:`Dataset` pointing at it.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -482,7 +483,12 @@ def test_unpinned_file_warns_and_records_its_sha(server: Server, tmp_path: Path)
 
 def tar_gz(members: list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    # gzip's mtime=0: the same bytes on every run. They are part of the test ids, which
+    # pytest-xdist's workers must collect identically (a clock second apart, they did not).
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for m in members:
             if isinstance(m, tarfile.TarInfo):
                 tar.addfile(m)

@@ -65,12 +65,12 @@ def test_version_imports_no_heavy_library() -> None:
     assert _heavy(modules) == []
 
 
-# Run in one fresh interpreter: every group's and command's --help (the click command
-# typer builds, built once: what typer's CliRunner does per call), then the modules
-# loaded by all of them together.
+# Run in one fresh interpreter: every group's and command's --help through typer's
+# CliRunner, handed the click command built once (typer rebuilds it on every call), then
+# the modules loaded by all of them together.
 _EVERY_HELP = """
 import json, sys
-from click.testing import CliRunner
+import typer.testing
 from typer.main import get_command
 from gpu_trace.cli import app
 
@@ -79,12 +79,13 @@ def walk(cmd, path):
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
         yield from walk(sub, [*path, name])
 
-runner = CliRunner()
+runner = typer.testing.CliRunner()
 failed = []
 root = get_command(app)
+typer.testing._get_command = lambda _app: root
 paths = list(walk(root, []))
 for path in paths:
-    result = runner.invoke(root, [*path, "--help"], prog_name="gpu-trace")
+    result = runner.invoke(app, [*path, "--help"], prog_name="gpu-trace")
     if result.exit_code != 0 or "Usage: gpu-trace" not in result.output:
         failed.append([path, result.exit_code, result.output[-500:]])
 print(json.dumps({"paths": len(paths), "failed": failed, "modules": sorted(sys.modules)}))

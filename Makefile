@@ -50,8 +50,10 @@ fmt: $(STAMP) ## Format and autofix
 	$(BIN)/ruff format gpu_trace tests bench
 	$(BIN)/ruff check --fix gpu_trace tests bench
 
+# pytest-xdist: one worker per CPU (`-n auto`); PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
 test: $(STAMP) lint ## Lint, type-check and run the test suite
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 test-all: $(STAMP) ## Tests including slow ones
 	$(BIN)/python -m pytest -q -m 'not gpu'

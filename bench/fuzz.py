@@ -293,7 +293,10 @@ _RUNNER: Any = None
 
 def runner() -> Any:
     """Typer's CliRunner over the real app, with the click command built once: typer
-    rebuilds it from the annotations on every invoke (~0.15 s, a third of a case)."""
+    rebuilds it from the annotations on every invoke (~0.15 s, a third of a case).
+    Returns (runner, app, command); invoke through :func:`_invoke`, which hands typer the
+    built command for that one call only (patching it for good made every later
+    ``CliRunner().invoke(other_app)`` in the process run gpu-trace instead)."""
     global _RUNNER
     if _RUNNER is None:
         import typer.main
@@ -301,17 +304,20 @@ def runner() -> Any:
 
         from gpu_trace.cli import app
 
-        command = typer.main.get_command(app)
-        build = typer.testing._get_command  # type: ignore[attr-defined]
-
-        # Only the real app is served from the cache: any other app (a test's toy one,
-        # later in the same process) is still built from its own annotations.
-        def cached(given: Any) -> Any:
-            return command if given is app else build(given)
-
-        typer.testing._get_command = cached  # type: ignore[attr-defined]
-        _RUNNER = (typer.testing.CliRunner(), app)
+        _RUNNER = (typer.testing.CliRunner(), app, typer.main.get_command(app))
     return _RUNNER
+
+
+def _invoke(argv: list[str]) -> Any:
+    import typer.testing
+
+    cli, app, command = runner()
+    saved = typer.testing._get_command  # type: ignore[attr-defined]
+    typer.testing._get_command = lambda _app: command  # type: ignore[attr-defined]
+    try:
+        return cli.invoke(app, argv, catch_exceptions=True)
+    finally:
+        typer.testing._get_command = saved  # type: ignore[attr-defined]
 
 
 def _scratch() -> str | None:
@@ -324,13 +330,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Run one case in this process and classify it."""
     from bench.fuzz_check import Outcome, classify_exit, expect, read_store, reconcile
 
-    cli, app = runner()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu-trace-fuzz-", dir=_scratch()) as tmp:
         target = write_case(case, Path(tmp))
         store = Path(tmp) / "store"
         argv = ["ingest", case["kind"], str(target), "--store", str(store)]
-        result = cli.invoke(app, argv, catch_exceptions=True)
+        result = _invoke(argv)
         tb = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
         outcome = classify_exit(result.exit_code, result.exception, result.stderr, tb)
         if outcome is None:

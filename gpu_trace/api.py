@@ -93,26 +93,32 @@ class Store:
 
     @property
     def jobs(self) -> pl.LazyFrame:
+        """One row per submitted job (pod for openb): what most analyses start from."""
         return self.table("jobs")
 
     @property
     def placements(self) -> pl.LazyFrame:
+        """Where and when each piece of a job ran: one row per job attempt per machine."""
         return self.table("placements")
 
     @property
     def machines(self) -> pl.LazyFrame:
+        """The machine inventories: one row per machine, ``dataset`` naming the inventory."""
         return self.table("machines")
 
     @property
     def capacity(self) -> pl.LazyFrame:
+        """GPU capacity over time, per virtual cluster (``vc`` null: the cluster total)."""
         return self.table("capacity")
 
     @property
     def gpu_samples(self) -> pl.LazyFrame:
+        """GPU telemetry in long form: one row per time x GPU x metric."""
         return self.table("gpu_samples")
 
     @property
     def events(self) -> pl.LazyFrame:
+        """Discrete device and job events (XID and ECC errors, lost GPUs)."""
         return self.table("events")
 
     @property

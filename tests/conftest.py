@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+# Test stores are thrown away: skip the ~100 fsyncs of each commit (the suite makes
+# hundreds), which only matter across a power cut (gpu_trace.store.generations.FSYNC_ENV;
+# tests/test_store_fsync.py covers the fsyncing path). Set before gpu_trace is imported
+# so subprocesses inherit it; GPU_TRACE_FSYNC=1 runs the suite with them.
+os.environ.setdefault("GPU_TRACE_FSYNC", "0")
 
 from gpu_trace.loaders import LOADERS, ingest
 

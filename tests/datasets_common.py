@@ -9,6 +9,7 @@ autouse one applies to those files only.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import re
@@ -196,9 +197,14 @@ def serve_openb(server: Server, corrupt: str | None = None) -> None:
 
 
 def tar_gz(members: list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
-    """A tar.gz of (name, data) files and ready-made entries (links, folders)."""
+    """A tar.gz of (name, data) files and ready-made entries (links, folders); gzip's
+    mtime is 0, so the same members give the same bytes on every run (and in every
+    pytest-xdist worker)."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for m in members:
             if isinstance(m, tarfile.TarInfo):
                 tar.addfile(m)

@@ -75,7 +75,23 @@ def backfill(openmetrics: str, storage: Path) -> None:
 
 
 def start(storage: Path, config: str = "global: {}\n", *, ready_s: float = 30.0) -> Server:
-    """Start ``prometheus`` on ``storage`` with ``config``; returns once ``/-/ready``."""
+    """Start ``prometheus`` on ``storage`` with ``config``; returns once ``/-/ready``.
+
+    The port is free when picked but another process (a parallel test worker) can take
+    it before prometheus binds it: that start is retried on a new port, twice."""
+    for _ in range(2):
+        try:
+            return _start_once(storage, config, ready_s)
+        except _PortTaken:
+            continue
+    return _start_once(storage, config, ready_s)
+
+
+class _PortTaken(RuntimeError):
+    """prometheus exited because its listen address was in use."""
+
+
+def _start_once(storage: Path, config: str, ready_s: float) -> Server:
     server, _ = binaries()
     cfg = storage.parent / "prometheus.yml"
     cfg.write_text(config)
@@ -98,7 +114,10 @@ def start(storage: Path, config: str = "global: {}\n", *, ready_s: float = 30.0)
     deadline = time.monotonic() + ready_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"prometheus exited {proc.returncode}: {log.read_text()[-2000:]}")
+            text = log.read_text()
+            if "address already in use" in text:
+                raise _PortTaken(text[-2000:])
+            raise RuntimeError(f"prometheus exited {proc.returncode}: {text[-2000:]}")
         try:
             with urllib.request.urlopen(srv.url + "/-/ready", timeout=1) as resp:
                 if resp.status == 200:

@@ -49,8 +49,10 @@ def jobs_of(store: Path) -> pl.DataFrame:
 
 
 def test_compare_replays_one_job_set_for_every_policy(store_copy: Path) -> None:
+    # 64x8 at load 4 still queues hard (fifo waits ~39 h on average, backfill ~1.6 h):
+    # the policies differ; at 32x8 backfill's scans of a longer queue took most of a minute.
     result = cli(
-        "replay", "compare", "--source", "openb", "--store", store_copy, "--gpus", "32x8",
+        "replay", "compare", "--source", "openb", "--store", store_copy, "--gpus", "64x8",
         "--load", "4", "--policies", "fifo,sjf,qssf,backfill",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr

@@ -18,9 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import polars as pl
 
 from gpu_trace.analyses import power as pwr
@@ -30,6 +29,9 @@ from gpu_trace.analyses.power import PowerModel
 from gpu_trace.analyses.utilization import per_job
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import check_number, parse_duration
+
+if TYPE_CHECKING:  # DuckDB itself is loaded by whoever opens the connection
+    import duckdb
 
 GAP_FACTOR = 3.0
 """A segment longer than this many median sampling intervals is a gap."""

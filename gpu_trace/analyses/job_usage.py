@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
 from gpu_trace.analyses.utilization import per_job
 from gpu_trace.errors import InputError
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import ensure_layout
+
+if TYPE_CHECKING:  # DuckDB itself is loaded by whoever opens the connection
+    import duckdb
 
 JOBS_SOURCE = "jobs-file"
 METRICS = ("gpu_util_pct", "mem_used_bytes", "power_w")
@@ -102,6 +105,8 @@ def _wide(con: duckdb.DuckDBPyConnection, metrics: Sequence[str]) -> pl.DataFram
 
 def usage_from_file(store: Path, jobs: Path, metrics: Sequence[str] = METRICS) -> pl.DataFrame:
     """Per-job usage for the jobs in a ``--jobs`` file, from every telemetry source."""
+    import duckdb
+
     placements = read_jobs(jobs)
     ensure_layout(store)
     glob = (

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
+
+if TYPE_CHECKING:  # DuckDB itself is loaded by whoever opens the connection
+    import duckdb
 
 
 def sample_distribution(samples: pl.LazyFrame, metric: str = "gpu_util_pct") -> pl.LazyFrame:

@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
 import typer
@@ -17,14 +17,14 @@ from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
-from gpu_trace.replay import interchange
-from gpu_trace.replay.faults import parse_duration
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.run import ReplayConfig, one_experiment, run
-from gpu_trace.replay.run import compare as compare_runs
 from gpu_trace.settings import resolve_store
-from gpu_trace.store.scan import scan
 from gpu_trace.values import choose, parse_bool, split_list
+
+if TYPE_CHECKING:
+    # The replay driver (DuckDB, the store writer, the estimator) is imported by the
+    # commands that run it, so building the command line stays cheap.
+    from gpu_trace.replay.run import ReplayConfig
 
 # The declared policies (built-in and installed plugins), named in --help.
 _SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
@@ -265,6 +265,9 @@ def run_cmd(
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread."""
+    from gpu_trace.replay.faults import parse_duration
+    from gpu_trace.replay.run import ReplayConfig, run
+
     check_sources(resolve_store(store), [source])
     sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
@@ -368,9 +371,9 @@ def compare(
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; when a policy trains the estimator, its training split applies to all)
     and print one row per run. Every name and option is checked before anything runs."""
-    check_sources(resolve_store(store), [source])
-    from gpu_trace.replay.metrics import breakdown
+    from gpu_trace.replay.run import ReplayConfig, one_experiment
 
+    check_sources(resolve_store(store), [source])
     if by is not None:
         choose("--by value", by, ("user", "vc"))
     sched_opts, place_opts = _opts(_options(option, option_old))
@@ -383,7 +386,7 @@ def compare(
     if not names or not places:
         raise xp.UsageError("--policies and --placements need at least one name each")
     # What every run of the experiment shares; each (policy, placement) varies only those.
-    base = ReplayConfig(
+    shared = ReplayConfig(
         source=source,
         placement_options=place_opts,
         cluster=_cluster(cluster, gpus),
@@ -398,45 +401,71 @@ def compare(
         packing_points=points,
         throughput=str(throughput) if throughput else None,
     )
+    configs = _policy_grid(shared, names, places, sched_opts)
+    one_experiment(configs)  # every name and option, before the first run is stored
+    if seeds is not None:
+        _compare_seeds(resolve_store(store), configs, seeds, fmt)
+        return
+    _compare_once(resolve_store(store), configs, fmt, packing=packing, by=by)
+
+
+def _policy_grid(
+    shared: ReplayConfig, names: list[str], places: list[str], sched_opts: dict[str, Any]
+) -> list[ReplayConfig]:
+    """One config per (policy, placement), in the order given: ``shared`` with only the
+    scheduler (and its options) and the placement changed."""
     configs = []
     for p in names:
         scheduler, oracle, opts = _policy(p, sched_opts)
         for pl_name in places:
             configs.append(
                 dataclasses.replace(
-                    base,
+                    shared,
                     scheduler=scheduler,
                     oracle=oracle,
                     placement=pl_name,
                     scheduler_options=opts,
                 )
             )
-    one_experiment(configs)  # every name and option, before the first run is stored
-    if seeds is not None:
-        from gpu_trace.replay.seeds import parse_seeds
+    return configs
 
-        root = resolve_store(store)
-        results = []
-        seed_list = parse_seeds(seeds)
-        total = len(seed_list) * len(configs)
-        with task("replay compare: runs", total) as update:
-            for k, s in enumerate(seed_list):
 
-                def seed_progress(
-                    done: int, _total: int | None, what: str, k: int = k, s: int = s
-                ) -> None:
-                    update(k * len(configs) + done, total, f"seed {s}: {what}")
+def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format) -> None:
+    """``replay compare --seeds``: the whole grid once per seed, one row per run, then the
+    mean and spread per policy."""
+    from gpu_trace.replay.run import compare as compare_runs
+    from gpu_trace.replay.seeds import parse_seeds
 
-                results += compare_runs(
-                    root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress
-                )
-        runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
-        _print_experiment(runs)
-        emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
-        _emit_seeds(results, fmt)
-        return
+    results = []
+    seed_list = parse_seeds(seeds)
+    total = len(seed_list) * len(configs)
+    with task("replay compare: runs", total) as update:
+        for k, s in enumerate(seed_list):
+
+            def seed_progress(
+                done: int, _total: int | None, what: str, k: int = k, s: int = s
+            ) -> None:
+                update(k * len(configs) + done, total, f"seed {s}: {what}")
+
+            results += compare_runs(
+                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress
+            )
+    runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
+    _print_experiment(runs)
+    emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
+    _emit_seeds(results, fmt)
+
+
+def _compare_once(
+    root: Path, configs: list[ReplayConfig], fmt: Format, *, packing: bool, by: str | None
+) -> None:
+    """``replay compare`` with one seed: one row per run, the packing curve with
+    --packing, and the per-user / per-vc breakdown with --by."""
+    from gpu_trace.replay.metrics import breakdown
+    from gpu_trace.replay.run import compare as compare_runs
+
     with task("replay compare: runs", len(configs)) as update:
-        results = compare_runs(resolve_store(store), configs, update)
+        results = compare_runs(root, configs, update)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
@@ -535,6 +564,9 @@ def export_cmd(
     store: ReadStoreOpt = None,
 ) -> None:
     """Export a source's jobs to another simulator's trace format (--to)."""
+    from gpu_trace.replay import interchange
+    from gpu_trace.store.scan import scan
+
     check_sources(resolve_store(store), [source])
     fmt = deprecated("--format (a trace format)", "--to", to_old, to)
     if fmt is None:
@@ -643,6 +675,7 @@ def live_cmd(
     check_sources(resolve_store(store), [source])
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
+    from gpu_trace.replay.run import ReplayConfig
     from gpu_trace.replay.workload import Workload
 
     sched_opts, place_opts = _opts(_options(option, option_old))

@@ -12,7 +12,6 @@ import typer
 from gpu_trace.cli._boundary import domain_errors, err
 from gpu_trace.cli.options import check_sources
 from gpu_trace.progress import task
-from gpu_trace.reports import build_site
 from gpu_trace.settings import STORE_ENV, existing_store
 from gpu_trace.values import choose, split_list
 
@@ -61,6 +60,10 @@ def report(
     ] = None,
 ) -> None:
     """Build a self-contained HTML report site (works offline, from a file:// URL)."""
+    # Imported here: the report pulls in altair, vl-convert, scipy and DuckDB (~2 s),
+    # which every other command (and --help) should not pay for.
+    from gpu_trace.reports import build_site
+
     formats = [choose("image format", f.lower(), IMAGE_FORMATS) for f in split_list(images)]
     if sweep is not None and store is None and not os.environ.get(STORE_ENV):
         from gpu_trace.replay.sweep import read_manifest

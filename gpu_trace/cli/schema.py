@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from gpu_trace.cli._boundary import domain_errors
-from gpu_trace.schemas import TABLES
 from gpu_trace.values import choose
 
 
@@ -17,6 +16,8 @@ def schema(
     table: Annotated[str | None, typer.Argument(help="Table to describe; all if omitted.")] = None,
 ) -> None:
     """List the canonical tables, or one table's columns with type, unit and meaning."""
+    from gpu_trace.schemas import TABLES  # pyarrow: not needed to build the command line
+
     if table is None:
         for t in TABLES.values():
             sys.stdout.write(f"{t.name:<14} v{t.version}  {t.description}\n")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
 import polars as pl
-import pyarrow as pa
 import typer
 
 from gpu_trace.cli._boundary import domain_errors
@@ -16,15 +14,10 @@ from gpu_trace.cli.options import ReadStoreOpt, number
 from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.errors import QueryError, UsageError
 from gpu_trace.settings import resolve_store
-from gpu_trace.store.catalog import (
-    check_read_only,
-    clip,
-    connect,
-    connect_read_only,
-    fetch_arrow,
-    query,
-    store_views_sql,
-)
+
+if TYPE_CHECKING:  # DuckDB and Arrow load when a query runs, not with the command line
+    import duckdb
+    import pyarrow as pa
 
 _AS_TEXT = ("INTERVAL", "UNION", "BIT", "TIME WITH TIME ZONE")
 """Top-level column types polars cannot import from Arrow: shown as their DuckDB text."""
@@ -99,6 +92,15 @@ def sql(
     Examples: gpu-trace sql "select source, count(*) from jobs group by 1";
     gpu-trace sql --file q.sql -p src=openb; echo "select 1" | gpu-trace sql -
     """
+    from gpu_trace.store.catalog import (
+        check_read_only,
+        connect,
+        connect_read_only,
+        fetch_arrow,
+        query,
+        store_views_sql,
+    )
+
     if safe and write:
         raise UsageError(
             "--write needs DuckDB's external file access, which --safe (or "
@@ -162,6 +164,8 @@ def _params(items: list[str] | None) -> dict[str, str]:
 
 def _printable(rel: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
     """Cast the columns polars cannot hold to text, so ``select interval 1 day`` works."""
+    import duckdb
+
     cols = []
     cast = False
     for name, kind in zip(rel.columns, rel.types, strict=True):
@@ -181,6 +185,8 @@ def _printable(rel: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
 
 def _frame(table: pa.Table) -> pl.DataFrame:
     """Arrow to polars; a type polars cannot import is a one-line error, not a crash."""
+    import pyarrow as pa
+
     try:
         frame = pl.from_arrow(table)
     except (pl.exceptions.PolarsError, pa.ArrowException, pl.exceptions.PanicException) as exc:
@@ -194,5 +200,7 @@ def _frame(table: pa.Table) -> pl.DataFrame:
 
 
 def _first_line(exc: BaseException) -> str:
+    from gpu_trace.store.catalog import clip
+
     text = str(exc).strip()
     return clip(text.splitlines()[0] if text else type(exc).__name__)

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 from polars._typing import PolarsDataType
 
@@ -42,6 +41,7 @@ from gpu_trace.errors import InputError
 from gpu_trace.loaders.textfile import RAW, REASON, FileInfo, file_info, scan_lines
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
 NUM = "_n"
@@ -175,6 +175,8 @@ _MAX_OBJECT = (1 << 32) - 1
 def _document(info: FileInfo) -> Objects:
     """One JSON document (a List, PodList or NodeList, or a single Pod or Node) as its
     records, read and split by DuckDB."""
+    import duckdb  # loaded when a file is read, not with the plugin list
+
     path = info.path
     if info.size_bytes >= _MAX_OBJECT:
         raise InputError(
@@ -209,6 +211,8 @@ def _document(info: FileInfo) -> Objects:
 
 def _read_document(con: duckdb.DuckDBPyConnection, info: FileInfo) -> pa.Table | None:
     """The file's JSON documents (one row each), or None when it is not valid JSON."""
+    import duckdb
+
     try:
         return con.sql(
             "SELECT json AS j FROM read_json_objects(?, format = 'unstructured', "
@@ -317,6 +321,8 @@ def _json_error(text: str) -> str:
 
 def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.DataFrame:
     """Validate and decode every record in one DuckDB query."""
+    import duckdb  # loaded when a file is read, not with the plugin list
+
     con = duckdb.connect()
     try:
         con.register("lines", lines.select(NUM, RAW).to_arrow())

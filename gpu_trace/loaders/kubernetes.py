@@ -1043,7 +1043,7 @@ class KubernetesOptions:
         "kubernetes", "Cluster name: the datasets' name (re-ingesting replaces it)."
     )
     # A list, so the flag repeats (typer's own); option() returns a dataclasses.field.
-    user_keys: list[str] | None = option(  # noqa: RUF009
+    user_keys: list[str] | None = option(
         None,
         "Pod label or annotation naming the user (repeatable, first found wins; default: user).",
         flag="--user-key",

@@ -59,7 +59,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-import duckdb
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -720,6 +719,8 @@ def records_read(path: Path, raw: pl.Series, counted: int) -> int:
 
 def read_records(path: Path, workdir: Path) -> Records:
     """One row per element of the JSON array in ``path`` (see the module doc)."""
+    import duckdb  # loaded when a file is read, not with the plugin list
+
     sha, size, ends_closed, starts = _precheck(path)
     table = None
     if ends_closed:
@@ -762,6 +763,8 @@ def decode_records(records: Records) -> pl.DataFrame:
     rejected). On the fast path only the records the strict decode refused go through
     the field-by-field query.
     """
+    import duckdb  # loaded when a file is read, not with the plugin list
+
     info = records.info
     schema: dict[str, pl.DataType] = {
         RECORD: pl.Int64(),

@@ -21,7 +21,6 @@ import json
 from typing import Any
 
 import polars as pl
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 SEED_AXIS = "seed"
@@ -42,6 +41,8 @@ def t_critical(n: int, confidence: float = CONFIDENCE) -> float | None:
     """Two-sided Student-t critical value for ``n`` samples (None when n < 2)."""
     if n < 2:
         return None
+    from scipy import stats as sps  # ~1 s to import: only when an interval is computed
+
     return float(sps.t.ppf(0.5 + confidence / 2, n - 1))
 
 

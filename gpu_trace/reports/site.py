@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
-import vl_convert as vlc
 
 from gpu_trace import __version__
 from gpu_trace.analyses import jobs as jb
@@ -189,6 +188,8 @@ def _export_images(pages: dict[str, list[Section]], out: Path, formats: Sequence
     """Write every chart as SVG and/or PNG into ``out/charts/`` (names: page-section-n)."""
     if not formats:
         return
+    import vl_convert as vlc  # the chart renderer (~0.3 s): only when images are asked for
+
     folder = out / "charts"
     folder.mkdir(parents=True, exist_ok=True)
     for page, sections in pages.items():

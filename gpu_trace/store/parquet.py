@@ -131,16 +131,29 @@ def conform(frame: pl.LazyFrame | pl.DataFrame, table: Table) -> pl.LazyFrame:
 
 def _write_empty(table: Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        empty_table(table).replace_schema_metadata(
-            {
-                **(table.schema.metadata or {}),
-                **{k.encode(): v.encode() for k, v in kv_metadata(table).items()},
-            }
-        ),
-        path,
-        compression="zstd",
+    path.write_bytes(_empty_bytes(table))
+
+
+_EMPTY_BYTES: dict[bytes, bytes] = {}
+"""Serialized Arrow schema -> the bytes of its zero-row Parquet file. Every new store
+writes one per table (~50); the bytes only depend on the schema and its metadata, so
+each is encoded once per process instead of once per store."""
+
+
+def _empty_bytes(table: Table) -> bytes:
+    schema = table.schema.with_metadata(
+        {
+            **(table.schema.metadata or {}),
+            **{k.encode(): v.encode() for k, v in kv_metadata(table).items()},
+        }
     )
+    key = schema.serialize().to_pybytes()
+    data = _EMPTY_BYTES.get(key)
+    if data is None:
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_batches([], schema=schema), sink, compression="zstd")
+        data = _EMPTY_BYTES[key] = sink.getvalue().to_pybytes()
+    return data
 
 
 _CHECKED_EMPTY: dict[tuple[int, int, int, int], int] = {}

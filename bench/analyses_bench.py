@@ -1,5 +1,6 @@
 """Benchmark of the characterization analyses at full Helios scale (issue: summary +
-per-minute occupancy for 3.36 M jobs under 20 s, >= 100x the per-row reference)."""
+per-minute occupancy for 3.36 M jobs under 20 s, >= 100x the per-row reference).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ BASELINE_JOBS = 2_000
 def analyses_helios() -> dict[str, object]:
     """Synthesize and ingest full-scale Helios (not timed), then time the summary and the
     per-minute occupancy series over all four clusters; run the per-row reference on a
-    subset in a child process and compare the cost per job."""
+    subset in a child process and compare the cost per job.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         raw, store = Path(tmp) / "raw", Path(tmp) / "store"
         script = (
@@ -64,7 +66,8 @@ def analyses_helios() -> dict[str, object]:
 
 def report_1m() -> dict[str, object]:
     """Build the report site for a 1,000,000-job store (synthetic openb pods + nodes):
-    build seconds and the size of every page (goal: < 60 s, < 5 MB per page)."""
+    build seconds and the size of every page (goal: < 60 s, < 5 MB per page).
+    """
     from gpu_trace.reports import build_site
     from gpu_trace.synth.openb import write
 

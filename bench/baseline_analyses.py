@@ -22,7 +22,8 @@ from gpu_trace.store.scan import scan
 
 def main(store: Path, n: int) -> None:
     """Time the per-row occupancy recipe on the first ``n`` finished Venus GPU jobs of
-    ``store`` and print the JSON line."""
+    ``store`` and print the JSON line.
+    """
     jobs = (
         scan(store, "jobs", ["helios"])
         .filter(

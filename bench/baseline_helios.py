@@ -82,7 +82,8 @@ TIMES = ["submit_time", "start_time", "end_time"]
 
 def owners(data: Path, out: Path) -> dict[str, object]:
     """The owners' ``parse_all_cluster_log`` steps: read and tag every cluster, concat,
-    write ``all_cluster_log.csv``. Times the read and the write."""
+    write ``all_cluster_log.csv``. Times the read and the write.
+    """
     start = time.perf_counter()
     frames = []
     for cluster in CLUSTERS:
@@ -109,7 +110,8 @@ def owners(data: Path, out: Path) -> dict[str, object]:
 
 def rewrite(data: Path, out: Path) -> dict[str, object]:
     """Read, normalize and write every cluster under ``data`` as canonical Parquet;
-    time both phases."""
+    time both phases.
+    """
     read_s = write_s = 0.0
     rows = 0
     for cluster in CLUSTERS:

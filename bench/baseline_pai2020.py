@@ -74,7 +74,8 @@ def stamp(series: pd.Series, vectorized: bool) -> pd.Series:
 
 def build(raw: Path, out: Path, vectorized: bool) -> dict[str, Any]:
     """Build and write the three tables from ``raw`` into ``out`` the owners' way;
-    the seconds per phase and the row counts."""
+    the seconds per phase and the row counts.
+    """
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     dfj = get_df(raw / "pai_job_table.csv")

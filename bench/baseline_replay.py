@@ -33,7 +33,8 @@ def tick_fifo_jobs(
 ) -> tuple[dict[str, float], npt.NDArray[np.float64]]:
     """FIFO on a flat pool of ``cluster_gpus`` units with a 1-s tick: the summary and
     each job's finish second (NaN if it did not finish before ``wall_limit_s``), in the
-    input order. Jobs of equal submit time go in input order (the peer's job id)."""
+    input order. Jobs of equal submit time go in input order (the peer's job id).
+    """
     order = np.argsort(submit_s, kind="stable")
     sub = submit_s[order].tolist()
     dur = duration_s[order].tolist()

@@ -82,7 +82,8 @@ def openb_synth_ingest() -> dict[str, object]:
 def promrange_1m() -> dict[str, object]:
     """Write 1,000,000 query_range points (160 series, JSON lines of 2,500-point chunks)
     in a child, then ingest them here with ``prometheus-range`` (this process's peak RSS
-    is the ingest's)."""
+    is the ingest's).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "answers.jsonl"
         out, synth_s, _ = _child([sys.executable, "-m", "bench.promrange_synth", str(raw)])
@@ -116,7 +117,8 @@ def _child(args: list[str]) -> tuple[str, float, float]:
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{args} failed")
+            msg = f"{args} failed"
+            raise SystemExit(msg)
         out.seek(0)
         return out.read(), wall, usage.ru_maxrss / 1024
 
@@ -124,7 +126,8 @@ def _child(args: list[str]) -> tuple[str, float, float]:
 def _helios_dirty(raw: Path, store: Path) -> dict[str, object]:
     """Ingest the same files again after appending one bad line to each cluster log:
     the fast path then gives way to the line-exact parse for every file (the cost a
-    user with a damaged copy pays). Run after the clean ingest, on the same files."""
+    user with a damaged copy pays). Run after the clean ingest, on the same files.
+    """
     for log in sorted(raw.rglob("cluster_log.csv")):
         with log.open("a") as fh:
             fh.write("not,a,valid,row\n")
@@ -138,7 +141,8 @@ def helios_full() -> dict[str, object]:
     """Synthesize the full Helios scale (3,362,981 jobs over the four clusters) in a
     child process, ingest it here (so this process's peak RSS is the ingest's), then run
     the owners' recipe and the pandas rewrite (bench/baseline_helios.py) on the same
-    files, each in its own child with its own timing and peak RSS."""
+    files, each in its own child with its own timing and peak RSS.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw"
         script = (
@@ -180,7 +184,8 @@ def helios_full() -> dict[str, object]:
 def nvml_sampler_overhead() -> dict[str, object]:
     """CPU time of the NVML sampler per tick at 1 Hz on 8 GPUs, through the NVML
     stand-in (fake clock, so 600 ticks = 10 simulated minutes, 10 flushes included).
-    Goal: < 1 % of one core, i.e. < 10 ms of CPU per 1-second tick."""
+    Goal: < 1 % of one core, i.e. < 10 ms of CPU per 1-second tick.
+    """
     from gpu_trace.telemetry.fake_nvml import Clock, FakeNvml, eight_gpus
     from gpu_trace.telemetry.nvml import Sampler
 
@@ -251,13 +256,15 @@ def _replay(
 
 def replay_fifo_1m() -> dict[str, object]:
     """FIFO + consolidate, 1,000,000 PAI-like jobs on 6,500 GPUs in 8-GPU nodes
-    (target < 40 s)."""
+    (target < 40 s).
+    """
     return _replay(1_000_000, 6500, "fifo")
 
 
 def replay_fifo_1m_one_node() -> dict[str, object]:
     """The same 1,000,000 jobs on one node of 6,500 GPUs (the PAI simulator's shape;
-    target < 40 s)."""
+    target < 40 s).
+    """
     return _replay(1_000_000, 6500, "fifo", "6500x6500")
 
 
@@ -274,7 +281,8 @@ def replay_fifo_1m_multiresource() -> dict[str, object]:
 def replay_fgd_openb_10seeds() -> dict[str, object]:
     """The FGD figure's 130 % point on openb default: FGD, best-fit and random x 10
     seeds on the trace's 1,213 GPU nodes with CPU and memory (``gpu_node``, the paper's
-    node list; FGD alone: target < 60 s)."""
+    node list; FGD alone: target < 60 s).
+    """
     from gpu_trace.replay.fidelity import fgd_check
 
     out: dict[str, object] = {}
@@ -299,7 +307,8 @@ def replay_faults_energy() -> dict[str, object]:
     and with node failures (MTBF 5,000 h, MTTR 2 h, 30-min checkpoints, 120 s restore)
     + energy accounting, then + the power-off policy (idle 30 m, boot 5 m): the
     overhead of faults and energy must stay within 2x. ``REPLAY_FAULTS_JOBS`` sets the
-    scale (default 3,362,981, the Helios job count)."""
+    scale (default 3,362,981, the Helios job count).
+    """
     import dataclasses
 
     from gpu_trace.replay import ReplayConfig, replay
@@ -348,7 +357,8 @@ def replay_faults_energy() -> dict[str, object]:
 
 def _pai_20k() -> Any:
     """20,000 PAI-like jobs re-timed to 1,000 arrivals per minute (the published PAI
-    simulator setup: job i arrives at floor(i / 1000) minutes)."""
+    simulator setup: job i arrives at floor(i / 1000) minutes).
+    """
     import polars as pl
 
     from gpu_trace.replay.synthetic import pai_like_jobs
@@ -362,7 +372,8 @@ def _pai_20k() -> Any:
 
 def _warm_up(jobs: Any, shape: str) -> None:
     """Replay 200 jobs once, so the timed run does not include first-use module imports
-    (the tick baseline's timing has none either)."""
+    (the tick baseline's timing has none either).
+    """
     from gpu_trace.replay import ReplayConfig, replay
     from gpu_trace.replay.cluster import parse_spec
 
@@ -374,7 +385,8 @@ def _warm_up(jobs: Any, shape: str) -> None:
 
 def _replay_20k_shape(shape: str) -> dict[str, object]:
     """Strict ``fifo`` and ``fifo-skip`` (consolidate) on the 20,000 PAI jobs on one
-    cluster shape, after a warm-up; target < 1.2 s each."""
+    cluster shape, after a warm-up; target < 1.2 s each.
+    """
     from gpu_trace.replay import ReplayConfig, replay
     from gpu_trace.replay.cluster import parse_spec
 
@@ -414,7 +426,8 @@ def replay_fifo_20k_quarter_units() -> dict[str, object]:
 def replay_baseline_20k() -> dict[str, object]:
     """The PAI simulator's 1-s tick FIFO (our replica, non-blocking like the peer's
     ``alloc_job``) vs our ``fifo-skip`` on the same 20,000 jobs, one node of 6,500 GPUs,
-    1,000 arrivals per minute (the published setup). Target: ours >= 20x faster."""
+    1,000 arrivals per minute (the published setup). Target: ours >= 20x faster.
+    """
     import numpy as np
 
     from bench.baseline_replay import tick_fifo_jobs
@@ -471,7 +484,8 @@ def philly_full() -> dict[str, object]:
     that job log in another child, for the speed-up. Then ingest the job log (with
     the machine list) and the three util files separately here, timing each. ``ingest_peak_rss_mib`` is this process's own peak: the ingest only
     (the runner's peak RSS for the case is the largest of this process and its
-    children)."""
+    children).
+    """
     import resource
 
     jobs = 117_325
@@ -536,7 +550,8 @@ def live_emulated_200() -> dict[str, object]:
     then ``validate``: average-JCT error against the simulator and executor overhead
     (~7 min of wall time: the trace spans ~430,000 s).
     Durations are clipped to 0.5-20 s of wall time: a job shorter than a worker's
-    start-up (~0.1 s) cannot be timed faithfully by any process-based executor."""
+    start-up (~0.1 s) cannot be timed faithfully by any process-based executor.
+    """
     import tempfile
 
     import polars as pl
@@ -586,7 +601,8 @@ def live_cuda_8() -> dict[str, object]:
     ``live_emulated_200`` (start/exit latency of real processes under the same policy
     code) plus CUDA context creation; it says nothing about job speed on the GPU.
     On a machine without an NVIDIA GPU it records why it did not run instead of failing
-    ``make bench``."""
+    ``make bench``.
+    """
     import shutil
     import subprocess
     import tempfile
@@ -660,7 +676,8 @@ def pai2020_full() -> dict[str, object]:
     loader against the owners' pandas recipe (bench/baseline_pai2020.py, as written in
     analysis/utils.py) and a vectorized rewrite of it: the owners' recipe takes minutes
     per 100,000 jobs, too long to run at full scale here. ``PAI2020_JOBS`` and
-    ``PAI2020_SUBSET_JOBS`` change the two sizes."""
+    ``PAI2020_SUBSET_JOBS`` change the two sizes.
+    """
     import os
 
     from gpu_trace.synth.pai2020 import FULL_SCALE_JOBS
@@ -728,7 +745,8 @@ def machine_parallel_efficiency() -> float:
     """How much of 2.0 two CPU-bound processes get on this machine at this moment (one
     loop alone vs the same loop in two processes at once): the ceiling any 2-worker
     speed-up measured in the same run can reach. A VM whose vCPUs share host cores, or a
-    busy machine, gives well under 2.0."""
+    busy machine, gives well under 2.0.
+    """
 
     def spin(n: int) -> float:
         start = time.perf_counter()
@@ -744,7 +762,8 @@ def machine_parallel_efficiency() -> float:
 def replay_sweep_60() -> dict[str, object]:
     """A 60-run openb sweep (fifo/sjf/las x best-fit/fgd x 5 loads x 2 seeds, whole
     sample on 32x8): in process vs Ray with 2 local workers (target >= 1.7x), Ray's
-    start-up measured apart, and a 16-node estimate from the per-run times."""
+    start-up measured apart, and a 16-node estimate from the per-run times.
+    """
     from gpu_trace.replay import sweep as sw
     from gpu_trace.replay import sweep_grid as sg
 
@@ -807,7 +826,8 @@ def _store_bytes(store: Path) -> dict[str, bytes]:
 
 def kubernetes_synth_ingest() -> dict[str, object]:
     """Write ``KUBERNETES_PODS`` (default 200,000) synthetic pods as one kubectl List
-    plus their nodes, and ingest both (``gpu-trace ingest kubernetes``)."""
+    plus their nodes, and ingest both (``gpu-trace ingest kubernetes``).
+    """
     from gpu_trace.synth.kubernetes import write
 
     pods = int(os.environ.get("KUBERNETES_PODS", "200000"))
@@ -842,7 +862,8 @@ columns x 2,000 samples (8.3 h at 15 s; 1.02 M cells per metric file)."""
 
 def acme_ingest() -> dict[str, object]:
     """Synthetic AcmeTrace: 1 M jobs across trace_seren/kalos.csv, then the utilization
-    files of 64 nodes x 2,000 samples (GPU metrics: 512 columns), ingested separately."""
+    files of 64 nodes x 2,000 samples (GPU metrics: 512 columns), ingested separately.
+    """
     import numpy as np
 
     from gpu_trace.synth import acme
@@ -883,7 +904,8 @@ def acme_ingest() -> dict[str, object]:
 
 def slurm_1m() -> dict[str, object]:
     """Write 1,000,000 synthetic ``sacct -X -P`` rows (``gpu-trace synth slurm``) and ingest
-    them (jobs + per-host placements). Target: under 15 s and 2 GB."""
+    them (jobs + per-host placements). Target: under 15 s and 2 GB.
+    """
     jobs = 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw"

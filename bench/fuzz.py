@@ -97,7 +97,8 @@ def _synth(family: str, out: Path, seed: int) -> list[Path]:
         app, ["synth", family, "--jobs", jobs, "--seed", str(seed), "--out", str(out)]
     )
     if result.exit_code != 0:
-        raise RuntimeError(f"synth {family} failed: {result.output}")
+        msg = f"synth {family} failed: {result.output}"
+        raise RuntimeError(msg)
     return sorted(p for p in out.rglob("*") if p.is_file())
 
 
@@ -109,7 +110,8 @@ def _json_head(path: Path, records: int = 12) -> bytes:
 
 def _helios_zip(data: Path) -> bytes:
     """The Helios fixture clusters as the upstream ``data.zip`` (deflated members
-    ``data/<Cluster>/cluster_*.csv``), to fuzz the archive path too."""
+    ``data/<Cluster>/cluster_*.csv``), to fuzz the archive path too.
+    """
     import io
     import zipfile
 
@@ -124,7 +126,8 @@ def _helios_zip(data: Path) -> bytes:
 
 def seeds(work: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict[str, list[Seed]]:
     """Every kind's seed inputs: samples, fixtures and fresh synth outputs (synth only
-    for the families in ``kinds``)."""
+    for the families in ``kinds``).
+    """
     s: dict[str, list[Seed]] = {k: [] for k in KINDS}
     samples, fixtures = ROOT / "data/samples", ROOT / "tests/fixtures"
     _job_log_seeds(s, samples, fixtures)
@@ -174,7 +177,8 @@ def _job_log_seeds(s: dict[str, list[Seed]], samples: Path, fixtures: Path) -> N
 
 def _telemetry_seeds(s: dict[str, list[Seed]], tele: Path) -> None:
     """nvidia-smi, dcgmi, Prometheus exposition and ``query_range`` seeds (the latter
-    also as one pretty-printed document)."""
+    also as one pretty-printed document).
+    """
     for f in sorted(tele.glob("nvidia-smi-*")):
         s["nvidia-smi"].append(
             Seed("nvidia-smi", f.name, _head(f), origin=str(f.relative_to(ROOT)))
@@ -227,7 +231,8 @@ def _other_seeds(s: dict[str, list[Seed]], samples: Path, fixtures: Path) -> Non
 
 def _synth_seed(family: str, f: Path, rel: Path) -> Seed | None:
     """The seed made from one file ``gpu-trace synth family`` wrote (None: a file the
-    family's ingest is not given, e.g. PAI headers, which travel as companions)."""
+    family's ingest is not given, e.g. PAI headers, which travel as companions).
+    """
     if family == "pai2020":
         if f.suffix != ".csv":
             return None
@@ -253,7 +258,8 @@ def make_case(
     i: int, seed: int, pool: dict[str, list[Seed]], kinds: tuple[str, ...], *, clean: bool = False
 ) -> dict[str, Any]:
     """Case ``i``: kinds round-robin, seed file and mutations from its own RNG.
-    ``clean``: seed *i* unmutated (calibrates the counting rules: all must be ok)."""
+    ``clean``: seed *i* unmutated (calibrates the counting rules: all must be ok).
+    """
     rng = random.Random(f"{seed}:{i}")
     kind = kinds[i % len(kinds)]
     base = pool[kind][(i // len(kinds)) % len(pool[kind])] if clean else rng.choice(pool[kind])
@@ -296,7 +302,8 @@ def runner() -> Any:
     rebuilds it from the annotations on every invoke (~0.15 s, a third of a case).
     Returns (runner, app, command); invoke through :func:`_invoke`, which hands typer the
     built command for that one call only (patching it for good made every later
-    ``CliRunner().invoke(other_app)`` in the process run gpu-trace instead)."""
+    ``CliRunner().invoke(other_app)`` in the process run gpu-trace instead).
+    """
     global _RUNNER
     if _RUNNER is None:
         import typer.main
@@ -435,7 +442,8 @@ def _feed(
     workers: list[Worker], pending: Iterator[dict[str, Any]], exhausted: bool, recycle: int
 ) -> bool:
     """Give every idle worker the next case (a worker that ran ``recycle`` cases is
-    replaced first, to bound leaks); whether the cases are used up."""
+    replaced first, to bound leaks); whether the cases are used up.
+    """
     for k, w in enumerate(workers):
         if w.case is None and not exhausted:
             if w.done >= recycle:
@@ -453,7 +461,8 @@ def _collect(
     workers: list[Worker], ready: list[Any], now: float, timeout: float
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The results of the workers that answered; a worker that died or ran past
-    ``timeout`` is killed and replaced, its case reported as a traceback or a hang."""
+    ``timeout`` is killed and replaced, its case reported as a traceback or a hang.
+    """
     for k, w in enumerate(workers):
         if w.case is None:
             continue

@@ -81,7 +81,8 @@ BOM = b"\xef\xbb\xbf"
 
 def physical_lines(data: bytes) -> list[bytes]:
     r"""The file's lines without their ``\n`` (a leading UTF-8 byte-order mark is not
-    part of the first line: the loaders ignore it, as the formats' writers expect)."""
+    part of the first line: the loaders ignore it, as the formats' writers expect).
+    """
     data = data.removeprefix(BOM)
     if not data:
         return []
@@ -104,7 +105,8 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
     """The independent expectation for input file ``name`` of ingest ``kind``.
 
     Field vocabularies (which columns are kept) come from ``gpu_trace.loaders.telemetry_fields``,
-    the documented mapping tables, not from the parsers."""
+    the documented mapping tables, not from the parsers.
+    """
     if name.endswith(".zip"):
         # members' records are not counted here: only the store's own consistency
         return Expect((), "none", 0)
@@ -127,7 +129,8 @@ def expect(kind: str, name: str, data: bytes) -> Expect:
     rule = _TELEMETRY_AND_OTHERS.get(kind)
     if rule is not None:
         return rule(name, lines, data)
-    raise ValueError(f"no counting rule for {kind} {name}")
+    msg = f"no counting rule for {kind} {name}"
+    raise ValueError(msg)
 
 
 def _header_csv(kind: str, name: str, after_header: int) -> Expect:
@@ -161,7 +164,8 @@ def _philly_job_log(data: bytes) -> Expect:
 
 def _philly_util(name: str, lines: Sequence[bytes], after_header: int) -> Expect:
     """Philly util CSVs: a data line is one quarantined record, or one sample per value
-    that is not NA (the ``bound`` rule of the module docstring)."""
+    that is not NA (the ``bound`` rule of the module docstring).
+    """
     table = "gpu_samples" if "gpu" in name else "host_samples"
     lo = hi = 0
     for ln in lines[1:]:
@@ -180,7 +184,8 @@ def _prometheus(name: str, lines: Sequence[bytes], data: bytes) -> Expect:
 
 def _dcgmi(name: str, lines: Sequence[bytes], data: bytes) -> Expect:
     """The dcgmi dmon rule: ``cells`` over the data lines (not comments, not the
-    ``ID`` unit line), *k* = the header's field tags gpu-trace maps."""
+    ``ID`` unit line), *k* = the header's field tags gpu-trace maps.
+    """
     from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG
 
     tags = _text(lines[0]).lstrip("#").split()[1:] if lines else []
@@ -200,7 +205,8 @@ def _kubernetes(data: bytes, lines: Sequence[bytes]) -> Expect:
     record of another kind, a JSON-lines line that is not JSON) once, on ``placements``
     when the file holds a pod, else on the capacity ``machines`` line. Records: the
     ``items`` of a valid JSON document, else the non-blank lines of JSON lines; a
-    damaged document has no defined count (``none``)."""
+    damaged document has no defined count (``none``).
+    """
     try:
         doc = json.loads(data.removeprefix(BOM))
     except (ValueError, RecursionError):
@@ -231,7 +237,8 @@ def _kubernetes(data: bytes, lines: Sequence[bytes]) -> Expect:
 def _acme(name: str, lines: Sequence[bytes]) -> Expect:
     """AcmeTrace: a job trace is one record per line after the header; a utilization
     file's data line is one quarantined record or one record per non-empty cell (a
-    sample, an event, a "no error" XID cell or a quarantined cell)."""
+    sample, an event, a "no error" XID cell or a quarantined cell).
+    """
     after_header = max(len(lines) - 1, 0)
     if name.startswith("trace_"):
         return Expect(("jobs",), "exact", after_header)
@@ -248,7 +255,8 @@ def _slurm(lines: Sequence[bytes]) -> Expect:
     field holds a dot are steps (folded into ``placements``), the rest ``jobs`` records.
     The field is found by header name; fields after ``JobName`` (free text that may hold
     ``|``) are counted from the right; a ``--parsable`` header (ending in ``|``) means
-    one trailing ``|`` per line."""
+    one trailing ``|`` per line.
+    """
     if not lines:
         return Expect(("jobs",), "none", 0)
     header = _text(lines[0])
@@ -482,7 +490,8 @@ def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
 
 def _inconsistent(counts: StoreCounts) -> str | None:
     """The store's own bookkeeping, whatever the input: every ingest row has read =
-    written + quarantined, the quarantine holds what it says, every table what it says."""
+    written + quarantined, the quarantine holds what it says, every table what it says.
+    """
     by_table: dict[tuple[str, str], int] = {}
     for r in counts.ingests:
         key = (r["table"], r["dataset"])
@@ -526,7 +535,8 @@ def classify_exit(
     exit_code: int, exception: BaseException | None, stderr: str, tb: str = ""
 ) -> Outcome | None:
     """The verdict from the CLI result alone: a traceback or a rejection (None: the
-    command succeeded and the store must be reconciled)."""
+    command succeeded and the store must be reconciled).
+    """
     if exception is not None and not isinstance(exception, SystemExit):
         first = f"{type(exception).__name__}: {str(exception).splitlines()[0] if str(exception) else ''}"
         return Outcome("traceback", first[:300], tb)

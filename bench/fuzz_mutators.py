@@ -179,7 +179,8 @@ def delete_delimiter(data: bytes, rng: random.Random) -> bytes:
 
 def extreme_number(data: bytes, rng: random.Random) -> bytes:
     """Replace 1-3 numbers with extreme or non-numbers: int64 overflow, +-1e300,
-    NaN, inf, an impossible date, null spellings (``None``, ``N/A``, ``-``), hex."""
+    NaN, inf, an impossible date, null spellings (``None``, ``N/A``, ``-``), hex.
+    """
     spans = [m.span() for m in _NUMBER.finditer(data)]
     if not spans:
         return data
@@ -358,7 +359,8 @@ _RARE = {"empty_file", "header_only", "insert_huge_line"}
 
 def mutate(data: bytes, rng: random.Random) -> tuple[bytes, list[str]]:
     """Apply 1-3 mutators (the rare, destructive ones less often); returns the new bytes
-    and the names applied, in order."""
+    and the names applied, in order.
+    """
     names = [n for n in MUTATORS if n not in _RARE]
     applied: list[str] = []
     for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):

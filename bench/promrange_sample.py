@@ -32,7 +32,8 @@ PAGES = ("dcgm-exporter-metrics-t4.prom", "dcgm-exporter-a100-mig.prom")
 
 def exporter(page: bytes) -> http.server.ThreadingHTTPServer:
     """A loopback HTTP server that answers every GET with ``page`` (a stand-in
-    dcgm-exporter for Prometheus to scrape), serving from a daemon thread."""
+    dcgm-exporter for Prometheus to scrape), serving from a daemon thread.
+    """
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -52,7 +53,8 @@ def exporter(page: bytes) -> http.server.ThreadingHTTPServer:
 
 def main(seconds: float) -> None:
     """Scrape the two exporters for ``seconds`` with a real Prometheus, then pull the
-    window into the sample file (see the module docstring)."""
+    window into the sample file (see the module docstring).
+    """
     exporters = [exporter((TELEMETRY / p).read_bytes()) for p in PAGES]
     targets = ", ".join(f"'127.0.0.1:{e.server_address[1]}'" for e in exporters)
     config = (

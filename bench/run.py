@@ -24,7 +24,8 @@ OUT = Path("bench/out")
 
 def run_case(name: str) -> dict[str, object]:
     """Run one case in a child process; return wall seconds, the child's own peak RSS
-    (from ``wait4``, so earlier cases do not leak into it) and the case's report."""
+    (from ``wait4``, so earlier cases do not leak into it) and the case's report.
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "bench.cases", name], stdout=out, stderr=err)
@@ -34,7 +35,8 @@ def run_case(name: str) -> dict[str, object]:
         out.seek(0)
         err.seek(0)
         if proc.returncode != 0:
-            raise SystemExit(f"benchmark {name} failed:\n{err.read()}")
+            msg = f"benchmark {name} failed:\n{err.read()}"
+            raise SystemExit(msg)
         detail = json.loads(out.read().strip().splitlines()[-1])
     return {
         "case": name,
@@ -46,7 +48,8 @@ def run_case(name: str) -> dict[str, object]:
 
 def main(names: list[str]) -> None:
     """Run the named cases (all when none), write ``results.json`` and print the
-    Markdown table."""
+    Markdown table.
+    """
     OUT.mkdir(parents=True, exist_ok=True)
     selected = names or list(CASES)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

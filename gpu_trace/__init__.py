@@ -38,4 +38,5 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module("gpu_trace.api"), name)
     if name == "analyses":
         return importlib.import_module("gpu_trace.analyses")
-    raise AttributeError(f"module 'gpu_trace' has no attribute {name!r}")
+    msg = f"module 'gpu_trace' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -45,7 +45,8 @@ PathLike = str | os.PathLike[str]
 
 def is_store(path: Path) -> bool:
     """A folder some ingest has written: ``current`` link, a generation folder, or the
-    old layout (table folders directly inside)."""
+    old layout (table folders directly inside).
+    """
     if not path.is_dir():
         return False
     if (path / CURRENT).is_symlink() or is_generation(path):
@@ -55,7 +56,8 @@ def is_store(path: Path) -> bool:
 
 def open(path: PathLike, sources: Sequence[str] | None = None) -> Store:
     """Open the store at ``path`` (str or Path) as a read-only snapshot; ``sources``
-    restricts every table (and analysis) to those trace families."""
+    restricts every table (and analysis) to those trace families.
+    """
     return Store(path, sources)
 
 
@@ -65,7 +67,8 @@ class Store:
     def __init__(self, path: PathLike, sources: Sequence[str] | None = None) -> None:
         self.path = Path(path).expanduser()
         if not is_store(self.path):
-            raise GpuTraceError(f"no store at {self.path} (run gpu-trace ingest first)")
+            msg = f"no store at {self.path} (run gpu-trace ingest first)"
+            raise GpuTraceError(msg)
         if not is_generation(self.path):
             ensure_layout(self.path)  # repairs what a killed writer left; reads otherwise
         self.root = snapshot_root(self.path)
@@ -86,9 +89,11 @@ class Store:
 
     def table(self, name: str) -> pl.LazyFrame:
         """A lazy scan of one canonical table (empty, with the canonical schema, when the
-        store holds nothing for it)."""
+        store holds nothing for it).
+        """
         if name not in TABLES:
-            raise GpuTraceError(f"unknown table {name!r}; choose one of {', '.join(TABLES)}")
+            msg = f"unknown table {name!r}; choose one of {', '.join(TABLES)}"
+            raise GpuTraceError(msg)
         return scan(self.root, name, self.sources)
 
     @property
@@ -129,7 +134,8 @@ class Store:
     def sql(self, sql: str) -> pl.DataFrame:
         """Run read-only SQL over this snapshot's views; the last statement's result.
         Raises :class:`gpu_trace.errors.QueryError` for bad or refused SQL. ``sources``
-        given to :func:`open` does not filter SQL (add a ``WHERE source = ...``)."""
+        given to :func:`open` does not filter SQL (add a ``WHERE source = ...``).
+        """
         check_read_only(sql)
         con = connect_read_only(self.root)
         try:

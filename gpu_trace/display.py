@@ -38,7 +38,8 @@ def _tokens(name: str) -> list[str]:
 
 def unit_of(name: str) -> str | None:
     """``"s"`` for seconds, ``"bytes"`` / ``"mib"`` for sizes, ``"fraction"`` for 0-1
-    shares, rates and ratios, else None."""
+    shares, rates and ratios, else None.
+    """
     tokens = _tokens(name)
     if "s" in tokens:
         return "s"
@@ -63,7 +64,8 @@ def _group(digits: pl.Expr) -> pl.Expr:
 
 def fixed(expr: pl.Expr, decimals: int, group: bool = True) -> pl.Expr:
     """A float/int expression as fixed-decimal text: never scientific notation, digit
-    groups from five integer digits, ``inf`` / ``nan`` spelled out, null kept null."""
+    groups from five integer digits, ``inf`` / ``nan`` spelled out, null kept null.
+    """
     x = expr.cast(pl.Float64)
     scale = 10**decimals
     scaled = (x.abs() * scale).round(0)
@@ -169,7 +171,8 @@ def percent(expr: pl.Expr) -> pl.Expr:
 
 def readable(frame: pl.DataFrame) -> pl.DataFrame:
     """Every numeric column as display text (see the module docstring); other columns
-    unchanged. Booleans stay booleans."""
+    unchanged. Booleans stay booleans.
+    """
     exprs: list[pl.Expr] = []
     for name, dtype in frame.schema.items():
         if not dtype.is_numeric():
@@ -195,7 +198,8 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
 
 def transposed(frame: pl.DataFrame) -> pl.DataFrame:
     """A one-row frame as ``metric | value`` rows (values already display text, nested
-    columns already flattened by the caller)."""
+    columns already flattened by the caller).
+    """
     text = frame.with_columns(pl.all().cast(pl.String))
     return pl.DataFrame(
         {"metric": text.columns, "value": [text[c][0] for c in text.columns]},

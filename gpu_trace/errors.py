@@ -17,7 +17,8 @@ a rejected line (``textfile.RAW_LIMIT``), cut the same way."""
 
 def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, with an ellipsis and the original length, so
-    a 10 MB line in a bad file cannot flood the terminal or the quarantine table."""
+    a 10 MB line in a bad file cannot flood the terminal or the quarantine table.
+    """
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text)} characters]"
@@ -45,7 +46,8 @@ class InputError(GpuTraceError):
 class InputWarning(UserWarning):
     """Input that loads, but with a choice the user should know about (for example
     relative times because the format prints none and none were given). The CLI shows
-    it as one ``warning:`` line on stderr; the choice is also recorded in the store."""
+    it as one ``warning:`` line on stderr; the choice is also recorded in the store.
+    """
 
 
 class SchemaMismatch(GpuTraceError):
@@ -66,4 +68,5 @@ class DatasetError(GpuTraceError):
 
 class UsageError(GpuTraceError):
     """A bad name or value on the command line or in a config (an unknown policy, a
-    ``--by`` key, ``--load 0``): the CLI exits 2, as for click's own usage errors."""
+    ``--by`` key, ``--load 0``): the CLI exits 2, as for click's own usage errors.
+    """

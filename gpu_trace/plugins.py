@@ -83,7 +83,8 @@ def option(
     joined with commas before ``parse`` sees them, so ``--x a --x b`` means ``--x a,b``
     (the house convention for every list option). A ``parse`` option's default may be
     given as text, as a user would type it (``"1s"``): it is parsed here, once, and the
-    help shows the text."""
+    help shows the text.
+    """
     typed = None
     if parse is not None and isinstance(default, str):
         typed, default = default, parse(default)
@@ -124,7 +125,8 @@ class OptionSpec:
     @property
     def default_text(self) -> str | None:
         """The default as one would type it (as declared, else a comma list for a tuple
-        or list), for help and docs of options read as text; None when there is none."""
+        or list), for help and docs of options read as text; None when there is none.
+        """
         if self.typed is not None:
             return self.typed
         if self.default is None:
@@ -225,7 +227,8 @@ class AnalysisPlugin:
 @dataclass(frozen=True)
 class PolicyPlugin:
     """A replay policy: ``kind`` (scheduler, placement or admission), the name used by
-    ``--policy`` / ``--placement``, and the class (with a ``Config`` options dataclass)."""
+    ``--policy`` / ``--placement``, and the class (with a ``Config`` options dataclass).
+    """
 
     kind: PolicyKind
     name: str
@@ -266,7 +269,8 @@ def _builtin(group: Group) -> list[Any]:
 def _third_party(group: Group) -> list[Any]:
     """Installed plugins. One that does not load, or is not a declaration, is left out
     with one ``warning:`` line on stderr: a broken add-on must not take the built-in
-    commands down with it, and must not vanish silently either."""
+    commands down with it, and must not vanish silently either.
+    """
     found: list[Any] = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUPS[group]), key=lambda e: e.name):
         try:
@@ -298,15 +302,18 @@ def builtins(group: Group) -> tuple[Any, ...]:
 @cache
 def discover(group: Group) -> tuple[Any, ...]:
     """Every declared plugin of ``group``: the built-ins (module order), then the installed
-    entry points (name order). Cached: entry points are read once per process."""
+    entry points (name order). Cached: entry points are read once per process.
+    """
     out: list[Any] = []
     seen: set[tuple[str, str]] = set()
     for plugin in _builtin(group):  # ours: a wrong or doubled declaration is a bug
         if not isinstance(plugin, _KIND[group]):
-            raise PluginError(f"{plugin!r} is not a {_KIND[group].__name__} declaration")
+            msg = f"{plugin!r} is not a {_KIND[group].__name__} declaration"
+            raise PluginError(msg)
         key = (getattr(plugin, "kind", group), plugin.name)
         if key in seen:
-            raise PluginError(f"two {group} plugins are named {plugin.name!r}")
+            msg = f"two {group} plugins are named {plugin.name!r}"
+            raise PluginError(msg)
         seen.add(key)
         out.append(plugin)
     for plugin in _third_party(group):  # an installed one never replaces a name in use
@@ -339,7 +346,8 @@ def policies(kind: PolicyKind) -> tuple[PolicyPlugin, ...]:
 def lookup(what: str, name: str, known: Mapping[str, Any]) -> Any:
     """The one place a plugin name is resolved (loaders, analyses, policies), so an
     unknown name always fails the same way: :func:`gpu_trace.values.unknown`, a usage
-    error (exit 2) with "did you mean"."""
+    error (exit 2) with "did you mean".
+    """
     try:
         return known[name]
     except KeyError:

@@ -32,7 +32,8 @@ Update = Callable[[int, int | None, str], None]
 
 def quiet() -> bool:
     """Whether ``$GPU_TRACE_QUIET`` asks for silence (the environment, so the
-    processes a command starts are quiet too)."""
+    processes a command starts are quiet too).
+    """
     return os.environ.get(QUIET_ENV, "").strip() not in ("", "0")
 
 
@@ -50,7 +51,8 @@ def task(
     description: str, total: int | None = None, console: Console | None = None
 ) -> Iterator[Update]:
     """A progress bar for the ``with`` block, erased when it ends; yields its updater
-    (a no-op when progress is not shown)."""
+    (a no-op when progress is not shown).
+    """
     console = console or Console(stderr=True)
     if not shown(console):
         yield _noop

@@ -31,7 +31,8 @@ def suggestion(name: str, known: Iterable[str]) -> str | None:
 
 def unknown(what: str, name: str, known: Iterable[str]) -> UsageError:
     """``unknown policy 'sfj'; did you mean 'sjf'?`` (or the list of known names when
-    nothing is close), as the error to raise."""
+    nothing is close), as the error to raise.
+    """
     names = list(known)
     near = suggestion(name, names)
     if near is not None:
@@ -54,7 +55,8 @@ def choose(what: str, name: str, known: Iterable[str]) -> str:
 
 def parse_bool(text: str | bool, what: str) -> bool:
     """``true/false``, ``yes/no``, ``1/0`` (any case); anything else is refused rather
-    than read as false (``blocking=maybe`` must not silently mean ``blocking=false``)."""
+    than read as false (``blocking=maybe`` must not silently mean ``blocking=false``).
+    """
     if isinstance(text, bool):
         return text
     value = text.strip().lower()
@@ -62,21 +64,25 @@ def parse_bool(text: str | bool, what: str) -> bool:
         return True
     if value in FALSE:
         return False
-    raise UsageError(f"{what}={text!r} is not a boolean: use true/false, yes/no or 1/0")
+    msg = f"{what}={text!r} is not a boolean: use true/false, yes/no or 1/0"
+    raise UsageError(msg)
 
 
 def parse_duration(text: str, what: str) -> float:
     """Seconds from ``500ms``, ``90s``, ``15m``, ``2h``, ``1d`` or a bare number of
-    seconds (``120``, ``0.5``): the one duration syntax of every option."""
+    seconds (``120``, ``0.5``): the one duration syntax of every option.
+    """
     m = _DURATION.match(text)
     if not m:
-        raise UsageError(f"{what} {text!r} is not a duration like 90s, 15m, 2h, 1d or 120")
+        msg = f"{what} {text!r} is not a duration like 90s, 15m, 2h, 1d or 120"
+        raise UsageError(msg)
     return float(m["v"]) * _DURATION_UNITS[m["u"]]
 
 
 def split_list(values: str | Iterable[str] | None) -> list[str]:
     """Names given as ``a,b`` and/or by repeating the flag (``-s a -s b``), in order,
-    blanks dropped: every list option accepts both spellings."""
+    blanks dropped: every list option accepts both spellings.
+    """
     if values is None:
         return []
     items = [values] if isinstance(values, str) else list(values)
@@ -92,13 +98,18 @@ def check_number(
     le: float | None = None,
 ) -> float:
     """``value`` if it is finite and within the bounds, else a :class:`UsageError`
-    (NaN compares false to everything, so ``--load nan`` would otherwise pass a range)."""
+    (NaN compares false to everything, so ``--load nan`` would otherwise pass a range).
+    """
     if not math.isfinite(value):
-        raise UsageError(f"{what} must be a finite number, got {value}")
+        msg = f"{what} must be a finite number, got {value}"
+        raise UsageError(msg)
     if gt is not None and not value > gt:
-        raise UsageError(f"{what} must be > {gt:g}, got {value:g}")
+        msg = f"{what} must be > {gt:g}, got {value:g}"
+        raise UsageError(msg)
     if ge is not None and not value >= ge:
-        raise UsageError(f"{what} must be >= {ge:g}, got {value:g}")
+        msg = f"{what} must be >= {ge:g}, got {value:g}"
+        raise UsageError(msg)
     if le is not None and not value <= le:
-        raise UsageError(f"{what} must be <= {le:g}, got {value:g}")
+        msg = f"{what} must be <= {le:g}, got {value:g}"
+        raise UsageError(msg)
     return value

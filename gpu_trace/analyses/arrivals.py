@@ -4,7 +4,8 @@ in each trace's own time zone (PAI's hidden-epoch times are right in Asia/Shangh
 Relative-time traces (openb, imported simulator traces: no zone, 1970-01-01 = trace
 start) have no clock or calendar: their ``hour`` is hours since trace start mod 24 and
 their ``weekday`` days since trace start mod 7 + 1 (1 = the first day), and every output
-row says which in its ``clock`` column, so they are never read as local time."""
+row says which in its ``clock`` column, so they are never read as local time.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def clock(tz_map: dict[str, str | None]) -> pl.Expr:
 
 def weekday_of(date: pl.Expr, tz_map: dict[str, str | None]) -> pl.Expr:
     """Local weekday (1 = Monday) of a date; for relative sources, days since trace
-    start mod 7 + 1 (1970-01-01 is the start, not a Thursday)."""
+    start mod 7 + 1 (1970-01-01 is the start, not a Thursday).
+    """
     rel = pl.col("source").is_in(relative_sources(tz_map))
     since = (date.cast(pl.Int64) % 7 + 1).cast(pl.Int8)
     return pl.when(rel).then(since).otherwise(date.dt.weekday().cast(pl.Int8))
@@ -63,7 +65,8 @@ def arrivals(
 ) -> pl.LazyFrame:
     """Mean submissions per (local weekday, hour): counts divided by the number of such
     weekdays in each group's span (days without submissions included), plus the share
-    of all the group's submissions."""
+    of all the group's submissions.
+    """
     lf = jobs.filter(pl.col("submit_time").is_not_null()).with_columns(local_submit(tz_map))
     lf = lf.with_columns(
         pl.col("local_submit").dt.hour().alias("hour"),
@@ -98,7 +101,8 @@ def hourly_profile(
     jobs: pl.LazyFrame, tz_map: dict[str, str | None], base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
     """Submissions per local hour of day (all days pooled) and their share; ``clock``
-    says whether ``hour`` is local or hours since trace start (relative-time traces)."""
+    says whether ``hour`` is local or hours since trace start (relative-time traces).
+    """
     lf = jobs.filter(pl.col("submit_time").is_not_null()).with_columns(
         local_submit(tz_map).dt.hour().alias("hour"), clock(tz_map)
     )

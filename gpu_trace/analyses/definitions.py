@@ -34,7 +34,8 @@ def exact_sum(expr: pl.Expr, scale: float = 1e6) -> pl.Expr:
     A plain float sum adds partial sums in an order that depends on threads and chunk
     boundaries, so the last digit moved from run to run (``failures --by cause``,
     ``fragmentation``). At the default scale that is a micro-unit (a micro-GPU-second),
-    far below anything the traces record; the integers hold totals up to ~9.2e12."""
+    far below anything the traces record; the integers hold totals up to ~9.2e12.
+    """
     return (expr * scale).round().cast(pl.Int64).sum() / scale
 
 
@@ -99,6 +100,7 @@ def freq_to_polars(freq: str) -> tuple[str, int]:
     num = "".join(ch for ch in text if ch.isdigit()) or "1"
     unit = text[len(num) :] if text.startswith(num) else text
     if unit not in units or int(num) <= 0:
-        raise ValueError(f"frequency {freq!r}: use e.g. 30s, 1min, 10min, 1h, 1d")
+        msg = f"frequency {freq!r}: use e.g. 30s, 1min, 10min, 1h, 1d"
+        raise ValueError(msg)
     pl_unit, seconds = units[unit]
     return f"{int(num)}{pl_unit}", int(num) * seconds

@@ -125,7 +125,8 @@ def telemetry_windows(
     con: duckdb.DuckDBPyConnection, max_gap_s: float | None = None
 ) -> pl.DataFrame:
     """One row per (placement, GPU held): held, covered and gap seconds and the energy
-    integrated from ``power_w`` over the covered part."""
+    integrated from ``power_w`` over the covered part.
+    """
     frame = _frame(con, WINDOWS_SQL, max_gap_s)
     return frame.with_columns(
         (pl.col("held_s") - pl.col("covered_s")).clip(lower_bound=0).alias("gap_s")
@@ -174,7 +175,8 @@ def per_job_energy(
     is covered by power readings, else from the model at the job's measured mean
     utilization (``model_util``) or at busy power (``model_alloc``); plus the modelled
     host baseline share. Jobs in ``placements`` but not ``jobs`` (a ``--jobs`` file) count
-    with their held GPU-seconds."""
+    with their held GPU-seconds.
+    """
     win = telemetry_windows(con, max_gap_s)
     tele = win.group_by("source", "job_id").agg(
         pl.col("cluster").first().alias("_cluster"),
@@ -249,9 +251,11 @@ def per_job_energy(
 
 def energy_by(job_energy: pl.DataFrame, by: str) -> pl.DataFrame:
     """Sum per-job energy over ``user`` or ``vc`` (per source and cluster), with how
-    many jobs used each basis."""
+    many jobs used each basis.
+    """
     if by not in ("user", "vc"):
-        raise ValueError("by must be job, user, vc or gpu")
+        msg = "by must be job, user, vc or gpu"
+        raise ValueError(msg)
     keys = ["source", "cluster", by]
     basis = pl.col("basis")
     return (
@@ -292,7 +296,8 @@ class EnergyBy(StrEnum):
 class EnergyOptions:
     """`gpu-trace analyze energy` options. ``max_gap`` is kept as typed and checked when
     the command runs, so a bad value reads ``error: --max-gap ...`` like every run-time
-    check of this command."""
+    check of this command.
+    """
 
     by: EnergyBy = option(
         EnergyBy.job, "job, user, vc, or gpu (each sampled device, no jobs needed)."

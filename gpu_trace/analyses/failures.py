@@ -1,6 +1,7 @@
 """Failures: final-status mix of jobs and of GPU time, GPU time lost to failed and
 cancelled jobs by size / user / VC / cause (status, device events, retried attempts),
-attempts (retries), time to failure, and MTBF per node-hour and GPU-hour."""
+attempts (retries), time to failure, and MTBF per node-hour and GPU-hour.
+"""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ def status_mix(
 ) -> pl.LazyFrame:
     """Per group (and ``by``: size bucket, user or vc) and final-status class: jobs,
     GPU hours, and their shares within the group; ``lost_gpu_hours`` sums the failed and
-    cancelled classes."""
+    cancelled classes.
+    """
     if by not in BY_CHOICES:
-        raise ValueError(f"by must be one of {BY_CHOICES}")
+        msg = f"by must be one of {BY_CHOICES}"
+        raise ValueError(msg)
     if by == "size":  # the issue's name for the size-bucket breakdown
         by = "gpus"
     lf = jobs.with_columns(status_class(), gpu_time_s())
@@ -64,7 +67,8 @@ def lost_gpu_time(
     jobs: pl.LazyFrame, by: str = "gpus", base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
     """GPU hours spent by jobs that ended failed or cancelled, per ``by`` group, with their
-    share of all GPU hours of the group."""
+    share of all GPU hours of the group.
+    """
     mix = status_mix(jobs, by=by, base=base)
     keys = [c for c in mix.collect_schema().names() if c in (*base, "size_bucket", "user", "vc")]
     return (
@@ -149,7 +153,8 @@ def _fault_events(events: pl.LazyFrame) -> pl.LazyFrame:
 
 def _event_causes(placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     """(source, job_id) -> the most specific device fault seen on a machine (and GPU, when
-    both sides name one) the job held, while it held it."""
+    both sides name one) the job held, while it held it.
+    """
     held = placements.filter(
         pl.col("start_time").is_not_null() & pl.col("end_time").is_not_null()
     ).select("source", "job_id", "machine_id", "start_time", "end_time", "gpu_indices")
@@ -186,7 +191,8 @@ def _event_causes(placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFram
 def job_causes(jobs: pl.LazyFrame, placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     """Each failed or cancelled job with its cause and lost GPU-seconds (all its GPU time),
     plus each other job with retried attempts (cause ``retry``, lost = the GPU time of
-    every attempt but the last, from ``placements``)."""
+    every attempt but the last, from ``placements``).
+    """
     ended = jobs.with_columns(status_class(), gpu_time_s()).join(
         _event_causes(placements, events), on=["source", "job_id"], how="left"
     )
@@ -243,7 +249,8 @@ def by_cause(
     base: Sequence[str] = ("source", "cluster"),
 ) -> pl.LazyFrame:
     """Per group and cause: jobs, lost GPU hours and their share of the group's lost and
-    of its total GPU hours."""
+    of its total GPU hours.
+    """
     keys = list(base)
     total = (
         jobs.with_columns(gpu_time_s())

@@ -17,7 +17,8 @@ from gpu_trace.store.scan import scan
 @dataclass
 class Inputs:
     """Lazy scans of every table an analysis may need, optionally restricted to some
-    sources. Nothing is read until an analysis collects."""
+    sources. Nothing is read until an analysis collects.
+    """
 
     jobs: pl.LazyFrame
     placements: pl.LazyFrame

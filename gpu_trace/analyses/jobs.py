@@ -1,6 +1,7 @@
 """Job durations and sizes: duration CDFs (GPU vs CPU jobs, by size bucket, by GPU
 type) evaluated at powers of two as Helios and Acme do, percentiles, and the job-share vs
-GPU-time-share curve by job size."""
+GPU-time-share curve by job size.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 def with_job_class(jobs: pl.LazyFrame) -> pl.LazyFrame:
     """``jobs`` with ``job_class`` (gpu / cpu) and ``size_bucket``, the keys durations
-    are split by."""
+    are split by.
+    """
     return jobs.with_columns(
         pl.when(GPU_JOB.fill_null(False))
         .then(pl.lit("gpu"))
@@ -42,7 +44,8 @@ def duration_cdf(
     """``P(column <= x)`` at each edge x, per group: columns ``*by, x_s, jobs, cdf``.
 
     Jobs with a null ``column`` are left out (their count is the group's ``jobs`` minus
-    the CDF's denominator, reported as ``n``)."""
+    the CDF's denominator, reported as ``n``).
+    """
     base = with_job_class(jobs).filter(pl.col(column).is_not_null())
     edge_series = pl.Series("x_s", list(edges), dtype=pl.Float64)
     # index of the first edge >= value: the job counts for that edge and every later one
@@ -86,7 +89,8 @@ def duration_quantiles(
 
 def size_shares(jobs: pl.LazyFrame, by: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
     """Per size bucket: share of GPU jobs and share of GPU time, plus the cumulative
-    shares in bucket order (Helios Fig. 6)."""
+    shares in bucket order (Helios Fig. 6).
+    """
     base = with_job_class(jobs).filter(GPU_JOB.fill_null(False)).with_columns(gpu_time_s())
     per = (
         base.group_by([*by, "size_bucket"])

@@ -144,7 +144,8 @@ def occupancy(
     type installed (largest inventory of the cluster).
     """
     if by not in OCCUPANCY_BY:
-        raise ValueError(f"by must be one of {OCCUPANCY_BY}")
+        msg = f"by must be one of {OCCUPANCY_BY}"
+        raise ValueError(msg)
     keys = ["source", "cluster", *([by] if by != "cluster" else [])]
     alloc = allocation(jobs, freq=freq, by=keys)
     if by == "gpu_type":
@@ -198,7 +199,8 @@ def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
 
 def local_time(tz_by_source: dict[str, str | None]) -> pl.Expr:
     """The ``time`` column in each source's own time zone, as a naive local datetime
-    (UTC where the source has relative times or no zone)."""
+    (UTC where the source has relative times or no zone).
+    """
     expr: pl.Expr = pl.col("time").dt.replace_time_zone(None)
     for source, tz in tz_by_source.items():
         if tz:
@@ -210,7 +212,8 @@ def local_time(tz_by_source: dict[str, str | None]) -> pl.Expr:
 def profiles(series: pl.LazyFrame, tz_by_source: dict[str, str | None]) -> pl.LazyFrame:
     """Diurnal x weekday profile of a series: mean ``allocation_pct`` by source, cluster,
     local day of week (1 = Monday) and local hour of day; for relative-time sources
-    (``clock`` = since trace start) days and hours since trace start instead."""
+    (``clock`` = since trace start) days and hours since trace start instead.
+    """
     return (
         series.with_columns(local_time(tz_by_source))
         .with_columns(

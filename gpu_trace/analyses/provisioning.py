@@ -2,7 +2,8 @@
 instances (``tasks``) against the lifetime-mean usage summed over the same instances
 (``usage``, scope ``instance``, stat ``mean``), and the share of tasks that ask for more
 than they use (over-provisioned) or less (under-provisioned). The trace owners report
-84.46 % / 98.02 % / 95.88 % of tasks over-provisioned for CPU / GPU / memory."""
+84.46 % / 98.02 % / 95.88 % of tasks over-provisioned for CPU / GPU / memory.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ RESOURCES = {
 
 def requested_vs_used(tasks: pl.LazyFrame, usage: pl.LazyFrame) -> pl.LazyFrame:
     """One row per task with usage: ``<res>_requested`` and ``<res>_used`` for cpu
-    (vCPUs), gpu (GPUs) and mem (bytes)."""
+    (vCPUs), gpu (GPUs) and mem (bytes).
+    """
     keys = ["source", "cluster", "job_id", "task"]
     used = (
         usage.filter((pl.col("scope") == "instance") & (pl.col("stat") == "mean"))
@@ -59,7 +61,8 @@ def requested_vs_used(tasks: pl.LazyFrame, usage: pl.LazyFrame) -> pl.LazyFrame:
 
 def over_provisioning(rv: pl.LazyFrame) -> pl.LazyFrame:
     """Per source and cluster and resource: tasks compared, share requesting more than
-    they use, share requesting less."""
+    they use, share requesting less.
+    """
     parts = []
     for res in RESOURCES:
         r, u = pl.col(f"{res}_requested"), pl.col(f"{res}_used")

@@ -1,6 +1,7 @@
 """Queueing delay: by requested GPUs, VC, GPU type and hour of submission; queueing as a
 share of completion time; and Philly's per-attempt requeue gaps (every wait before an
-attempt counts, as in the Philly paper's Fig. 3)."""
+attempt counts, as in the Philly paper's Fig. 3).
+"""
 
 from __future__ import annotations
 
@@ -40,9 +41,11 @@ def queue_by(
     gpu_only: bool = True,
 ) -> pl.LazyFrame:
     """Queueing-delay statistics per group. ``by``: ``gpus`` (size bucket), ``vc``,
-    ``gpu_type`` or ``hour`` (local hour of submission, in each source's time zone)."""
+    ``gpu_type`` or ``hour`` (local hour of submission, in each source's time zone).
+    """
     if by not in BY_CHOICES:
-        raise ValueError(f"by must be one of {BY_CHOICES}")
+        msg = f"by must be one of {BY_CHOICES}"
+        raise ValueError(msg)
     lf = jobs.filter(pl.col("queue_s").is_not_null())
     if gpu_only:
         lf = lf.filter(GPU_JOB.fill_null(False))
@@ -62,7 +65,8 @@ def queue_by(
 
 def queue_share(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
     """Queueing as a share of completion time, ``queue_s / (queue_s + run_s)``, split at
-    the group's median run time into short and long jobs (PAI Fig. 4b)."""
+    the group's median run time into short and long jobs (PAI Fig. 4b).
+    """
     lf = jobs.filter(
         GPU_JOB.fill_null(False) & pl.col("queue_s").is_not_null() & pl.col("run_s").is_not_null()
     ).with_columns(
@@ -85,7 +89,8 @@ def queue_share(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster"))
 def requeue_gaps(jobs: pl.LazyFrame, placements: pl.LazyFrame) -> pl.LazyFrame:
     """One row per wait before an attempt: the initial wait (submit -> first start) and
     every requeue gap (end of attempt k -> start of attempt k+1). Columns: ``source,
-    cluster, vc, job_id, attempt, kind, wait_s``."""
+    cluster, vc, job_id, attempt, kind, wait_s``.
+    """
     attempts = (
         placements.group_by("source", "cluster", "job_id", "attempt")
         .agg(pl.col("start_time").min(), pl.col("end_time").max())

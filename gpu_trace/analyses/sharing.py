@@ -69,7 +69,8 @@ def share_histogram(
 
 def constraints(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
     """GPU jobs by allowed GPU type: a constraint ``A|B`` counts once for A and once for
-    B; ``constrained_share`` is the share of GPU jobs carrying any constraint."""
+    B; ``constrained_share`` is the share of GPU jobs carrying any constraint.
+    """
     gpu_jobs = jobs.filter(pl.col("gpus") > 0)
     totals = gpu_jobs.group_by(list(base)).agg(
         pl.len().alias("gpu_jobs"), pl.col("gpu_type").is_not_null().sum().alias("constrained")
@@ -93,7 +94,8 @@ def constraints(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster"))
 
 def task_classes(jobs: pl.LazyFrame) -> pl.LazyFrame:
     """The workload's GPU request classes with their popularity: per (GPUs per task,
-    per-GPU share, allowed types), the share of GPU jobs."""
+    per-GPU share, allowed types), the share of GPU jobs.
+    """
     lf = jobs.filter(pl.col("gpus") > 0).with_columns(
         pl.col("gpus").ceil().cast(pl.Int32).alias("task_gpus"),
         pl.when(pl.col("gpus") < 1).then(pl.col("gpus")).otherwise(1.0).alias("per_gpu"),
@@ -207,7 +209,8 @@ def fragmentation_per_source(
     """:func:`fragmentation_by_type` for each source with GPU machines, on its own
     inventory (``inventory``, else its largest) and its own jobs' request mix, with
     ``source`` and ``inventory`` columns: one source's machines are never scored with
-    another source's tasks."""
+    another source's tasks.
+    """
     gpu_machines = machines.filter(pl.col("gpus") > 0)
     if inventory is not None:
         gpu_machines = gpu_machines.filter(pl.col("dataset") == inventory)
@@ -310,7 +313,8 @@ def _fragmentation(inputs: Any, options: FragmentationOptions) -> pl.DataFrame:
     table = fragmentation_per_source(inputs.jobs, inputs.machines, options.inventory)
     if table.height == 0:
         what = f"inventory {options.inventory!r}" if options.inventory else "machine inventory"
-        raise GpuTraceError(f"no {what} with GPUs in the store")
+        msg = f"no {what} with GPUs in the store"
+        raise GpuTraceError(msg)
     return table
 
 

@@ -28,7 +28,8 @@ def _rate(mask: pl.Expr, among: pl.Expr) -> pl.Expr:
 def summary(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
     """The summary table; ``*_rate*`` are fractions 0-1 over jobs with a final status
     (Helios convention), ``*_gpu_job_share`` / ``*_gpu_hours_share`` fractions of all
-    GPU jobs / GPU time with ``unfinished`` (running, pending, unknown) as a class."""
+    GPU jobs / GPU time with ``unfinished`` (running, pending, unknown) as a class.
+    """
     gpu = GPU_JOB.fill_null(False)
     cpu = ~gpu
     final = pl.col("status_class") != "unfinished"

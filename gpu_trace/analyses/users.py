@@ -1,5 +1,6 @@
 """Users: how concentrated GPU time and queueing are (Lorenz curve, top-k shares, Gini),
-and each user's GPU-job completion rate (Helios Figs. 8-9)."""
+and each user's GPU-job completion rate (Helios Figs. 8-9).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ TOP_FRACTIONS = (0.01, 0.05, 0.1, 0.2)
 
 def per_user(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
     """One row per user: jobs, GPU jobs, GPU hours, GPU-job queue hours, completion rate
-    of finished GPU jobs."""
+    of finished GPU jobs.
+    """
     gpu = GPU_JOB.fill_null(False)
     sc = pl.col("status_class")
     finished_gpu = gpu & (sc != "unfinished")
@@ -44,7 +46,8 @@ def lorenz(
     users: pl.LazyFrame, value: str = "gpu_hours", base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
     """Users sorted by descending ``value``: cumulative share of users vs cumulative share
-    of ``value`` (every user counts, including those with zero)."""
+    of ``value`` (every user counts, including those with zero).
+    """
     keys = list(base)
     return (
         users.sort([*keys, value], descending=[False] * len(keys) + [True])
@@ -62,7 +65,8 @@ def concentration(
     users: pl.LazyFrame, value: str = "gpu_hours", base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
     """Per group: number of users, share of ``value`` held by the top 1/5/10/20 % of
-    users (rounded up to whole users), and the Gini coefficient."""
+    users (rounded up to whole users), and the Gini coefficient.
+    """
     keys = list(base)
     ranked = users.sort([*keys, value], descending=[False] * len(keys) + [True]).with_columns(
         pl.int_range(1, pl.len() + 1).over(keys).alias("rank"), pl.len().over(keys).alias("n")

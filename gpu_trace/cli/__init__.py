@@ -35,7 +35,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDT
 
 def _help_width() -> int:
     """The terminal's width (``$COLUMNS``, else the tty; 120 when piped) clamped to
-    :data:`HELP_WIDTH`; ``$TERMINAL_WIDTH`` (typer's own setting) wins when set."""
+    :data:`HELP_WIDTH`; ``$TERMINAL_WIDTH`` (typer's own setting) wins when set.
+    """
     if os.environ.get("TERMINAL_WIDTH", "").isdigit():
         return int(os.environ["TERMINAL_WIDTH"])
     columns = shutil.get_terminal_size(fallback=(HELP_WIDTH[1], 24)).columns
@@ -91,7 +92,8 @@ def _root(
     Global options go before the command: gpu-trace -q ingest openb DIR.
     """
     if quiet and verbose:
-        raise fail("give --quiet or --verbose, not both", 2)
+        msg = "give --quiet or --verbose, not both"
+        raise fail(msg, 2)
     set_verbosity(-1 if quiet else verbose)
 
 
@@ -112,7 +114,8 @@ app.command("synth")(synth)
 
 def main() -> None:
     """Console-script entry point. Commands turn Ctrl-C into one line and exit 130
-    themselves (``_boundary.domain_errors``); this catches it outside any command."""
+    themselves (``_boundary.domain_errors``); this catches it outside any command.
+    """
     try:
         app()
     except KeyboardInterrupt:

@@ -51,7 +51,8 @@ def set_verbosity(level: int) -> None:
     """Apply ``--quiet`` (-1) / ``-v`` (1, 2) to every console and the library's loggers.
 
     Called by the root callback on every invocation (so a test runner calling the app
-    twice does not keep the previous run's level)."""
+    twice does not keep the previous run's level).
+    """
     global _verbosity, _set_quiet_env
     _verbosity = level
     # gpu_trace.progress reads $GPU_TRACE_QUIET (also for processes it starts): -q sets
@@ -77,7 +78,8 @@ def set_verbosity(level: int) -> None:
 
 class _StderrHandler(logging.Handler):
     """Log records to whatever ``sys.stderr`` is when they are emitted (a test runner
-    swaps it per invocation; a StreamHandler would keep writing to the first one)."""
+    swaps it per invocation; a StreamHandler would keep writing to the first one).
+    """
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -105,7 +107,8 @@ def detail(message: str) -> None:
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print ``error: message`` on one line to stderr and return the exit to raise.
 
-    ``message`` is rich markup: escape user text with :func:`escape`."""
+    ``message`` is rich markup: escape user text with :func:`escape`.
+    """
     alert.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
     return typer.Exit(code)
 
@@ -125,7 +128,8 @@ def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Decorate a command so user errors end it with one line (exit 1; a
     :class:`UsageError` exit 2), Ctrl-C with one ``interrupted`` line (exit 130), and
     :class:`InputWarning` s show as one ``warning:`` line each (every time, not once per
-    code location as Python's default filter would)."""
+    code location as Python's default filter would).
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -166,7 +170,8 @@ def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 def _explain(exc: BaseException) -> None:
     """With ``-v`` the full message and its type, with ``-vv`` the traceback too, before
-    the one-line error (which stays last, so scripts reading the last line still work)."""
+    the one-line error (which stays last, so scripts reading the last line still work).
+    """
     if _verbosity >= 2:
         alert.print("".join(traceback.format_exception(exc)).rstrip(), markup=False)
     elif _verbosity == 1:
@@ -175,5 +180,6 @@ def _explain(exc: BaseException) -> None:
 
 def escape(text: str) -> str:
     """The first line of ``text``, capped (:func:`gpu_trace.errors.clip`), rich markup
-    escaped."""
+    escaped.
+    """
     return clip(text.splitlines()[0]).replace("[", "\\[") if text else text

@@ -45,11 +45,13 @@ def _sources(store: Path | None, source: list[str] | None) -> list[str] | None:
 
 def _inputs(store: Path | None, source: list[str] | None, needs_jobs: bool = True) -> Inputs:
     """The store's lazy inputs for ``--source``; with ``needs_jobs``, sources that
-    select no jobs are refused (an empty table would read as "nothing happened")."""
+    select no jobs are refused (an empty table would read as "nothing happened").
+    """
     wanted = _sources(store, source)
     inputs = Inputs.from_store(resolve_store(store), wanted)
     if needs_jobs and wanted and inputs.jobs.select(pl.len()).collect().item() == 0:
-        raise GpuTraceError(f"no jobs in the store for source(s) {', '.join(wanted)}")
+        msg = f"no jobs in the store for source(s) {', '.join(wanted)}"
+        raise GpuTraceError(msg)
     return inputs
 
 

@@ -73,7 +73,8 @@ def size_bytes(text: str) -> int:
     """``500000``, ``300M``, ``2G`` (decimal units, as ``human`` prints them)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", text, re.IGNORECASE)
     if not m:
-        raise GpuTraceError(f"{text!r} is not a size (e.g. 500M, 2G, 100000)")
+        msg = f"{text!r} is not a size (e.g. 500M, 2G, 100000)"
+        raise GpuTraceError(msg)
     return int(float(m[1]) * _SIZE_UNITS[m[2].lower()])
 
 
@@ -84,7 +85,8 @@ def human(n: int) -> str:
         if value < 1000 or unit == "GB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
         value /= 1000
-    raise AssertionError("unreachable")
+    msg = "unreachable"
+    raise AssertionError(msg)
 
 
 def _size(st: DatasetStatus) -> str:
@@ -302,8 +304,9 @@ def verify_(name: NameArg, dest: DestOpt = DEFAULT_DEST, file: FilesOpt = None) 
     if bad:
         first = bad[0]
         detail = f" (expected {first.expected}, got {first.actual})" if first.actual else ""
-        raise GpuTraceError(
+        msg = (
             f"{ds.name}: {len(bad)} of {len(checks)} check(s) failed; "
             f"{first.path}: {first.result}{detail}"
         )
+        raise GpuTraceError(msg)
     err.print(escape(f"{ds.name}: all {len(checks)} check(s) passed in {dest / ds.name}"))

@@ -31,7 +31,8 @@ _OLD = "__deprecated"
 def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value is not None and value not in choices:
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+            msg = f"{value!r} is not one of {', '.join(choices)}"
+            raise typer.BadParameter(msg)
         return value
 
     return check
@@ -46,7 +47,8 @@ def _parsed(spec: OptionSpec, value: str | list[str]) -> Any:
 
     Parsed here, in the command, rather than in a typer callback: typer converts a
     callback's result to the parameter's declared type (a list for a repeatable flag),
-    which would take a parsed string apart character by character."""
+    which would take a parsed string apart character by character.
+    """
     assert spec.parse is not None
     text = ",".join(value) if isinstance(value, list) else value
     try:
@@ -54,12 +56,14 @@ def _parsed(spec: OptionSpec, value: str | list[str]) -> Any:
     except UsageError:
         raise
     except ValueError as e:
-        raise UsageError(f"{spec.flag} {text!r}: {e}") from None
+        msg = f"{spec.flag} {text!r}: {e}"
+        raise UsageError(msg) from None
 
 
 def path_parameter(help_text: str, *, many: bool = False) -> inspect.Parameter:
     """The positional input of a generated command: ``PATH``, or with ``many`` one or
-    more ``PATHS...`` (a list; a command body reads ``paths[0]`` and ``paths[1:]``)."""
+    more ``PATHS...`` (a list; a command body reads ``paths[0]`` and ``paths[1:]``).
+    """
     if many:
         return inspect.Parameter(
             "paths",
@@ -123,7 +127,8 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
 def _chosen(specs: list[OptionSpec], values: dict[str, Any]) -> dict[str, Any]:
     """The options' values from the command-line parameters: a ``parse`` option is
     parsed (:func:`_parsed`) and, left out, keeps the dataclass default; a deprecated
-    spelling, when used, wins with a one-line warning."""
+    spelling, when used, wins with a one-line warning.
+    """
     chosen = {}
     for s in specs:
         value = values[s.name]
@@ -150,7 +155,8 @@ def add_command(
 ) -> None:
     """Register ``name`` on ``app``: ``fixed`` parameters, then the options' fields, then
     ``after`` (output options); ``body(fixed_and_after_values, options_instance)`` runs
-    it. Errors go through the same ``domain_errors`` boundary as every other command."""
+    it. Errors go through the same ``domain_errors`` boundary as every other command.
+    """
     fixed_names = [p.name for p in [*fixed, *after]]
     specs = option_specs(options)
 

@@ -3,7 +3,8 @@
 One command per declared loader (:mod:`gpu_trace.plugins`), generated from its
 declaration: PATH (or PATHS... for a loader that reads several files), ``--store`` and
 the loader's options, durations, comma lists and checked names included (``option(parse=)``).
-There are no hand-written ingest commands: adding a loader is adding its module."""
+There are no hand-written ingest commands: adding a loader is adding its module.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ app = typer.Typer(
 
 def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> IngestReport:
     """Run one loader with a progress display on stderr and print the reconciliation
-    (rows read = written + quarantined) on stdout."""
+    (rows read = written + quarantined) on stdout.
+    """
     root = resolve_store(store)
     with Progress(
         SpinnerColumn(),
@@ -53,7 +55,8 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
 
 def print_report(report: IngestReport) -> None:
     """The reconciliation table (one line per file and table, then the totals) on
-    stdout, so scripts can read it, and the one-line summary on stderr."""
+    stdout, so scripts can read it, and the one-line summary on stderr.
+    """
     header = ("file", "table", "dataset", "read", "written", "quarantined")
     rows = [
         (r.file, r.table, r.dataset, str(r.rows_read), str(r.rows_written), str(r.rows_quarantined))
@@ -74,7 +77,8 @@ def print_report(report: IngestReport) -> None:
 
 def _generate() -> None:
     """Add an ``ingest NAME`` command for every declared loader, built-in or installed,
-    in name order (so ``ingest --help`` lists them alphabetically)."""
+    in name order (so ``ingest --help`` lists them alphabetically).
+    """
     store = inspect.Parameter(
         "store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt
     )

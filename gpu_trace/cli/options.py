@@ -63,7 +63,8 @@ def number(
     *, gt: float | None = None, ge: float | None = None, le: float | None = None
 ) -> Callable[[typer.Context, typer.CallbackParam, T], T]:
     """A typer callback that refuses NaN, infinities and values out of range with one
-    line and exit 2 (``--load 0``, ``--fail-rate 2``); None (not given) passes."""
+    line and exit 2 (``--load 0``, ``--fail-rate 2``); None (not given) passes.
+    """
 
     def check(ctx: typer.Context, param: typer.CallbackParam, value: T) -> T:
         if value is None or ctx.resilient_parsing:
@@ -80,14 +81,16 @@ def number(
 
 def seconds(text: str, what: str = "duration") -> float:
     """A duration option (``500ms``, ``90s``, ``15m``, ``2h``, ``1d``, bare seconds) in
-    seconds, > 0 (:func:`gpu_trace.values.parse_duration`)."""
+    seconds, > 0 (:func:`gpu_trace.values.parse_duration`).
+    """
     return check_number(parse_duration(text, what), what, gt=0)
 
 
 def deprecated(old: str, new: str, old_value: T | None, value: T) -> T:
     """The value of a renamed option: ``old_value`` (with a one-line deprecation
     warning) when the old spelling was used, else ``value``. The old spelling stays a
-    hidden option, so scripts written against it keep working."""
+    hidden option, so scripts written against it keep working.
+    """
     if old_value is None or old_value == []:
         return value
     warn(f"{old} is deprecated: use {new}")
@@ -97,7 +100,8 @@ def deprecated(old: str, new: str, old_value: T | None, value: T) -> T:
 def check_sources(store: Path, names: list[str]) -> list[str]:
     """``names`` if the store holds data for each; a source the store lacks is exit 1
     when gpu-trace knows it (ingest it first) and a usage error with "did you mean"
-    when it names nothing (``report -s nope`` must not build an empty report)."""
+    when it names nothing (``report -s nope`` must not build an empty report).
+    """
     from gpu_trace.loaders import LOADERS
     from gpu_trace.store.scan import store_sources
 
@@ -106,11 +110,13 @@ def check_sources(store: Path, names: list[str]) -> list[str]:
         if name in have:
             continue
         if name in LOADERS:
-            raise GpuTraceError(
+            msg = (
                 f"no data for source {name!r} in the store {store} "
                 f"(it holds: {', '.join(have) or 'nothing'}); ingest it first"
             )
-        raise unknown("source", name, [*have, *(n for n in LOADERS if n not in have)])
+            raise GpuTraceError(msg)
+        msg = "source"
+        raise unknown(msg, name, [*have, *(n for n in LOADERS if n not in have)])
     return names
 
 

@@ -25,7 +25,8 @@ class Format(StrEnum):
 
 def flat(frame: pl.DataFrame) -> pl.DataFrame:
     """CSV cannot hold nested or binary values: list columns become ``[a, b]`` text
-    (nested to any depth, nulls kept), struct and map columns JSON text, binary hex."""
+    (nested to any depth, nulls kept), struct and map columns JSON text, binary hex.
+    """
     exprs = [
         _text(pl.col(name), dtype).alias(name)
         for name, dtype in frame.schema.items()
@@ -60,7 +61,8 @@ def _text(expr: pl.Expr, dtype: pl.DataType | DataTypeClass) -> pl.Expr:
 
 def _json_ready(frame: pl.DataFrame) -> pl.DataFrame:
     """Polars cannot write binary (it panics) or maps with non-text keys to JSON:
-    top-level binary becomes hex, such maps a list of key/value objects."""
+    top-level binary becomes hex, such maps a list of key/value objects.
+    """
     exprs = []
     for name, dtype in frame.schema.items():
         if isinstance(dtype, pl.Binary):
@@ -73,7 +75,8 @@ def _json_ready(frame: pl.DataFrame) -> pl.DataFrame:
 def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows: int = 100) -> None:
     """Write ``frame`` in ``fmt`` to ``output`` (temp file + rename) or to stdout."""
     if fmt is Format.parquet and output is None:
-        raise UsageError("--format parquet needs --output FILE")
+        msg = "--format parquet needs --output FILE"
+        raise UsageError(msg)
     if fmt is Format.csv:
         frame = flat(frame)
     elif fmt is Format.json:
@@ -94,7 +97,8 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
 
 def _write(frame: pl.DataFrame, fmt: Format, output: Path) -> None:
     """``frame`` in ``fmt`` to ``output``: a temp file next to it, then a rename, so a
-    reader never sees half a file."""
+    reader never sees half a file.
+    """
     check_output(output)
     tmp = output.with_name(f".{output.name}.tmp")
     if fmt is Format.parquet:
@@ -111,19 +115,23 @@ def _write(frame: pl.DataFrame, fmt: Format, output: Path) -> None:
 
 def check_output(output: Path | None) -> None:
     """Refuse an ``--output`` whose folder does not exist (a typo in the path must not
-    create folders) or that is a folder; checked before the query runs."""
+    create folders) or that is a folder; checked before the query runs.
+    """
     if output is None:
         return
     if output.is_dir():
-        raise GpuTraceError(f"--output {output} is a folder; give a file name")
+        msg = f"--output {output} is a folder; give a file name"
+        raise GpuTraceError(msg)
     if not output.parent.is_dir():
-        raise GpuTraceError(f"--output {output}: no folder {output.parent}; create it first")
+        msg = f"--output {output}: no folder {output.parent}; create it first"
+        raise GpuTraceError(msg)
 
 
 def table_text(frame: pl.DataFrame, max_rows: int) -> str:
     """A Markdown-style text table for reading (:mod:`gpu_trace.cli.humanize`: fixed
     decimals, durations and sizes spelled out, a wide single row turned into
-    ``metric | value`` lines); csv / json / parquet keep the raw values."""
+    ``metric | value`` lines); csv / json / parquet keep the raw values.
+    """
     shown = readable(frame.head(max_rows) if max_rows else frame)
     if shown.height == 1 and shown.width > WIDE_ONE_ROW:
         shown = transposed(flat(shown))

@@ -118,7 +118,8 @@ def _opts(items: list[str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep:
-            raise xp.UsageError(f"option {item!r} is not KEY=VALUE")
+            msg = f"option {item!r} is not KEY=VALUE"
+            raise xp.UsageError(msg)
         if key.startswith("placement."):
             place[key.removeprefix("placement.")] = value
         else:
@@ -131,13 +132,15 @@ def _window(text: str | None) -> tuple[str | None, str | None]:
         return None, None
     start, sep, end = text.partition("..")
     if not sep:
-        raise xp.UsageError("--window must be START..END (either side may be empty)")
+        msg = "--window must be START..END (either side may be empty)"
+        raise xp.UsageError(msg)
     return start or None, end or None
 
 
 def _cluster(cluster: str | None, gpus: str | None) -> str:
     if cluster and gpus:
-        raise xp.UsageError("give --cluster or --gpus, not both")
+        msg = "give --cluster or --gpus, not both"
+        raise xp.UsageError(msg)
     if cluster == "machines":
         return "from-trace"  # the store's machines inventory of the source
     return gpus or cluster or "from-trace"
@@ -174,7 +177,8 @@ def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float
     if text is None:
         return None, None
     if not packing:
-        raise xp.UsageError("--inflate-to needs --packing (arrival-only)")
+        msg = "--inflate-to needs --packing (arrival-only)"
+        raise xp.UsageError(msg)
     from gpu_trace.replay.seeds import parse_points
 
     return parse_points(text)
@@ -190,14 +194,14 @@ def _emit_seeds(results: list[Any], fmt: Format = Format.table) -> None:
 
 def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
     """(scheduler, oracle, options): ``qssf-oracle`` or ``-o oracle=true`` give an
-    estimating policy the true durations."""
+    estimating policy the true durations.
+    """
     scheduler, oracle = xp.parse_scheduler(name)
     opts = dict(sched_opts)
     if parse_bool(str(opts.pop("oracle", "false")), "option oracle"):
         if not base.needs_estimates(scheduler):
-            raise xp.UsageError(
-                f"--option oracle applies to policies that read estimates, not {name}"
-            )
+            msg = f"--option oracle applies to policies that read estimates, not {name}"
+            raise xp.UsageError(msg)
         oracle = True
     return scheduler, oracle, opts
 
@@ -264,7 +268,8 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
-    --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread."""
+    --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
+    """
     from gpu_trace.replay.faults import parse_duration
     from gpu_trace.replay.run import ReplayConfig, run
 
@@ -370,7 +375,8 @@ def compare(
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; when a policy trains the estimator, its training split applies to all)
-    and print one row per run. Every name and option is checked before anything runs."""
+    and print one row per run. Every name and option is checked before anything runs.
+    """
     from gpu_trace.replay.run import ReplayConfig, one_experiment
 
     check_sources(resolve_store(store), [source])
@@ -384,7 +390,8 @@ def compare(
     target, points = _inflate(inflate_to, packing)
     places = split_list(placements) if placements is not None else ["consolidate"]
     if not names or not places:
-        raise xp.UsageError("--policies and --placements need at least one name each")
+        msg = "--policies and --placements need at least one name each"
+        raise xp.UsageError(msg)
     # What every run of the experiment shares; each (policy, placement) varies only those.
     shared = ReplayConfig(
         source=source,
@@ -413,7 +420,8 @@ def _policy_grid(
     shared: ReplayConfig, names: list[str], places: list[str], sched_opts: dict[str, Any]
 ) -> list[ReplayConfig]:
     """One config per (policy, placement), in the order given: ``shared`` with only the
-    scheduler (and its options) and the placement changed."""
+    scheduler (and its options) and the placement changed.
+    """
     configs = []
     for p in names:
         scheduler, oracle, opts = _policy(p, sched_opts)
@@ -432,7 +440,8 @@ def _policy_grid(
 
 def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format) -> None:
     """``replay compare --seeds``: the whole grid once per seed, one row per run, then the
-    mean and spread per policy."""
+    mean and spread per policy.
+    """
     from gpu_trace.replay.run import compare as compare_runs
     from gpu_trace.replay.seeds import parse_seeds
 
@@ -460,7 +469,8 @@ def _compare_once(
     root: Path, configs: list[ReplayConfig], fmt: Format, *, packing: bool, by: str | None
 ) -> None:
     """``replay compare`` with one seed: one row per run, the packing curve with
-    --packing, and the per-user / per-vc breakdown with --by."""
+    --packing, and the per-user / per-vc breakdown with --by.
+    """
     from gpu_trace.replay.metrics import breakdown
     from gpu_trace.replay.run import compare as compare_runs
 
@@ -499,7 +509,8 @@ def fidelity(
     """Re-run the published results the store has data for and print ours beside the
     published figure. Exit 1 when a judged value is out of tolerance (FGD / best-fit /
     random at 130 %: +-1.5 pp of the paper's 10-seed mean; the PAI and Philly checks:
-    their published ordering); a check without its data is shown as skipped."""
+    their published ordering); a check without its data is shown as skipped.
+    """
     from gpu_trace.replay import fidelity as fd
     from gpu_trace.replay.seeds import parse_seeds
 
@@ -517,7 +528,8 @@ def fidelity(
 
 def _first_sentence(doc: str) -> str:
     """A docstring's first sentence, over line breaks (its first line alone is often cut
-    mid-sentence: "2D-LAS ... with optional")."""
+    mid-sentence: "2D-LAS ... with optional").
+    """
     paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
     end = paragraph.find(". ")
     return paragraph if end < 0 else paragraph[: end + 1]
@@ -671,7 +683,8 @@ def live_cmd(
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
 ) -> None:
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
-    time scaled by --time-scale; results go to the store and --out."""
+    time scaled by --time-scale; results go to the store and --out.
+    """
     check_sources(resolve_store(store), [source])
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
@@ -722,7 +735,8 @@ def live_cmd(
     if result.usage is not None:
         emit(result.usage, Format.table)
     if result.engine.interrupted:  # after the partial results: Ctrl-C still exits 130
-        raise interrupted("interrupted: workers stopped, results so far written")
+        msg = "interrupted: workers stopped, results so far written"
+        raise interrupted(msg)
 
 
 @app.command("validate")
@@ -755,7 +769,8 @@ def validate_cmd(
 def _live_id(config: ReplayConfig, live: Any) -> str:
     """``live-<scheduler>-<placement>-<hash>-<devices>``, the hash over every option
     that defines the run (the replay config and all live options: --jobs, --time-scale,
-    --dataset, --fail-rate, ...), slug-safe (the store uses it as a dataset name)."""
+    --dataset, --fail-rate, ...), slug-safe (the store uses it as a dataset name).
+    """
     blob = json.dumps(
         {"replay": dataclasses.asdict(config), "live": dataclasses.asdict(live)},
         sort_keys=True,
@@ -783,9 +798,11 @@ def _sweep_flags(
         for item in items or []:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                raise xp.UsageError(f"{flag} {item!r} is not FIELD=VALUES")
+                msg = f"{flag} {item!r} is not FIELD=VALUES"
+                raise xp.UsageError(msg)
             if key.strip() in doc_grid or key.strip() in doc_fixed:
-                raise xp.UsageError(f"{flag} {key.strip()} is given twice")
+                msg = f"{flag} {key.strip()} is given twice"
+                raise xp.UsageError(msg)
             target[key.strip()] = value
     start, end = _window(window)
     for key, bound in (("window_start", start), ("window_end", end)):
@@ -838,7 +855,8 @@ def sweep_cmd(
 ) -> None:
     """Replay every point of a grid (policies x placements x loads x seeds x clusters,
     or any ReplayConfig field) in parallel on Ray, or in process with --workers 1; each
-    run goes to the store as it finishes, and --resume skips the finished ones."""
+    run goes to the store as it finishes, and --resume skips the finished ones.
+    """
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -852,7 +870,8 @@ def sweep_cmd(
     from gpu_trace.replay import sweep_grid as sg
 
     if cluster and gpus:
-        raise xp.UsageError("give --cluster or --gpus, not both")
+        msg = "give --cluster or --gpus, not both"
+        raise xp.UsageError(msg)
     doc = _sweep_flags(
         source,
         {
@@ -867,7 +886,8 @@ def sweep_cmd(
         window,
     )
     if sweep_file is not None and doc is not None:
-        raise xp.UsageError("give a sweep file or grid flags (--source, --policies, ...), not both")
+        msg = "give a sweep file or grid flags (--source, --policies, ...), not both"
+        raise xp.UsageError(msg)
     if sweep_file is not None:
         spec = sg.load(sweep_file)
     elif doc is not None:
@@ -875,7 +895,8 @@ def sweep_cmd(
     elif resume:
         spec = sw.spec_from_manifest(out)
     else:
-        raise xp.UsageError("give a sweep file, grid flags (--source ...), or --resume")
+        msg = "give a sweep file, grid flags (--source ...), or --resume"
+        raise xp.UsageError(msg)
     if workers is None and address is None and not _have_ray():
         err.print(
             "Ray is not installed (pip install 'gpu-trace[ray]'): running in process",

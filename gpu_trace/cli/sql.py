@@ -102,10 +102,11 @@ def sql(
     )
 
     if safe and write:
-        raise UsageError(
+        msg = (
             "--write needs DuckDB's external file access, which --safe (or "
             "GPU_TRACE_SQL_SAFE=1) keeps off"
         )
+        raise UsageError(msg)
     root = resolve_store(store)
     if views:
         sys.stdout.write(store_views_sql(root))
@@ -115,7 +116,8 @@ def sql(
     if not write:
         check_read_only(text)
     if fmt is Format.parquet and output is None:
-        raise UsageError("--format parquet needs --output FILE")
+        msg = "--format parquet needs --output FILE"
+        raise UsageError(msg)
     check_output(output)
     con = connect(root) if write else connect_read_only(root)
     try:
@@ -126,25 +128,30 @@ def sql(
         try:
             emit(frame, fmt, output, max_rows)
         except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
-            raise QueryError(f"cannot write the result as {fmt}: {_first_line(exc)}") from None
+            msg = f"cannot write the result as {fmt}: {_first_line(exc)}"
+            raise QueryError(msg) from None
     finally:
         con.close()
 
 
 def _statement_text(statement: str | None, file: Path | None) -> str:
     """The SQL from the argument, ``--file`` or standard input (``-``, or no argument
-    with input piped in); exactly one of them."""
+    with input piped in); exactly one of them.
+    """
     if statement is not None and file is not None:
-        raise UsageError("give the SQL as an argument or with --file, not both")
+        msg = "give the SQL as an argument or with --file, not both"
+        raise UsageError(msg)
     if file is not None:
         return file.read_text(encoding="utf-8")
     if statement == "-" or (statement is None and not sys.stdin.isatty()):
         text = sys.stdin.read()
         if not text.strip():
-            raise UsageError("no SQL on standard input")
+            msg = "no SQL on standard input"
+            raise UsageError(msg)
         return text
     if not statement:
-        raise UsageError("give a SQL statement, --file FILE, '-' for standard input, or --views")
+        msg = "give a SQL statement, --file FILE, '-' for standard input, or --views"
+        raise UsageError(msg)
     return statement
 
 
@@ -155,9 +162,11 @@ def _params(items: list[str] | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         name = name.strip().removeprefix("$")
         if not sep or not name.isidentifier():
-            raise UsageError(f"--param {item!r} is not NAME=VALUE")
+            msg = f"--param {item!r} is not NAME=VALUE"
+            raise UsageError(msg)
         if name in out:
-            raise UsageError(f"--param {name} is given twice")
+            msg = f"--param {name} is given twice"
+            raise UsageError(msg)
         out[name] = value
     return out
 
@@ -190,11 +199,11 @@ def _frame(table: pa.Table) -> pl.DataFrame:
     try:
         frame = pl.from_arrow(table)
     except (pl.exceptions.PolarsError, pa.ArrowException, pl.exceptions.PanicException) as exc:
-        raise QueryError(
-            f"cannot show the result ({_first_line(exc)}); cast that column to VARCHAR"
-        ) from None
+        msg = f"cannot show the result ({_first_line(exc)}); cast that column to VARCHAR"
+        raise QueryError(msg) from None
     except MemoryError:
-        raise QueryError("out of memory while converting the result; add a LIMIT") from None
+        msg = "out of memory while converting the result; add a LIMIT"
+        raise QueryError(msg) from None
     assert isinstance(frame, pl.DataFrame)
     return frame
 

@@ -111,7 +111,8 @@ def scrape(
     total, failed = len(scraper.results), scraper.failures
     err.print(f"{total - failed}/{total} scrapes ok, {failed} failed; {scraper.flushes} flush(es)")
     if total and failed == total:
-        raise GpuTraceError(f"{url}: all {total} scrape(s) failed; nothing was stored")
+        msg = f"{url}: all {total} scrape(s) failed; nothing was stored"
+        raise GpuTraceError(msg)
 
 
 @app.command()
@@ -202,7 +203,8 @@ def pull(
 
     All or nothing: if any request fails (connection, --timeout, --deadline, HTTP or
     Prometheus error, an answer that is not JSON or over --max-body-bytes) the pull ends
-    with one line naming the request and nothing is stored or saved."""
+    with one line naming the request and nothing is stored or saved.
+    """
     import tempfile
     import time
 
@@ -242,8 +244,9 @@ def pull(
             f"{result.samples} points"
         )
         if result.samples == 0:
-            raise GpuTraceError(
+            msg = (
                 f"{prometheus}: no points between {extra['query_start']} and "
                 f"{extra['query_end']}; nothing was stored"
             )
+            raise GpuTraceError(msg)
         run_ingest("prometheus-range", out, store, host=host, dataset=dataset, extra=extra)

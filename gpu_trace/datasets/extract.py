@@ -79,7 +79,8 @@ class ExtractLimits:
     ) -> ExtractLimits:
         """Limits for an archive of ``registry_bytes`` (its published size; else its size
         on disk, ``archive_bytes``): ``EXTRACT_RATIO`` times that, at least
-        ``MIN_EXTRACT_BYTES``, at most ``MAX_EXTRACT_BYTES``; ``total`` overrides."""
+        ``MIN_EXTRACT_BYTES``, at most ``MAX_EXTRACT_BYTES``; ``total`` overrides.
+        """
         if total is None:
             basis = registry_bytes if registry_bytes is not None else archive_bytes
             total = min(MAX_EXTRACT_BYTES, max(MIN_EXTRACT_BYTES, EXTRACT_RATIO * basis))
@@ -112,10 +113,11 @@ class _Meter:
     def member(self, name: str) -> None:
         self.members += 1
         if self.members > self.limits.max_members:
-            raise ArchiveTooLarge(
+            msg = (
                 f"{self.archive}: more than {self.limits.max_members} members (at {name!r}); "
                 "nothing was extracted"
             )
+            raise ArchiveTooLarge(msg)
 
     def declared(self, name: str, size: int) -> None:
         """Refuse early on a header that already announces too much."""
@@ -128,16 +130,18 @@ class _Meter:
     def _check(self, name: str, member_bytes: int, total: int) -> None:
         cap = self.limits.member_cap
         if member_bytes > cap:
-            raise ArchiveTooLarge(
+            msg = (
                 f"{self.archive}: member {name!r} expands past {cap} bytes (the per-member "
                 "extraction cap); nothing was extracted (see --max-extract-bytes)"
             )
+            raise ArchiveTooLarge(msg)
         if total > self.limits.max_total_bytes:
-            raise ArchiveTooLarge(
+            msg = (
                 f"{self.archive}: expands past {self.limits.max_total_bytes} bytes (the "
                 f"extraction cap) at member {name!r}; nothing was extracted "
                 "(see --max-extract-bytes)"
             )
+            raise ArchiveTooLarge(msg)
 
 
 def _normalized(archive: Path, name: str) -> str:
@@ -189,7 +193,8 @@ def _inside(root: Path, path: Path) -> bool:
 
 def _real_target(archive: Path, root: Path, member: str, name: str) -> Path:
     """``root/name`` with its parent folders created and every link resolved; raise
-    unless it is still inside the real ``root``."""
+    unless it is still inside the real ``root``.
+    """
     out = root / name
     if not _inside(root, _real(out.parent)):
         raise UnsafeArchive(archive, member, "path escapes the destination through a link")
@@ -211,7 +216,8 @@ def _write(
     mtime: float | None = None,
 ) -> None:
     """Stream ``src`` to ``root/name``, counting bytes before writing them; never through
-    a link (the parent is resolved, the file itself opened with ``O_NOFOLLOW``)."""
+    a link (the parent is resolved, the file itself opened with ``O_NOFOLLOW``).
+    """
     out = _real_target(archive, root, member, name)
     if out.is_symlink():
         out.unlink()  # a link from earlier in this archive: replace, never follow
@@ -289,13 +295,16 @@ def _extract_tar(archive: Path, into: Path, reserved: frozenset[str], meter: _Me
                 if name is not None:
                     written.append(name)
     except _FILTER_ERRORS as exc:
-        raise DatasetError(f"{archive}: refusing to extract: {exc}") from None
+        msg = f"{archive}: refusing to extract: {exc}"
+        raise DatasetError(msg) from None
     except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         # Other OSErrors (disk full, permissions) are about the destination, not the
         # archive: they propagate and the CLI reports them in one line.
-        raise DatasetError(f"{archive}: not a readable tar.gz archive ({exc})") from None
+        msg = f"{archive}: not a readable tar.gz archive ({exc})"
+        raise DatasetError(msg) from None
     except (NotADirectoryError, FileExistsError, IsADirectoryError) as exc:
-        raise DatasetError(f"{archive}: members clash ({exc.strerror}: {exc.filename})") from None
+        msg = f"{archive}: members clash ({exc.strerror}: {exc.filename})"
+        raise DatasetError(msg) from None
     return written
 
 
@@ -308,7 +317,8 @@ def _extract_tar_member(
     meter: _Meter,
 ) -> str | None:
     """Check one member, then extract it; the normalized name of a regular file
-    written, None for a folder, a link or the archive's ``.`` entry."""
+    written, None for a folder, a link or the archive's ``.`` entry.
+    """
     meter.member(member.name)
     name = _normalized(archive, member.name)
     if not name:
@@ -345,7 +355,8 @@ def _check_tar_kind(archive: Path, member: tarfile.TarInfo) -> None:
 
 def _renamed(member: tarfile.TarInfo, name: str, root: Path) -> tarfile.TarInfo:
     """The member under its normalized ``name`` (and a hardlink's normalized target),
-    passed through the stdlib's ``data`` filter where it exists."""
+    passed through the stdlib's ``data`` filter where it exists.
+    """
     member.name = name
     if member.islnk():
         member.linkname = posixpath.normpath(member.linkname)
@@ -436,7 +447,8 @@ def extract_zip(
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise DatasetError(f"{archive}: not a readable zip archive ({exc})") from None
+        msg = f"{archive}: not a readable zip archive ({exc})"
+        raise DatasetError(msg) from None
     with zf:
         return _cleaned(into, lambda: _extract_zip(archive, zf, into, reserved, meter))
 
@@ -458,9 +470,12 @@ def _extract_zip(
                 _write(archive, root, member, name, src, meter, 0o644)
             written.append(name)
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        raise DatasetError(f"{archive}: member {member!r}: {exc}") from None
+        msg = f"{archive}: member {member!r}: {exc}"
+        raise DatasetError(msg) from None
     except (NotImplementedError, RuntimeError) as exc:  # compression method, encryption
-        raise DatasetError(f"{archive}: member {member!r}: {exc}") from None
+        msg = f"{archive}: member {member!r}: {exc}"
+        raise DatasetError(msg) from None
     except (NotADirectoryError, FileExistsError, IsADirectoryError) as exc:
-        raise DatasetError(f"{archive}: members clash ({exc.strerror}: {exc.filename})") from None
+        msg = f"{archive}: members clash ({exc.strerror}: {exc.filename})"
+        raise DatasetError(msg) from None
     return written

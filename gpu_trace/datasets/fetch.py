@@ -70,7 +70,8 @@ def _status_of(f: DataFile) -> Status:
 
 def _adopt(ds: Dataset, f: DataFile, path: Path, state: State) -> FetchResult:
     """A file placed by hand (or changed since it was verified): check it, never
-    overwrite it, and record it when it matches."""
+    overwrite it, and record it when it matches.
+    """
     got, size = check_placed(f, path)
     checked = "published" if f.sha256 is not None else "recorded"
     state.record(f.name, path, got, checked, None)

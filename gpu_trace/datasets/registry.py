@@ -91,11 +91,13 @@ class Dataset:
             if f.name == name:
                 return f
         known = ", ".join(f.name for f in self.files)
-        raise DatasetError(f"dataset {self.name!r} has no file {name!r}; its files: {known}")
+        msg = f"dataset {self.name!r} has no file {name!r}; its files: {known}"
+        raise DatasetError(msg)
 
     def select(self, names: Sequence[str] | None) -> tuple[DataFile, ...]:
         """The files ``--file`` asked for, in the order given (repeats dropped); all of
-        them when none was asked for."""
+        them when none was asked for.
+        """
         if not names:
             return self.files
         return tuple(self.file(name) for name in dict.fromkeys(names))
@@ -104,14 +106,16 @@ class Dataset:
 def _check_relative(path: str, what: str) -> str:
     parts = path.split("/")
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise DatasetError(f"registry: {what} {path!r} is not a plain relative path")
+        msg = f"registry: {what} {path!r} is not a plain relative path"
+        raise DatasetError(msg)
     return path
 
 
 def _member(raw: dict[str, Any], where: str) -> Member:
     sha = raw.get("sha256")
     if sha is not None and not _SHA256.match(sha):
-        raise DatasetError(f"registry: {where}: sha256 {sha!r} is not 64 lower-case hex digits")
+        msg = f"registry: {where}: sha256 {sha!r} is not 64 lower-case hex digits"
+        raise DatasetError(msg)
     return Member(_check_relative(str(raw["path"]), f"{where} member"), sha, raw.get("size"))
 
 
@@ -119,22 +123,28 @@ def _file(raw: dict[str, Any], dataset: str) -> DataFile:
     name = str(raw["name"])
     where = f"{dataset}/{name}"
     if not _NAME.match(name):
-        raise DatasetError(f"registry: file name {where!r} must be a plain file name")
+        msg = f"registry: file name {where!r} must be a plain file name"
+        raise DatasetError(msg)
     urls = tuple(str(u) for u in raw["urls"])
     if not urls or any(urlsplit(u).scheme not in ("http", "https") for u in urls):
-        raise DatasetError(f"registry: {where}: urls must be one or more http(s) URLs")
+        msg = f"registry: {where}: urls must be one or more http(s) URLs"
+        raise DatasetError(msg)
     sha = raw.get("sha256")
     if sha is not None and not _SHA256.match(sha):
-        raise DatasetError(f"registry: {where}: sha256 {sha!r} is not 64 lower-case hex digits")
+        msg = f"registry: {where}: sha256 {sha!r} is not 64 lower-case hex digits"
+        raise DatasetError(msg)
     size = raw.get("size")
     if size is not None and (not isinstance(size, int) or size < 0):
-        raise DatasetError(f"registry: {where}: size must be a non-negative integer")
+        msg = f"registry: {where}: size must be a non-negative integer"
+        raise DatasetError(msg)
     extract = raw.get("extract")
     if extract not in (None, "tar.gz", "zip"):
-        raise DatasetError(f"registry: {where}: extract must be 'tar.gz' or 'zip'")
+        msg = f"registry: {where}: extract must be 'tar.gz' or 'zip'"
+        raise DatasetError(msg)
     contents = tuple(_member(m, where) for m in raw.get("contents", ()))
     if contents and extract is None:
-        raise DatasetError(f"registry: {where}: contents given for a file that is not extracted")
+        msg = f"registry: {where}: contents given for a file that is not extracted"
+        raise DatasetError(msg)
     return DataFile(
         name=name,
         urls=urls,
@@ -149,18 +159,22 @@ def _file(raw: dict[str, Any], dataset: str) -> DataFile:
 def parse_registry(data: dict[str, Any]) -> dict[str, Dataset]:
     """Validate a parsed registry document and build the datasets, keyed by name."""
     if data.get("schema_version") != 1:
-        raise DatasetError("registry: unsupported schema_version (expected 1)")
+        msg = "registry: unsupported schema_version (expected 1)"
+        raise DatasetError(msg)
     out: dict[str, Dataset] = {}
     for name, raw in data.get("datasets", {}).items():
         if not _NAME.match(name):
-            raise DatasetError(f"registry: dataset name {name!r} must be a plain name")
+            msg = f"registry: dataset name {name!r} must be a plain name"
+            raise DatasetError(msg)
         files = tuple(_file(f, name) for f in raw["files"])
         approx = raw.get("approx_size")
         if approx is not None and (not isinstance(approx, int) or approx < 0):
-            raise DatasetError(f"registry: {name}: approx_size must be a non-negative integer")
+            msg = f"registry: {name}: approx_size must be a non-negative integer"
+            raise DatasetError(msg)
         names = [f.name for f in files]
         if len(set(names)) != len(names):
-            raise DatasetError(f"registry: {name}: duplicate file names")
+            msg = f"registry: {name}: duplicate file names"
+            raise DatasetError(msg)
         out[name] = Dataset(
             name=name,
             title=str(raw["title"]),
@@ -189,7 +203,8 @@ def get(name: str) -> Dataset:
     """The registered dataset ``name``, or a one-line error listing the known names."""
     known = registry()
     if name not in known:
-        raise DatasetError(f"unknown dataset {name!r}; choose one of {', '.join(known)}")
+        msg = f"unknown dataset {name!r}; choose one of {', '.join(known)}"
+        raise DatasetError(msg)
     return known[name]
 
 
@@ -200,12 +215,14 @@ def as_dataset(dataset: str | Dataset) -> Dataset:
 
 def resolve_mirror(mirror: str | None) -> str | None:
     """The mirror base URL: the explicit argument, else ``$GPU_TRACE_DATASETS_MIRROR``
-    (read at call time, so tests and users can set it per command), else None."""
+    (read at call time, so tests and users can set it per command), else None.
+    """
     value = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
     if not value:
         return None
     if urlsplit(value).scheme not in ("http", "https"):
-        raise DatasetError(f"mirror {value!r} must be an http:// or https:// URL")
+        msg = f"mirror {value!r} must be an http:// or https:// URL"
+        raise DatasetError(msg)
     return value.rstrip("/")
 
 

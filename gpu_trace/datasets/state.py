@@ -138,7 +138,8 @@ class State:
     ) -> None:
         """Remember the files extracted from ``archive`` (whose sha256 is
         ``archive_sha``) with their size and mtime, and the sha256 of those checked
-        against a published one (``sums``)."""
+        against a published one (``sums``).
+        """
         for rel in written:
             p = folder / rel
             if p.is_file():
@@ -153,7 +154,8 @@ class State:
 
     def extracted(self, archive: str, folder: Path, archive_sha: str) -> bool:
         """Whether ``archive`` (as it is now: ``archive_sha``) was extracted and every
-        member it left is still on disk unchanged (size and mtime), so fetch can skip it."""
+        member it left is still on disk unchanged (size and mtime), so fetch can skip it.
+        """
         mine = self.members_of(archive)
 
         def intact(rel: str, rec: dict[str, Any]) -> bool:

@@ -133,7 +133,8 @@ class _Transfer:
 
     def run(self) -> None:
         """Request and receive until the ``.part`` is complete, or raise :class:`_Failed`
-        (this URL will not serve it) or :class:`_Unreachable` (no answer from the host)."""
+        (this URL will not serve it) or :class:`_Unreachable` (no answer from the host).
+        """
         opener = urllib.request.build_opener()
         while True:
             offset = self._offset()
@@ -157,21 +158,25 @@ class _Transfer:
 
     def _http_error(self, exc: urllib.error.HTTPError, offset: int) -> bool:
         """True when a 416 says the ``.part`` already holds the whole file; False to
-        retry from scratch (a stale or foreign ``.part`` was deleted); else raise."""
+        retry from scratch (a stale or foreign ``.part`` was deleted); else raise.
+        """
         if exc.code != 416 or not offset:
-            raise _Failed(f"HTTP {exc.code} {exc.reason} from {self.url}") from None
+            msg = f"HTTP {exc.code} {exc.reason} from {self.url}"
+            raise _Failed(msg) from None
         _, total = _content_range(exc.headers.get("Content-Range"))
         if total == offset and self.size is None:
             return True  # the .part already holds the whole file
         self.part.unlink()  # stale or foreign partial file: start over
         self.attempt += 1
         if self.attempt > self.retries:
-            raise _Failed(f"HTTP 416 from {self.url}") from None
+            msg = f"HTTP 416 from {self.url}"
+            raise _Failed(msg) from None
         return False
 
     def _no_response(self, exc: BaseException) -> None:
         """No response at all: retry a little (a blip), but a silent host should not
-        cost (retries + 1) x timeout before the user hears "offline?"."""
+        cost (retries + 1) x timeout before the user hears "offline?".
+        """
         self.attempt += 1
         if _is_offline(exc) or self.attempt > min(self.retries, 2):
             raise _Unreachable(urlsplit(self.url).netloc, _reason(exc)) from None
@@ -179,19 +184,22 @@ class _Transfer:
 
     def _interrupted(self, done: int) -> None:
         """The body stopped at byte ``done``: back off and resume, or give up keeping
-        the ``.part`` for the next run."""
+        the ``.part`` for the next run.
+        """
         self.attempt += 1
         if self.attempt > self.retries:
             of = f" of {self.size}" if self.size is not None else ""
-            raise _Failed(
+            msg = (
                 f"download from {self.url} interrupted at byte {done}{of} "
                 f"({self.part.name} kept: run the same command again to resume)"
             )
+            raise _Failed(msg)
         self._sleep()
 
     def _receive(self, resp: http.client.HTTPResponse, offset: int) -> int | None:
         """Stream the body into the ``.part``; None when complete, else the bytes now
-        on disk after an interruption (the caller retries with ``Range``)."""
+        on disk after an interruption (the caller retries with ``Range``).
+        """
         if offset and resp.status == 206:
             start, _ = _content_range(resp.headers.get("Content-Range"))
             if start != offset:
@@ -243,7 +251,8 @@ def download(
     progress: ProgressHook | None,
 ) -> tuple[str, int]:
     """Download ``f`` into ``part`` from the first URL that works; return (url, bytes
-    of an earlier partial download that were reused)."""
+    of an earlier partial download that were reused).
+    """
     unreachable: list[_Unreachable] = []
     failures: list[str] = []
     for url in urls:
@@ -267,6 +276,8 @@ def download(
             continue
         return url, transfer.resumed_from
     if failures:
-        raise DatasetError(f"cannot download {ds.name}/{f.name}: {'; '.join(failures)}")
+        msg = f"cannot download {ds.name}/{f.name}: {'; '.join(failures)}"
+        raise DatasetError(msg)
     hosts = ", ".join(dict.fromkeys(u.host for u in unreachable))
-    raise DatasetError(f"cannot reach {hosts}: {unreachable[-1].reason} (offline?)")
+    msg = f"cannot reach {hosts}: {unreachable[-1].reason} (offline?)"
+    raise DatasetError(msg)

@@ -40,7 +40,8 @@ def _reserved(ds: Dataset, f: DataFile) -> frozenset[str]:
 def _merge(src_root: Path, dst_root: Path) -> None:
     """Move every file and symlink of ``src_root`` to the same place under ``dst_root``
     (atomic renames within one file system); files the archive does not contain are
-    left alone, so archives sharing a folder do not erase each other."""
+    left alone, so archives sharing a folder do not erase each other.
+    """
     for root, dirs, files in os.walk(src_root):
         here = Path(root)
         links = [d for d in dirs if (here / d).is_symlink()]
@@ -63,7 +64,8 @@ def _extract_archive(
     max_extract_bytes: int | None,
 ) -> list[str]:
     """Unpack ``archive`` into the empty folder ``into`` within the byte cap; an
-    archive with no published checksum that fails is deleted with its record."""
+    archive with no published checksum that fails is deleted with its record.
+    """
     limits = ExtractLimits.for_archive(archive.stat().st_size, f.size, max_extract_bytes)
     unpack_into = extract_zip if f.extract == "zip" else extract_tar
     try:

@@ -50,34 +50,39 @@ def mismatch(what: str, expected: object, got: object) -> str:
 def check_placed(f: DataFile, path: Path) -> tuple[str, int]:
     """(sha256, size) of a file found in place but not recorded as verified (placed by
     hand, or changed since); a file that does not match the registry is refused and left
-    as it is: it is the user's, never overwritten."""
+    as it is: it is the user's, never overwritten.
+    """
     got = sha256_of(path)
     size = path.stat().st_size
     if (f.sha256 is not None and got != f.sha256) or (f.size is not None and size != f.size):
-        raise DatasetError(
+        msg = (
             f"{path} exists but does not match the registry "
             f"({mismatch('sha256', f.sha256, got)}); move it away and fetch again"
         )
+        raise DatasetError(msg)
     return got, size
 
 
 def check_download(ds: Dataset, f: DataFile, part: Path, url: str) -> tuple[str, int]:
     """(sha256, size) of a finished download in ``part``, checked against the registry;
-    on a mismatch ``part`` is deleted (not kept for a resume: its bytes are wrong)."""
+    on a mismatch ``part`` is deleted (not kept for a resume: its bytes are wrong).
+    """
     size = part.stat().st_size
     if f.size is not None and size != f.size:
         part.unlink()
-        raise DatasetError(
+        msg = (
             f"{ds.name}/{f.name} from {url}: {mismatch('size', f.size, size)}; "
             "the download was discarded"
         )
+        raise DatasetError(msg)
     got = sha256_of(part)
     if f.sha256 is not None and got != f.sha256:
         part.unlink()
-        raise DatasetError(
+        msg = (
             f"{ds.name}/{f.name} from {url}: {mismatch('sha256', f.sha256, got)}; "
             "the download was discarded"
         )
+        raise DatasetError(msg)
     return got, size
 
 
@@ -98,7 +103,8 @@ def check_members(
         p = extracted / m.path
         if not p.is_file():
             if m.sha256 is not None:
-                raise DatasetError(f"{archive}: expected member {m.path!r} is missing")
+                msg = f"{archive}: expected member {m.path!r} is missing"
+                raise DatasetError(msg)
             absent.append(m.path)
             continue
         got = _check_member(archive, m, p)
@@ -110,18 +116,20 @@ def check_members(
 def _check_member(archive: Path, m: Member, p: Path) -> str | None:
     """The sha256 of member ``p`` if ``m`` pins one (else None), after its size check."""
     if m.size is not None and p.stat().st_size != m.size:
-        raise DatasetError(
+        msg = (
             f"{archive}: member {m.path!r} is {p.stat().st_size} bytes, "
             f"expected {m.size}; nothing was extracted"
         )
+        raise DatasetError(msg)
     if m.sha256 is None:
         return None
     got = sha256_of(p)
     if got != m.sha256:
-        raise DatasetError(
+        msg = (
             f"{archive}: member {m.path!r} sha256 mismatch (expected {m.sha256}, "
             f"got {got}); nothing was extracted"
         )
+        raise DatasetError(msg)
     return got
 
 
@@ -142,10 +150,11 @@ def verify(
     selected = ds.select(files)
     folder = dest / ds.name
     if not any((folder / f.name).exists() for f in selected):
-        raise DatasetError(
+        msg = (
             f"dataset {ds.name!r} not found in {dest}; run `gpu-trace datasets fetch "
             f"{ds.name} --dest {dest}`"
         )
+        raise DatasetError(msg)
     state = State.load(folder)
     checks: list[Check] = []
     for f in selected:

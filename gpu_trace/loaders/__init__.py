@@ -23,14 +23,16 @@ def _all() -> dict[str, Loader]:
 
 def get(name: str) -> Loader:
     """The loader declared as ``name``; an unknown name is a usage error with "did you
-    mean" (:func:`gpu_trace.plugins.lookup`)."""
+    mean" (:func:`gpu_trace.plugins.lookup`).
+    """
     loader: Loader = plugins.lookup("loader", name, _all())
     return loader
 
 
 class _Loaders(Mapping[str, Loader]):
     """Name -> loader, from the declarations (a plain mapping: ``in`` and ``KeyError``
-    behave as usual; :func:`get` is the lookup with a suggestion)."""
+    behave as usual; :func:`get` is the lookup with a suggestion).
+    """
 
     def __getitem__(self, name: str) -> Loader:
         return _all()[name]

@@ -91,7 +91,8 @@ def _walk(folder: Path, depth: int = 0) -> Iterator[Path]:
 
 def discover(path: Path, cluster: str | None) -> list[JobFile | UtilFile]:
     """Every AcmeTrace input at ``path`` (a file must be one; a folder's other CSVs are
-    skipped with a warning each)."""
+    skipped with a warning each).
+    """
     if path.is_file():
         what = classify(path, cluster)
         if isinstance(what, str):
@@ -125,7 +126,8 @@ class AcmeLoader:
         self, path: Path, *, cluster: str | None = None, tz: str = DEFAULT_TZ, **_: Any
     ) -> Iterator[Batch]:
         """Yield a ``jobs`` batch per job trace and the sample / event batches of each
-        utilization file; times without an offset are read in ``tz``."""
+        utilization file; times without an offset are read in ``tz``.
+        """
         check_tz(tz)
         for f in discover(path, cluster):
             if isinstance(f, JobFile):

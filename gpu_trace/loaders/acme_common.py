@@ -40,7 +40,8 @@ def time_stages(text: str, out: str, tz: str) -> list[list[pl.Expr]]:
 
     Each stage only reads columns of the stages before, so every intermediate value is
     computed once (an expression tree that repeats a regex per reference costs ten
-    times more on a million rows)."""
+    times more on a million rows).
+    """
     t = pl.col(text)
     g = pl.col(f"{out}_g")
     base = g.struct[0]
@@ -90,7 +91,8 @@ def staged(lf: pl.LazyFrame, *stage_lists: list[list[pl.Expr]]) -> pl.LazyFrame:
 
 def zone_name(offset: int | None, tz: str) -> str:
     """The ``source_tz`` of a time written with ``offset`` minutes east of UTC (None:
-    written without one, so read in ``tz``)."""
+    written without one, so read in ``tz``).
+    """
     if offset is None:
         return tz
     if offset in OFFSET_ZONES:
@@ -104,7 +106,8 @@ def zone_name(offset: int | None, tz: str) -> str:
 
 def offset_zone(offset: pl.Expr, offsets: list[int | None], tz: str) -> pl.Expr:
     """``source_tz`` per row: :func:`zone_name` of ``offset``, looked up among the few
-    distinct ``offsets`` a file holds instead of formatted per row."""
+    distinct ``offsets`` a file holds instead of formatted per row.
+    """
     known = [o for o in offsets if o is not None]
     return offset.replace_strict(
         known, [zone_name(o, tz) for o in known], default=pl.lit(tz), return_dtype=pl.String

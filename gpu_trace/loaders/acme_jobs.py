@@ -117,7 +117,8 @@ class JobFile:
 
 def header(path: Path) -> list[str]:
     """The job trace's column names, refused (line 1) when one is doubled or a needed one is
-    missing."""
+    missing.
+    """
     names = [n.strip() for n in read_header(path).split(",")]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -139,7 +140,8 @@ def _quoted(text: pl.Expr) -> pl.Expr:
 
 def _field(names: list[str], name: str) -> pl.Expr:
     """The text of a column (null when absent from the header or the line is short);
-    a CR left by a CRLF line end is removed from the last field."""
+    a CR left by a CRLF line end is removed from the last field.
+    """
     if name not in names:
         return pl.lit(None, dtype=pl.String)
     i = names.index(name)
@@ -151,7 +153,8 @@ def parse(path: Path, names: list[str], tz: str) -> pl.LazyFrame:
     """Every data line typed and checked: the canonical inputs plus ``_reason``.
 
     Built in stages (split, text fields, typed values, checks), each reading the
-    columns of the one before, so no value is computed twice."""
+    columns of the one before, so no value is computed twice.
+    """
     info = file_info(path, header_lines=1)
     n = len(names)
     times = [*TIMES, *(t for t in KALOS_TIMES if t in names)]

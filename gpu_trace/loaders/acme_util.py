@@ -138,7 +138,8 @@ _CELL_REASON = {
 
 def metric_of(path: Path) -> tuple[str, str | None] | None:
     """(AcmeTrace metric name, month part or None) from a file name, None if the name
-    is not a metric name."""
+    is not a metric name.
+    """
     if path.suffix.lower() != ".csv":
         return None
     m = _NAME.match(path.stem)
@@ -167,7 +168,8 @@ class Columns:
 
 def columns(path: Path, metric: Metric) -> Columns:
     """The device columns of a utilization CSV (after ``Time``): the host of each and, for
-    GPU metrics, the index of its ``<node>-<gpu>`` name; a bad header is refused (line 1)."""
+    GPU metrics, the index of its ``<node>-<gpu>`` name; a bad header is refused (line 1).
+    """
     names = [n.strip() for n in read_header(path).split(",")]
     if not names or names[0] != "Time" or len(names) < 2:
         raise InputError(
@@ -198,7 +200,8 @@ def columns(path: Path, metric: Metric) -> Columns:
 def _cells(info: FileInfo, metric: Metric, ncol: int, tz: str) -> pl.LazyFrame:
     """One row per (good line, column) and one per rejected line: ``_line``, ``_time``
     (UTC), ``_col`` (null for a rejected line), ``_empty``, ``_value`` (canonical
-    unit), ``_code`` (why the cell is rejected) and ``_line_reason``."""
+    unit), ``_code`` (why the cell is rejected) and ``_line_reason``.
+    """
     parts = pl.col("_parts")
     quoted = pl.lit("'") + pl.col("_time_text") + pl.lit("'")
     naive = pl.col("_time_naive")
@@ -315,17 +318,19 @@ def util_batches(file: UtilFile, tz: str) -> list[Batch]:
     stats = stats_df.row(0, named=True)
     zones = sorted({zone_name(o, tz) for o in (stats["offset_lo"], stats["offset_hi"])})
     if stats["good_lines"] + stats["bad_lines"] != info.records:
-        raise ReconciliationError(
+        msg = (
             f"{file.path}: {info.records} data lines but {stats['good_lines']} good + "
             f"{stats['bad_lines']} rejected"
         )
+        raise ReconciliationError(msg)
     cells_total = stats["good_lines"] * ncol
     accounted = stats["written"] + stats["no_event"] + stats["bad_cells"] + stats["empty"]
     if cells_total != accounted:
-        raise ReconciliationError(
+        msg = (
             f"{file.path}: {cells_total} cells but {accounted} written, no-event, "
             "quarantined or empty"
         )
+        raise ReconciliationError(msg)
     reasons = _CELL_REASON
     bad = bad.with_columns(
         pl.coalesce(

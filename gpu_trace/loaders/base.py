@@ -68,7 +68,8 @@ class Reconciled:
 @dataclass
 class IngestReport:
     """The reconciliation of one ingest: a line per (file, table), for the CLI and the
-    ``ingests`` table."""
+    ``ingests`` table.
+    """
 
     source: str
     store: Path
@@ -93,7 +94,8 @@ def require_path(path: Path) -> Path:
 
 def refuse_collision(seen: dict[tuple[str, str], Path], batch: Batch) -> None:
     """Two inputs whose names slug to one dataset (``Trace.csv`` and ``trace.csv``) would
-    replace each other's rows in the store; refuse before anything is written."""
+    replace each other's rows in the store; refuse before anything is written.
+    """
     key = (batch.table, batch.dataset)
     first = seen.setdefault(key, batch.file.path)
     if first != batch.file.path:
@@ -148,10 +150,11 @@ def ingest(
                 batch.file.path.name, batch.table, batch.dataset, read, staged.rows, rejected.height
             )
             if line.rows_read != line.rows_written + line.rows_quarantined:
-                raise ReconciliationError(
+                msg = (
                     f"{batch.file.path}: {batch.table}: read {read} records but wrote "
                     f"{staged.rows} and quarantined {rejected.height}"
                 )
+                raise ReconciliationError(msg)
             report.lines.append(line)
             if rejected.height:
                 quarantine.setdefault(batch.dataset, []).append(rejected)

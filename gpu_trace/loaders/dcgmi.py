@@ -42,7 +42,8 @@ _ENTITY = r"^\s*(GPU-CI|GPU-I|GPU|SW|CPU|NvSwitch)\s+(\d+)((?:\s+LINK\s+\d+)?)\s
 
 def header_tags(path: Path) -> list[str] | None:
     """The field tags of a ``dcgmi dmon`` header line (``#Entity ...``), or None when the
-    file is not one."""
+    file is not one.
+    """
     first = first_lines(path, 1)[0].strip()
     if first.startswith("#Entity") or first.startswith("# Entity"):
         return first.lstrip("#").split()[1:]
@@ -58,7 +59,8 @@ def dmon(
     interval_s: float = 1.0,
 ) -> list[Batch]:
     """One ``dcgmi dmon`` output -> its gpu_samples (and events) batches, on the tick grid
-    when it prints no times."""
+    when it prints no times.
+    """
     tags = header_tags(path)
     if tags is None:
         raise InputError(path, "not dcgmi dmon output (expected '#Entity' header)", "line 1")
@@ -162,7 +164,8 @@ class DcgmiLoader:
         **_: Any,
     ) -> Iterator[Batch]:
         """Yield the batches of the dcgmi output at ``path`` (a file, or every dmon file in
-        a folder)."""
+        a folder).
+        """
         files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
         for f in files:
             if path.is_dir() and header_tags(f) is None:

@@ -158,9 +158,8 @@ def check_tz(tz: str) -> str:
     try:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):
-        raise GpuTraceError(
-            f"unknown time zone {tz!r}; use an IANA name such as {DEFAULT_TZ}"
-        ) from None
+        msg = f"unknown time zone {tz!r}; use an IANA name such as {DEFAULT_TZ}"
+        raise GpuTraceError(msg) from None
     return tz
 
 
@@ -173,7 +172,8 @@ def _extract_zip(path: Path) -> list[HeliosFile]:
     """Stream the Helios members of ``data.zip`` into a temporary folder that lives
     until the process exits (the lazy scans read the files after this returns). Only
     ``<Cluster>/cluster_*.csv`` members are extracted, under names we build ourselves,
-    so member paths cannot escape the folder."""
+    so member paths cannot escape the folder.
+    """
     try:
         with zipfile.ZipFile(path) as zf:
             members = [(m, _MEMBER.search(m.filename)) for m in zf.infolist() if not m.is_dir()]
@@ -248,7 +248,8 @@ def discover(path: Path) -> list[HeliosFile]:
 
 def select(path: Path, cluster: str) -> list[HeliosFile]:
     """The files for the chosen cluster(s) (``all``, one slug, or a comma-separated
-    list), in the owners' cluster order, each cluster's log before its capacity."""
+    list), in the owners' cluster order, each cluster's log before its capacity.
+    """
     found = discover(path)
     if not found:
         raise InputError(
@@ -278,7 +279,8 @@ def select(path: Path, cluster: str) -> list[HeliosFile]:
 
 def header_names(path: Path) -> list[str]:
     """Column names from the header line (BOM and surrounding blanks removed);
-    duplicate names make the file unreadable by name."""
+    duplicate names make the file unreadable by name.
+    """
     names = [n.strip() for n in read_header(path).lstrip("\ufeff").split(",")]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -302,7 +304,8 @@ def _quoted(text: pl.Expr) -> pl.Expr:
 
 def _to_utc(local: pl.Expr, tz: str) -> pl.Expr:
     """Naive local times in ``tz`` as UTC instants (null where the local time does not
-    exist in ``tz``; the earlier instant where it is ambiguous)."""
+    exist in ``tz``; the earlier instant where it is ambiguous).
+    """
     return local.dt.replace_time_zone(
         tz, ambiguous="earliest", non_existent="null"
     ).dt.convert_time_zone("UTC")
@@ -388,7 +391,8 @@ def parse_log(
     """Type every line of a ``cluster_log.csv`` (or the ``only`` line numbers): the
     fields it needs, ``_reason`` (null for good rows, else the first problem), UTC
     instants and the mismatch flags; with ``only``, also each line's raw text (the
-    lines are few, and most of them are going to quarantine)."""
+    lines are few, and most of them are going to quarantine).
+    """
     has_name = NAME in names
     typed: list[pl.Expr] = []
     checks = _line_checks(_count_problem(len(names), has_name))
@@ -454,7 +458,8 @@ def _in_range(local: pl.Expr) -> pl.Expr:
 
 def _parsed_columns(lf: pl.LazyFrame, *keep: str) -> pl.LazyFrame:
     """The columns both parse paths return: line, reason, typed fields, mismatch flags
-    and UTC instants (plus the ``keep`` columns)."""
+    and UTC instants (plus the ``keep`` columns).
+    """
     epoch = {c: pl.col(c).dt.epoch("s") for c in TIMES}
     return lf.select(
         LINE,
@@ -471,7 +476,8 @@ def _parsed_columns(lf: pl.LazyFrame, *keep: str) -> pl.LazyFrame:
 def _parse_time(text: pl.Expr, *, strip: bool = True) -> pl.Expr:
     """``YYYY-MM-DD HH:MM:SS`` text as a naive datetime (null if it does not parse),
     blanks around it removed first unless ``strip`` is false. No cache: the times of a
-    log are nearly all distinct."""
+    log are nearly all distinct.
+    """
     if strip:
         text = text.str.strip_chars()
     return text.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
@@ -493,7 +499,8 @@ def fixed_offset(tz: str, lo: datetime, hi: datetime) -> timedelta | None:
     change between two grid points would show as two different offsets unless the
     zone changed and changed back within 15 minutes, which no tzdata zone does.
     Converting a whole column by subtracting one offset is much cheaper than a
-    per-value zone lookup."""
+    per-value zone lookup.
+    """
     start = lo.replace(minute=0, second=0, microsecond=0)
     try:
         end = hi + OFFSET_STEP
@@ -521,7 +528,8 @@ def read_text(path: Path, names: list[str]) -> pl.DataFrame | None:
     """The log's rows through polars' native multi-threaded CSV reader, every field as
     text, no quoting. None when the reader refuses the file (more fields than the
     header on some line, invalid UTF-8) or the file is not one :func:`read_clean` can
-    take."""
+    take.
+    """
     if names[-1] not in LOG_REQUIRED or names[-1] in OPTIONAL_TEXT:
         return None
     dtypes = dict.fromkeys(names, pl.String())
@@ -553,7 +561,8 @@ def read_clean(
     the line-exact parse, which may still accept them: this path is stricter, never
     looser. Counts and times must be written without blanks around them (the
     line-exact path strips blanks). ``tests/test_helios_unit.py`` checks the two paths
-    agree on random files."""
+    agree on random files.
+    """
     if frame is None or frame.height != info.records:
         return None
     local = frame.with_columns(
@@ -603,7 +612,8 @@ def parse(
     """Every line of the log typed and checked, as :func:`parse_log` gives it: rows the
     fast path vouches for come from it, the other lines (normally none) go through the
     line-exact parse. Good rows stay in line order. Also returns ``info``, UTF-8
-    checked if the line-exact parse ran."""
+    checked if the line-exact parse ran.
+    """
     fast = read_clean(frame, info, names, tz)
     if fast is None:
         info = with_utf8(info)
@@ -620,7 +630,8 @@ def parse(
 def with_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
     """``bad`` (``_line``, ``_reason``) with each line's raw text. The parse leaves the
     raw text out of its result, so good rows (nearly all of them) never copy it; the
-    few rejected lines are fetched again by line number."""
+    few rejected lines are fetched again by line number.
+    """
     if RAW in bad.columns:
         return bad
     if bad.is_empty():
@@ -640,7 +651,8 @@ def in_store_order(rows: pl.DataFrame) -> pl.DataFrame | None:
     order already, except where ids of different lengths share a second (``999999``
     sorts after ``1000000`` as text). Those tie groups are re-sorted alone and the rest
     keeps its place, which costs one gather instead of a sort of millions of rows. The
-    result equals the writer's stable sort."""
+    result equals the writer's stable sort.
+    """
     step = pl.col(SUBMIT).diff()
     later = (step > 0) | ((step == 0) & (pl.col("job_id") >= pl.col("job_id").shift()))
     flags = rows.select(
@@ -742,7 +754,8 @@ def cluster_log(file: HeliosFile, tz: str) -> Batch:
 
 def capacity(file: HeliosFile, tz: str) -> Batch:
     """Read one ``cluster_gpu_number.csv`` into a ``capacity`` batch: one row per day
-    and value column (``vc`` null for ``total``)."""
+    and value column (``vc`` null for ``total``).
+    """
     names = header_names(file.path)
     if names[0] != "date" or len(names) < 2:
         raise InputError(
@@ -855,7 +868,8 @@ class HeliosLoader:
         self, path: Path, *, cluster: str = "all", tz: str = DEFAULT_TZ, **_: Any
     ) -> Iterator[Batch]:
         """Yield a ``jobs`` batch per ``cluster_log.csv`` and a ``capacity`` batch per
-        ``cluster_gpu_number.csv`` of the selected clusters, times read in ``tz``."""
+        ``cluster_gpu_number.csv`` of the selected clusters, times read in ``tz``.
+        """
         check_tz(tz)
         for file in select(path, cluster):
             if file.kind == "cluster_log":

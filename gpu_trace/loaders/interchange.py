@@ -84,7 +84,8 @@ def _checked(parsed: pl.LazyFrame, names: tuple[str, ...], time_col: str) -> pl.
     """Quarantine rows whose numbers no trace can hold: every numeric field (counts,
     times, durations, iterations / steps) must be finite and not negative, and the
     arrival time below ``TIME_MAX_S`` (so it converts to a timestamp; ``1e300`` or
-    ``9223372036854775808`` would overflow)."""
+    ``9223372036854775808`` would overflow).
+    """
     checks: list[pl.Expr] = [pl.col(REASON)]
     for n in (n for n in names if n in NUMERIC):
         c = pl.col(n)
@@ -108,7 +109,8 @@ class ChronusLoader:
 
     def batches(self, path: Path, **_: Any) -> Iterator[Batch]:
         """Yield one ``jobs`` batch per Tiresias / Chronus CSV (a file, or every ``*.csv``
-        in a folder)."""
+        in a folder).
+        """
         for f in [path] if path.is_file() else sorted(path.glob("*.csv")):
             header = tuple(h.strip() for h in read_header(f).split(","))
             if header not in (TIRESIAS, CHRONUS):
@@ -162,9 +164,11 @@ class GavelLoader:
 
     def batches(self, path: Path, *, step_s: float | None = None, **_: Any) -> Iterator[Batch]:
         """Yield one ``jobs`` batch per Gavel ``.trace`` file (``step_s`` turns steps into
-        seconds)."""
+        seconds).
+        """
         if step_s is not None and not (math.isfinite(step_s) and step_s > 0):
-            raise GpuTraceError(f"--step-s {step_s} must be a finite number above 0")
+            msg = f"--step-s {step_s} must be a finite number above 0"
+            raise GpuTraceError(msg)
         for f in [path] if path.is_file() else sorted(path.glob("*.trace")):
             first = read_header(f)
             width = len(first.split("\t"))
@@ -214,7 +218,8 @@ def _step_s(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"--step-s {text!r} is not a number of seconds") from None
+        msg = f"--step-s {text!r} is not a number of seconds"
+        raise UsageError(msg) from None
     return check_number(value, "--step-s", gt=0)
 
 

@@ -85,7 +85,8 @@ LIST_KINDS = {"List": None, "PodList": "Pod", "NodeList": "Node"}
 @dataclass(frozen=True)
 class Objects:
     """One file's records: ``_n``, ``_raw`` (text, for quarantine), ``_reason`` (null
-    when decodable), ``kind`` and ``rec`` (the decoded :data:`STRUCTURE`)."""
+    when decodable), ``kind`` and ``rec`` (the decoded :data:`STRUCTURE`).
+    """
 
     info: FileInfo
     """``records`` is the number of records: the items counted by DuckDB's
@@ -174,7 +175,8 @@ _MAX_OBJECT = (1 << 32) - 1
 
 def _document(info: FileInfo) -> Objects:
     """One JSON document (a List, PodList or NodeList, or a single Pod or Node) as its
-    records, read and split by DuckDB."""
+    records, read and split by DuckDB.
+    """
     import duckdb  # loaded when a file is read, not with the plugin list
 
     path = info.path
@@ -227,7 +229,8 @@ def _document_records(
     con: duckdb.DuckDBPyConnection, path: Path
 ) -> tuple[duckdb.DuckDBPyRelation, str | None, int]:
     """The records of the registered document ``doc``: (record number, text) rows, the
-    kind a record without one has (a PodList's items are pods), and how many there are."""
+    kind a record without one has (a PodList's items are pods), and how many there are.
+    """
     top = con.execute(
         "SELECT json_extract_string(j, '$.kind'), json_type(j, '$.items'), "
         "json_type(j), json_array_length(j, '$.items') FROM doc"
@@ -262,7 +265,8 @@ _ITEMS = re.compile(r'"items"\s*:\s*\[')
 
 def _locate_error(path: Path) -> InputError:
     """Where a document stops being valid JSON: line, column and the record (element of
-    ``items``) it falls in. The error path only, so plain Python is fine here."""
+    ``items``) it falls in. The error path only, so plain Python is fine here.
+    """
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")

@@ -59,7 +59,8 @@ def parse(text: str) -> Fraction | str:
 
 def scaled(text: str, milli: bool, whole: bool) -> tuple[int | None, str | None]:
     """``text`` in units (milli-units when ``milli``), rounded up; or a reason.
-    ``whole``: the resource is an extended resource, which must be a whole number."""
+    ``whole``: the resource is an extended resource, which must be a whole number.
+    """
     value = parse(text)
     if isinstance(value, str):
         return None, value

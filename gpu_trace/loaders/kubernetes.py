@@ -156,7 +156,8 @@ def _time(text: pl.Expr) -> pl.Expr:
 
 def _bad_time(text: pl.Expr, label: str | pl.Expr, parsed: pl.Expr | None = None) -> pl.Expr:
     """Reason for a present time that does not parse (or lies outside 1970-2100);
-    ``parsed``: the column already holding ``_time(text)``, to parse only once."""
+    ``parsed``: the column already holding ``_time(text)``, to parse only once.
+    """
     name = pl.lit(label) if isinstance(label, str) else label
     value = _time(text) if parsed is None else parsed
     return pl.when(text.is_not_null() & value.is_null()).then(
@@ -315,7 +316,8 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per pod from its container statuses: first start, last finish, exit code and
-    signal and reason of the deciding container; and the first bad value."""
+    signal and reason of the deciding container; and the first bad value.
+    """
     parts = []
     for order, path in ((0, "status.initContainerStatuses"), (1, "status.containerStatuses")):
         parts.append(
@@ -483,7 +485,8 @@ def _pod_status(phase: pl.Expr, reason: pl.Expr, disruption: pl.Expr) -> pl.Expr
 
 def _peaks(pods: pl.DataFrame, weights: Sequence[str]) -> pl.DataFrame:
     """Per job, the peak over time of each weight summed over the pods alive together
-    (a sweep: +w at a pod's start, -w at its end; ends before starts at one instant)."""
+    (a sweep: +w at a pod's start, -w at its end; ends before starts at one instant).
+    """
     w = [pl.col(c).cast(pl.Float64) for c in weights]
     ups = pods.select("job_id", pl.col("_alive").alias("t"), pl.lit(1).alias("_o"), *w)
     downs = pods.filter(pl.col("end_time").is_not_null()).select(
@@ -749,7 +752,8 @@ def pods_to_rows(
 def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(capacity inventory, allocatable inventory, rejected nodes). Both inventories
     carry ``machine_id``, ``gpus``, ``gpu_type``, ``gpu_mem_bytes``, ``cpus``,
-    ``mem_bytes`` and the GPU-sharing ``_share_per_gpu`` (GiB per GPU)."""
+    ``mem_bytes`` and the GPU-sharing ``_share_per_gpu`` (GiB per GPU).
+    """
     n = objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == "Node")).with_row_index(
         "_p"
     )
@@ -898,7 +902,8 @@ class KubernetesLoader:
         **_: Any,
     ) -> Iterator[Batch]:
         """Yield ``jobs`` + ``placements`` for the file holding the pods and two
-        ``machines`` batches for the file holding the nodes (one file may hold both)."""
+        ``machines`` batches for the file holding the nodes (one file may hold both).
+        """
         read = _read_inputs([path, *more])
         pod_files = [o for o in read if _count(o, "Pod")]
         node_files = [o for o in read if _count(o, "Node")]
@@ -935,7 +940,8 @@ def _read_inputs(files: list[Path]) -> list[Objects]:
 
 def _check_kinds(read: list[Objects], pod_files: list[Objects], node_files: list[Objects]) -> None:
     """At most one file of pods and one of nodes (two would give two datasets of the
-    same name), and every file holds one of the two kinds."""
+    same name), and every file holds one of the two kinds.
+    """
     for group, what in ((pod_files, "pods"), (node_files, "nodes")):
         if len(group) > 1:
             raise InputError(
@@ -968,7 +974,8 @@ def _machine_batches(
     meta: dict[str, str],
 ) -> Iterator[Batch]:
     """The two ``machines`` batches of the nodes file: capacity (``dataset``, which also
-    carries the file's unusable records) and allocatable (``<dataset>-allocatable``)."""
+    carries the file's unusable records) and allocatable (``<dataset>-allocatable``).
+    """
     n_nodes = _count(objs, "Node")
     for frame, ds in ((cap, dataset), (alloc, f"{dataset}-allocatable")):
         rejected = pl.concat([junk, bad]) if ds == dataset else bad
@@ -997,7 +1004,8 @@ def _pod_batches(
     meta: dict[str, str],
 ) -> Iterator[Batch]:
     """The ``placements`` batch (one row per pod; the file's rejects) and the ``jobs``
-    batch (the owners of the good pods) of the pods file."""
+    batch (the owners of the good pods) of the pods file.
+    """
     jobs, placements, bad = pods_to_rows(
         objs, nodes_cap, cluster=cluster, dataset=dataset, user_keys=user_keys
     )
@@ -1037,7 +1045,8 @@ def _count(objs: Objects, kind: str) -> int:
 @dataclass(frozen=True)
 class KubernetesOptions:
     """`gpu-trace ingest kubernetes` options (the loader's keyword arguments: see
-    :func:`_loader_kwargs`)."""
+    :func:`_loader_kwargs`).
+    """
 
     cluster: str = option(
         "kubernetes", "Cluster name: the datasets' name (re-ingesting replaces it)."

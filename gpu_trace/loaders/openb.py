@@ -240,7 +240,8 @@ class OpenbLoader:
         or ``all``); a file path is read whatever its variant. Without ``variant`` a
         folder's ``default`` list is read, or, when the folder holds exactly one other
         variant (a user who downloaded only ``gpushare40``), that one, with a warning line
-        naming it so the choice is never silent."""
+        naming it so the choice is never silent.
+        """
         files = [path] if path.is_file() else sorted(path.glob("openb_*_list_*.csv"))
         if path.is_dir():
             variant = _pick_variant(path, files, variant)
@@ -261,7 +262,8 @@ class OpenbLoader:
 def _pick_variant(folder: Path, files: list[Path], variant: str | None) -> str:
     """The pod-list variant to read from ``folder``: ``variant`` when given (it must be
     there, or be ``all``), else ``default``, else the folder's only variant. Several
-    variants and no ``default`` is an error listing them: guessing would be silent."""
+    variants and no ``default`` is an error listing them: guessing would be silent.
+    """
     held = [m["variant"] for f in files if (m := _POD_FILE.match(f.name))]
     listing = ", ".join(held) or "none"
     if variant == "all":

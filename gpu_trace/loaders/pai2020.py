@@ -129,7 +129,8 @@ def read_jobs(inp: Input) -> pl.DataFrame:
 
 def read_tasks(inp: Input) -> pl.DataFrame:
     """pai_task_table checked (plans as bounded numbers, inst_num x plan_mem within 64-bit
-    bytes, times), a (job, task) given twice keeping its last line."""
+    bytes, times), a (job, task) given twice keeping its last line.
+    """
     plans = ["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]
     task_mem = pl.col("inst_num") * pl.col("plan_mem")
     frame = _read(
@@ -212,7 +213,8 @@ def task_gpus(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def _task_totals(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per job (keyed by the job-name hashes ``_j1, _j2``, which group twice as fast as
-    the strings): summed requests in source units, GPU types, earliest task start."""
+    the strings): summed requests in source units, GPU types, earliest task start.
+    """
 
     def total(plan: str) -> pl.Expr:
         amount = pl.col("inst_num") * pl.col(plan)
@@ -349,7 +351,8 @@ def tags_batch(inp: Input, tags: pl.DataFrame, jobs: pl.DataFrame | None) -> Bat
 
 def machine_batches(inp: Input) -> Iterator[Batch]:
     """pai_machine_spec -> ``machines`` (a machine given twice keeping its last line) and
-    the cluster's ``capacity`` row."""
+    the cluster's ``capacity`` row.
+    """
     caps = ["cap_cpu", "cap_mem", "cap_gpu"]
     frame = _read(
         inp,
@@ -427,7 +430,8 @@ class Pai2020Loader:
         self, path: Path, *, tables: str | Sequence[str] | None = None, **_: Any
     ) -> Iterator[Batch]:
         """Yield machines/capacity, tasks, placements, jobs, job_tags and usage batches
-        for the tables found (``tables`` restricts them: ``job,task,instance``...)."""
+        for the tables found (``tables`` restricts them: ``job,task,instance``...).
+        """
         specs = select_tables(tables)
         found = {i.spec.short: i for i in find_inputs(path, specs)}
         if not found:

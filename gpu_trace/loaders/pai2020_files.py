@@ -216,7 +216,8 @@ SPECS: dict[str, Spec] = {
 @dataclass(frozen=True)
 class Input:
     """One PAI CSV found on disk, its checksum and record count, and where its column
-    names came from."""
+    names came from.
+    """
 
     spec: Spec
     info: FileInfo
@@ -233,7 +234,8 @@ class Input:
 
 def select_tables(tables: str | Sequence[str] | None) -> list[Spec]:
     """The specs named by the ``tables`` option (comma-separated short names, or
-    ``all``/None for every table)."""
+    ``all``/None for every table).
+    """
     if tables is None:
         return list(SPECS.values())
     names = [t.strip() for t in tables.split(",")] if isinstance(tables, str) else list(tables)
@@ -241,9 +243,8 @@ def select_tables(tables: str | Sequence[str] | None) -> list[Spec]:
         return list(SPECS.values())
     unknown = [n for n in names if n not in SPECS]
     if unknown:
-        raise GpuTraceError(
-            f"unknown PAI 2020 table {', '.join(unknown)}; choose from {', '.join(SPECS)} or all"
-        )
+        msg = f"unknown PAI 2020 table {', '.join(unknown)}; choose from {', '.join(SPECS)} or all"
+        raise GpuTraceError(msg)
     return [s for s in SPECS.values() if s.short in names]
 
 
@@ -275,7 +276,8 @@ def _names(line: str) -> list[str]:
 
 def open_input(csv: Path, spec: Spec) -> Input:
     """Check the header file against the documented columns, then hash and count the
-    CSV. A CSV that starts with its own header line (someone added one) has it skipped."""
+    CSV. A CSV that starts with its own header line (someone added one) has it skipped.
+    """
     header = _header_file(csv.parent, spec)
     if header is not None:
         got = _names(read_header(header))
@@ -306,7 +308,8 @@ def parse(
     """One row per record: ``_line``, ``_raw``, the typed fields and ``_reason`` (the
     first line-level problem, or null). A trailing CR is dropped first so CRLF files
     parse like LF ones. ``only`` / ``skip_lines`` select lines by number *before* they
-    are split, which makes re-reading a few lines of a big file cheap."""
+    are split, which makes re-reading a few lines of a big file cheap.
+    """
     lines = scan_lines(inp.info, skip=inp.skip)
     if only is not None:
         lines = lines.filter(pl.col(LINE).is_in(only.implode()))
@@ -346,7 +349,8 @@ def time_checks(
     start: str = "start_time", end: str = "end_time"
 ) -> list[tuple[pl.Expr, pl.Expr | str]]:
     """Times are finite, non-negative and below ``TIME_MAX_S``; when both are known, end
-    is not before start."""
+    is not before start.
+    """
     both = (pl.col(start) != 0) & (pl.col(end) != 0)
     return [
         *number_checks([start, end]),
@@ -361,7 +365,8 @@ def time_checks(
 def seconds(col: str, start: str = "start_time", end: str = "end_time") -> pl.Expr:
     """``col`` as float seconds, null when unknown. The owners' rule (``utils.py``):
     ``start_time == 0`` makes start and end unknown; ``end_time == 0`` only the end (a
-    record still running); an empty field is unknown by itself."""
+    record still running); an empty field is unknown by itself.
+    """
     known = (pl.col(start) != 0).fill_null(True)
     if col == end:
         known = known & (pl.col(end) != 0).fill_null(True)
@@ -376,7 +381,8 @@ def instant(seconds_expr: pl.Expr) -> pl.Expr:
 
 def mapped(col: str, mapping: dict[str, str], default: str | None = None) -> pl.Expr:
     """``col`` translated through ``mapping`` as a when/then chain: elementwise, so it
-    streams (``replace_strict`` makes the streaming engine materialize its input)."""
+    streams (``replace_strict`` makes the streaming engine materialize its input).
+    """
     out = pl.lit(default, dtype=pl.String)
     for key, value in reversed(mapping.items()):
         out = pl.when(pl.col(col) == key).then(pl.lit(value)).otherwise(out)
@@ -391,7 +397,8 @@ def status(raw: str = "status") -> pl.Expr:
 def owned(col: str) -> pl.Expr:
     """A copy of string column ``col`` in fresh buffers. Strings split out of a line are
     views into the buffer of the whole chunk of lines; a few of them kept after a sparse
-    filter would pin every chunk (gigabytes for the instance table)."""
+    filter would pin every chunk (gigabytes for the instance table).
+    """
     return pl.concat_str([pl.col(col), pl.lit("")]).alias(col)
 
 
@@ -411,7 +418,8 @@ def time_columns() -> list[pl.Expr]:
 
 def supersede(frame: pl.DataFrame, keys: list[str], what: str) -> pl.DataFrame:
     """Keep the last line per key among good rows: every earlier one gets the reason
-    ``duplicate <what>, superseded by line N``. Returns the frame with ``_reason`` set."""
+    ``duplicate <what>, superseded by line N``. Returns the frame with ``_reason`` set.
+    """
     good = frame.filter(pl.col(REASON).is_null())
     # exact grouping only among the rows whose key hash repeats (a cheap numeric test)
     good = good.filter(pl.struct(keys).hash(0x50414932).is_duplicated())

@@ -68,7 +68,8 @@ def job_hash(col: str = "job_name") -> list[pl.Expr]:
 
 def task_hash() -> list[pl.Expr]:
     """The 128-bit (job_name, task_name) key joining instances to their task: joining 7 M
-    rows on two u64 costs a fifth of joining on the two strings."""
+    rows on two u64 costs a fifth of joining on the two strings.
+    """
     key = pl.struct("job_name", "task_name")
     return [key.hash(SEED_A).alias("_t1"), key.hash(SEED_B).alias("_t2")]
 
@@ -86,7 +87,8 @@ class Instances:
 def read_instances(inp: Input, task_gpus: pl.DataFrame | None) -> Instances:
     """Build the placements batch. ``task_gpus`` (``_t1, _t2`` = :func:`task_hash`,
     ``gpus_per_instance``; one row per task) gives each instance its GPU count; without
-    a task table the count stays null."""
+    a task table the count stays null.
+    """
     checked = parse(inp).with_columns(
         first(*time_checks(), (pl.col("worker_name").is_null(), "worker_name is missing"))
     )

@@ -161,7 +161,8 @@ def _batch(
     timed: bool,
 ) -> Batch:
     """One ``usage`` batch: ``ids`` maps usage columns to source columns (None: null),
-    ``timed`` says whether the file has start/end times."""
+    ``timed`` says whether the file has start/end times.
+    """
     source_ids = [c for c in ids.values() if c is not None]
     long = _long(inp, measures, source_ids, timed)
     units = {m.raw_field: USAGE_METRICS[m.metric][0] for m in measures}

@@ -147,7 +147,8 @@ MACHINE_FIELDS = (
 
 def _naive(col: str) -> tuple[pl.Expr, pl.Expr]:
     """A job-log time string -> (naive wall-clock datetime, whether it is unreadable).
-    Exactly ``YYYY-MM-DD HH:MM:SS`` (19 characters: strptime alone would take ``1:12:09``)."""
+    Exactly ``YYYY-MM-DD HH:MM:SS`` (19 characters: strptime alone would take ``1:12:09``).
+    """
     text = pl.col(col)
     missing = text.is_null() | text.is_in(MISSING)
     value = (
@@ -177,7 +178,8 @@ def _hour_offsets(hours: pl.Series) -> pl.DataFrame:
     the later (PST) occurrence. The two differ only in the repeated hour, and both are
     null in the hour skipped at spring-forward. US-Pacific DST changes happen on the
     hour, so one lookup per hour is exact. That lookup is what keeps the time-zone
-    work off the hundreds of thousands of individual times."""
+    work off the hundreds of thousands of individual times.
+    """
     frame = pl.DataFrame({"_h": hours})
     h = pl.col("_h")
 
@@ -191,7 +193,8 @@ def _hour_offsets(hours: pl.Series) -> pl.DataFrame:
 def _localize(times: pl.DataFrame) -> _Localized:
     """Convert naive wall-clock times (``_j`` job, ``_seq`` position in the job's
     sequence, ``_t`` time) to UTC, row for row, with the ordering rule for the
-    ambiguous hour (see the module doc). Non-existent times come back null."""
+    ambiguous hour (see the module doc). Non-existent times come back null.
+    """
     t = pl.col("_t")
     hours = times["_t"].dt.truncate("1h")
     offsets = _hour_offsets(hours.drop_nulls().unique())
@@ -250,7 +253,8 @@ def job_log(path: Path) -> JobLog:
 
 def _at(values: pl.Series, index: pl.Series, valid: pl.Series) -> pl.Series:
     """``values[index]`` where ``valid``, else null: a positional lookup (rows are
-    aligned by construction, so no join is needed)."""
+    aligned by construction, so no join is needed).
+    """
     if len(values) == 0:
         return pl.Series(values.name, [None] * len(index), dtype=values.dtype)
     picked = values.gather(index.clip(0, len(values) - 1))
@@ -283,7 +287,8 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
 class _Frames:
     """The good job records, their attempts and the attempts' machines, kept aligned
     instead of joined: job row j, attempt row a (jobs exploded, in order) and detail
-    row d (attempts exploded, in order) carry ``_j`` / ``_a`` indices."""
+    row d (attempts exploded, in order) carry ``_j`` / ``_a`` indices.
+    """
 
     jobs: pl.DataFrame
     attempts: pl.DataFrame
@@ -314,7 +319,8 @@ def _jobs_frame(decoded: pl.DataFrame) -> pl.DataFrame:
 
 def _attempts_frame(jobs: pl.DataFrame) -> pl.DataFrame:
     """One row per attempt (``_j``: its job), with naive start/end times, the number of
-    machines and of GPUs."""
+    machines and of GPUs.
+    """
     attempts = (
         jobs.select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("_j"),
@@ -349,7 +355,8 @@ def _bad_gpu_index() -> pl.Expr:
 
 def _detail_frame(attempts: pl.DataFrame) -> pl.DataFrame:
     """One row per (attempt, machine) (``_a``: its attempt; an attempt with no machines
-    keeps one all-null row), with the GPU indices parsed and the bad rows flagged."""
+    keeps one all-null row), with the GPU indices parsed and the bad rows flagged.
+    """
     detail = (
         attempts.select(
             pl.int_range(pl.len(), dtype=pl.UInt32).alias("_a"), "_j", "attempt", "detail"
@@ -371,7 +378,8 @@ def _detail_frame(attempts: pl.DataFrame) -> pl.DataFrame:
 @dataclass(frozen=True)
 class _Times:
     """The job log's times in UTC: submit per job, start and end per attempt (aligned
-    with the frames), the DST bookkeeping, and the non-existent local times."""
+    with the frames), the DST bookkeeping, and the non-existent local times.
+    """
 
     local: _Localized
     submit_utc: pl.Series
@@ -382,7 +390,8 @@ class _Times:
 
 def _times(frames: _Frames) -> _Times:
     """Every time of the log localized in one pass: each job's sequence (submit, then
-    each attempt's start and end) is what decides the ambiguous fall-back hour."""
+    each attempt's start and end) is what decides the ambiguous fall-back hour.
+    """
     jobs, attempts = frames.jobs, frames.attempts
     n_jobs, n_att = jobs.height, attempts.height
     times = pl.concat(
@@ -491,7 +500,8 @@ def _gap_problems(gaps: pl.DataFrame) -> pl.DataFrame:
 def _first_problems(frames: _Frames, gaps: pl.DataFrame) -> pl.DataFrame:
     """The first problem of each job (``_j``, reason), in the order: submit time,
     attempts (in order), machines (in order), non-existent local times (in sequence
-    order)."""
+    order).
+    """
     return (
         pl.concat(
             [
@@ -524,7 +534,8 @@ def _rejected(
 
 def _job_rows(frames: _Frames, times: _Times, bad_job: pl.Series) -> pl.DataFrame:
     """Canonical ``jobs`` rows of the good records: submit, the first attempt's start
-    and size, the last attempt's end."""
+    and size, the last attempt's end.
+    """
     jobs = frames.jobs
     has = pl.col("_attempts") > 0
     first_idx = (pl.col("_attempts").cum_sum() - pl.col("_attempts")).cast(pl.UInt32)
@@ -687,7 +698,8 @@ def _placements_batch(
 
 def machine_list(path: Path) -> Batch:
     """Read ``cluster_machine_list`` (header ``machineId, number of GPUs, single GPU
-    mem`` with spaces after the commas; memory as `` 12GB``) into ``machines``."""
+    mem`` with spaces after the commas; memory as `` 12GB``) into ``machines``.
+    """
     header = read_header(path)
     names = [h.strip() for h in header.split(",")]
     expected = [f.name for f in MACHINE_FIELDS]
@@ -742,7 +754,8 @@ def _capacity(
     basis: str, info: FileInfo, gpus: int, window: tuple[datetime, datetime] | None
 ) -> Batch:
     """One capacity row holding an inventory's GPU total over ``window`` (no row when
-    the window is unknown: a job log without a readable submit time)."""
+    the window is unknown: a job log without a readable submit time).
+    """
     rows = pl.DataFrame(
         {
             "source": [SOURCE],
@@ -782,7 +795,8 @@ def _inventory_batch(dataset: str, info: FileInfo, rows: pl.DataFrame) -> Batch:
 
 def _files(path: Path) -> dict[str, Path]:
     """The Philly files in ``path``: a ``trace-data`` folder (or a folder holding one),
-    or a single Philly file."""
+    or a single Philly file.
+    """
     if path.is_file():
         if path.name not in FILES:
             raise InputError(path, f"not a Philly trace file (expected one of {', '.join(FILES)})")
@@ -805,7 +819,8 @@ class PhillyLoader:
         """Yield jobs, placements, inventories, capacity rows and util samples.
 
         ``capacity`` picks the inventories that get a capacity row (default: all of
-        machine_list, inferred_jobs, inferred_util, when their input is present)."""
+        machine_list, inferred_jobs, inferred_util, when their input is present).
+        """
         bases = _checked_bases(path, capacity)
         files = _files(path)
         log: JobLog | None = None
@@ -831,7 +846,8 @@ class PhillyLoader:
 
 def _checked_bases(path: Path, capacity: Iterable[str]) -> set[str]:
     """``capacity`` as a set, every name one of :data:`BASES` (the library API takes
-    any iterable; the CLI has checked the names already)."""
+    any iterable; the CLI has checked the names already).
+    """
     bases = set(capacity)
     unknown = bases - set(BASES)
     if unknown:
@@ -855,7 +871,8 @@ def _machine_list_batches(
     path: Path, bases: set[str], window: tuple[datetime, datetime] | None
 ) -> Iterator[Batch]:
     """The shipped machine list and (if chosen) its capacity row over the job log's
-    window."""
+    window.
+    """
     batch = machine_list(path)
     yield batch
     if "machine_list" in bases:
@@ -865,7 +882,8 @@ def _machine_list_batches(
 
 def _util_inventory_batches(result: UtilResult, bases: set[str]) -> Iterator[Batch]:
     """The GPU-util-inferred inventory and (if chosen) its capacity row over the util
-    window (its last sample's minute included)."""
+    window (its last sample's minute included).
+    """
     inventory = inferred_inventory(result)
     yield _inventory_batch("inferred_util", result.batch.file, inventory)
     if "inferred_util" in bases:

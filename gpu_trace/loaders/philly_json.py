@@ -91,7 +91,8 @@ def _escaped(
 ) -> npt.NDArray[np.bool_]:
     """Which quotes are escaped: preceded by an odd run of backslashes. The run is
     counted with one vectorized step per backslash of run length, so a clean chunk
-    costs a single comparison."""
+    costs a single comparison.
+    """
     run = np.zeros(len(quotes), dtype=np.int64)
     active = np.ones(len(quotes), dtype=bool)
     k = 1
@@ -110,7 +111,8 @@ def _escaped(
 
 def _last(mask: npt.NDArray[np.bool_]) -> int:
     """Index of the last True in ``mask``, -1 if none (argmax on the reversed view:
-    no index array as long as the chunk)."""
+    no index array as long as the chunk).
+    """
     if len(mask) == 0:
         return -1
     back = int(np.argmax(mask[::-1]))
@@ -141,7 +143,8 @@ def count_job_starts(chunks: list[bytes], tail: bytes) -> tuple[int, bytes]:
     """Count job-object starts in ``chunks`` (consecutive pieces of one file; ``tail``
     is the end of the piece before them, from the previous call). Returns the count
     and the new tail. A start that straddles two pieces is counted once: each window
-    counts its matches minus those lying wholly in the carried tail."""
+    counts its matches minus those lying wholly in the carried tail.
+    """
     count = 0
     for chunk in chunks:
         window = tail + chunk
@@ -153,7 +156,8 @@ def count_job_starts(chunks: list[bytes], tail: bytes) -> tuple[int, bytes]:
 def _starts_in(buf: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Start and end offsets of the job-object starts wholly inside ``buf``: numpy, one
     vectorized step per blank skipped (a second implementation of :data:`_JOB_START`,
-    so the scanner and the count check each other)."""
+    so the scanner and the count check each other).
+    """
     opens = np.flatnonzero(buf == _LBRACE).astype(np.int64)
     key = opens + 1
     for _ in range(_GAP):
@@ -260,7 +264,8 @@ def _scan_chunk(
     become spaces, and the closing bracket and everything after it are cut off.
 
     The string and depth state restart at each job start, so every piece between two
-    starts is scanned on its own (segment 0 continues the previous chunk's state)."""
+    starts is scanned on its own (segment 0 continues the previous chunk's state).
+    """
     out = buf.copy()
     local = starts - base
     pos = np.flatnonzero(_SPECIAL[buf])
@@ -343,7 +348,8 @@ def _scan_chunk(
 
 def _start(head: bytes, path: Path) -> int | None:
     """Offset just after the opening ``[`` in ``head``, None if ``head`` is all blank
-    (read more), InputError if the first non-blank byte is not ``[``."""
+    (read more), InputError if the first non-blank byte is not ``[``.
+    """
     body = head[len(_BOM) :] if head.startswith(_BOM) else head
     skip = len(head) - len(body)
     stripped = body.lstrip(b" \t\r\n")
@@ -358,7 +364,8 @@ def _start(head: bytes, path: Path) -> int | None:
 
 def _pieces(lines: Path, total: int, state: _State, path: Path) -> pl.DataFrame:
     """The split lines as records: blank pieces that end at a job start (the space
-    between a comma and the job) are dropped, then records are numbered."""
+    between a comma and the job) are dropped, then records are numbered.
+    """
     starts = np.concatenate(state.start_lines) if state.start_lines else np.zeros(0, np.int64)
     hint_lines = np.concatenate(state.hint_lines) if state.hint_lines else np.zeros(0, np.int64)
     frame = (
@@ -437,7 +444,8 @@ def _split_stream(
 ) -> _Streamed:
     """Read ``src`` chunk by chunk, writing the record lines to ``dst``: bytes before
     the array's ``[`` are gathered until it is found, bytes after its ``]`` must be
-    blank."""
+    blank.
+    """
     digest = hashlib.sha256()
     utf8 = _Utf8()
     lenient = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -487,7 +495,8 @@ def _refuse_trailing(chunk: bytes, base: int, path: Path) -> None:
 
 def _unclosed(path: Path, frame: pl.DataFrame, streamed: _Streamed) -> InputError:
     """The error for a file whose array never closes: cut between records, or inside
-    one (whose tail is lost)."""
+    one (whose tail is lost).
+    """
     size = streamed.size
     if streamed.tail_blank:
         where = f"after record {frame.height - 1 if streamed.total else 0}"
@@ -676,7 +685,8 @@ def _precheck(path: Path) -> tuple[str, int, bool, int]:
     count, a byte regex: no parsing). DuckDB accepts an array cut just after a comma,
     so such a file must take the numpy split, which reports the cut. UTF-8 validity is
     left to the split: DuckDB rejects invalid UTF-8, which sends the file to the numpy
-    split, and that checks it."""
+    split, and that checks it.
+    """
     digest = hashlib.sha256()
     size = starts = 0
     head = tail = carry = b""
@@ -701,7 +711,8 @@ def records_read(path: Path, raw: pl.Series, counted: int) -> int:
     """Records read = ``counted`` job starts (from the bytes) + the parsed records
     that do not start with one. Raises InputError when the parsed records that do
     start with one are fewer or more than ``counted``: then records were merged (or
-    split) and the count of records read would hide it."""
+    split) and the count of records read would hide it.
+    """
     starts = raw.str.contains(JOB_START_PREFIX).fill_null(False)
     found = int(starts.sum())
     if found != counted:

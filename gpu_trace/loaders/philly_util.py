@@ -189,7 +189,8 @@ def zoned_time(col: str) -> tuple[pl.Expr, pl.Expr]:
 
     The suffix fixes the offset, and the result is checked against the calendar. That
     check is what catches a mislabelled hour, because a wrong suffix would otherwise
-    shift the sample by one hour without any error."""
+    shift the sample by one hour without any error.
+    """
     parts = pl.col(col).str.extract_groups(_ZONED)
     naive = parts.struct[0].str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False)
     zone = parts.struct[1]
@@ -238,7 +239,8 @@ def util_file(kind: UtilKind, path: Path, workdir: Path) -> UtilResult:
     The text is parsed once, streaming, into a typed staging Parquet file in
     ``workdir`` (raw text kept only for bad rows). The counting pre-pass, the rejects
     and the samples batch all read that file, so a multi-GB util file is split and
-    typed once, not once per consumer. ``workdir`` must outlive the batch's write."""
+    typed once, not once per consumer. ``workdir`` must outlive the batch's write.
+    """
     values = _header(kind, path)
     info = file_info(path, header_lines=1)
     stage = workdir / f"{kind.dataset}.parquet"
@@ -275,9 +277,8 @@ def util_file(kind: UtilKind, path: Path, workdir: Path) -> UtilResult:
     good_rows = int(stats["_rows"].sum())
     all_na = int(stats["_all_na"].sum())
     if good_rows + rejected.height != info.records:
-        raise ReconciliationError(
-            f"{path}: {info.records} rows but {good_rows} good + {rejected.height} quarantined"
-        )
+        msg = f"{path}: {info.records} rows but {good_rows} good + {rejected.height} quarantined"
+        raise ReconciliationError(msg)
     samples = sum(int(stats[v.field].sum()) for v in values)
 
     # Wide -> long as one projection per value column, concatenated: all gpu0 samples
@@ -342,7 +343,8 @@ def util_file(kind: UtilKind, path: Path, workdir: Path) -> UtilResult:
 def inferred_inventory(result: UtilResult) -> pl.DataFrame:
     """Machines as the GPU util file shows them: per host, the number of ``gpuN_util``
     columns that are ever not ``NA`` (0 for hosts whose GPUs are always offline).
-    This is how Qinghao-Hu's revised list (3,205 GPUs) was derived."""
+    This is how Qinghao-Hu's revised list (3,205 GPUs) was derived.
+    """
     return result.stats.select(
         pl.lit(SOURCE).alias("source"),
         pl.lit("inferred_util").alias("dataset"),

@@ -78,7 +78,8 @@ def parse(
     file: Path,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int, int, int]:
     """Parse exposition lines (``_line``, ``_raw``). Returns samples, events, quarantine,
-    the number of "no event" lines, of comment/blank lines and of sample lines."""
+    the number of "no event" lines, of comment/blank lines and of sample lines.
+    """
     raw = pl.col(RAW).str.strip_chars_end("\r")
     stripped = raw.str.strip_chars()
     skip = (stripped == "") | stripped.str.starts_with("#")
@@ -133,7 +134,8 @@ def parse(
 
 def is_exposition(path: Path) -> bool:
     """A saved exposition: ``.prom``/``.metrics`` files, or text whose first lines are
-    ``# HELP``/``# TYPE`` or a ``DCGM_`` sample."""
+    ``# HELP``/``# TYPE`` or a ``DCGM_`` sample.
+    """
     if path.suffix in (".prom", ".metrics"):
         return True
     head = " ".join(first_lines(path, 2))
@@ -144,7 +146,8 @@ def exposition_file(
     path: Path, dataset: str, *, host: str | None = None, time: str | None = None
 ) -> list[Batch]:
     """One saved ``/metrics`` exposition -> its gpu_samples (and events) batches at one
-    scrape time."""
+    scrape time.
+    """
     info = file_info(path, 0)
     if info.empty:
         raise InputError(path, "file is empty")
@@ -184,7 +187,8 @@ class PrometheusLoader:
         self, path: Path, *, host: str | None = None, time: str | None = None, **_: Any
     ) -> Iterator[Batch]:
         """Yield the batches of every exposition at ``path`` (a file, or the expositions in
-        a folder)."""
+        a folder).
+        """
         files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
         for f in files:
             if path.is_dir() and not is_exposition(f):

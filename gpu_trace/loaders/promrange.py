@@ -109,7 +109,8 @@ _LABEL_KEYS = {
 
 def _clean(text: str) -> str:
     r"""``text`` as valid UTF-8: JSON may escape lone surrogates (``"\ud800"``), which
-    Python keeps in a str but no UTF-8 column can hold; they become U+FFFD."""
+    Python keeps in a str but no UTF-8 column can hold; they become U+FFFD.
+    """
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
@@ -128,7 +129,8 @@ def _raw(value: object) -> str:
 @dataclass
 class Walk:
     """Columns gathered while walking the responses: one entry per good-shaped sample
-    (``[time, value]``), per series and per record rejected whole."""
+    (``[time, value]``), per series and per record rejected whole.
+    """
 
     jsonl: bool
     s_sid: list[int] = field(default_factory=list)
@@ -278,7 +280,8 @@ def _documents(path: Path) -> Walk:
 
 def _is_json_lines(path: Path) -> bool:
     """JSON lines when there are two non-blank lines and the first is JSON by itself
-    (a pretty-printed single response's first line, ``{``, is not)."""
+    (a pretty-printed single response's first line, ``{``, is not).
+    """
     head: list[bytes] = []
     try:
         with path.open("rb") as fh:
@@ -300,7 +303,8 @@ def _is_json_lines(path: Path) -> bool:
 
 def _json_line(walk: Walk, n: int, line: bytes) -> None:
     """Walk line ``n`` of a JSON-lines file: blank (counted), not JSON, or a response
-    (rejected with the reason when it is not a usable one)."""
+    (rejected with the reason when it is not a usable one).
+    """
     if not line.strip():
         walk.blank += 1
         return
@@ -340,7 +344,8 @@ _SERIES_SCHEMA = {
 
 def _strings(values: list[Any]) -> pl.Series:
     """Any JSON values as text (strings as they are, numbers and the rest as polars
-    prints them); lone surrogates, only in damaged files, are replaced first."""
+    prints them); lone surrogates, only in damaged files, are replaced first.
+    """
     try:
         return pl.Series(values, dtype=pl.String, strict=False)
     except UnicodeEncodeError:
@@ -352,7 +357,8 @@ def _strings(values: list[Any]) -> pl.Series:
 def _times(values: list[Any]) -> pl.Series:
     """The times as text. JSON numbers (all Prometheus writes) go through Float64 in one
     typed conversion; anything else (strings, booleans, nulls, lists) through the
-    slower any-object conversion, so that ``true`` is not read as 1.0."""
+    slower any-object conversion, so that ``true`` is not read as 1.0.
+    """
     if set(map(type, values)) <= {int, float}:
         return pl.Series(values, dtype=pl.Float64).cast(pl.String)
     return _strings(values)
@@ -490,7 +496,8 @@ def parse(
 
 def _mark_repeats(typed: pl.DataFrame) -> pl.DataFrame:
     """``_repeat``: a good event row whose value equals the previous good event row of
-    the same series in time order (the same error reported again at the next step)."""
+    the same series in time order (the same error reported again at the next step).
+    """
     is_event = pl.col(REASON).is_null() & pl.col("metric").str.starts_with("event:")
     events = (
         typed.filter(is_event)
@@ -533,11 +540,12 @@ def range_file(
     )
     accounted = samples.height + events.height + quarantine.height + no_event
     if accounted != walk.records:
-        raise ReconciliationError(
+        msg = (
             f"{path}: {walk.records} records but {accounted} were accounted for "
             f"(samples {samples.height}, events {events.height}, quarantined "
             f"{quarantine.height}, no event {no_event})"
         )
+        raise ReconciliationError(msg)
     meta = {
         "format": "prometheus query_range JSON" + (" lines" if walk.jsonl else ""),
         "responses": str(walk.responses),
@@ -558,7 +566,8 @@ def range_file(
 
 class PromRangeLoader:
     """Loader for saved ``query_range`` answers (a file, or a folder of ``.json`` /
-    ``.jsonl`` files)."""
+    ``.jsonl`` files).
+    """
 
     name = SOURCE
     version = "1"

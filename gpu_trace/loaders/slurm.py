@@ -161,7 +161,8 @@ def _split(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
     Fields before ``JobName`` are counted from the left, those after it from the right,
     and ``JobName`` is what lies between (``|`` included), so a name holding the
     separator does not shift the other fields. Without ``JobName``, field ``i`` is the
-    ``i``-th."""
+    ``i``-th.
+    """
     n = len(header.names)
     raw = pl.col(RAW).str.strip_suffix("\r")
     if header.trailing:
@@ -190,7 +191,8 @@ def _split(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
 
 def step_flag() -> pl.Expr:
     """Whether a line is a step line: its ``JobID`` field (counted as :func:`_split`
-    counts it) holds a dot. The fuzz harness applies the same textual rule."""
+    counts it) holds a dot. The fuzz harness applies the same textual rule.
+    """
     return pl.col("_t_jobid").str.contains(".", literal=True).fill_null(False)
 
 
@@ -211,7 +213,8 @@ def _quoted(text: pl.Expr) -> pl.Expr:
 
 def _local_times(header: Header) -> list[pl.Expr]:
     """Per time field: its text (null for ``Unknown``/``None``) and the naive local
-    time it names (null when it does not parse or lies outside the store's range)."""
+    time it names (null when it does not parse or lies outside the store's range).
+    """
     out: list[pl.Expr] = []
     for key in TIMES:
         text = _text(key, header, no_value=sv.NO_VALUE)
@@ -237,7 +240,8 @@ def _by_value(
     """Add ``outputs`` (expressions over field ``key`` and the ``first``-stage columns),
     computed once per distinct text of the field and joined back. TRES lists, time
     limits and exit codes repeat endlessly in an export (a few hundred distinct values
-    in a million lines), so this parses a few hundred strings instead of a million."""
+    in a million lines), so this parses a few hundred strings instead of a million.
+    """
     col = f"_t_{key}"
     if key not in header.names:
         out = frame.with_columns(first).with_columns(e.alias(n) for n, e in outputs.items())
@@ -257,7 +261,8 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
     the columns :func:`checks` and the row builders read. Split parts and regex
     captures are named in a first stage so each runs once
     (:data:`gpu_trace.loaders.slurm_values.Staged`); repetitive fields are parsed per
-    distinct value (:func:`_by_value`)."""
+    distinct value (:func:`_by_value`).
+    """
     elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
@@ -329,7 +334,8 @@ def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
 
     When the zone keeps one UTC offset over the whole span of the file (any zone
     without DST, or a file inside one DST period) the offset is subtracted from the
-    column instead of looked up per value (:func:`gpu_trace.loaders.helios.fixed_offset`)."""
+    column instead of looked up per value (:func:`gpu_trace.loaders.helios.fixed_offset`).
+    """
     locals_ = {
         k: pl.when(_in_range(pl.col(f"_{k}_parsed"))).then(pl.col(f"_{k}_parsed")) for k in TIMES
     }
@@ -365,7 +371,8 @@ def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
 
 def _pick(key: str, lower: pl.Expr | None) -> pl.Expr:
     """The earlier reading of an ambiguous local time, or the later one when only the
-    later keeps it at or after ``lower``."""
+    later keeps it at or after ``lower``.
+    """
     early, late = pl.col(f"_{key}_earliest"), pl.col(f"_{key}_latest")
     if lower is None:
         return early
@@ -379,7 +386,8 @@ Check = tuple[pl.Expr, pl.Expr | str]
 
 def checks(header: Header) -> list[Check]:
     """(condition, reason) per problem a line can have, in the order a reader fixing the
-    file would want them; the first that holds is the line's reason."""
+    file would want them; the first that holds is the line's reason.
+    """
     n = len(header.names)
     has_name = "jobname" in header.names
     count_bad = (pl.col("_n") < n) if has_name else (pl.col("_n") != n)
@@ -485,7 +493,8 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     """(good, bad) lines of an export: good lines typed, with their host-list size; bad
     lines with ``_line``, ``_raw`` and ``_reason``, host lists and repeated job ids
     included. Reasons are worded only for the bad lines (formatting text for a million
-    good ones would cost more than all the parsing)."""
+    good ones would cost more than all the parsing).
+    """
     frame = to_utc(typed(scan_lines(info, skip=1), header), tz)
     found = checks(header)
     bad_flag = pl.any_horizontal(*(c.fill_null(False) for c, _ in found))
@@ -670,7 +679,8 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
 
 def discover(path: Path) -> list[Path]:
     """The export files at ``path``: the file itself, or a folder's ``*.psv``,
-    ``*.txt`` and ``*.sacct`` files."""
+    ``*.txt`` and ``*.sacct`` files.
+    """
     if path.is_file():
         return [path]
     found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)

@@ -29,7 +29,8 @@ NODES = "_nodes"
 def ranges(lines: pl.LazyFrame) -> pl.LazyFrame:
     """One row per number range of each well-formed list in ``_nodes``: ``_line``,
     ``_prefix``, ``_suffix``, ``_lo``, ``_hi``, ``_width`` (a plain host name has null
-    bounds)."""
+    bounds).
+    """
     groups = (
         lines.select(LINE, NODES)
         .filter(pl.col(NODES).str.contains(LIST).fill_null(False))
@@ -57,7 +58,8 @@ def ranges(lines: pl.LazyFrame) -> pl.LazyFrame:
 
 def check(lines: pl.LazyFrame) -> pl.LazyFrame:
     """Per line with a node list: ``_line``, ``_node_count`` (hosts it names) and
-    ``_node_reason`` (null when it can be expanded)."""
+    ``_node_reason`` (null when it can be expanded).
+    """
     count = pl.when(pl.col("_lo").is_null()).then(1).otherwise(pl.col("_hi") - pl.col("_lo") + 1)
     stats = (
         ranges(lines)
@@ -84,7 +86,8 @@ def check(lines: pl.LazyFrame) -> pl.LazyFrame:
 
 def hosts(lines: pl.LazyFrame) -> pl.LazyFrame:
     """``_line``, ``machine_id``: every host each list in ``lines`` names, in list order
-    (only call on lines :func:`check` passed)."""
+    (only call on lines :func:`check` passed).
+    """
     r = ranges(lines)
     number = pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1).alias("_n")
     return (

@@ -90,7 +90,8 @@ def duration_s(text: pl.Expr, name: str) -> Staged:
     ``00:01.500`` 1.5 s. Minutes and seconds must be below 60 (sacct never prints more,
     so a larger one means a damaged field). The fields are counted from the right after
     turning the day dash into a colon: a shape check and a split, no regex captures,
-    which cost microseconds a row."""
+    which cost microseconds a row.
+    """
     shaped = text.str.contains(DURATION)
     parts = pl.when(shaped).then(text).str.replace("-", ":", literal=True).str.split(":")
     first = [
@@ -128,7 +129,8 @@ canonical int64, so the value is rejected as damaged, not wrapped around."""
 def mem_bytes(amount: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """Bytes of a memory amount (``64G`` -> 64 GiB; ``4000`` -> 4000 MiB) as a float,
     rounded to a whole byte (sacct prints fractions such as ``187.50G``), and whether
-    it is malformed or out of range. Callers cast to int64 after their own scaling."""
+    it is malformed or out of range. Callers cast to int64 after their own scaling.
+    """
     shaped = amount.str.contains(MEM_VALUE)
     ok = pl.when(shaped).then(amount)
     unit = pl.when(ok.str.contains("[KMGTP]$")).then(ok.str.slice(-1)).otherwise(pl.lit(""))
@@ -163,7 +165,8 @@ def tres(text: pl.Expr, name: str) -> Staged:
     ``mem_bytes`` and ``bad`` (why the list is unreadable, or null). Capture-group work
     runs only on the rows that need it: the input is nulled elsewhere
     (``pl.when(...).then(text)``), so a CPU job pays for no GPU parsing and only
-    multi-model lists are listed out."""
+    multi-model lists are listed out.
+    """
     gpu_text = pl.when(text.str.contains("gres/gpu", literal=True)).then(text)
     c = {k: f"{name}_{k}" for k in ("text", "ok", "untyped", "n", "model", "count", "many", "mem")}
     first = [
@@ -241,7 +244,8 @@ def req_mem(text: pl.Expr, nodes: pl.Expr, cpus: pl.Expr) -> tuple[pl.Expr, pl.E
     """Total bytes requested by ``ReqMem`` and whether it is malformed: ``4000Mn`` is
     4000 MiB per node (times ``NNodes``), ``4000Mc`` per CPU (times ``NCPUS``), a value
     without ``n``/``c`` is the job's total. Null when a per-node/per-CPU value has no
-    count to multiply."""
+    count to multiply.
+    """
     per = pl.when(text.str.contains("[nc]$")).then(text.str.slice(-1))
     base, bad = mem_bytes(
         pl.when(per.is_not_null()).then(text.str.slice(0, text.str.len_chars() - 1)).otherwise(text)

@@ -70,7 +70,8 @@ def zone(tz: str) -> ZoneInfo:
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):
-        raise GpuTraceError(f"unknown time zone {tz!r} (use an IANA name such as UTC)") from None
+        msg = f"unknown time zone {tz!r} (use an IANA name such as UTC)"
+        raise GpuTraceError(msg) from None
 
 
 def parse_start(text: str | None, tz: str) -> dt.datetime | None:
@@ -80,7 +81,8 @@ def parse_start(text: str | None, tz: str) -> dt.datetime | None:
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise GpuTraceError(f"--start {text!r} is not an ISO-8601 time") from None
+        msg = f"--start {text!r} is not an ISO-8601 time"
+        raise GpuTraceError(msg) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=zone(tz))
     return when.astimezone(dt.UTC)
@@ -96,7 +98,8 @@ file's mtime was used before, so each copy of the same file gave other times.)""
 def relative_fallback(path: Path, option: str) -> dt.datetime:
     """The anchor of a file that prints no times and was given none, announced as an
     :class:`InputWarning` (one ``warning:`` line at the CLI) so the choice is never
-    silent; the batches record it as ``time_basis = relative``."""
+    silent; the batches record it as ``time_basis = relative``.
+    """
     warnings.warn(
         InputWarning(
             f"{path}: the file has no timestamps; times are relative to its first sample "
@@ -111,7 +114,8 @@ def tick_times(
     tick: pl.Expr, ticks: int, *, start: dt.datetime | None, interval_s: float, path: Path
 ) -> tuple[pl.Expr, TimeBasis]:
     """Times for sources that print none: ``start + tick * interval``, where ``start`` is
-    ``--start`` or, without it, the relative epoch (a warning says so)."""
+    ``--start`` or, without it, the relative epoch (a warning says so).
+    """
     step = pl.duration(microseconds=(tick * round(interval_s * 1_000_000)).cast(pl.Int64))
     if start is not None:
         return pl.lit(start).dt.cast_time_unit("us") + step, TimeBasis("start", "UTC")
@@ -121,14 +125,16 @@ def tick_times(
 
 def is_missing(cell: pl.Expr) -> pl.Expr:
     """Whether a cell says 'no value' (``N/A`` and friends, ``[Not Supported]``): a null
-    sample, never 0."""
+    sample, never 0.
+    """
     text = cell.str.strip_chars()
     return text.is_null() | text.is_in(list(NULL_MARKERS)) | text.str.starts_with("[")
 
 
 def cell_number(cell: pl.Expr) -> pl.Expr:
     """The number in a cell: ``100 %`` -> 100, ``631.95 W`` -> 631.95, ``0x1FF`` -> 511,
-    ``P0`` -> 0; null when the cell holds no number."""
+    ``P0`` -> 0; null when the cell holds no number.
+    """
     text = cell.str.strip_chars()
     hexed = text.str.strip_prefix("0x").str.to_integer(base=16, strict=False)
     pstate = text.str.extract(r"^P(\d+)$", 1).cast(pl.Float64, strict=False)
@@ -166,7 +172,8 @@ def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame
 
     Range checks quarantine the cell (one record) whose value cannot be true: a
     percentage of time outside 0-100 (:data:`PERCENT_0_100`) and memory free or used
-    above the total printed on the same line (:data:`AT_MOST_TOTAL`)."""
+    above the total printed on the same line (:data:`AT_MOST_TOTAL`).
+    """
     raw = pl.col(CELL)
     number = cell_number(raw)
     value = pl.when(is_missing(raw) | is_sentinel(number)).then(None).otherwise(number)
@@ -209,7 +216,8 @@ def split_rows(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
     """Good sample rows, event rows, quarantine rows and the count of "no event" cells
     (value 0, or, where the frame has a ``_repeat`` column, a repeat of the series'
-    previous error)."""
+    previous error).
+    """
     bad = typed.filter(pl.col(REASON).is_not_null())
     good = typed.filter(pl.col(REASON).is_null())
     is_event = pl.col("metric").str.starts_with("event:")
@@ -276,7 +284,8 @@ def batches(
 ) -> list[Batch]:
     """The ``gpu_samples`` batch (carrying every quarantined cell) and, when any event
     cell fired, an ``events`` batch. ``rows_read`` is the number of cells that were meant
-    for each table, so ingest's check (read = written + quarantined) holds per table."""
+    for each table, so ingest's check (read = written + quarantined) holds per table.
+    """
     meta = {**basis.metadata(), "no_event_cells": str(no_event), **(extra or {})}
     out = [
         Batch(
@@ -298,12 +307,14 @@ def batches(
 
 def check_lines(info: FileInfo, used: int, header_lines: int) -> None:
     """The independent count: every physical line was a header/comment line or a data
-    line; a mismatch is a parser bug, not user input."""
+    line; a mismatch is a parser bug, not user input.
+    """
     if used + header_lines != info.records:
-        raise ReconciliationError(
+        msg = (
             f"{info.path}: {info.records} physical lines but {used} data + {header_lines} "
             "header/comment lines were accounted for"
         )
+        raise ReconciliationError(msg)
 
 
 def require_text(info: FileInfo) -> None:
@@ -314,7 +325,8 @@ def require_text(info: FileInfo) -> None:
 
 def first_lines(path: Path, n: int = 2) -> list[str]:
     """The first ``n`` lines of ``path`` (decoded leniently, line ends dropped), for
-    sniffing the format."""
+    sniffing the format.
+    """
     try:
         with path.open("rb") as fh:
             lines = [fh.readline() for _ in range(n)]
@@ -333,7 +345,8 @@ def wide_to_cells(
     good: pl.DataFrame, keys: Sequence[str], kept: Sequence[tuple[int, str]]
 ) -> pl.LazyFrame:
     """Long-form cells (one row per kept field of every good line) from split wide rows:
-    ``_line, _raw, *keys, field, cell`` where the cell is ``_parts[i]``."""
+    ``_line, _raw, *keys, field, cell`` where the cell is ``_parts[i]``.
+    """
     return concat(
         [
             good.lazy().select(
@@ -362,7 +375,8 @@ def finish(
 ) -> list[Batch]:
     """The common tail of the wide-text parsers (nvidia-smi query/dmon, dcgmi dmon): split
     typed cells into samples / events / quarantine, add the lines rejected whole, check
-    that every physical line was accounted for, and build the batches."""
+    that every physical line was accounted for, and build the batches.
+    """
     samples, events, quarantine, no_event = split_rows(
         typed, source=source, dataset=dataset, file=info.path
     )
@@ -395,7 +409,8 @@ def run_periodic(
     """Call ``step`` every ``interval_s`` (drift-free: deadlines, not sleeps) until
     ``duration_s`` has passed or Ctrl-C, calling ``flush`` every ``flush_s`` and once more
     at the end, so a crash loses at most one flush interval. Shared by the NVML sampler
-    and the Prometheus scraper."""
+    and the Prometheus scraper.
+    """
     begin = clock()
     due = last_flush = begin
     try:

@@ -27,7 +27,8 @@ class Field:
     @property
     def event(self) -> str | None:
         """The event kind (``xid``, ``ecc_dbe`` ...) when this field is an event counter,
-        else None."""
+        else None.
+        """
         return self.metric.removeprefix("event:") if self.metric.startswith("event:") else None
 
 
@@ -103,7 +104,8 @@ SMI_DMON: dict[str, Field] = {
 @dataclass(frozen=True)
 class DcgmField:
     """One DCGM field: numeric id, the old (<= 4.5, dcgm-exporter) name, the DCGM 4.6
-    name, the ``dcgmi dmon`` tag and the canonical mapping."""
+    name, the ``dcgmi dmon`` tag and the canonical mapping.
+    """
 
     id: int
     name: str

@@ -16,7 +16,8 @@ from gpu_trace.values import check_number, parse_duration
 
 def interval_seconds(text: str) -> float:
     """``--interval`` in seconds: a duration above 0 (a 0 s grid would put every tick
-    at one instant), else the usual one-line usage error."""
+    at one instant), else the usual one-line usage error.
+    """
     return check_number(parse_duration(text, "--interval"), "--interval", gt=0)
 
 

@@ -68,7 +68,8 @@ def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> File
     """Hash, count and UTF-8-check the file in one streaming pass over its bytes.
 
     ``check_utf8=False`` skips the UTF-8 check (``utf8`` is then None): for callers
-    whose reader validates the text itself and who check again only if it fails."""
+    whose reader validates the text itself and who check again only if it fails.
+    """
     digest = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")()
     utf8: bool | None = True if check_utf8 else None
@@ -107,7 +108,8 @@ _SANITIZED: list[tempfile.TemporaryDirectory[str]] = []
 def _utf8_copy(path: Path) -> Path:
     """A copy of ``path`` with invalid UTF-8 replaced by U+FFFD, line breaks untouched,
     so the affected lines can be quarantined one by one instead of failing the file.
-    Lives until the process exits (the lazy scans that read it run before that)."""
+    Lives until the process exits (the lazy scans that read it run before that).
+    """
     tmp = tempfile.TemporaryDirectory(prefix="gpu-trace-utf8-")
     _SANITIZED.append(tmp)
     out = Path(tmp.name) / path.name
@@ -146,7 +148,8 @@ def sha256_of(path: Path) -> str:
 
 def read_header(path: Path) -> str:
     """The first line of a file, decoded leniently, without a byte-order mark; an
-    empty file is an error."""
+    empty file is an error.
+    """
     try:
         with path.open("rb") as fh:
             first = fh.readline()
@@ -160,7 +163,8 @@ def read_header(path: Path) -> str:
 def scan_lines(info: FileInfo, *, skip: int = 0) -> pl.LazyFrame:
     """One row per physical line after the first ``skip`` lines: ``_line`` (1-based line
     number in the file) and ``_raw`` (the text without its line break; invalid UTF-8
-    replaced by U+FFFD; line 1 without its byte-order mark)."""
+    replaced by U+FFFD; line 1 without its byte-order mark).
+    """
     path = info.path if with_utf8(info).utf8 else _utf8_copy(info.path)
     lines = (
         pl.scan_lines(path, name=RAW)
@@ -181,7 +185,8 @@ def scan_lines(info: FileInfo, *, skip: int = 0) -> pl.LazyFrame:
 
 def capped(text: pl.Expr, limit: int) -> pl.Expr:
     """``text`` cut to ``limit`` characters with the marker :func:`gpu_trace.errors.clip`
-    uses (ellipsis and original length), as a polars expression."""
+    uses (ellipsis and original length), as a polars expression.
+    """
     n = text.str.len_chars()
     return (
         pl.when(n > limit)

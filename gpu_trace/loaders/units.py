@@ -27,7 +27,9 @@ TIME_MAX_S = (TIME_MAX - TIME_MIN).total_seconds()
 
 def per(expr: pl.Expr, power_of_ten: int) -> pl.Expr:
     """``expr / power_of_ten`` as the correctly rounded float (milli -> unit, percent ->
-    fraction). Only powers of ten are exact in decimal, hence the restriction."""
+    fraction). Only powers of ten are exact in decimal, hence the restriction.
+    """
     if power_of_ten <= 0 or 10 ** (len(str(power_of_ten)) - 1) != power_of_ten:
-        raise ValueError(f"{power_of_ten} is not a power of ten")
+        msg = f"{power_of_ten} is not a power of ten"
+        raise ValueError(msg)
     return expr.cast(pl.Decimal(38, 12)).truediv(power_of_ten).cast(pl.Float64)

@@ -34,14 +34,16 @@ def __getattr__(name: str) -> Any:
     """``ReplayConfig``, ``RunResult`` and ``replay``, from the driver on first use."""
     if name in __all__:
         return getattr(importlib.import_module(_DRIVER), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 class _Package(types.ModuleType):
     """``gpu_trace.replay.run`` names both the driver module and its ``run`` function.
     Loading the module binds the package attribute ``run`` to the module (after the
     module ran, so no code of ours can rebind it), so ``run`` is a property: always the
-    function, as it was when this package imported the driver eagerly."""
+    function, as it was when this package imported the driver eagerly.
+    """
 
     @property
     def run(self) -> Any:

@@ -1,6 +1,7 @@
 """Wiring of the optional replay accounting (node failures, energy) into a run: what
 :func:`gpu_trace.replay.run.replay` calls before and after the engine loop, so the run
-module only gains two calls."""
+module only gains two calls.
+"""
 
 from __future__ import annotations
 
@@ -41,13 +42,15 @@ class Hooks:
 
 def resolve_faults(store: Path | None, config: ReplayConfig) -> ReplayConfig:
     """Fix the failure model before the run: ``trace`` rates are derived from the
-    store (and printed to stderr), given ones parsed; saved in ``fault_model``."""
+    store (and printed to stderr), given ones parsed; saved in ``fault_model``.
+    """
     if not config.faults or config.fault_model is not None:
         return config
     mode, values, script = fl.parse_faults(config.faults)
     if mode == "trace":
         if store is None:
-            raise GpuTraceError("--faults trace needs a store")
+            msg = "--faults trace needs a store"
+            raise GpuTraceError(msg)
         src = [config.source]
         summary = fa.mtbf(
             scan(store, "jobs", src), scan(store, "events", src), scan(store, "gpu_samples", src)
@@ -106,7 +109,8 @@ def after_run(engine: Engine, hooks: Hooks) -> None:
 
 def finish(result: RunResult, hooks: Hooks) -> RunResult:
     """Add the fault and energy columns to a scored run (``replay_runs`` / ``_jobs`` /
-    ``_timeseries``); the fault event log goes to ``result.extra``."""
+    ``_timeseries``); the fault event log goes to ``result.extra``.
+    """
     e = result.engine
     f, model = hooks.faults, hooks.power
     off = hooks.power_off

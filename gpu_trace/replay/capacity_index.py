@@ -36,7 +36,8 @@ SMALL_NODE = 64
 class BitIndex:
     """A set of integers in ``[0, size)`` as a hierarchical bitmap of 64-bit words:
     membership changes and ordered queries (first member >= i, last member <= i) cost
-    O(log_64 size) word operations."""
+    O(log_64 size) word operations.
+    """
 
     __slots__ = ("count", "levels", "size")
 
@@ -107,7 +108,8 @@ class BitIndex:
 
     def word_filled(self, w: int) -> None:
         """Level-0 word ``w`` went from zero to non-zero (the caller set its bits
-        directly, a batch at a time): mark it in the upper levels, as :meth:`add` does."""
+        directly, a batch at a time): mark it in the upper levels, as :meth:`add` does.
+        """
         for level in self.levels[1:]:
             i = w
             w = i >> 6
@@ -118,7 +120,8 @@ class BitIndex:
 
     def word_emptied(self, w: int) -> None:
         """Level-0 word ``w`` went from non-zero to zero (the caller cleared its bits
-        directly): unmark it in the upper levels, as :meth:`discard` does."""
+        directly): unmark it in the upper levels, as :meth:`discard` does.
+        """
         for level in self.levels[1:]:
             i = w
             w = i >> 6
@@ -190,7 +193,8 @@ class BitIndex:
 
     def pick(self, k: int, items: Sequence[T]) -> list[T]:
         """``items[i]`` for the ``k`` smallest members ``i`` (:meth:`take` without the
-        second pass that would map indices to items)."""
+        second pass that would map indices to items).
+        """
         out: list[T] = []
         lv0 = self.levels[0]
         i = self.first_from(0)
@@ -217,7 +221,8 @@ class BitIndex:
 class CapacityIndex:
     """The cluster's ordered free-capacity indexes (see the module docstring). The
     cluster calls :meth:`move` when a node's count of wholly free GPUs changes and
-    updates ``gpus_free[n]`` when a GPU of a large node becomes (un)wholly free."""
+    updates ``gpus_free[n]`` when a GPU of a large node becomes (un)wholly free.
+    """
 
     __slots__ = (
         "gmax",
@@ -332,7 +337,8 @@ class CapacityIndex:
     def first_count(self, types: Sequence[int], lo: int, hi: int, step: int) -> tuple[int, int]:
         """(type, k) of the first non-empty count from ``lo`` towards ``hi`` (inclusive)
         in direction ``step``; among types at the same k, the first in ``types``.
-        (-1, -1) if none."""
+        (-1, -1) if none.
+        """
         self._sync(types)
         g, n = self.gmax, self.n
         best_t, best_k = -1, -1
@@ -352,7 +358,8 @@ class CapacityIndex:
     def by_whole(self, types: Sequence[int]) -> Iterator[tuple[int, int]]:
         """(node, wholly free GPUs) of the given types with any, most free first, then
         by type order, then by node index; lazily, so a gather reads only what it
-        takes (the keys are brought up to date now, not at the first item)."""
+        takes (the keys are brought up to date now, not at the first item).
+        """
         self._sync(types)
         return self._by_whole(types)
 

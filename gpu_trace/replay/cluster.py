@@ -64,13 +64,16 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         if not self.node_gpus:
-            raise GpuTraceError("the cluster has no GPU nodes")
+            msg = "the cluster has no GPU nodes"
+            raise GpuTraceError(msg)
         if len(self.type_names) > 62:
-            raise GpuTraceError("at most 62 GPU types are supported")
+            msg = "at most 62 GPU types are supported"
+            raise GpuTraceError(msg)
         for name in ("node_cpu_milli", "node_mem_bytes", "node_gpu_mem_bytes"):
             got = getattr(self, name)
             if got is not None and len(got) != len(self.node_gpus):
-                raise GpuTraceError(f"cluster {name} has {len(got)} entries for {self.nodes} nodes")
+                msg = f"cluster {name} has {len(got)} entries for {self.nodes} nodes"
+                raise GpuTraceError(msg)
 
     @property
     def multi_resource(self) -> bool:
@@ -109,7 +112,8 @@ class ClusterSpec:
 
     def type_mask(self, constraint: str | None) -> int:
         """Bit mask of the type codes a ``A|B`` constraint allows (``ANY_TYPE`` for
-        none); 0 when none of the named types exists in this cluster."""
+        none); 0 when none of the named types exists in this cluster.
+        """
         if constraint is None or constraint == "":
             return ANY_TYPE
         mask = 0
@@ -120,7 +124,8 @@ class ClusterSpec:
 
     def describe(self) -> dict[str, Any]:
         """Nodes and GPUs per type, quotas and (multi-resource) CPU / memory totals, for run
-        metadata and reports."""
+        metadata and reports.
+        """
         by_type: dict[str, dict[str, int]] = {}
         for g, t in zip(self.node_gpus, self.node_type, strict=True):
             d = by_type.setdefault(self.type_names[t], {"nodes": 0, "gpus": 0})
@@ -148,7 +153,8 @@ def from_groups(
 ) -> ClusterSpec:
     """Build a spec from ``(node count, GPUs per node, GPU type)`` groups; ``resources``
     (one per group: CPU milli-cores, memory bytes, GPU memory bytes per node, each
-    :data:`UNLIMITED` / 0 when unknown) makes it a multi-resource cluster."""
+    :data:`UNLIMITED` / 0 when unknown) makes it a multi-resource cluster.
+    """
     types: list[str] = []
     gpus: list[int] = []
     kinds: list[int] = []
@@ -157,7 +163,8 @@ def from_groups(
     gmem: list[int] = []
     for i, (count, per_node, gpu_type) in enumerate(groups):
         if count < 0 or per_node < 0:
-            raise GpuTraceError(f"negative node or GPU count in cluster group {count}x{per_node}")
+            msg = f"negative node or GPU count in cluster group {count}x{per_node}"
+            raise GpuTraceError(msg)
         if per_node == 0 and resources is None:
             continue  # a GPU-less node matters only when CPU / memory are modelled
         if gpu_type not in types:
@@ -167,9 +174,8 @@ def from_groups(
         if resources is not None:
             c, m, g = resources[i]
             if c <= 0 or m <= 0:
-                raise GpuTraceError(
-                    f"cluster group {count}x{per_node} needs positive CPU and memory"
-                )
+                msg = f"cluster group {count}x{per_node} needs positive CPU and memory"
+                raise GpuTraceError(msg)
             cpu.extend([c] * count)
             mem.extend([m] * count)
             gmem.extend([g] * count)
@@ -195,14 +201,16 @@ def parse_bytes(text: str) -> int:
     """``768G`` / ``768GiB`` / ``512M`` / ``1024`` -> bytes (binary units)."""
     m = _SIZE.match(text.strip())
     if not m:
-        raise GpuTraceError(f"memory size {text!r} is not a number with K/M/G/T (e.g. 768GiB)")
+        msg = f"memory size {text!r} is not a number with K/M/G/T (e.g. 768GiB)"
+        raise GpuTraceError(msg)
     unit = (m["unit"] or "").upper()[:1]
     return int(float(m["num"]) * _UNITS[unit])
 
 
 def parse_resources(text: str) -> tuple[int, int, int]:
     """``cpu=96,mem=768GiB[,gpumem=32GiB]`` -> (CPU milli-cores, memory bytes, GPU memory
-    bytes); an absent CPU / memory stays :data:`UNLIMITED`."""
+    bytes); an absent CPU / memory stays :data:`UNLIMITED`.
+    """
     cpu, mem, gmem = UNLIMITED, UNLIMITED, 0
     for item in text.split(","):
         key, _, val = item.partition("=")
@@ -215,9 +223,11 @@ def parse_resources(text: str) -> tuple[int, int, int]:
             elif key == "gpumem":
                 gmem = parse_bytes(val)
             else:
-                raise GpuTraceError(f"cluster resource {item!r}: use cpu=, mem= or gpumem=")
+                msg = f"cluster resource {item!r}: use cpu=, mem= or gpumem="
+                raise GpuTraceError(msg)
         except ValueError:
-            raise GpuTraceError(f"cluster resource {item!r} is not a number") from None
+            msg = f"cluster resource {item!r} is not a number"
+            raise GpuTraceError(msg) from None
     return cpu, mem, gmem
 
 
@@ -230,18 +240,19 @@ def parse_spec(text: str) -> ClusterSpec:
     """``N x G[:TYPE][,cpu=C,mem=M]``: N GPUs in nodes of G (a last, smaller node takes
     the remainder); several groups joined with ``+`` (``64x8:V100+32x4:P100``). Without
     ``cpu=`` / ``mem=`` a node's CPU and memory are :data:`UNLIMITED` (GPU-only, as
-    before); with them each node has ``C`` cores and ``M`` bytes (``6500x8,cpu=96,mem=768G``)."""
+    before); with them each node has ``C`` cores and ``M`` bytes (``6500x8,cpu=96,mem=768G``).
+    """
     groups: list[tuple[int, int, str]] = []
     res: list[tuple[int, int, int]] = []
     for part in text.split("+"):
         m = _SPEC.match(part.strip())
         if not m:
-            raise GpuTraceError(
-                f"cluster spec {part!r} is not NxG[:TYPE][,cpu=C,mem=M] (e.g. 6500x8)"
-            )
+            msg = f"cluster spec {part!r} is not NxG[:TYPE][,cpu=C,mem=M] (e.g. 6500x8)"
+            raise GpuTraceError(msg)
         total, per = int(m["gpus"]), int(m["per"])
         if per <= 0 or total <= 0:
-            raise GpuTraceError(f"cluster spec {part!r} needs positive GPU counts")
+            msg = f"cluster spec {part!r} needs positive GPU counts"
+            raise GpuTraceError(msg)
         gtype = m["type"] or "gpu"
         r = parse_resources(m["res"]) if m["res"] else (UNLIMITED, UNLIMITED, 0)
         groups.append((total // per, per, gtype))
@@ -345,15 +356,17 @@ def from_trace(
     so openb's ``gpu_node``, its 1,213 GPU nodes and the FGD paper's node list, over
     ``all_node``, the same GPUs plus 310 CPU-only nodes), with each machine's CPU and
     memory when the inventory has them, else the peak of its published ``capacity`` in
-    8-GPU nodes."""
+    8-GPU nodes.
+    """
     m = machines.filter((pl.col("source") == source) & (pl.col("gpus") >= 0)).collect()
     if dataset is not None:
         known = sorted(set(m["dataset"].to_list()))
         if dataset not in known:
-            raise GpuTraceError(
+            msg = (
                 f"source {source!r} has no machines dataset {dataset!r}; "
                 f"known: {', '.join(known) or 'none'}"
             )
+            raise GpuTraceError(msg)
         m = m.filter(pl.col("dataset") == dataset)
     if "cpus" in m.columns:
         # GPU-less machines (openb's CPU nodes) hold CPU-only tasks on a multi-resource
@@ -384,15 +397,15 @@ def from_trace(
         return ClusterSpec(
             spec.node_gpus, spec.node_type, spec.type_names, {}, f"{source}:capacity"
         )
-    raise GpuTraceError(
-        f"source {source!r} has no machines or capacity in the store; give --gpus or --cluster"
-    )
+    msg = f"source {source!r} has no machines or capacity in the store; give --gpus or --cluster"
+    raise GpuTraceError(msg)
 
 
 def _machine_resources(m: pl.DataFrame) -> list[tuple[int, int, int]] | None:
     """(CPU milli-cores, memory bytes, GPU memory bytes) per machine row, when the
     inventory has CPU and memory (an unknown value on one machine = :data:`UNLIMITED`);
-    None when it has neither, so the cluster stays GPU-only."""
+    None when it has neither, so the cluster stays GPU-only.
+    """
     cols = set(m.columns)
     if not {"cpus", "mem_bytes"} <= cols or (
         m["cpus"].null_count() == m.height and m["mem_bytes"].null_count() == m.height
@@ -482,7 +495,8 @@ class ClusterState:
 
     def set_down(self, n: int) -> None:
         """Take node ``n`` out of service: hold its free capacity (its jobs must have
-        been stopped first)."""
+        been stopped first).
+        """
         if n in self.down:
             return
         parts = [(n, g, f) for g, f in enumerate(self.free[n]) if f > 0]
@@ -526,7 +540,8 @@ class ClusterState:
         ``ngpu`` gives the fullest node that fits, ``step = -1`` from ``gmax`` the
         emptiest. Within one count the set's iteration order decides (deterministic;
         ascending node index on small clusters). Nodes of at most ``SMALL_NODE`` GPUs:
-        a scan of at most that many counts; larger: O(types x log G) in the index."""
+        a scan of at most that many counts; larger: O(types x log G) in the index.
+        """
         if self.gmax <= SMALL_NODE:
             rows = self.bucket_rows.get(mask)
             if rows is None:
@@ -549,7 +564,8 @@ class ClusterState:
 
     def nodes_by_whole(self, mask: int) -> list[tuple[int, int]]:
         """(node, wholly free GPUs) of the allowed types with any, most free first, then
-        by node index."""
+        by node index.
+        """
         return list(self.iter_by_whole(mask))
 
     def iter_by_whole(self, mask: int) -> Iterator[tuple[int, int]]:
@@ -563,7 +579,8 @@ class ClusterState:
 
     def room_milli(self) -> int:
         """Free milli-GPU, cluster-wide: a job needing more fits nowhere (the engine
-        refuses it before asking the placement)."""
+        refuses it before asking the placement).
+        """
         return self.capacity_milli - self.used_milli
 
     def _frag(self, n: int) -> int:
@@ -577,7 +594,8 @@ class ClusterState:
         single 6,500-GPU node) are taken as one batch: per GPU only its slot changes,
         its free list loses them in one slice (usually), and the node's counts, bucket
         and index count move once. Anything else goes part by part
-        (:meth:`_allocate_each`)."""
+        (:meth:`_allocate_each`).
+        """
         if parts:
             n = parts[0][0]
             if self.solo[n] and self._take_solo(n, parts):
@@ -596,7 +614,8 @@ class ClusterState:
         """Take whole GPUs on solo node ``n``; False, with nothing changed, unless every
         part is a wholly free GPU of ``n`` (then the part-by-part path decides). The
         bucket sets of a solo node's type hold at most that node, so moving it once
-        leaves them as moving it one GPU at a time would."""
+        leaves them as moving it one GPU at a time would.
+        """
         row = self.free[n]
         free = self.index.listed[n]
         if len(parts) == 1:  # most jobs: one GPU, without the loop
@@ -650,7 +669,8 @@ class ClusterState:
 
     def _move_whole(self, n: int, d: int) -> None:
         """Node ``n`` gained ``d`` (< 0: lost) wholly free GPUs in a batch: its free and
-        fragmented capacity, the used total, its bucket and its index key."""
+        fragmented capacity, the used total, its bucket and its index key.
+        """
         cap = self.node_gpus[n] * MILLI
         f = self.node_free[n]
         frag = self.frag_milli
@@ -672,13 +692,14 @@ class ClusterState:
         index.whole_total[t] += d
         index.whole[t] = k + d
 
-    def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901, RUF100  hot path
+    def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901  measured hot path (one frame per call)
         """:meth:`allocate`, part by part.
 
         Runs for every part of every start (a job on one big node has one part per GPU),
         so it works on locals and writes the cluster-wide sums once. The bucket sets are
         updated one GPU at a time, as always: their iteration order (which picks among
-        nodes of equal free count) depends on the order of adds and discards."""
+        nodes of equal free count) depends on the order of adds and discards.
+        """
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
@@ -694,7 +715,8 @@ class ClusterState:
                 row = free[n]
                 before = row[g]
                 if milli <= 0 or before < milli:
-                    raise AssertionError(f"over-allocation of node {n} GPU {g}")
+                    msg = f"over-allocation of node {n} GPU {g}"
+                    raise AssertionError(msg)
                 cap = node_gpus[n] * MILLI
                 f = node_free[n]
                 if 0 < f < cap:
@@ -735,7 +757,7 @@ class ClusterState:
             for n, k in moved.items():
                 index.move(n, node_type[n], k, whole[n])
 
-    def _release_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901, RUF100  hot path
+    def _release_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901  measured hot path (one frame per call)
         """Give back what :meth:`_allocate_each` took (the same per-part order)."""
         moved: dict[int, int] | None = None
         index = self.index
@@ -752,7 +774,8 @@ class ClusterState:
                 row = free[n]
                 after = row[g] + milli
                 if after > MILLI:
-                    raise AssertionError(f"release beyond capacity on node {n} GPU {g}")
+                    msg = f"release beyond capacity on node {n} GPU {g}"
+                    raise AssertionError(msg)
                 cap = node_gpus[n] * MILLI
                 f = node_free[n]
                 if 0 < f < cap:
@@ -808,7 +831,8 @@ class ClusterState:
         """(node, CPU, memory) a job of ``cpu`` / ``mem`` holds on each node of its parts:
         all of it on its node; a multi-node job's request is shared out in proportion to
         its GPU share on each node (rounded up, so a node never holds less than its
-        share)."""
+        share).
+        """
         n0 = parts[0][0]
         if len(parts) == 1 or all(p[0] == n0 for p in parts):
             return [(n0, cpu, mem)]
@@ -831,7 +855,8 @@ class ClusterState:
 
     def try_take_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> bool:
         """Take a job's CPU and memory on the nodes of its parts if all of them have it;
-        False (nothing taken) otherwise."""
+        False (nothing taken) otherwise.
+        """
         cf, mf = self.cpu_free, self.mem_free
         if len(parts) == 1:  # the common case, without building a split
             n = parts[0][0]
@@ -851,12 +876,14 @@ class ClusterState:
 
     def take_res(self, parts: Sequence[tuple[int, int, int]], cpu: int, mem: int) -> None:
         """Take a job's CPU and memory on the nodes of its parts (checked: never more
-        than a node has)."""
+        than a node has).
+        """
         if not (cpu or mem):
             return
         for n, c, m in self.res_split(parts, cpu, mem):
             if self.cpu_free[n] < c or self.mem_free[n] < m:
-                raise AssertionError(f"over-allocation of CPU or memory on node {n}")
+                msg = f"over-allocation of CPU or memory on node {n}"
+                raise AssertionError(msg)
             self.cpu_free[n] -= c
             self.mem_free[n] -= m
 
@@ -870,13 +897,15 @@ class ClusterState:
         ):
             a, b = cf[n] + c, mf[n] + m
             if a > self.cpu_cap[n] or b > self.mem_cap[n]:
-                raise AssertionError(f"CPU or memory released beyond capacity on node {n}")
+                msg = f"CPU or memory released beyond capacity on node {n}"
+                raise AssertionError(msg)
             cf[n] = a
             mf[n] = b
 
     def whole_parts(self, n: int, k: int) -> list[tuple[int, int, int]]:
         """The first ``k`` wholly free GPUs of node ``n`` as allocation parts (a large
-        node: from its free-GPU index, O(k log g); a small one: a scan of its slots)."""
+        node: from its free-GPU index, O(k log g); a small one: a scan of its slots).
+        """
         index = self.index
         if index.large[n]:
             items = self.whole_part_of.get(n)
@@ -995,15 +1024,18 @@ class ClusterView:
             put(self, name, getattr(state, name))
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"the cluster view is read-only (cannot set {name!r})")
+        msg = f"the cluster view is read-only (cannot set {name!r})"
+        raise AttributeError(msg)
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"the cluster view is read-only (cannot delete {name!r})")
+        msg = f"the cluster view is read-only (cannot delete {name!r})"
+        raise AttributeError(msg)
 
     @property
     def node_free(self) -> npt.NDArray[np.int64]:
         """Free milli-GPU per node (a fresh array: the state keeps a list, cheaper to
-        update per allocation)."""
+        update per allocation).
+        """
         return np.asarray(self._s.node_free, dtype=np.int64)
 
     @property
@@ -1014,7 +1046,8 @@ class ClusterView:
     @property
     def frag_milli(self) -> int:
         """Free milli-GPU on partly used nodes now (the fragmentation measure of the
-        timeline)."""
+        timeline).
+        """
         return self._s.frag_milli
 
     @property

@@ -111,7 +111,8 @@ class Clock(Protocol):
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
         """Block until the next instant: ``due`` (the next arrival or timer, INF if
-        none) or earlier if a job ends; its time, or None when the run is over."""
+        none) or earlier if a job ends; its time, or None when the run is over.
+        """
         ...
 
     def complete(self) -> None:
@@ -125,28 +126,33 @@ class Clock(Protocol):
 
 class SimClock:
     """Simulated time: the engine jumps from event to event; jobs end at their expected
-    finish (heap events). Nothing to call per event, so no methods run."""
+    finish (heap events). Nothing to call per event, so no methods run.
+    """
 
     simulated = True
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
         """Nothing to wait for: the engine jumps to ``due`` itself."""
-        raise AssertionError("the engine advances simulated time itself")
+        msg = "the engine advances simulated time itself"
+        raise AssertionError(msg)
 
     def complete(self) -> None:
         """Nothing to do: finish events end jobs in simulated time."""
-        raise AssertionError("the engine ends simulated jobs itself")
+        msg = "the engine ends simulated jobs itself"
+        raise AssertionError(msg)
 
     def after_pass(self) -> None:
         """Nothing to do after a pass in simulated time."""
-        raise AssertionError("the engine runs simulated passes itself")
+        msg = "the engine runs simulated passes itself"
+        raise AssertionError(msg)
 
 
 class FitProbe:
     """Whether a waiting job would fit if some running jobs ended, counted on the side
     from per-GPU free capacity (no state change). Fits = some allowed node has room for
     it (a job larger than a node, or any job under a splitting placement: the allowed
-    nodes' wholly free GPUs together), the rule every built-in placement follows."""
+    nodes' wholly free GPUs together), the rule every built-in placement follows.
+    """
 
     __slots__ = (
         "e",
@@ -216,7 +222,8 @@ class FitProbe:
     def needed(self, r: int) -> bool:
         """Whether released job ``r`` helped make the room: it holds part of the node
         (or GPU) that first could take the job; every released job when the room is
-        several nodes'."""
+        several nodes'.
+        """
         hit = self.hit
         if hit is None:
             return True
@@ -339,16 +346,19 @@ class Engine:
 
     # -- actions offered to policies ---------------------------------------------------
 
-    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:  # noqa: C901, RUF100  measured hot path
+    def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:  # noqa: C901  measured hot path (one frame per call)
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
         ``hold``: capacity the placement must not use (a reservation; parts of it
-        already taken are ignored)."""
+        already taken are ignored).
+        """
         now = self.now
         if now < self.arrival[j]:
-            raise AssertionError(f"job {j} started before it arrived")
+            msg = f"job {j} started before it arrived"
+            raise AssertionError(msg)
         alloc = self.alloc
         if j in alloc:
-            raise AssertionError(f"job {j} is already running")
+            msg = f"job {j} is already running"
+            raise AssertionError(msg)
         ngpu, milli = self.ngpu[j], self.milli[j]
         demand = ngpu * milli
         state = self.state
@@ -424,7 +434,8 @@ class Engine:
         None if not even all of them. With ``where``, also where the placement policy
         would put it then (the state is released and restored exactly, integer
         milli-GPU); without, only the count, from per-node free GPUs (no state change:
-        cheap enough to call before every preemption)."""
+        cheap enough to call before every preemption).
+        """
         k = self._feasible_after(j, groups)
         if k is None:
             return None
@@ -446,7 +457,8 @@ class Engine:
 
     def fit_probe(self, j: int) -> FitProbe:
         """A what-if counter for waiting job ``j``: release running jobs into it one by
-        one (nothing changes in the cluster) and read whether ``j`` would fit."""
+        one (nothing changes in the cluster) and read whether ``j`` would fit.
+        """
         return FitProbe(self, j)
 
     @property
@@ -456,7 +468,8 @@ class Engine:
 
     def _place_after(self, j: int, groups: Sequence[Sequence[int]], k: int) -> Placeable | None:
         """Release the first ``k`` groups (then one more at a time) until the placement
-        policy places ``j``; restore the state; the placement and its part free now."""
+        policy places ``j``; restore the state; the placement and its part free now.
+        """
         state = self.state
         place = self.placement.place
         ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
@@ -515,7 +528,8 @@ class Engine:
 
     def finished(self, j: int) -> None:
         """Job ``j`` completed now (its work is done): for clocks that end jobs
-        themselves (the simulated loop does the same inline)."""
+        themselves (the simulated loop does the same inline).
+        """
         self.remaining[j] = 0.0
         self._stop(j)
         self.finish[j] = self.now
@@ -524,9 +538,11 @@ class Engine:
 
     def preempt(self, j: int) -> None:
         """Stop running job ``j`` now, keeping its progress (minus nothing: the restore time
-        is added to what is left); the caller requeues it."""
+        is added to what is left); the caller requeues it.
+        """
         if j not in self.alloc:
-            raise AssertionError(f"job {j} is not running")
+            msg = f"job {j} is not running"
+            raise AssertionError(msg)
         elapsed = self.now - self.seg_start[j]
         self._stop(j)
         self.remaining[j] = max(0.0, self.remaining[j] - elapsed / self.slow[j])
@@ -552,23 +568,26 @@ class Engine:
 
     def at(self, t: float, hook: int, arg: int) -> None:
         """Call ``hooks[hook](arg)`` at time ``t`` (after that instant's completions
-        and arrivals, before its timers and its scheduling pass)."""
+        and arrivals, before its timers and its scheduling pass).
+        """
         self.seq += 1
         heapq.heappush(self.heap, (max(t, self.now), HOOK, self.seq, hook, arg, 0))
 
     def reject(self, j: int, reason: str) -> None:
         """Give up on waiting job ``j`` for good, with the reason the results show."""
         if j in self.alloc or j in self.rejected:
-            raise AssertionError(f"job {j} is not waiting")
+            msg = f"job {j} is not waiting"
+            raise AssertionError(msg)
         self.rejected[j] = reason
         self.waiting -= 1
         self.waiting_milli -= self.ngpu[j] * self.milli[j]
 
     # -- the loop ------------------------------------------------------------------------
 
-    def run(self, until: float = INF) -> None:  # noqa: C901, RUF100  measured hot path
+    def run(self, until: float = INF) -> None:  # noqa: C901  measured hot path (one frame per call)
         """Process events until none is left (or ``until``). At each instant: the
-        clock's completions, then arrivals, then timers, then one scheduling pass."""
+        clock's completions, then arrivals, then timers, then one scheduling pass.
+        """
         arrival = self.arrival
         n = len(arrival)
         heap = self.heap

@@ -60,7 +60,8 @@ def score(estimate: F64, actual: F64, method: str, train_jobs: int) -> Accuracy:
 
 def _token(name: str | None) -> int:
     """A stable small integer for a job name's first word (names like ``train_bert_7``
-    recur; the number does not matter)."""
+    recur; the number does not matter).
+    """
     if not name:
         return -1
     head = "".join(ch if ch.isalpha() else " " for ch in name).split()
@@ -86,7 +87,8 @@ def estimate(
     history: pl.DataFrame, target: pl.DataFrame, *, seed: int = 0, min_train: int = 200
 ) -> tuple[F64, Accuracy]:
     """Estimated run_s for each ``target`` row (columns: user, vc, name, gpus,
-    submit_time, run_s) from ``history`` (same columns, all submitted earlier)."""
+    submit_time, run_s) from ``history`` (same columns, all submitted earlier).
+    """
     hist = history.filter(pl.col("run_s").is_not_null() & (pl.col("run_s") >= 0)).sort(
         "submit_time", maintain_order=True
     )

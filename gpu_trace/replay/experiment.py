@@ -42,31 +42,37 @@ def parse_scheduler(name: str) -> tuple[str, bool]:
     stem = name.removesuffix(ORACLE_SUFFIX)
     if name.endswith(ORACLE_SUFFIX) and stem in known and base.needs_estimates(stem):
         return stem, True
-    raise unknown("scheduling policy", name, scheduler_names())
+    msg = "scheduling policy"
+    raise unknown(msg, name, scheduler_names())
 
 
 def check_policy(kind: base.Kind, name: str, options: dict[str, Any]) -> None:
     """Raise :class:`UsageError` unless ``name`` is registered and ``options`` build its
-    config (unknown keys, bad values)."""
+    config (unknown keys, bad values).
+    """
     known = base.names(kind)
     if name not in known:
-        raise unknown(f"{kind} policy", name, known)
+        msg = f"{kind} policy"
+        raise unknown(msg, name, known)
     try:
         base.build_config(base.get(kind, name).Config, options)
     except UsageError:
         raise
     except GpuTraceError as exc:
-        raise UsageError(f"{kind} {name}: {exc}") from None
+        msg = f"{kind} {name}: {exc}"
+        raise UsageError(msg) from None
 
 
 def check_estimator(estimator: str) -> None:
     if estimator not in ESTIMATORS:
-        raise unknown("--estimator value", estimator, ESTIMATORS)
+        msg = "--estimator value"
+        raise unknown(msg, estimator, ESTIMATORS)
 
 
 def label(scheduler: str, oracle: bool) -> str:
     """The name a run is shown under: an estimating policy fed true durations is named
-    ``<scheduler>-oracle`` so it is never mistaken for the estimator."""
+    ``<scheduler>-oracle`` so it is never mistaken for the estimator.
+    """
     if oracle and base.needs_estimates(scheduler):
         return scheduler + ORACLE_SUFFIX
     return scheduler
@@ -74,7 +80,8 @@ def label(scheduler: str, oracle: bool) -> str:
 
 def jobs_digest(replayed: pl.DataFrame, skipped: pl.DataFrame) -> str:
     """sha256 of the resolved job set: replayed (id, arrival, duration, GPUs) and skipped
-    (id, reason), so two experiments with equal options but other jobs differ."""
+    (id, reason), so two experiments with equal options but other jobs differ.
+    """
     h = hashlib.sha256()
     h.update(replayed.write_csv().encode())
     h.update(skipped.select("job_id", "reason").write_csv().encode())
@@ -97,7 +104,8 @@ def experiment_id(description: dict[str, Any]) -> str:
 
 def describe(row: dict[str, Any]) -> str:
     """One line for a ``replay_runs`` row's experiment: id, source, cluster, load, seed,
-    window, training split, jobs in / skipped with reasons."""
+    window, training split, jobs in / skipped with reasons.
+    """
     exp: dict[str, Any] = json.loads(row.get("experiment_json") or "{}")
     reasons: dict[str, int] = json.loads(row.get("jobs_skipped_reasons") or "{}")
     cluster = exp.get("cluster") or {}

@@ -32,7 +32,8 @@ from gpu_trace.replay.engine import Engine, Timeline
 
 def parse_duration(text: str, what: str) -> float:
     """``30m``, ``2h``, ``50000h``, ``1d``, ``120`` (seconds) -> seconds (>= 0); the one
-    duration syntax of every option (:func:`gpu_trace.values.parse_duration`)."""
+    duration syntax of every option (:func:`gpu_trace.values.parse_duration`).
+    """
     return values.parse_duration(text, what)
 
 
@@ -51,7 +52,8 @@ class FaultModel:
 
     def as_dict(self) -> dict[str, Any]:
         """The model as plain JSON (rates, origin, what a derived one came from, the
-        script): saved in the config's ``fault_model`` so a rerun uses the same one."""
+        script): saved in the config's ``fault_model`` so a rerun uses the same one.
+        """
         out: dict[str, Any] = {
             "mtbf_s": self.mtbf_s,
             "mttr_s": self.mttr_s,
@@ -70,7 +72,8 @@ DEFAULT_MTTR_S = 2 * 3600.0
 def parse_faults(text: str) -> tuple[str, dict[str, float], list[tuple[float, int]]]:
     """``trace[,mttr=D]``, ``mtbf=D,mttr=D`` or a script ``fail=T@NODE,...,mttr=D``
     (failures at given times, each repaired after exactly ``mttr``) -> (mode,
-    durations in seconds, scripted failures)."""
+    durations in seconds, scripted failures).
+    """
     parts = [p.strip() for p in text.split(",") if p.strip()]
     mode = "trace" if parts and parts[0] == "trace" else "given"
     values: dict[str, float] = {}
@@ -80,36 +83,41 @@ def parse_faults(text: str) -> tuple[str, dict[str, float], list[tuple[float, in
         if eq and key == "fail" and mode != "trace":
             when, at, node = val.partition("@")
             if not at or not node.strip().isdigit():
-                raise GpuTraceError(f"--faults {text!r}: fail= needs TIME@NODE, got {val!r}")
+                msg = f"--faults {text!r}: fail= needs TIME@NODE, got {val!r}"
+                raise GpuTraceError(msg)
             script.append((parse_duration(when, "--faults fail"), int(node)))
             continue
         if not eq or key not in {"mtbf", "mttr"}:
-            raise GpuTraceError(
-                f"--faults {text!r}: expected trace, mtbf=D,mttr=D or fail=T@NODE, got {p!r}"
-            )
+            msg = f"--faults {text!r}: expected trace, mtbf=D,mttr=D or fail=T@NODE, got {p!r}"
+            raise GpuTraceError(msg)
         values[key] = parse_duration(val, f"--faults {key}")
     if script:
         if "mtbf" in values:
-            raise GpuTraceError(f"--faults {text!r}: give either mtbf= or fail= entries")
+            msg = f"--faults {text!r}: give either mtbf= or fail= entries"
+            raise GpuTraceError(msg)
         return "script", values, sorted(script)
     if mode == "given" and "mtbf" not in values:
-        raise GpuTraceError(f"--faults {text!r} needs mtbf=D (or `trace`)")
+        msg = f"--faults {text!r} needs mtbf=D (or `trace`)"
+        raise GpuTraceError(msg)
     if values.get("mtbf", 1.0) <= 0:
-        raise GpuTraceError(f"--faults {text!r}: mtbf must be > 0")
+        msg = f"--faults {text!r}: mtbf must be > 0"
+        raise GpuTraceError(msg)
     return mode, values, script
 
 
 def from_trace(summary: pl.DataFrame, mttr_s: float | None) -> FaultModel:
     """A model from the trace's failure rates (``analyses.failures.mtbf`` rows: node
     failures = GPU jobs ended ``node_fail`` + XID / ECC / lost-GPU events, over the
-    node-hours GPU jobs held): MTBF = node-hours / failures, summed over clusters."""
+    node-hours GPU jobs held): MTBF = node-hours / failures, summed over clusters.
+    """
     node_h = float(summary["node_hours"].sum()) if summary.height else 0.0
     fails = int(summary["node_failures"].sum()) if summary.height else 0
     if fails == 0 or node_h <= 0:
-        raise GpuTraceError(
+        msg = (
             "--faults trace: the store has no node failures (node_fail jobs or XID / "
             "lost-GPU events) for this source; give --faults mtbf=D,mttr=D"
         )
+        raise GpuTraceError(msg)
     return FaultModel(
         mtbf_s=node_h / fails * 3600.0,
         mttr_s=DEFAULT_MTTR_S if mttr_s is None else mttr_s,
@@ -125,7 +133,8 @@ def from_trace(summary: pl.DataFrame, mttr_s: float | None) -> FaultModel:
 
 class Faults:
     """The failure process bound to one engine, and its accounting (engine seconds x
-    GPUs; divide by 3600 for GPU-hours)."""
+    GPUs; divide by 3600 for GPU-hours).
+    """
 
     def __init__(
         self,
@@ -137,7 +146,8 @@ class Faults:
         seed: int,
     ) -> None:
         if retries < 0 or checkpoint_s < 0 or restore_s < 0:
-            raise GpuTraceError("--retries, --checkpoint and --restore-s must be >= 0")
+            msg = "--retries, --checkpoint and --restore-s must be >= 0"
+            raise GpuTraceError(msg)
         self.e = engine
         self.model = model
         self.checkpoint_s = checkpoint_s
@@ -164,9 +174,8 @@ class Faults:
             script_hook = engine.add_hook(self._on_script)
             for i, (t, node) in enumerate(model.script):
                 if not 0 <= node < engine.spec.nodes:
-                    raise GpuTraceError(
-                        f"--faults fail=...@{node}: the cluster has nodes 0..{engine.spec.nodes - 1}"
-                    )
+                    msg = f"--faults fail=...@{node}: the cluster has nodes 0..{engine.spec.nodes - 1}"
+                    raise GpuTraceError(msg)
                 engine.at(t, script_hook, i)
         else:
             self._schedule_next()
@@ -225,7 +234,8 @@ class Faults:
 
     def _kill(self, j: int) -> None:
         """Job ``j`` dies with its node: keep its last checkpoint, requeue it with the
-        restore cost, or end it ``failed`` after ``retries`` restarts."""
+        restore cost, or end it ``failed`` after ``retries`` restarts.
+        """
         e = self.e
         g = e.gpus[j]
         worked = (e.now - e.seg_start[j]) / e.slow[j]
@@ -308,7 +318,8 @@ class Faults:
 
     def describe(self) -> str:
         """The model and the checkpoint / retry / restore settings as one JSON string
-        (``replay_runs.fault_model_json``)."""
+        (``replay_runs.fault_model_json``).
+        """
         return json.dumps(
             {
                 **self.model.as_dict(),
@@ -322,7 +333,8 @@ class Faults:
 
 def trim_timeline(tl: Timeline) -> None:
     """Drop timeline points after the work ended (a last pending repair, failure or
-    power check would stretch the run's time series and energy span)."""
+    power check would stretch the run's time series and energy span).
+    """
     busy = np.flatnonzero(
         (np.asarray(tl.running, dtype=np.int64) > 0) | (np.asarray(tl.waiting, dtype=np.int64) > 0)
     )

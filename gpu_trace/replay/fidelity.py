@@ -59,7 +59,8 @@ PHILLY_PUBLISHED = {"fifo": 86072.0, "sjf": 34272.0, "srtf": 30683.0, "qssf": 37
 @dataclass(frozen=True)
 class Row:
     """One line of the fidelity table: our figure for a policy next to the published
-    one, with the tolerance it is judged by and the verdict."""
+    one, with the tolerance it is judged by and the verdict.
+    """
 
     check: str
     policy: str
@@ -188,7 +189,8 @@ def run_checks(store: Path, names: list[str], seeds: list[int]) -> pl.DataFrame:
     rows: list[Row] = []
     for n in names:
         if n not in CHECKS:
-            raise GpuTraceError(f"unknown fidelity check {n!r}: {', '.join(CHECKS)}")
+            msg = f"unknown fidelity check {n!r}: {', '.join(CHECKS)}"
+            raise GpuTraceError(msg)
         rows += fgd_check(store, seeds) if n == "fgd-openb-130" else CHECKS[n](store)
     return pl.DataFrame(
         [dataclasses.asdict(r) for r in rows],

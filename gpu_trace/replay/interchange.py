@@ -89,7 +89,8 @@ def read_gavel(path: Path, dataset: str = "gavel", step_s: float | None = None) 
 
 def export_skipped(jobs: pl.DataFrame) -> dict[str, int]:
     """{reason: jobs} that :func:`export` leaves out (every format needs a submit time
-    and a run time; openb pods still Pending have no run time)."""
+    and a run time; openb pods still Pending have no run time).
+    """
     reason = (
         pl.when(pl.col("submit_time").is_null())
         .then(pl.lit("no submit_time"))
@@ -109,7 +110,8 @@ PHASES = ("Succeeded", "Failed", "Running", "Pending")
 
 def _openb_values(df: pl.DataFrame) -> pl.DataFrame:
     """cpu_milli, memory_mib, pod_phase, qos from the jobs row: openb rows keep their
-    raw pod phase; others map the canonical status (unknown -> Succeeded, the job ran)."""
+    raw pod phase; others map the canonical status (unknown -> Succeeded, the job ran).
+    """
     have = df.columns
 
     def col(name: str, dtype: pl.DataType) -> pl.Expr:
@@ -147,7 +149,8 @@ def _offsets(jobs: pl.DataFrame) -> pl.DataFrame:
 def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
     """Write ``jobs`` in ``fmt`` (tiresias, chronus, gavel, gavel10, openb); returns rows.
     Jobs without submit time or run time cannot be expressed and are left out
-    (:func:`export_skipped` counts them by reason)."""
+    (:func:`export_skipped` counts them by reason).
+    """
     df = _offsets(jobs)
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt in {"tiresias", "chronus"}:
@@ -209,7 +212,8 @@ def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
         )
         out.write_csv(output)
         return out.height
-    raise GpuTraceError(f"unknown export format {fmt!r}: tiresias, chronus, gavel, gavel10, openb")
+    msg = f"unknown export format {fmt!r}: tiresias, chronus, gavel, gavel10, openb"
+    raise GpuTraceError(msg)
 
 
 def read_openb(path: Path, dataset: str = "default") -> pl.DataFrame:

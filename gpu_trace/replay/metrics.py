@@ -90,7 +90,8 @@ def job_metrics(jobs: pl.DataFrame, cluster_gpus: float) -> dict[str, Any]:
 
 def _integral(times: F64, values: F64, at: F64) -> F64:
     """Integral of the step function (values[i] on [times[i], times[i+1])) from
-    times[0] to each point of ``at``."""
+    times[0] to each point of ``at``.
+    """
     if times.size == 0:
         return np.zeros_like(at)
     seg = np.diff(times) * values[:-1]
@@ -103,7 +104,8 @@ def _integral(times: F64, values: F64, at: F64) -> F64:
 
 def _working(tl: Timeline) -> F64:
     """Allocated milli-GPU per timeline point, without nodes out of service (a failed
-    or powered-off node's GPUs are held by a pseudo-allocation, not by work)."""
+    or powered-off node's GPUs are held by a pseudo-allocation, not by work).
+    """
     used = np.asarray(tl.used_milli, dtype=np.float64)
     if len(tl.down_milli) == used.size and used.size:
         used = used - np.asarray(tl.down_milli, dtype=np.float64)
@@ -115,7 +117,8 @@ def cluster_metrics(
 ) -> dict[str, float]:
     """Time-weighted allocation over the arrival window [first event, last arrival]
     (the drain after the last arrival would dilute it), and the mean unallocated GPUs
-    over the time some job was waiting."""
+    over the time some job was waiting.
+    """
     t = np.asarray(tl.time, dtype=np.float64)
     if t.size < 2:
         return {"alloc_mean_ratio": float("nan"), "unallocated_gpus_loaded": float("nan")}

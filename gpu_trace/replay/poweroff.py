@@ -27,7 +27,8 @@ from gpu_trace.replay.faults import parse_duration
 @dataclass(frozen=True)
 class PowerOffConfig:
     """``--power-off`` as parsed: idle time before a node goes off, boot time, idle
-    nodes kept on, and the check period (None = ``min(60 s, idle_s / 2)``, at least 1 s)."""
+    nodes kept on, and the check period (None = ``min(60 s, idle_s / 2)``, at least 1 s).
+    """
 
     idle_s: float
     boot_s: float
@@ -41,15 +42,18 @@ def parse_power_off(text: str) -> PowerOffConfig:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, eq, val = part.partition("=")
         if not eq or key not in {"idle", "boot", "reserve", "check"}:
-            raise GpuTraceError(
+            msg = (
                 f"--power-off {text!r}: expected idle=D,boot=D[,reserve=N][,check=D], got {part!r}"
             )
+            raise GpuTraceError(msg)
         vals[key] = val.strip()
     if "idle" not in vals:
-        raise GpuTraceError(f"--power-off {text!r} needs idle=D")
+        msg = f"--power-off {text!r} needs idle=D"
+        raise GpuTraceError(msg)
     reserve = vals.get("reserve", "0")
     if not reserve.isdigit():
-        raise GpuTraceError(f"--power-off reserve {reserve!r} is not a whole number >= 0")
+        msg = f"--power-off reserve {reserve!r} is not a whole number >= 0"
+        raise GpuTraceError(msg)
     return PowerOffConfig(
         idle_s=parse_duration(vals["idle"], "--power-off idle"),
         boot_s=parse_duration(vals.get("boot", "0"), "--power-off boot"),
@@ -111,7 +115,8 @@ class PowerOff:
 
     def _wake(self) -> None:
         """Jobs wait: boot enough off nodes to cover the waiting demand beyond the free
-        capacity in service (at least one when none is booting or just booted)."""
+        capacity in service (at least one when none is booting or just booted).
+        """
         e, s = self.e, self.e.state
         if not self.off:
             return

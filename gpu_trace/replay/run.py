@@ -89,7 +89,8 @@ class ReplayConfig:
 
     def uses_model(self) -> bool:
         """Whether this run trains the duration model (its policy declares
-        ``needs_estimates`` and gets no oracle)."""
+        ``needs_estimates`` and gets no oracle).
+        """
         return (
             base.needs_estimates(self.scheduler) and not self.oracle and self.estimator == "model"
         )
@@ -100,7 +101,8 @@ class ReplayConfig:
 
     def resolved_run_id(self) -> str:
         """The given run id, else ``<policy>-<placement>-<hash of the config>``: the
-        same config always gets the same id (a sweep's resume relies on it)."""
+        same config always gets the same id (a sweep's resume relies on it).
+        """
         if self.run_id:
             return self.run_id
         blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str).encode()
@@ -108,7 +110,8 @@ class ReplayConfig:
 
     def validate(self) -> None:
         """Check policy names, options and the estimator before anything runs
-        (:class:`~gpu_trace.replay.experiment.UsageError`)."""
+        (:class:`~gpu_trace.replay.experiment.UsageError`).
+        """
         xp.parse_scheduler(self.scheduler)
         xp.check_policy("scheduler", self.scheduler, self.scheduler_options)
         xp.check_policy("placement", self.placement, self.placement_options)
@@ -145,11 +148,13 @@ class RunResult:
 
 def resolve_cluster(text: str, store: Path | None, source: str) -> ClusterSpec:
     """``from-trace`` (``machines``), ``machines:DATASET`` (one inventory of the
-    source, e.g. openb's ``all_node``), a spec (``6500x8``) or a cluster file path."""
+    source, e.g. openb's ``all_node``), a spec (``6500x8``) or a cluster file path.
+    """
     head, sep, dataset = text.partition(":")
     if text in {"from-trace", "machines"} or (head == "machines" and sep and dataset):
         if store is None:
-            raise GpuTraceError(f"{text} needs a store")
+            msg = f"{text} needs a store"
+            raise GpuTraceError(msg)
         return from_trace(
             scan(store, "machines", [source]),
             scan(store, "capacity", [source]),
@@ -159,7 +164,8 @@ def resolve_cluster(text: str, store: Path | None, source: str) -> ClusterSpec:
     path = Path(text)
     if path.suffix.lower() in {".toml", ".json", ".csv"}:
         if not path.exists():
-            raise GpuTraceError(f"cluster file {text} does not exist")
+            msg = f"cluster file {text} does not exist"
+            raise GpuTraceError(msg)
         return load_file(path)
     return parse_spec(text)
 
@@ -170,7 +176,8 @@ def _ts(text: str | None) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise GpuTraceError(f"window bound {text!r} is not an ISO date/time") from None
+        msg = f"window bound {text!r} is not an ISO date/time"
+        raise GpuTraceError(msg) from None
     if parsed.tzinfo is None:
         from datetime import UTC
 
@@ -180,7 +187,8 @@ def _ts(text: str | None) -> datetime | None:
 
 def _inflate(jobs: pl.DataFrame, cluster_gpus: int, target: float, seed: int) -> pl.DataFrame:
     """Arrival-only packing (FGD): clone randomly drawn GPU jobs (seeded) after the
-    trace until the arrived GPU demand reaches ``target`` x the cluster's GPUs."""
+    trace until the arrived GPU demand reaches ``target`` x the cluster's GPUs.
+    """
     gpu = jobs.filter(pl.col("gpus") > 0)
     have = float(gpu["gpus"].sum() or 0.0)
     want = target * cluster_gpus
@@ -210,7 +218,8 @@ def _inflate_paper(
     """The FGD simulator's workload (arrival-only): the trace's pods in a seeded random
     order, then pods drawn uniformly with replacement from them (seeded) until the
     arrived GPU demand reaches ``target`` x the cluster's GPUs; pod i arrives at second
-    i. Without ``target`` only the shuffle."""
+    i. Without ``target`` only the shuffle.
+    """
     rng = np.random.default_rng(seed)
     base = jobs.filter(pl.col("submit_time").is_not_null())
     if not base.height:
@@ -313,7 +322,8 @@ def replay(
 
 def training_cut(frame: pl.DataFrame, end: datetime | None, fraction: float) -> datetime | None:
     """Submit time of the first replayed job when the first ``fraction`` of the jobs
-    (by submit time, before ``end``) train the estimator."""
+    (by submit time, before ``end``) train the estimator.
+    """
     valid = frame.filter(pl.col("submit_time").is_not_null())
     if end is not None:
         valid = valid.filter(pl.col("submit_time") < end)
@@ -484,7 +494,8 @@ def _score(
 
 def _effective_throughput(jobs: pl.DataFrame) -> float | None:
     """GPU-work-weighted speed of the started jobs: sum(d x g) / sum(d x g / speed), 1.0
-    when every model runs at the reference speed (null: nothing started)."""
+    when every model runs at the reference speed (null: nothing started).
+    """
     started = jobs.filter(pl.col("speed").is_not_null() & (pl.col("duration_s") > 0))
     work = started["duration_s"] * started["gpus"]
     denom = float((work / started["speed"]).sum())
@@ -495,7 +506,8 @@ def packing_curve(
     engine: Engine, points: tuple[float, ...] = (0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 ) -> pl.DataFrame:
     """Arrival-only packing KPI (FGD): allocated GPUs / capacity when the arrived GPU
-    demand first reaches each share of capacity."""
+    demand first reaches each share of capacity.
+    """
     tl = engine.timeline
     arrived = np.asarray(tl.arrived_milli, dtype=np.float64)
     used = np.asarray(tl.used_milli, dtype=np.float64)
@@ -514,7 +526,8 @@ def tag_run_frames(
     source: str, run_id: str, runs: pl.DataFrame, jobs: pl.DataFrame, timeseries: pl.DataFrame
 ) -> dict[str, pl.DataFrame]:
     """A run's three tables keyed as the store keeps them: source = the replayed
-    source, dataset = the run id (shared by ``run`` and sweeps, so both write alike)."""
+    source, dataset = the run id (shared by ``run`` and sweeps, so both write alike).
+    """
     cols = {"source": source, "dataset": run_id, "cluster": source, "run_id": run_id}
     frames = {"replay_runs": runs, "replay_jobs": jobs, "replay_timeseries": timeseries}
     return {
@@ -573,13 +586,15 @@ def run(
 def _source_jobs(store: Path, source: str) -> pl.DataFrame:
     jobs = scan(store, "jobs", [source]).collect()
     if not jobs.height:
-        raise GpuTraceError(f"no jobs in the store for source {source!r}")
+        msg = f"no jobs in the store for source {source!r}"
+        raise GpuTraceError(msg)
     return jobs
 
 
 def one_experiment(configs: list[ReplayConfig]) -> list[ReplayConfig]:
     """The configs of one comparison, validated and sharing one job selection: when any
-    policy trains the duration model, the training split applies to every policy."""
+    policy trains the duration model, the training split applies to every policy.
+    """
     for c in configs:
         c.validate()
     split = any(c.uses_model() for c in configs)
@@ -593,7 +608,8 @@ def compare(
 ) -> list[RunResult]:
     """Replay every config as one experiment (validated before anything runs; jobs and
     cluster resolved once) and write each run. ``on_progress(runs done, total, what
-    runs now)`` is called before each run and once at the end."""
+    runs now)`` is called before each run and once at the end.
+    """
     resolved = one_experiment(configs)
     if not resolved:
         return []
@@ -612,5 +628,6 @@ def compare(
         on_progress(len(resolved), len(resolved), "done")
     ids = {r.runs["experiment_id"][0] for r in results}
     if len(ids) != 1:
-        raise GpuTraceError(f"policies of one comparison resolved to {len(ids)} experiments")
+        msg = f"policies of one comparison resolved to {len(ids)} experiments"
+        raise GpuTraceError(msg)
     return results

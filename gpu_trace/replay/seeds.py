@@ -27,11 +27,13 @@ def parse_seeds(text: str) -> list[int]:
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m:
-            raise UsageError(f"--seeds {text!r}: use N, A-B or a comma list (e.g. 0-9)")
+            msg = f"--seeds {text!r}: use N, A-B or a comma list (e.g. 0-9)"
+            raise UsageError(msg)
         lo = int(m[1])
         hi = int(m[2]) if m[2] else lo
         if hi < lo:
-            raise UsageError(f"--seeds {part!r}: the range goes backwards")
+            msg = f"--seeds {part!r}: the range goes backwards"
+            raise UsageError(msg)
         out.extend(s for s in range(lo, hi + 1) if s not in out)
     return out
 
@@ -39,7 +41,8 @@ def parse_seeds(text: str) -> list[int]:
 def parse_points(text: str) -> tuple[float, tuple[float, ...]]:
     """``--inflate-to``: ``1.3`` (inflate to 1.3, read the default points up to it) or
     ``START:STOP:STEP`` (read every point of the range; inflate to STOP) -> (inflate
-    target, curve points)."""
+    target, curve points).
+    """
     try:
         if ":" not in text:
             target = float(text)
@@ -51,11 +54,11 @@ def parse_points(text: str) -> tuple[float, tuple[float, ...]]:
             return target, pts
         a, b, c = (float(x) for x in text.split(":"))
     except ValueError:
-        raise UsageError(
-            f"--inflate-to {text!r}: give a positive number (1.3) or START:STOP:STEP"
-        ) from None
+        msg = f"--inflate-to {text!r}: give a positive number (1.3) or START:STOP:STEP"
+        raise UsageError(msg) from None
     if a <= 0 or b < a or c <= 0:
-        raise UsageError(f"--inflate-to {text!r}: needs 0 < START <= STOP and STEP > 0")
+        msg = f"--inflate-to {text!r}: needs 0 < START <= STOP and STEP > 0"
+        raise UsageError(msg)
     n = math.floor((b - a) / c + 1e-9) + 1
     return b, tuple(round(a + i * c, 10) for i in range(n))
 
@@ -72,7 +75,8 @@ def for_seeds(config: ReplayConfig, seeds: list[int]) -> list[ReplayConfig]:
 
 def packing_summary(results: list[RunResult]) -> pl.DataFrame:
     """Per placement and arrived-demand point: allocation ratio mean, std, min, max
-    and the number of seeds (runs without a packing curve are left out)."""
+    and the number of seeds (runs without a packing curve are left out).
+    """
     frames = [
         r.extra["packing"].with_columns(
             pl.lit(r.config.placement).alias("placement"), pl.lit(r.config.seed).alias("seed")

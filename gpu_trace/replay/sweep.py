@@ -50,13 +50,15 @@ TABLES = ("replay_runs", "replay_jobs", "replay_timeseries")
 
 class SweepError(GpuTraceError):
     """The sweep folder or the store does not fit the sweep (resume of another sweep,
-    a changed workload, Ray missing)."""
+    a changed workload, Ray missing).
+    """
 
 
 @dataclass(frozen=True)
 class RunOutput:
     """What a run sends back to the driver: its three tables (store-ready, ``wall_s``
-    null) and the measurements that are not results."""
+    null) and the measurements that are not results.
+    """
 
     run_id: str
     source: str
@@ -87,7 +89,8 @@ def execute(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunO
 
 def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
     """Commit finished runs in ONE store transaction (one new generation), tagged as
-    ``replay.run.write`` tags them (source = replayed source, dataset = run id)."""
+    ``replay.run.write`` tags them (source = replayed source, dataset = run id).
+    """
     if not outputs:
         return
     with StoreTransaction(store) as tx:
@@ -99,7 +102,8 @@ def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
 @dataclass(frozen=True)
 class PlannedRun:
     """One point of the grid as a run: its stable id, the grid values it was made from
-    (for the manifest) and the replay config they resolve to."""
+    (for the manifest) and the replay config they resolve to.
+    """
 
     run_id: str
     point: dict[str, Any]
@@ -125,7 +129,8 @@ class Event:
 @dataclass
 class SweepSummary:
     """What a sweep did, for the closing line and the CLI's exit code: runs planned,
-    skipped as already done, ran, failed (with the error), and the backend's timings."""
+    skipped as already done, ran, failed (with the error), and the backend's timings.
+    """
 
     total: int
     already_done: int
@@ -154,13 +159,15 @@ def plan(spec: SweepSpec) -> list[PlannedRun]:
     runs = [PlannedRun(c.resolved_run_id(), p, c) for p, c in spec.configs()]
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
-        raise SweepError(f"{spec.origin}: two grid points resolve to the same run")
+        msg = f"{spec.origin}: two grid points resolve to the same run"
+        raise SweepError(msg)
     return runs
 
 
 def workload_fingerprint(store: Path, source: str, jobs: pl.DataFrame) -> str:
     """sha256 over what the source was ingested from (file checksums per table) and the
-    job count, so ``--resume`` against a re-ingested store is refused."""
+    job count, so ``--resume`` against a re-ingested store is refused.
+    """
     ingests = (
         scan(store, "ingests", [source])
         .select("table", "dataset", "file", "file_sha256", "rows_written")
@@ -181,16 +188,20 @@ def _atomic_json(path: Path, data: dict[str, Any]) -> None:
 
 def read_manifest(out: Path) -> dict[str, Any]:
     """The sweep folder's ``sweep.json``, checked to be a manifest of this version: a
-    :class:`SweepError` naming the file when it is missing, unreadable or foreign."""
+    :class:`SweepError` naming the file when it is missing, unreadable or foreign.
+    """
     path = out / MANIFEST
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SweepError(f"{out}: no sweep here ({MANIFEST} is missing)") from None
+        msg = f"{out}: no sweep here ({MANIFEST} is missing)"
+        raise SweepError(msg) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SweepError(f"{path}: not a sweep manifest ({exc})") from None
+        msg = f"{path}: not a sweep manifest ({exc})"
+        raise SweepError(msg) from None
     if data.get("version") != MANIFEST_VERSION or "runs" not in data:
-        raise SweepError(f"{path}: not a version-{MANIFEST_VERSION} sweep manifest")
+        msg = f"{path}: not a version-{MANIFEST_VERSION} sweep manifest"
+        raise SweepError(msg)
     return data
 
 
@@ -210,7 +221,8 @@ def read_markers(out: Path) -> dict[str, dict[str, Any]]:
 
 def spec_from_manifest(out: Path) -> SweepSpec:
     """The grid a sweep folder was started with (for ``--resume`` without the file),
-    axes in their original order."""
+    axes in their original order.
+    """
     from gpu_trace.replay import sweep_grid
 
     manifest = read_manifest(out)
@@ -236,21 +248,22 @@ def _prepare(
 ) -> tuple[list[PlannedRun], dict[str, Any]]:
     """(the runs still to do, the manifest to write once the backend delivers its first
     result: a sweep that never started, e.g. Ray unreachable, leaves the folder as it
-    was)."""
+    was).
+    """
     fingerprint = workload_fingerprint(store, spec.source, jobs)
     manifest_path = out / MANIFEST
     done: set[str] = set()
     if manifest_path.exists():
         if not resume:
-            raise SweepError(
-                f"{out} already holds a sweep: pass --resume to continue it, or another --out"
-            )
+            msg = f"{out} already holds a sweep: pass --resume to continue it, or another --out"
+            raise SweepError(msg)
         old = read_manifest(out)
         if old.get("workload") != fingerprint:
-            raise SweepError(
+            msg = (
                 f"{manifest_path}: the store's {spec.source} jobs changed since this sweep "
                 "started (workload fingerprint differs); start a new sweep in another --out"
             )
+            raise SweepError(msg)
         markers = read_markers(out)
         stored = _stored_runs(store, spec.source)
         done = {k for k, m in markers.items() if m.get("status") == "done" and k in stored}
@@ -279,7 +292,8 @@ def _backend(
     summary: SweepSummary,
 ) -> Iterator[Batch]:
     """The batches of results for ``todo``: none when nothing is left, in this process
-    for ``workers=1`` without ``address``, else from Ray."""
+    for ``workers=1`` without ``address``, else from Ray.
+    """
     if not todo:
         return iter(())
     if address is None and (workers or 0) == 1:
@@ -291,7 +305,8 @@ def _record(
     out: Path, run_id: str, o: RunOutput | str, summary: SweepSummary, done: int, total: int
 ) -> Event:
     """Count one finished run in ``summary``, write its done/failed marker, and the
-    progress event that reports it."""
+    progress event that reports it.
+    """
     if isinstance(o, RunOutput):
         summary.ran += 1
         summary.run_wall_s.append(o.wall_s)
@@ -314,11 +329,13 @@ def run_sweep(
 ) -> SweepSummary:
     """Run every unfinished run of ``spec``; ``workers=1`` without ``address`` runs in
     this process, anything else on Ray (``ray.init()`` locally with ``workers`` CPUs,
-    or the cluster at ``address``)."""
+    or the cluster at ``address``).
+    """
     started = time.perf_counter()
     jobs = scan(store, "jobs", [spec.source]).collect()
     if not jobs.height:
-        raise SweepError(f"no jobs in the store for source {spec.source!r}")
+        msg = f"no jobs in the store for source {spec.source!r}"
+        raise SweepError(msg)
     runs = plan(spec)
     clusters = sorted({r.config.cluster for r in runs})
     specs = {c: resolve_cluster(c, store, spec.source) for c in clusters}  # before any write
@@ -371,7 +388,8 @@ def _on_ray(
     """Submit the runs as Ray tasks (at most 2 x workers in flight) and yield the
     finished ones in batches, one store commit each: the first as soon as it is done,
     then every run that finished within ``sweep_ray.COMMIT_INTERVAL_S`` of the previous
-    commit (a commit costs about the same for one run or many)."""
+    commit (a commit costs about the same for one run or many).
+    """
     from gpu_trace.replay import sweep_ray
 
     t0 = time.perf_counter()

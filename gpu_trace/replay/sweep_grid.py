@@ -71,18 +71,21 @@ class SweepSpec:
 
     def points(self) -> list[dict[str, Any]]:
         """Every grid point (axis -> value), in a stable order: the product of the axes
-        as written, the last axis varying fastest."""
+        as written, the last axis varying fastest.
+        """
         keys = list(self.axes)
         return [dict(zip(keys, combo, strict=True)) for combo in _product(self)]
 
     def configs(self) -> list[tuple[dict[str, Any], ReplayConfig]]:
         """(grid point, validated config) per run. When any policy trains the duration
         model, the training split applies to every run (one job selection, as in
-        ``compare``), unless ``training_split`` is set explicitly."""
+        ``compare``), unless ``training_split`` is set explicitly.
+        """
         try:
             return self._configs()
         except xp.UsageError as exc:
-            raise SweepSpecError(f"{self.origin}: {exc}") from None
+            msg = f"{self.origin}: {exc}"
+            raise SweepSpecError(msg) from None
 
     def _configs(self) -> list[tuple[dict[str, Any], ReplayConfig]]:
         out: list[tuple[dict[str, Any], ReplayConfig]] = []
@@ -159,19 +162,22 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
                 return value
     if not kinds and not choices:
         return value  # a hint we cannot check: ReplayConfig.validate() decides
-    raise SweepSpecError(f"{where}: {value!r} is not a {_type_name(hint)}")
+    msg = f"{where}: {value!r} is not a {_type_name(hint)}"
+    raise SweepSpecError(msg)
 
 
 def _decimal(text: str, where: str) -> Decimal:
     try:
         return Decimal(text.strip())
     except InvalidOperation:
-        raise SweepSpecError(f"{where}: {text!r} is not a number") from None
+        msg = f"{where}: {text!r} is not a number"
+        raise SweepSpecError(msg) from None
 
 
 def expand_range(text: str, hint: Any, where: str) -> list[Any]:
     """``a:b:step`` (both ends included, decimal arithmetic so 0.8:1.4:0.1 gives 0.8,
-    0.9, ..., 1.4 exactly), ``a-b`` (integers), or ``x,y,z``."""
+    0.9, ..., 1.4 exactly), ``a-b`` (integers), or ``x,y,z``.
+    """
     kinds, _ = _base_types(hint)
     numeric = float in kinds or int in kinds
     if numeric and text.count(":") == 2:
@@ -184,19 +190,24 @@ def expand_range(text: str, hint: Any, where: str) -> list[Any]:
 
 def _step_range(text: str, kinds: list[type], where: str) -> list[Any]:
     """``a:b:step`` in decimal arithmetic, ends included, as floats or (all whole)
-    ints by the field's type."""
+    ints by the field's type.
+    """
     a, b, step = (_decimal(x, where) for x in text.split(":"))
     if step <= 0:
-        raise SweepSpecError(f"{where}: range {text!r} needs a step > 0")
+        msg = f"{where}: range {text!r} needs a step > 0"
+        raise SweepSpecError(msg)
     if b < a:
-        raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
+        msg = f"{where}: range {text!r} ends before it starts"
+        raise SweepSpecError(msg)
     count = int((b - a) / step) + 1
     if count > MAX_VALUES:
-        raise SweepSpecError(f"{where}: range {text!r} has {count:,} values (max {MAX_VALUES:,})")
+        msg = f"{where}: range {text!r} has {count:,} values (max {MAX_VALUES:,})"
+        raise SweepSpecError(msg)
     values = [a + i * step for i in range(count)]
     if float not in kinds:
         if any(v != v.to_integral_value() for v in values):
-            raise SweepSpecError(f"{where}: range {text!r} is not all integers")
+            msg = f"{where}: range {text!r} is not all integers"
+            raise SweepSpecError(msg)
         return [int(v) for v in values]
     return [float(v) for v in values]
 
@@ -204,18 +215,22 @@ def _step_range(text: str, kinds: list[type], where: str) -> list[Any]:
 def _int_range(text: str, lo: int, hi: int, kinds: list[type], where: str) -> list[Any]:
     """``lo-hi`` inclusive, as floats when the field is a float."""
     if hi < lo:
-        raise SweepSpecError(f"{where}: range {text!r} ends before it starts")
+        msg = f"{where}: range {text!r} ends before it starts"
+        raise SweepSpecError(msg)
     if hi - lo + 1 > MAX_VALUES:
-        raise SweepSpecError(f"{where}: range {text!r} has {hi - lo + 1:,} values")
+        msg = f"{where}: range {text!r} has {hi - lo + 1:,} values"
+        raise SweepSpecError(msg)
     return [float(v) if float in kinds else v for v in range(lo, hi + 1)]
 
 
 def _listed(text: str, kinds: list[type], numeric: bool, where: str) -> list[Any]:
     """``x,y,z``: numbers for a numeric field, booleans for a bool-only one (an
-    unrecognised word is kept for :func:`_coerce` to refuse), else the strings."""
+    unrecognised word is kept for :func:`_coerce` to refuse), else the strings.
+    """
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
-        raise SweepSpecError(f"{where}: no values")
+        msg = f"{where}: no values"
+        raise SweepSpecError(msg)
     if bool in kinds and not numeric:
         return [_BOOLS.get(p.lower(), p) for p in parts]
     if not numeric:
@@ -228,13 +243,15 @@ def _number(text: str, kinds: list[type], where: str) -> float | int:
     if float in kinds:
         return float(d)
     if d != d.to_integral_value():
-        raise SweepSpecError(f"{where}: {text!r} is not an integer")
+        msg = f"{where}: {text!r} is not an integer"
+        raise SweepSpecError(msg)
     return int(d)
 
 
 def _check_name(key: str, where: str, known: dict[str, Any]) -> None:
     if key in DERIVED:
-        raise SweepSpecError(f"{where}: {key} cannot be set here ({DERIVED[key]})")
+        msg = f"{where}: {key} cannot be set here ({DERIVED[key]})"
+        raise SweepSpecError(msg)
     if key not in known:
         raise SweepSpecError(
             f"{where}: unknown ReplayConfig field {key!r}"
@@ -244,7 +261,8 @@ def _check_name(key: str, where: str, known: dict[str, Any]) -> None:
 
 def parse(data: dict[str, Any], origin: str) -> SweepSpec:
     """A :class:`SweepSpec` from a TOML document's (or the flags') dict; ``origin``
-    (the file name, or ``command line``) starts every error message."""
+    (the file name, or ``command line``) starts every error message.
+    """
     source, name = _top_level(data, origin)
     known = _fields()
     fixed: dict[str, Any] = {}
@@ -252,7 +270,8 @@ def parse(data: dict[str, Any], origin: str) -> SweepSpec:
     for section in ("fixed", "grid"):
         table = data.get(section, {})
         if not isinstance(table, dict):
-            raise SweepSpecError(f"{origin}: [{section}] must be a table of field = value")
+            msg = f"{origin}: [{section}] must be a table of field = value"
+            raise SweepSpecError(msg)
         for key, value in table.items():
             where = f"{origin}: {section}.{key}"
             _check_name(key, where, known)
@@ -261,7 +280,8 @@ def parse(data: dict[str, Any], origin: str) -> SweepSpec:
                 fixed[key] = _fixed_value(value, hint, where)
                 continue
             if key in fixed:
-                raise SweepSpecError(f"{where}: {key} is both fixed and swept")
+                msg = f"{where}: {key} is both fixed and swept"
+                raise SweepSpecError(msg)
             axes[key] = _axis_values(value, hint, where)
     return SweepSpec(source=source, fixed=fixed, axes=axes, name=name, origin=origin)
 
@@ -275,36 +295,43 @@ def _top_level(data: dict[str, Any], origin: str) -> tuple[str, str]:
             )
     source = data.get("source")
     if not isinstance(source, str) or not source:
-        raise SweepSpecError(f"{origin}: `source` (the replayed source, e.g. openb) is required")
+        msg = f"{origin}: `source` (the replayed source, e.g. openb) is required"
+        raise SweepSpecError(msg)
     name = data.get("name", "sweep")
     if not isinstance(name, str):
-        raise SweepSpecError(f"{origin}: name: {name!r} is not a string")
+        msg = f"{origin}: name: {name!r} is not a string"
+        raise SweepSpecError(msg)
     return source, name
 
 
 def _fixed_value(value: Any, hint: Any, where: str) -> Any:
     """A ``[fixed]`` value as the field's type; text for a non-text field goes through
-    :func:`expand_range` and must give exactly one value."""
+    :func:`expand_range` and must give exactly one value.
+    """
     if isinstance(value, str) and str not in _base_types(hint)[0]:
         parsed = expand_range(value, hint, where)
         if len(parsed) != 1:
-            raise SweepSpecError(f"{where}: a fixed field takes one value")
+            msg = f"{where}: a fixed field takes one value"
+            raise SweepSpecError(msg)
         value = parsed[0]
     return _coerce(value, hint, where)
 
 
 def _axis_values(value: Any, hint: Any, where: str) -> tuple[Any, ...]:
     """A ``[grid]`` axis: a range/list string, a list or one value, as the field's
-    type; empty or repeated values are refused (they would duplicate runs)."""
+    type; empty or repeated values are refused (they would duplicate runs).
+    """
     raw = expand_range(value, hint, where) if isinstance(value, str) else value
     if not isinstance(raw, list):
         raw = [raw]
     if not raw:
-        raise SweepSpecError(f"{where}: no values")
+        msg = f"{where}: no values"
+        raise SweepSpecError(msg)
     values = tuple(_coerce(v, hint, where) for v in raw)
     seen = [v for i, v in enumerate(values) if v in values[:i]]
     if seen:
-        raise SweepSpecError(f"{where}: {seen[0]!r} is listed twice")
+        msg = f"{where}: {seen[0]!r} is listed twice"
+        raise SweepSpecError(msg)
     return values
 
 
@@ -313,11 +340,14 @@ def load(path: Path) -> SweepSpec:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SweepSpecError(f"{path}: no such sweep file") from None
+        msg = f"{path}: no such sweep file"
+        raise SweepSpecError(msg) from None
     except UnicodeDecodeError as exc:
-        raise SweepSpecError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        msg = f"{path}: not UTF-8 text ({exc.reason})"
+        raise SweepSpecError(msg) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SweepSpecError(f"{path}: {exc}") from None
+        msg = f"{path}: {exc}"
+        raise SweepSpecError(msg) from None
     return parse(data, str(path))

@@ -30,7 +30,8 @@ from gpu_trace.replay.sweep import MAX_RETRIES, Batch, PlannedRun, RunOutput, Sw
 
 def sweep_run(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunOutput | str:
     """The Ray task (its worker shows as ``ray::sweep_run``): :func:`execute`, with a
-    run's own error returned as text (deterministic, so never retried)."""
+    run's own error returned as text (deterministic, so never retried).
+    """
     try:
         return execute(jobs, spec, config)
     except GpuTraceError as exc:
@@ -41,10 +42,11 @@ def _ray() -> Any:
     try:
         return importlib.import_module("ray")
     except ImportError:
-        raise SweepError(
+        msg = (
             "Ray is not installed: pip install 'gpu-trace[ray]' "
             "(or run the sweep in this process with --workers 1)"
-        ) from None
+        )
+        raise SweepError(msg) from None
 
 
 COMMIT_INTERVAL_S = 1.0
@@ -61,7 +63,8 @@ reruns them)."""
 class RaySession:
     """A connected Ray (the module), the worker count that sizes the in-flight window,
     and whether this sweep started Ray itself (then :meth:`close` shuts it down; a
-    cluster given by ``--address`` is left running)."""
+    cluster given by ``--address`` is left running).
+    """
 
     ray: Any
     workers: int
@@ -73,7 +76,8 @@ class RaySession:
     ) -> Iterator[Batch]:
         """Run ``todo`` as Ray tasks, at most 2 x workers in flight, and yield the
         finished runs in batches, one per commit interval (the driver commits each
-        batch before asking for the next)."""
+        batch before asking for the next).
+        """
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(sweep_run)
         jobs_ref = ray.put(jobs)
@@ -117,7 +121,8 @@ class RaySession:
 
     def _get(self, ref: Any) -> RunOutput | str:
         """A task's result; a worker that died more than MAX_RETRIES times is the run's
-        failure, not the sweep's."""
+        failure, not the sweep's.
+        """
         try:
             out: RunOutput | str = self.ray.get(ref)
         except (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError):
@@ -136,22 +141,26 @@ CONNECT_TIMEOUT_S = 5.0
 def _reachable(address: str) -> None:
     """Fail in seconds, with one line, when ``HOST:PORT`` (or ``ray://HOST:PORT``) does
     not accept a connection: Ray itself retries for minutes. ``auto`` is left to Ray,
-    which answers at once when no cluster runs on this machine."""
+    which answers at once when no cluster runs on this machine.
+    """
     if address == "auto":
         return
     hostport = address.removeprefix("ray://")
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit():
-        raise SweepError(f"--address {address!r} is not auto, HOST:PORT or ray://HOST:PORT")
+        msg = f"--address {address!r} is not auto, HOST:PORT or ray://HOST:PORT"
+        raise SweepError(msg)
     try:
         socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
-        raise SweepError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+        msg = f"cannot reach the Ray cluster at {address}: {exc}"
+        raise SweepError(msg) from None
 
 
 def connect(workers: int | None, address: str | None) -> RaySession:
     """Reuse a running Ray (a test fixture, a notebook), connect to ``address``, or
-    start a local one with ``workers`` CPUs (default: every core)."""
+    start a local one with ``workers`` CPUs (default: every core).
+    """
     if address:
         _reachable(address)
     ray = _ray()
@@ -162,7 +171,8 @@ def connect(workers: int | None, address: str | None) -> RaySession:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         except (ConnectionError, TimeoutError, RuntimeError) as exc:
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise SweepError(f"cannot reach the Ray cluster at {address}: {why}") from None
+            msg = f"cannot reach the Ray cluster at {address}: {why}"
+            raise SweepError(msg) from None
         owned = True
     else:
         ray.init(

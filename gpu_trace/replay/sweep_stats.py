@@ -55,7 +55,8 @@ def metric_columns(frame: pl.DataFrame) -> list[str]:
 
 def summarize(runs: pl.DataFrame, by: list[str], metrics: list[str]) -> pl.DataFrame:
     """Long form, one row per (configuration ``by``, metric): n, mean, sd, t, half, lo,
-    hi (half/lo/hi null when n = 1)."""
+    hi (half/lo/hi null when n = 1).
+    """
     if not by:
         runs = runs.with_columns(pl.lit("all").alias("_all"))
         by = ["_all"]
@@ -85,7 +86,8 @@ def paired(
     runs: pl.DataFrame, axis: str, a: Any, b: Any, by: list[str], metrics: list[str]
 ) -> pl.DataFrame:
     """Mean and t interval of A - B (``axis`` = a minus ``axis`` = b) over runs that
-    agree on the seed and on every axis of ``by``."""
+    agree on the seed and on every axis of ``by``.
+    """
     key = [*by, SEED_AXIS] if SEED_AXIS in runs.columns else list(by)
     left = runs.filter(pl.col(axis) == a).select(*key, *metrics)
     right = runs.filter(pl.col(axis) == b).select(*key, *metrics)
@@ -117,7 +119,8 @@ def points_frame(manifest: dict[str, Any]) -> pl.DataFrame:
 
 def with_points(manifest: dict[str, Any], runs: pl.DataFrame) -> pl.DataFrame:
     """Store ``replay_runs`` rows of a sweep joined to their grid points (manifest
-    order); the axis columns replace same-named store columns (``seed``)."""
+    order); the axis columns replace same-named store columns (``seed``).
+    """
     points = points_frame(manifest)
     axes = [c for c in points.columns if c != "run_id"]
     clean = runs.drop([c for c in axes if c in runs.columns])

@@ -49,7 +49,8 @@ class ThroughputTable:
 
     def speed(self, job_class: str, gpu_type: str) -> float:
         """The speed of the first rule matching class and model (``*`` matches any
-        model), else the default: file order is the priority order."""
+        model), else the default: file order is the priority order.
+        """
         for pat, model, value in self.rules:
             if (model == gpu_type or model == "*") and fnmatch.fnmatchcase(job_class, pat):
                 return value
@@ -59,7 +60,8 @@ class ThroughputTable:
         self, names: pl.Series, type_names: tuple[str, ...]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Per job a class code, and the (classes x GPU types) speed table: rules are
-        evaluated once per distinct job name, not per job."""
+        evaluated once per distinct job name, not per job.
+        """
         filled = names.cast(pl.String).fill_null("")
         uniq = filled.unique().sort()
         table = np.asarray(

@@ -77,7 +77,8 @@ def readonly_workload(w: Workload) -> Workload:
 
 class PolicyView:
     """Read-only view of an :class:`~gpu_trace.replay.engine.Engine` (satisfies
-    :class:`~gpu_trace.replay.policies.base.EngineView`)."""
+    :class:`~gpu_trace.replay.policies.base.EngineView`).
+    """
 
     __slots__ = _SLOTS
 
@@ -124,10 +125,12 @@ class PolicyView:
             put(self, name, getattr(e, name))
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"policies see the engine read-only (cannot set {name!r})")
+        msg = f"policies see the engine read-only (cannot set {name!r})"
+        raise AttributeError(msg)
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"policies see the engine read-only (cannot delete {name!r})")
+        msg = f"policies see the engine read-only (cannot delete {name!r})"
+        raise AttributeError(msg)
 
 
 set_now: Callable[[PolicyView, float], None] = PolicyView.now.__set__  # type: ignore[attr-defined]

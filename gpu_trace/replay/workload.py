@@ -101,9 +101,11 @@ class Workload:
         """Select the submit-time window ``[start, end)`` and scale arrivals by ``load``
         (inter-arrival gaps divided by it: 1.3 = 30 % more jobs per hour). ``cpu_only``
         keeps jobs with no GPU but a CPU request (0 GPUs x 0 milli: they hold CPU and
-        memory only; the FGD protocol schedules them too, on a multi-resource cluster)."""
+        memory only; the FGD protocol schedules them too, on a multi-resource cluster).
+        """
         if load <= 0:
-            raise ValueError("load must be positive")
+            msg = "load must be positive"
+            raise ValueError(msg)
         lf = jobs.lazy()
         have = lf.collect_schema().names()
         optional: dict[str, pl.DataType] = {
@@ -183,7 +185,8 @@ class Workload:
 
 def _codes(col: pl.Series) -> tuple[I64, list[str]]:
     """Dense integer codes for a string column (null -> ""), codes in sorted name order so
-    they do not depend on row order."""
+    they do not depend on row order.
+    """
     filled = col.fill_null("")
     names = filled.unique().sort().to_list()
     codes = (filled.rank("dense").cast(pl.Int64) - 1).to_numpy() if len(filled) else np.zeros(0)

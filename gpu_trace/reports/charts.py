@@ -40,7 +40,8 @@ DURATION_TICKS: tuple[tuple[float, str], ...] = (
 
 def top_header() -> alt.Header:
     """Facet headers above each panel, horizontal: row labels written sideways overlap
-    the y-axis title of short panels (and each other)."""
+    the y-axis title of short panels (and each other).
+    """
     return alt.Header(
         labelOrient="top",
         labelAngle=0,
@@ -54,7 +55,8 @@ def cap_series(
     frame: pl.DataFrame, weight: str | None = None, n: int = MAX_SERIES, by: str = "series"
 ) -> tuple[pl.DataFrame, str]:
     """Keep the ``n`` largest series (by the sum of ``weight``, else by rows) and a
-    title note naming the cut, so colours never repeat and nothing is dropped silently."""
+    title note naming the cut, so colours never repeat and nothing is dropped silently.
+    """
     if by not in frame.columns or frame[by].n_unique() <= n:
         return frame, ""
     size = pl.col(weight).sum() if weight else pl.len()
@@ -68,7 +70,8 @@ def cap_series(
 
 def duration_axis(values: pl.Series, title: str) -> alt.X:
     """A log time axis with ticks at round durations (1 min, 1 h, 1 d...), labelled in
-    words, spanning the data: readable ticks instead of 3 symlog ones or 1,048,576 s."""
+    words, spanning the data: readable ticks instead of 3 symlog ones or 1,048,576 s.
+    """
     finite = values.drop_nulls()
     lo = float(finite.min()) if finite.len() else 1.0  # type: ignore[arg-type]
     hi = float(finite.max()) if finite.len() else 1.0  # type: ignore[arg-type]
@@ -102,7 +105,8 @@ def _label(frame: pl.DataFrame, *cols: str) -> pl.DataFrame:
 
 def _clock_axis(frame: pl.DataFrame, local: str) -> tuple[pl.DataFrame, str]:
     """Axis title for hour / weekday charts, and series labels that say "since trace
-    start" for relative-time traces (whose 1970 "hours" are not a clock)."""
+    start" for relative-time traces (whose 1970 "hours" are not a clock).
+    """
     if "clock" not in frame.columns:
         return frame, local
     rel = pl.col("clock") == CLOCK_SINCE_START
@@ -123,7 +127,8 @@ def _clock_axis(frame: pl.DataFrame, local: str) -> tuple[pl.DataFrame, str]:
 def status_shares(summary: pl.DataFrame) -> alt.Chart:
     """Final-status shares of all GPU jobs and of all GPU time per trace, with
     ``unfinished`` (running, pending, unknown) as its own class: a trace that is mostly
-    still running must not look mostly failed."""
+    still running must not look mostly failed.
+    """
     rows = []
     for status in STATUS_ORDER:
         rows.append(
@@ -217,7 +222,8 @@ def diurnal(profile: pl.DataFrame) -> alt.Chart:
 
 def duration_cdf(cdf: pl.DataFrame) -> alt.Chart:
     """CDF of run time at powers of two per trace, one panel per job class (GPU / CPU),
-    on a log axis with round-duration ticks; at most :data:`MAX_SERIES` traces a panel."""
+    on a log axis with round-duration ticks; at most :data:`MAX_SERIES` traces a panel.
+    """
     if "job_class" not in cdf.columns:
         cdf = cdf.with_columns(pl.lit("all jobs").alias("job_class"))
     frame, note = cap_series(_label(cdf, "source", "cluster"), "n")

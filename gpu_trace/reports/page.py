@@ -1,5 +1,6 @@
 """Page assembly: one HTML document with the Vega runtime inlined once and one
-``<div>`` + JSON spec per chart. Everything that comes from a trace is escaped."""
+``<div>`` + JSON spec per chart. Everything that comes from a trace is escaped.
+"""
 
 from __future__ import annotations
 
@@ -28,14 +29,16 @@ def vega_bundle() -> str:
 
 def esc(value: object) -> str:
     """HTML-escape text and attribute values (None as empty): every trace-supplied
-    string goes through it before reaching a page."""
+    string goes through it before reaching a page.
+    """
     return html.escape("" if value is None else str(value), quote=True)
 
 
 def spec_json(chart: alt.TopLevelMixin) -> str:
     """The chart's Vega-Lite spec as JSON safe inside a ``<script>``: no ``$schema`` URL
     (nothing on the page refers to the network) and ``<``, ``>``, ``&`` escaped so
-    trace-supplied strings cannot close the script or open a comment."""
+    trace-supplied strings cannot close the script or open a comment.
+    """
     spec = chart.to_dict()
     spec.pop("$schema", None)
     text = json.dumps(spec, sort_keys=True, ensure_ascii=False)
@@ -45,7 +48,8 @@ def spec_json(chart: alt.TopLevelMixin) -> str:
 def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
     """An HTML table of an already-small frame, every cell escaped: human headers (the
     raw column name and its meaning in the tooltip) and numbers shown for reading
-    (:mod:`gpu_trace.display`: fixed decimals, durations, sizes, percentages)."""
+    (:mod:`gpu_trace.display`: fixed decimals, durations, sizes, percentages).
+    """
     cells: list[str] = []
     for name in frame.columns:
         label, tip = header(name)
@@ -63,7 +67,8 @@ def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
 @dataclass
 class Section:
     """One ``<section>`` of a report page: its heading, its HTML and the charts drawn
-    below it."""
+    below it.
+    """
 
     title: str
     html: str = ""

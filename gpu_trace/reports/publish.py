@@ -43,7 +43,8 @@ def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
 def recover(out: Path) -> None:
     """Undo what a killed run left next to ``out``: a site moved aside but never
     replaced goes back to ``out``; other left-over old sites and builds of dead
-    processes are removed."""
+    processes are removed.
+    """
     old = _siblings(out, "old")
     if not out.exists() and old:
         old.pop()[0].rename(out)
@@ -56,7 +57,8 @@ def recover(out: Path) -> None:
 
 def _pre_marker_site(out: Path) -> bool:
     """A site built before the marker existed: only our pages and chart images, and an
-    index.html with our footer."""
+    index.html with our footer.
+    """
     index = out / "index.html"
     if not index.is_file() or "Built with gpu-trace" not in index.read_text(errors="replace"):
         return False
@@ -73,20 +75,23 @@ def check_replaceable(out: Path) -> None:
     """Refuse (one line) an ``out`` that holds anything but a site we built."""
     cwd = Path.cwd()
     if out == cwd or out in cwd.parents:
-        raise GpuTraceError(
+        msg = (
             f"{out}: refusing to replace the current folder or one above it; "
             "pass a folder for the site, e.g. --out reports/site"
         )
+        raise GpuTraceError(msg)
     if not out.exists():
         return
     if not out.is_dir():
-        raise GpuTraceError(f"{out}: exists and is not a folder; choose another --out")
+        msg = f"{out}: exists and is not a folder; choose another --out"
+        raise GpuTraceError(msg)
     if (out / SITE_MARKER).is_file() or not any(out.iterdir()) or _pre_marker_site(out):
         return
-    raise GpuTraceError(
+    msg = (
         f"{out}: not empty and not a gpu-trace report site (no {SITE_MARKER}); "
         "refusing to replace it, choose a new or empty --out folder"
     )
+    raise GpuTraceError(msg)
 
 
 def staging_folder(out: Path) -> Path:

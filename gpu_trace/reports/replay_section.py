@@ -3,7 +3,8 @@ over time (``gpu-trace report --replay RUN``).
 
 One scorecard per experiment (``replay_runs.experiment_id``: same jobs, cluster, load,
 seed), each headed by its description; the best value of a metric is starred only among
-runs of one experiment, since runs on different job sets are not comparable."""
+runs of one experiment, since runs on different job sets are not comparable.
+"""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def resolve_runs(con: duckdb.DuckDBPyConnection, wanted: Sequence[str]) -> list[
 
 def scorecard_table(runs: pl.DataFrame, rank: bool = True) -> str:
     """HTML policy x metric table for the runs of ONE experiment; with ``rank`` the best
-    value per metric is bold and starred."""
+    value per metric is bold and starred.
+    """
     head = "<th>run</th><th>scheduler</th><th>placement</th>" + "".join(
         f"<th>{esc(label)}</th>" for label, _ in SCORE_METRICS.values()
     )
@@ -98,7 +100,8 @@ def scorecard_table(runs: pl.DataFrame, rank: bool = True) -> str:
 
 def scorecards(runs: pl.DataFrame) -> str:
     """One described, separately ranked scorecard per experiment. Runs written before
-    experiments were recorded (no ``experiment_id``) each stand alone, unranked."""
+    experiments were recorded (no ``experiment_id``) each stand alone, unranked.
+    """
     if "experiment_id" not in runs.columns:
         runs = runs.with_columns(pl.lit(None, pl.String).alias("experiment_id"))
     keyed = runs.with_columns(
@@ -118,7 +121,8 @@ def scorecards(runs: pl.DataFrame) -> str:
 
 def faults_energy_table(runs: pl.DataFrame) -> str:
     """Failures and energy of the runs that recorded them (``--faults``, ``--power``);
-    empty when none did. Not ranked: runs with other fault models are not comparable."""
+    empty when none did. Not ranked: runs with other fault models are not comparable.
+    """
     cols = [c for c in FAULT_ENERGY if c in runs.columns]
     shown = (
         runs.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in cols))

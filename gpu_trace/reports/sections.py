@@ -6,7 +6,8 @@ A section that shows one analysis is built from its declaration (:func:`plugin_s
 its title, its run with the options the report wants, its chart); the composite sections
 here (summary columns, utilization statistics, failures with energy, jobs with users,
 arrivals, sharing with fragmentation, inventory) combine several analyses but draw each
-chart through the analysis module that declares it, so a chart is defined once."""
+chart through the analysis module that declares it, so a chart is defined once.
+"""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def has_jobs(inp: Inputs) -> bool:
 def declared_chart(plugin: plugins.AnalysisPlugin, frame: pl.DataFrame) -> Any:
     """The chart ``plugin`` declares, of ``frame`` (its output with default options)."""
     if plugin.chart is None:
-        raise plugins.PluginError(f"analysis {plugin.name!r} declares no chart")
+        msg = f"analysis {plugin.name!r} declares no chart"
+        raise plugins.PluginError(msg)
     return plugin.chart(frame)
 
 
@@ -171,7 +173,8 @@ def _energy_connection(inp: Inputs) -> duckdb.DuckDBPyConnection:
 
 def failures_energy_section(inp: Inputs) -> Section:
     """Lost GPU hours by cause, MTBF, and energy by VC (telemetry where the GPUs were
-    sampled, else the built-in power model) or per sampled GPU for telemetry sources."""
+    sampled, else the built-in power model) or per sampled GPU for telemetry sources.
+    """
     title = "Failures by cause and energy"
     sec = Section(title)
     causes = fail.by_cause(inp.jobs, inp.placements, inp.events).collect()
@@ -270,7 +273,8 @@ def sharing_section(inp: Inputs) -> Section:
 
 def inventory_section(inp: Inputs) -> Section:
     """Machines and GPUs per inventory and GPU type; capacity over time where the source
-    publishes it (Helios daily totals)."""
+    publishes it (Helios daily totals).
+    """
     inv = shr.inventory(inp.machines).collect()
     cap = (
         inp.capacity.filter(pl.col("vc").is_null())
@@ -307,7 +311,8 @@ def plugin_section(
     """The report section of a declared analysis (:mod:`gpu_trace.plugins`): its result
     as a table, and its chart when it declares one. ``options`` (default: the declared
     defaults), ``caption`` (default: the first line of its help) and ``empty`` (what an
-    empty result says) let a built-in section show the view the report wants."""
+    empty result says) let a built-in section show the view the report wants.
+    """
     chosen = plugin.options() if options is None else options
 
     def build(inp: Inputs) -> Section:
@@ -355,7 +360,8 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
 
 def plugin_sections() -> tuple[Callable[[Inputs], Section], ...]:
     """One section per declared analysis that has a chart and is not already shown by a
-    built-in section, after the built-in ones."""
+    built-in section, after the built-in ones.
+    """
     return tuple(
         plugin_section(p)
         for p in plugins.analyses()

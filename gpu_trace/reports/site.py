@@ -83,7 +83,8 @@ def synthetic_inputs(
     con: duckdb.DuckDBPyConnection, sources: Sequence[str]
 ) -> list[tuple[str, ...]]:
     """(source, dataset, table, file, command) of every ingested file that is one of the
-    bundled synthetic samples (matched by sha256, :mod:`gpu_trace.synth.bundled`)."""
+    bundled synthetic samples (matched by sha256, :mod:`gpu_trace.synth.bundled`).
+    """
     known = bundled()
     if not known or not sources:
         return []

@@ -4,7 +4,8 @@ placements on the same seeds, and allocation / JCT against load with interval ba
 (the FGD paper's allocation-vs-load view).
 
 The grid comes from the sweep's manifest, the numbers from the store's ``replay_runs``
-rows of its runs; statistics are defined in :mod:`gpu_trace.replay.sweep_stats`."""
+rows of its runs; statistics are defined in :mod:`gpu_trace.replay.sweep_stats`.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def _label(metric: str) -> str:
 
 def scorecard_html(stats: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
     """Configuration x metric, each cell mean ± 95 % half-width; ★ marks the best mean
-    of each metric."""
+    of each metric.
+    """
     configs = stats.select(by).unique(maintain_order=True) if by else pl.DataFrame({"_": [0]})
     best: dict[str, float] = {}
     for m in metrics:
@@ -84,7 +86,8 @@ def scorecard_html(stats: pl.DataFrame, by: list[str], metrics: list[str]) -> st
 
 def paired_html(frame: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
     """For scheduler and placement: each other value against the first, A - B per seed
-    with every other axis equal."""
+    with every other axis equal.
+    """
     parts = []
     for axis in PAIRED_AXES:
         if axis not in by:
@@ -120,7 +123,8 @@ def paired_html(frame: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
 
 def curve(stats: pl.DataFrame, by: list[str], metric: str) -> alt.Chart | None:
     """``metric`` against load (or inflation) with a band for the 95 % interval, one
-    line per combination of the other axes (placement / policy / cluster)."""
+    line per combination of the other axes (placement / policy / cluster).
+    """
     x = next((c for c in CURVE_X if c in by), None)
     sub = stats.filter(pl.col("metric") == metric)
     if x is None or not sub.height:

@@ -1,6 +1,7 @@
 """The report's "GPU telemetry" section for one source's page: per host and metric the
 number of samples, the share of nulls (N/A), mean and p95, and the device events
-(XID, ECC, lost GPUs, driver reloads). Registered in ``site.EXTRA_SOURCE_SECTIONS``."""
+(XID, ECC, lost GPUs, driver reloads). Registered in ``site.EXTRA_SOURCE_SECTIONS``.
+"""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ is not set: the default store, relative to the folder DuckDB runs in."""
 def table_contract(table: Table) -> dict[str, object]:
     """The table's committed JSON contract (``schemas/<table>.json``): version, file
     layout, sort order and every column's type, nullability, unit and meaning, for
-    readers that do not import gpu-trace."""
+    readers that do not import gpu-trace.
+    """
     return {
         "table": table.name,
         "schema_version": table.version,
@@ -56,7 +57,8 @@ def rendered() -> dict[str, str]:
 
 def export(directory: Path = DEFAULT_DIR) -> list[Path]:
     """Write every contract and ``views.sql`` into ``directory`` (``make schemas``
-    after a schema change); the paths written."""
+    after a schema change); the paths written.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in rendered().items():

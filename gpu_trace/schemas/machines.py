@@ -1,5 +1,6 @@
 """Cluster inventory: ``machines`` (one row per machine per inventory) and ``capacity``
-(GPU totals over time, as Helios publishes them daily)."""
+(GPU totals over time, as Helios publishes them daily).
+"""
 
 from __future__ import annotations
 

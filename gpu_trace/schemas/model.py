@@ -28,7 +28,8 @@ class Column:
 
     def to_field(self) -> pa.Field:
         """The column as an Arrow field, description and unit in its metadata (so a
-        Parquet file documents itself)."""
+        Parquet file documents itself).
+        """
         meta = {b"description": self.description.encode()}
         if self.unit:
             meta[b"unit"] = self.unit.encode()
@@ -38,7 +39,8 @@ class Column:
 @dataclass(frozen=True)
 class Table:
     """A canonical table: its columns, a schema version bumped on every incompatible
-    change, and the column the store partitions by (always ``source``)."""
+    change, and the column the store partitions by (always ``source``).
+    """
 
     name: str
     version: int
@@ -50,7 +52,8 @@ class Table:
     @property
     def schema(self) -> pa.Schema:
         """The table's Arrow schema, tagged with the table name and schema version
-        (how the store tells a file written under an older schema)."""
+        (how the store tells a file written under an older schema).
+        """
         return pa.schema(
             [c.to_field() for c in self.columns],
             metadata={

@@ -1,6 +1,7 @@
 """Bookkeeping tables: ``quarantine`` (every input row we could not normalize, with the
 reason) and ``ingests`` (what each ingest read, wrote and rejected, so counts always
-reconcile: rows_read = rows_written + rows_quarantined)."""
+reconcile: rows_read = rows_written + rows_quarantined).
+"""
 
 from __future__ import annotations
 

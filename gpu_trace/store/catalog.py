@@ -90,15 +90,17 @@ def check_read_only(sql: str) -> None:
     for st in _statements(sql):
         kind = _type_name(st)
         if kind not in READ_ONLY_STATEMENTS or not _harmless(kind, st.query):
-            raise QueryError(
+            msg = (
                 f"{kind} statement refused ({clip(st.query, 60)}): gpu-trace sql is read-only "
                 "(SELECT, EXPLAIN of a SELECT, SET VARIABLE) unless --write is given"
             )
+            raise QueryError(msg)
 
 
 def _harmless(kind: str, text: str) -> bool:
     """EXPLAIN ANALYZE runs its statement, so that must be a SELECT; SET must be a
-    session variable (configuration is locked anyway, this makes the error clearer)."""
+    session variable (configuration is locked anyway, this makes the error clearer).
+    """
     if kind == "EXPLAIN":
         match = _EXPLAIN.fullmatch(text)
         if match is None:
@@ -122,13 +124,15 @@ def query(
 
     ``params`` bind DuckDB's named prepared parameters (``$name``), as text (cast in the
     SQL: ``$n::INTEGER``); each statement gets the ones it names, and a parameter no
-    statement names is refused (a typo would otherwise be ignored)."""
+    statement names is refused (a typo would otherwise be ignored).
+    """
     statements = _statements(sql)
     given = dict(params or {})
     used = set().union(*(st.named_parameters for st in statements))
     unused = sorted(set(given) - used)
     if unused:
-        raise UsageError(f"--param {unused[0]} is not used by the SQL (write ${unused[0]})")
+        msg = f"--param {unused[0]} is not used by the SQL (write ${unused[0]})"
+        raise UsageError(msg)
 
     def bound(st: duckdb.Statement) -> dict[str, str] | None:
         names = st.named_parameters
@@ -146,7 +150,8 @@ def query(
 
 def fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
     """Materialize a result; errors raised while rows are computed (bad casts, out of
-    memory) become one-line :class:`QueryError` like errors at bind time."""
+    memory) become one-line :class:`QueryError` like errors at bind time.
+    """
     try:
         return rel.to_arrow_table()
     except (duckdb.Error, MemoryError) as exc:
@@ -165,13 +170,15 @@ def _statements(sql: str) -> list[duckdb.Statement]:
     except (duckdb.Error, MemoryError) as exc:
         raise QueryError(_one_line(exc)) from None
     if not statements:
-        raise QueryError("no SQL statement given")
+        msg = "no SQL statement given"
+        raise QueryError(msg)
     return statements
 
 
 def _type_name(st: duckdb.Statement) -> str:
     """The statement type; UNKNOWN for types newer than duckdb's Python enum
-    (``UPDATE EXTENSIONS`` raises ValueError on ``.type``)."""
+    (``UPDATE EXTENSIONS`` raises ValueError on ``.type``).
+    """
     try:
         return st.type.name
     except ValueError:

@@ -84,7 +84,8 @@ def _old_tables(store: Path) -> list[Path]:
 
 def needs_repair(store: Path) -> bool:
     """``current`` is missing or not a symlink while the store holds data (old layout,
-    a copy that followed the symlink, or a crash inside :func:`repair`)."""
+    a copy that followed the symlink, or a crash inside :func:`repair`).
+    """
     link = store / CURRENT
     if link.is_symlink():
         return False
@@ -94,7 +95,8 @@ def needs_repair(store: Path) -> bool:
 def is_store(path: Path) -> bool:
     """Whether ``path`` holds a store (a ``current`` link, generations, or the old
     layout's table folders), as opposed to a missing or unrelated folder. Readers check
-    this so that a mistyped ``--store`` is refused instead of made into an empty store."""
+    this so that a mistyped ``--store`` is refused instead of made into an empty store.
+    """
     if is_generation(path):
         return True
     return os.path.lexists(path / CURRENT) or bool(_generations(path)) or bool(_old_tables(path))
@@ -122,7 +124,8 @@ def snapshot_root(store: Path) -> Path:
 
 def live_root(store: Path) -> Path:
     """The path that always shows the newest generation (``STORE/current``), for view
-    scripts that outlive this process."""
+    scripts that outlive this process.
+    """
     return store if is_generation(store) else store / CURRENT
 
 
@@ -188,9 +191,8 @@ def repair(store: Path) -> None:
         target.mkdir(exist_ok=True)
     for folder in tables:
         if (target / folder.name).exists():
-            raise StoreError(
-                f"{store}: cannot migrate {folder.name}/ into {target.name}/: it exists there"
-            )
+            msg = f"{store}: cannot migrate {folder.name}/ into {target.name}/: it exists there"
+            raise StoreError(msg)
         for stale in folder.rglob(".*.tmp"):
             stale.unlink()
         folder.rename(target / folder.name)
@@ -249,7 +251,8 @@ def _remove(path: Path) -> None:
 def clean_leftovers(store: Path, *, locked: bool = False) -> None:
     """Remove what killed runs left: ``.tx-`` folders of dead processes (no lock needed:
     nobody else owns them) and, under the lock, half-built generations, temporary
-    symlinks, unpublished or expired generations and old ``.*.tmp`` files."""
+    symlinks, unpublished or expired generations and old ``.*.tmp`` files.
+    """
     for path in _dead_tx(store):
         _remove(path)
     if locked:
@@ -267,7 +270,8 @@ def _link_tree(base: Path, build: Path, skip: set[PurePosixPath]) -> list[str]:
 
     ``str`` paths and one ``mkdir`` per folder: this runs on every commit over every
     file of the store, so per-file ``pathlib`` objects and ``mkdir(parents=True)``
-    probing were most of a sweep driver's CPU per commit."""
+    probing were most of a sweep driver's CPU per commit.
+    """
     base_s, build_s = os.fspath(base), os.fspath(build)
     skip_s = {str(p) for p in skip}
     made = [build_s]
@@ -300,7 +304,8 @@ def _fsync_dirs(dirs: Iterable[str]) -> None:
 
 def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
     """Publish the current generation plus ``files`` (store-relative path -> staged
-    file, moved) as the next generation; returns its folder."""
+    file, moved) as the next generation; returns its folder.
+    """
     with store_lock(store):
         repair(store)
         clean_leftovers(store, locked=True)

@@ -58,14 +58,14 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 def _check_slug(kind: str, value: str) -> None:
     if not _SLUG.match(value):
-        raise StoreError(
-            f"{kind} {value!r} must be a lower-case slug (letters, digits, '_', '.', '-')"
-        )
+        msg = f"{kind} {value!r} must be a lower-case slug (letters, digits, '_', '.', '-')"
+        raise StoreError(msg)
 
 
 def slug(text: str) -> str:
     """A name made acceptable as a ``source`` / ``dataset`` value: lower case, runs of
-    other characters replaced by ``-`` (``Venus`` -> ``venus``)."""
+    other characters replaced by ``-`` (``Venus`` -> ``venus``).
+    """
     return re.sub(r"[^a-z0-9_.-]+", "-", text.lower()).strip("-.") or "unnamed"
 
 
@@ -95,7 +95,8 @@ def kv_metadata(table: Table, **extra: str | None) -> dict[str, str]:
 def empty_table(table: Table) -> pa.Table:
     """A zero-row Arrow table with the canonical schema, built from no batches:
     ``Schema.empty_table`` would import pandas, which costs most of a second on every
-    ingest."""
+    ingest.
+    """
     return pa.Table.from_batches([], schema=table.schema)
 
 
@@ -116,7 +117,8 @@ def conform(frame: pl.LazyFrame | pl.DataFrame, table: Table) -> pl.LazyFrame:
     have = lf.collect_schema()
     extra = [c for c in have.names() if c not in table.column_names]
     if extra:
-        raise SchemaMismatch(f"{table.name}: columns not in the canonical schema: {extra}")
+        msg = f"{table.name}: columns not in the canonical schema: {extra}"
+        raise SchemaMismatch(msg)
     exprs: list[pl.Expr] = []
     for name, dtype in polars_schema(table).items():
         col = table.column(name)
@@ -125,7 +127,8 @@ def conform(frame: pl.LazyFrame | pl.DataFrame, table: Table) -> pl.LazyFrame:
         elif col.nullable:
             exprs.append(pl.lit(None, dtype=dtype).alias(name))
         else:
-            raise SchemaMismatch(f"{table.name}: required column {name!r} is missing")
+            msg = f"{table.name}: required column {name!r} is missing"
+            raise SchemaMismatch(msg)
     return lf.select(exprs)
 
 
@@ -185,7 +188,8 @@ def ensure_layout(store: Path) -> None:
     """Make ``store`` readable: migrate an old layout, remove what killed runs left, and
     make sure the current generation has one zero-row ``_empty`` file per table (so views
     bind with the right types). Commits a generation only when one of those files is
-    missing or has an old schema version; otherwise it only reads."""
+    missing or has an old schema version; otherwise it only reads.
+    """
     if is_generation(store):
         return
     store.mkdir(parents=True, exist_ok=True)
@@ -270,16 +274,18 @@ class StoreTransaction:
     ) -> Staged:
         """Validate ``frame`` against the canonical table and stage it as
         ``<table>/source=<source>/<dataset>.parquet``. Returns the staged file with its
-        row count (read back from the Parquet footer, not trusted from the frame)."""
+        row count (read back from the Parquet footer, not trusted from the frame).
+        """
         _check_slug("source", source)
         _check_slug("dataset", dataset)
         table = TABLES[table_name]
         dest = dataset_relpath(table.name, source, dataset)
         if any(s.dest == dest for s in self.staged):
-            raise StoreError(
+            msg = (
                 f"{dest} is written twice in one transaction: two inputs map to dataset "
                 f"{dataset!r} of source {source!r}"
             )
+            raise StoreError(msg)
         lf = conform(frame, table)
         if sort and table.sort_by:
             lf = lf.sort(list(table.sort_by), nulls_last=True, maintain_order=True)
@@ -332,7 +338,8 @@ def _polars_arrow_type(t: pa.DataType) -> pa.DataType:
 def writer_schema(schema: pa.Schema) -> pa.Schema:
     """The canonical schema as polars' writer takes it: polars' own string and list
     layouts, all fields nullable (polars tracks no nullability; :func:`_check_written`
-    enforces the non-null columns), column descriptions and units kept as metadata."""
+    enforces the non-null columns), column descriptions and units kept as metadata.
+    """
     return pa.schema(
         [pa.field(f.name, _polars_arrow_type(f.type), True, f.metadata) for f in schema],
         metadata=schema.metadata,
@@ -349,13 +356,15 @@ def _canonical_type(t: pa.DataType) -> pa.DataType:
 
 def _check_written(path: Path, table: Table) -> int:
     """Read the footer back: the schema must be the canonical one and non-nullable
-    columns must hold no nulls. Returns the row count."""
+    columns must hold no nulls. Returns the row count.
+    """
     meta = pq.read_metadata(path)
     schema = meta.schema.to_arrow_schema()
     got = [(f.name, _canonical_type(f.type)) for f in schema]
     want = [(f.name, f.type) for f in table.schema]
     if got != want:
-        raise SchemaMismatch(f"{table.name}: written schema {got} differs from {want}")
+        msg = f"{table.name}: written schema {got} differs from {want}"
+        raise SchemaMismatch(msg)
     required = {c.name for c in table.columns if not c.nullable}
     for rg in range(meta.num_row_groups):
         group = meta.row_group(rg)
@@ -364,16 +373,18 @@ def _check_written(path: Path, table: Table) -> int:
             name = chunk.path_in_schema.split(".")[0]
             stats = chunk.statistics
             if name in required and stats is not None and stats.null_count:
-                raise SchemaMismatch(
+                msg = (
                     f"{table.name}: column {name!r} must not be null "
                     f"({stats.null_count} nulls in row group {rg})"
                 )
+                raise SchemaMismatch(msg)
     return int(meta.num_rows)
 
 
 def read_table(store: Path, table_name: str, source: str | None = None) -> pa.Table:
     """Read one canonical table (optionally one source) into Arrow; for tests and small
-    tables. Analyses should go through the DuckDB catalog or ``pl.scan_parquet``."""
+    tables. Analyses should go through the DuckDB catalog or ``pl.scan_parquet``.
+    """
     table = TABLES[table_name]
     root = snapshot_root(store) / table.name
     pattern = f"source={source}/*.parquet" if source else "source=*/*.parquet"

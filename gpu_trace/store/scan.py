@@ -18,7 +18,8 @@ from gpu_trace.store.parquet import EMPTY_SOURCE, ensure_layout, polars_schema
 
 def table_files(store: Path, table: str, sources: Sequence[str] | None = None) -> list[Path]:
     """The Parquet files of one table (optionally only some sources), sorted, from one
-    generation (pass a :func:`snapshot_root` to keep several tables consistent)."""
+    generation (pass a :func:`snapshot_root` to keep several tables consistent).
+    """
     root = snapshot_root(store) / table
     files = sorted(p for p in root.glob("source=*/*.parquet") if not p.name.startswith("."))
     if sources:
@@ -29,7 +30,8 @@ def table_files(store: Path, table: str, sources: Sequence[str] | None = None) -
 
 def scan(store: Path, table: str, sources: Sequence[str] | None = None) -> pl.LazyFrame:
     """A LazyFrame over one canonical table; empty (with the canonical schema) when the
-    store holds nothing for it."""
+    store holds nothing for it.
+    """
     ensure_layout(store)
     files = table_files(store, table, sources)
     if not files:
@@ -39,7 +41,8 @@ def scan(store: Path, table: str, sources: Sequence[str] | None = None) -> pl.La
 
 def store_sources(store: Path) -> list[str]:
     """The sources with data in any table of the store's current generation (sorted;
-    the zero-row ``_empty`` placeholders are not a source)."""
+    the zero-row ``_empty`` placeholders are not a source).
+    """
     root = snapshot_root(store)
     found = {
         part.name.removeprefix("source=")

@@ -31,7 +31,8 @@ Writer = Callable[..., list[Path]]
 
 def get_writer(family: str) -> Writer:
     """The ``write`` function of ``family``'s generator, imported only when asked for
-    (each pulls in its own calibration tables)."""
+    (each pulls in its own calibration tables).
+    """
     module, _, func = SYNTHS[family].partition(":")
     writer: Writer = getattr(importlib.import_module(module), func)
     return writer

@@ -37,7 +37,8 @@ from gpu_trace.synth.common import choice, diurnal_arrivals, lognormal_seconds
 class Spec:
     """One cluster's calibration: job count, GPU-job share, run / queue time (median,
     mean) and final-state shares, the time span, the UTC offset its times are written
-    in, workload classes and node count."""
+    in, workload classes and node count.
+    """
 
     name: str
     jobs: int
@@ -110,7 +111,8 @@ def _gpus(rng: np.random.Generator, n: int, mean: float) -> IntArray:
 
 def _fmt(seconds: IntArray, offset_h: int, present: npt.NDArray[np.bool_]) -> pl.Series:
     """Unix seconds as pandas writes zone-aware times (``2023-03-01 00:18:22+08:00``),
-    null where not ``present``."""
+    null where not ``present``.
+    """
     zone = "UTC" if offset_h == 0 else f"Etc/GMT{-offset_h:+d}"
     return pl.select(
         pl.when(pl.lit(pl.Series(present)))
@@ -204,7 +206,8 @@ def util_frames(
     spec: Spec, *, nodes: int, ticks: int, rng: np.random.Generator, gpus_per_node: int = 8
 ) -> dict[str, pl.DataFrame]:
     """Wide utilization tables (``Time`` + one text column per device) for ``nodes``
-    nodes over ``ticks`` 15-second samples from the cluster's first day."""
+    nodes over ``ticks`` 15-second samples from the cluster's first day.
+    """
     base = "10.140" if spec is SEREN else "172.31"
     ips = [f"{base}.{1 + i // 250}.{10 + i % 250}" for i in range(nodes)]
     gpus = [f"{ip}-{g}" for ip in ips for g in range(gpus_per_node)]
@@ -255,7 +258,8 @@ def write_util(out: Path, spec: Spec, *, nodes: int, ticks: int, seed: int) -> l
 
 def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
     """Write both job traces (``jobs`` split Seren : Kalos as published) and a small
-    utilization set per cluster (4 nodes; ``min(max(jobs, 8), 240)`` samples)."""
+    utilization set per cluster (4 nodes; ``min(max(jobs, 8), 240)`` samples).
+    """
     rng = np.random.default_rng(seed)
     trace = out / "data" / "job_trace"
     trace.mkdir(parents=True, exist_ok=True)

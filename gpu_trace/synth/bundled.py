@@ -51,7 +51,8 @@ KEEP: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class SyntheticFile:
     """One entry of ``bundled.toml``: a bundled synthetic file, its checksum and the
-    command that made it."""
+    command that made it.
+    """
 
     family: str
     path: str

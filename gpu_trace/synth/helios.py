@@ -117,7 +117,8 @@ IntArray = npt.NDArray[np.int64]
 
 def split_jobs(total: int) -> list[int]:
     """``total`` split across the clusters in the published proportions (largest
-    remainder, so the parts always add up to ``total``)."""
+    remainder, so the parts always add up to ``total``).
+    """
     weights = np.array([c.jobs for c in CLUSTERS], dtype=float)
     quota = total * weights / weights.sum()
     parts = np.floor(quota).astype(np.int64)
@@ -136,7 +137,8 @@ def _capped_lognormal_mean(mu: float, sigma: float, cap: float) -> float:
 
 def lognormal_sigma(median: float, mean: float, cap: float) -> float:
     """The sigma of a lognormal with this median whose mean, once capped at ``cap``,
-    is ``mean`` (bisection; the capped mean grows with sigma over this range)."""
+    is ``mean`` (bisection; the capped mean grows with sigma over this range).
+    """
     mu = math.log(median)
     lo, hi = 1e-6, 6.0
     for _ in range(80):
@@ -150,7 +152,8 @@ def lognormal_sigma(median: float, mean: float, cap: float) -> float:
 
 def gpu_size_weights(mean: float) -> npt.NDArray[np.float64]:
     """Weights over ``GPU_SIZES`` (geometric in the exponent) so that GPU jobs have
-    mean ``mean`` GPUs given the fixed single-GPU share."""
+    mean ``mean`` GPUs given the fixed single-GPU share.
+    """
     target = (mean - SINGLE_GPU_SHARE) / (1 - SINGLE_GPU_SHARE)
     j = np.arange(1, len(GPU_SIZES) + 1, dtype=float)
     lo, hi = 1e-9, 1.0
@@ -173,7 +176,8 @@ def _durations(rng: np.random.Generator, n: int, median: float, mean: float) -> 
 
 def _queues(rng: np.random.Generator, n: int, mean: float, zero_share: float) -> IntArray:
     """Zero-inflated queue delays: ``zero_share`` of jobs start at once (median 0), the
-    rest wait a lognormal time whose overall mean is ``mean``."""
+    rest wait a lognormal time whose overall mean is ``mean``.
+    """
     cond_mean = mean / (1 - zero_share)
     median = min(60.0, cond_mean / 2)
     sigma = lognormal_sigma(median, cond_mean, QUEUE_CAP_S)
@@ -183,7 +187,8 @@ def _queues(rng: np.random.Generator, n: int, mean: float, zero_share: float) ->
 
 def _states(rng: np.random.Generator, n: int, shares: tuple[float, float, float]) -> IntArray:
     """Indices into ``STATES``: completed / cancelled / failed at the published shares,
-    failures split 96% FAILED, 3% TIMEOUT, 1% NODE_FAIL."""
+    failures split 96% FAILED, 3% TIMEOUT, 1% NODE_FAIL.
+    """
     completed, cancelled, failed = shares
     p = np.array([completed, cancelled, failed * 0.96, failed * 0.03, failed * 0.01])
     return rng.choice(len(p), size=n, p=p / p.sum()).astype(np.int64)
@@ -207,7 +212,8 @@ def capacity(
 ) -> pl.DataFrame:
     """Daily GPUs per VC (multiples of 8) and their ``total``: the cluster grows in a
     few steps from the first-day to the last-day size; each VC has a fixed share of
-    it while it exists (some VCs open late or close early, leaving zeros)."""
+    it while it exists (some VCs open late or close early, leaving zeros).
+    """
     first, last = spec.capacity
     # Six growth steps centred so that the mean daily total is the published size.
     share = (spec.gpus - first) / (last - first)
@@ -318,7 +324,8 @@ def cluster_log(
 
 def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
     """Write the four clusters' ``cluster_log.csv`` and ``cluster_gpu_number.csv`` under
-    ``out/data/<Cluster>/``; returns the files written."""
+    ``out/data/<Cluster>/``; returns the files written.
+    """
     rng = np.random.default_rng([seed, 0x4E11])
     vc_pool = hashes(rng, 60, "vc", 3)
     user_pool = hashes(rng, 4000, "u", 4)

@@ -392,7 +392,8 @@ def _lognormal(
 def _creation_times(rng: np.random.Generator, n: int) -> npt.NDArray[np.int64]:
     """Creation instants inside the snapshot window with the real per-day and
     hour-of-day profile: pick an hour slot by weight, then a uniform second in the part
-    of that slot that lies inside the window."""
+    of that slot that lies inside the window.
+    """
     first = SNAPSHOT_START_S // 3600
     hours = np.arange(first, (TRACE_END_S - 1) // 3600 + 1, dtype=np.int64)
     day = np.asarray(DAY_COUNTS, dtype=np.float64)[hours // 24 - FIRST_DAY]
@@ -407,7 +408,8 @@ def _creation_times(rng: np.random.Generator, n: int) -> npt.NDArray[np.int64]:
 
 def pods(n: int, rng: np.random.Generator) -> pl.DataFrame:
     """``n`` pods in the upstream column order and types (nullable ``scheduled_time``,
-    all-null ``gpu_spec``), sorted by creation time and named in that order."""
+    all-null ``gpu_spec``), sorted by creation time and named in that order.
+    """
     shape, codes, p = _pod_table()
     pick = rng.choice(p.size, size=n, p=p)
     qos, phase = codes[pick, 0], codes[pick, 1]
@@ -471,7 +473,8 @@ def pods(n: int, rng: np.random.Generator) -> pl.DataFrame:
 def nodes(rng: np.random.Generator) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The all-node and GPU-node lists: the real cluster's node types in a seeded order;
     the GPU list keeps that order and renumbers ``sn`` from 0, as upstream does (so
-    ``sn`` is not a key across the two files)."""
+    ``sn`` is not a key across the two files).
+    """
     rows = _table(_NODE_TABLE)
     counts = np.array([int(r[4]) for r in rows], dtype=np.int64)
     kind = rng.permutation(np.repeat(np.arange(len(rows)), counts))
@@ -496,7 +499,8 @@ def nodes(rng: np.random.Generator) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def _write(frame: pl.DataFrame, path: Path) -> Path:
     """Write a CSV the way upstream does (header, LF, empty field for null, no quotes
-    needed) via a temporary file and an atomic rename."""
+    needed) via a temporary file and an atomic rename.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     frame.write_csv(tmp, line_terminator="\n", null_value="")
     tmp.replace(path)
@@ -510,7 +514,8 @@ def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
     lists do not change with ``jobs``.
     """
     if jobs < 1:
-        raise ValueError("jobs must be at least 1")
+        msg = "jobs must be at least 1"
+        raise ValueError(msg)
     out.mkdir(parents=True, exist_ok=True)
     key = seed % 2**64
     pod_rng = np.random.default_rng([key, 0])

@@ -223,7 +223,8 @@ _HEX_PAIRS = np.frombuffer(b"".join(b"%02x" % i for i in range(256)), dtype=np.u
 
 def hex_ids(rng: np.random.Generator, n: int, digits: int) -> pl.Series:
     """``n`` random lower-case hex ids of ``digits`` (even) digits, built as one Arrow
-    buffer: millions per second, no Python string per row."""
+    buffer: millions per second, no Python string per row.
+    """
     raw = np.frombuffer(rng.bytes(n * digits // 2), dtype=np.uint8)
     data = _HEX_PAIRS[raw].tobytes()
     offsets = np.arange(0, (n + 1) * digits, digits, dtype=np.int64)
@@ -420,7 +421,8 @@ def _tasks(rng: np.random.Generator, jobs: _Jobs) -> _Tasks:
 
 def _instances(rng: np.random.Generator, tasks: _Tasks, spec: pl.DataFrame) -> _Instances:
     """``inst_num`` instances per task, in task order, on machines of the task's GPU type
-    (any machine for CPU-only or untyped tasks)."""
+    (any machine for CPU-only or untyped tasks).
+    """
     task, _ = _segments(tasks.inst_num)
     n = len(task)
     start = tasks.start[task] + tasks.wait[task] + rng.integers(0, 4, size=n)
@@ -448,7 +450,8 @@ def _instance_lines(
 ) -> pl.DataFrame:
     """The instance table: one line per instance, plus earlier Failed attempts and exact
     repeats of some (duplicate worker_names) and nameless Failed rows; Waiting instances
-    carry 0.0 times and no machine, Running ones a 0.0 end."""
+    carry 0.0 times and no machine, Running ones a 0.0 end.
+    """
     status = tasks.status[inst.task]
     waiting, running = status == 3, status == 2
     dup = ~waiting & (rng.random(inst.n) < DUPLICATE_SHARE)
@@ -491,7 +494,8 @@ def _task_and_job_tables(
     jobs: _Jobs, tasks: _Tasks, inst: _Instances
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Tasks end with their last instance, jobs with their last task; Waiting tasks have
-    0.0 times, Running ones a 0.0 end, Running and Waiting jobs an empty end."""
+    0.0 times, Running ones a 0.0 end, Running and Waiting jobs an empty end.
+    """
     task_end = np.maximum.reduceat(inst.end, np.cumsum(tasks.inst_num) - tasks.inst_num)
     job_end = np.maximum.reduceat(task_end, np.cumsum(jobs.tasks) - jobs.tasks)
     waiting, running = tasks.status == 3, tasks.status == 2
@@ -526,7 +530,8 @@ def _sensor(
     rng: np.random.Generator, jobs: _Jobs, tasks: _Tasks, inst: _Instances, spec: pl.DataFrame
 ) -> pl.DataFrame:
     """Per-instance lifetime use for a share of started instances, below the request
-    most of the time (the published over-provisioning shares)."""
+    most of the time (the published over-provisioning shares).
+    """
     started = tasks.status[inst.task] != 3
     s = np.flatnonzero(started & (rng.random(inst.n) < SENSOR_SHARE))
     n = len(s)
@@ -568,7 +573,8 @@ def _machine_metric(
 ) -> pl.DataFrame:
     """Machine-level averages over the lifetime of a share of started instances, with
     integer times as upstream writes them; ``machine_cpu`` is usr + kernel + iowait and
-    ``machine_gpu`` is summed over the machine's GPUs (so it exceeds 100)."""
+    ``machine_gpu`` is summed over the machine's GPUs (so it exceeds 100).
+    """
     status = tasks.status[inst.task]
     m = np.flatnonzero((status != 3) & (rng.random(inst.n) < MACHINE_METRIC_SHARE))
     n = len(m)
@@ -596,7 +602,8 @@ def _machine_metric(
 
 def _group_tags(rng: np.random.Generator, jobs: _Jobs, tasks: _Tasks) -> pl.DataFrame:
     """Tags for most jobs: groups recurring over a Zipf pool (most jobs share theirs
-    with several others), a workload for ~9 %, the requested GPU type for some."""
+    with several others), a workload for ~9 %, the requested GPU type for some.
+    """
     n = len(jobs.submit)
     g = np.flatnonzero(rng.random(n) < TAGGED_JOB_SHARE)
     n_tagged = len(g)
@@ -628,7 +635,8 @@ def _group_tags(rng: np.random.Generator, jobs: _Jobs, tasks: _Tasks) -> pl.Data
 def write(out: Path, *, jobs: int, seed: int) -> list[Path]:
     """Write a synthetic PAI 2020 trace of ``jobs`` jobs into ``out``; returns the 14
     files (7 CSVs and their headers). Each table is written as soon as it is built, so
-    the largest (instances, ~1.9 GB at full scale) is never held twice."""
+    the largest (instances, ~1.9 GB at full scale) is never held twice.
+    """
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     spec = machines(rng)

@@ -131,7 +131,8 @@ def _quoted(text: pl.Expr) -> pl.Expr:
 
 def _cat(*parts: str | pl.Expr) -> pl.Expr:
     """Concatenate literal text and expressions (``pl.format`` would read the JSON
-    braces as placeholders)."""
+    braces as placeholders).
+    """
     return pl.concat_str([pl.lit(p) if isinstance(p, str) else p for p in parts])
 
 
@@ -217,7 +218,8 @@ def _jobs(rng: np.random.Generator, n: int) -> pl.DataFrame:
 def _attempts(rng: np.random.Generator, jobs: pl.DataFrame) -> pl.DataFrame:
     """One row per attempt: the job's run split into attempts with requeue gaps; the
     attempts that would start after the log ends are dropped, the last one still
-    running at the end gets no end time."""
+    running at the end gets no end time.
+    """
     k = jobs["attempts"].to_numpy()
     job = np.repeat(np.arange(jobs.height), k)
     index = np.arange(len(job)) - np.repeat(np.cumsum(k) - k, k)
@@ -254,7 +256,8 @@ def _detail(
 ) -> pl.DataFrame:
     """One row per attempt per machine (``ip`` and the GPU ids it got), placed on the
     *true* inventory: <= 8 GPUs on one machine with enough GPUs, larger jobs on
-    ``gpus / 8`` distinct 8-GPU machines."""
+    ``gpus / 8`` distinct 8-GPU machines.
+    """
     size = jobs["gpus"].to_numpy()[attempts["job"].to_numpy()]
     true = machines["true_gpus"].to_numpy()
     names = machines["machine"].to_numpy()
@@ -436,7 +439,8 @@ def write(out: Path, *, jobs: int, seed: int, util_days: float = 1.0) -> list[Pa
     """Write a synthetic Philly ``trace-data/`` folder into ``out``; returns the files.
 
     ``util_days`` sets how many days of per-minute util rows each machine gets
-    (starting 2017-11-05 00:00 PDT); 0 writes no util files."""
+    (starting 2017-11-05 00:00 PDT); 0 writes no util files.
+    """
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     machines = _machines(rng)

@@ -83,7 +83,8 @@ def _stamp(local_s: pl.Expr) -> pl.Expr:
 
 def _host_list(prefix: str, width: int, first: pl.Expr, count: pl.Expr, split: pl.Expr) -> pl.Expr:
     """``prefix[first-last]`` (``prefixNNNN`` for one host); with ``split`` the last host
-    is taken three further on (``gpu[0003-0004,0009]``)."""
+    is taken three further on (``gpu[0003-0004,0009]``).
+    """
 
     def num(x: pl.Expr) -> pl.Expr:
         return x.cast(pl.String).str.zfill(width)

@@ -16,7 +16,8 @@ from typing import Any
 
 class NVMLError(Exception):
     """The base of the fake's errors, as ``pynvml.NVMLError``: ``value`` is the NVML
-    return code and ``str()`` the short name (``GpuIsLost``) that logs show."""
+    return code and ``str()`` the short name (``GpuIsLost``) that logs show.
+    """
 
     value = 999
 
@@ -136,7 +137,8 @@ class FakeNvml:
     # -- API -----------------------------------------------------------------------------
     def nvmlInit(self) -> None:
         """Fails with no driver or during a reload; the first init after a reload
-        restarts the energy counters, as a real driver reload does."""
+        restarts the energy counters, as a real driver reload does.
+        """
         if self.no_driver:
             raise NVMLError_LibraryNotFound()
         if self._reloading():
@@ -228,7 +230,8 @@ class FakeNvml:
     def nvmlDeviceGetFieldValues(self, h: _Handle, ids: list[int]) -> list[Any]:
         """Field 82 (memory temperature) and 83 (total energy, mJ, growing with the
         fake time since the last reset), each with its own return code as NVML gives
-        it: a field the GPU lacks (or energy on MIG) fails alone, not the call."""
+        it: a field the GPU lacks (or energy on MIG) fails alone, not the call.
+        """
         self._check(h, "field_values")
         out = []
         for fid in ids:

@@ -70,16 +70,16 @@ def load_nvml() -> Any:
     try:
         import pynvml
     except ImportError as exc:
-        raise NvmlUnavailable(
-            f"no NVIDIA driver/NVML found: {exc} (pip install 'gpu-trace[nvml]')"
-        ) from None
+        msg = f"no NVIDIA driver/NVML found: {exc} (pip install 'gpu-trace[nvml]')"
+        raise NvmlUnavailable(msg) from None
     return pynvml
 
 
 @dataclass
 class Device:
     """One sampled GPU or MIG instance: its NVML handle, the physical GPU's index,
-    its own UUID and, for a MIG instance, ``"<gpu instance>/<compute instance>"``."""
+    its own UUID and, for a MIG instance, ``"<gpu instance>/<compute instance>"``.
+    """
 
     handle: Any
     index: int
@@ -117,7 +117,8 @@ class Sampler:
     ) -> None:
         unknown = sorted(set(fields or ()) - set(GPU_METRICS))
         if unknown:
-            raise GpuTraceError(f"unknown --fields {unknown}; choose from {list(GPU_METRICS)}")
+            msg = f"unknown --fields {unknown}; choose from {list(GPU_METRICS)}"
+            raise GpuTraceError(msg)
         self.nvml = nvml
         self.host = host
         self.interval_s = interval_s
@@ -156,13 +157,16 @@ class Sampler:
             self.nvml.nvmlInit()
         except self.e_nvml as exc:
             if type(exc).__name__ in _FATAL_INIT:
-                raise NvmlUnavailable(f"no NVIDIA driver/NVML found: {exc}") from None
-            raise NvmlUnavailable(f"no NVIDIA driver/NVML found: NVML init failed: {exc}") from None
+                msg = f"no NVIDIA driver/NVML found: {exc}"
+                raise NvmlUnavailable(msg) from None
+            msg = f"no NVIDIA driver/NVML found: NVML init failed: {exc}"
+            raise NvmlUnavailable(msg) from None
         self.discover()
 
     def discover(self) -> None:
         """List the GPUs and, on a GPU in MIG mode, its MIG instances (sampled as
-        devices of their own); run at start and after every driver re-init."""
+        devices of their own); run at start and after every driver re-init.
+        """
         n = self.nvml
         devices: list[Device] = []
         for i in range(n.nvmlDeviceGetCount()):
@@ -239,7 +243,8 @@ class Sampler:
     def sample_device(self, now: dt.datetime, dev: Device) -> None:
         """One tick's reads of one device (or MIG instance): the basic counters, the
         field values (memory temperature, energy) and, if wanted, its processes; a read
-        the device does not support is remembered and skipped from then on."""
+        the device does not support is remembered and skipped from then on.
+        """
         self._sample_counters(now, dev)
         self._sample_fields(now, dev)
         if self.processes:
@@ -271,7 +276,8 @@ class Sampler:
 
     def _sample_fields(self, now: dt.datetime, dev: Device) -> None:
         """Memory temperature and the energy counter (a drop is an ``energy_reset``
-        event); a field a device answers with an error is not asked again."""
+        event); a field a device answers with an error is not asked again.
+        """
         n, h = self.nvml, dev.handle
         fvs = self._call(
             dev,
@@ -354,12 +360,14 @@ class Sampler:
 
     def flush(self) -> str | None:
         """Write the buffered samples, events and processes to the store in one
-        transaction; the dataset name written, None when there was nothing."""
+        transaction; the dataset name written, None when there was nothing.
+        """
         return self.writer.flush([self.samples, self.events, self.procs])
 
     def run(self, duration_s: float | None) -> None:
         """Tick every ``interval_s`` until ``duration_s`` passed or Ctrl-C, flushing
-        every ``flush_s`` and once more at the end."""
+        every ``flush_s`` and once more at the end.
+        """
         try:
             run_periodic(
                 self.tick,

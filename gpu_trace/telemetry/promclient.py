@@ -65,7 +65,8 @@ class PullError(GpuTraceError):
 
 def parse_when(text: str, now_ms: int) -> int:
     """Epoch milliseconds of ``--start`` / ``--end``: ISO-8601 (naive = UTC), unix
-    seconds, ``now`` or ``now-<duration>`` (``now-6h``)."""
+    seconds, ``now`` or ``now-<duration>`` (``now-6h``).
+    """
     t = text.strip()
     if t == "now" or t.startswith("now-"):
         return now_ms - (
@@ -76,9 +77,8 @@ def parse_when(text: str, now_ms: int) -> int:
     try:
         when = dt.datetime.fromisoformat(t)
     except ValueError:
-        raise GpuTraceError(
-            f"{text!r} is not a time (ISO-8601, unix seconds, now or now-6h)"
-        ) from None
+        msg = f"{text!r} is not a time (ISO-8601, unix seconds, now or now-6h)"
+        raise GpuTraceError(msg) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return round(when.timestamp() * 1000)
@@ -92,7 +92,8 @@ def unix(ms: int) -> str:
 
 def iso(ms: int) -> str:
     """Milliseconds as ISO-8601 UTC with milliseconds (``...T00:00:00.000Z``), for
-    error messages and chunk descriptions."""
+    error messages and chunk descriptions.
+    """
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
@@ -111,9 +112,11 @@ class Window:
 
     def __post_init__(self) -> None:
         if self.step_ms < 1:
-            raise GpuTraceError("--step must be at least 1ms")
+            msg = "--step must be at least 1ms"
+            raise GpuTraceError(msg)
         if self.end_ms < self.start_ms:
-            raise GpuTraceError(f"--end {iso(self.end_ms)} is before --start {iso(self.start_ms)}")
+            msg = f"--end {iso(self.end_ms)} is before --start {iso(self.start_ms)}"
+            raise GpuTraceError(msg)
 
     @property
     def points(self) -> int:
@@ -123,7 +126,8 @@ class Window:
     def chunks(self, max_points: int) -> list[tuple[int, int]]:
         """Consecutive (start, end) of at most ``max_points`` evaluation times each."""
         if not 1 <= max_points <= PROMETHEUS_MAX_POINTS:
-            raise GpuTraceError(f"--max-points must be 1..{PROMETHEUS_MAX_POINTS}")
+            msg = f"--max-points must be 1..{PROMETHEUS_MAX_POINTS}"
+            raise GpuTraceError(msg)
         span = max_points * self.step_ms
         out = []
         s = self.start_ms
@@ -155,9 +159,11 @@ class PromClient:
         except ValueError:
             port = -1
         if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
-            raise GpuTraceError(f"--prometheus {self.url!r} is not an http(s) URL")
+            msg = f"--prometheus {self.url!r} is not an http(s) URL"
+            raise GpuTraceError(msg)
         if self.max_body_bytes < 1:
-            raise GpuTraceError("the body cap must be at least 1 byte")
+            msg = "the body cap must be at least 1 byte"
+            raise GpuTraceError(msg)
         self.parts = parts
         self.began = self.clock()
 
@@ -177,10 +183,12 @@ class PromClient:
 
     def get(self, api: str, params: dict[str, str], what: str) -> tuple[dict[str, Any], bytes]:
         """The parsed ``"status": "success"`` answer of ``GET <url><api>?params`` and
-        its bytes, or :class:`PullError`."""
+        its bytes, or :class:`PullError`.
+        """
         left = self.deadline_s - (self.clock() - self.began)
         if left <= 0:
-            raise PullError(f"{self.url}: {what}: the --deadline of {self.deadline_s:g}s passed")
+            msg = f"{self.url}: {what}: the --deadline of {self.deadline_s:g}s passed"
+            raise PullError(msg)
         budget, limit = (
             (self.timeout_s, "--timeout") if self.timeout_s <= left else (left, "--deadline")
         )
@@ -204,7 +212,8 @@ class PromClient:
                 resp = conn.getresponse()
                 body = read_body(resp, self.max_body_bytes)
         except ScrapeFailed as exc:
-            raise PullError(f"{self.url}: {what}: {one_line(exc)}") from None
+            msg = f"{self.url}: {what}: {one_line(exc)}"
+            raise PullError(msg) from None
         except TRANSPORT_ERRORS as exc:
             if watchdog.fired or isinstance(exc, TimeoutError):
                 reason = (
@@ -217,7 +226,8 @@ class PromClient:
             else:
                 text = one_line(exc)
                 reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-            raise PullError(f"{self.url}: {what}: {reason}") from None
+            msg = f"{self.url}: {what}: {reason}"
+            raise PullError(msg) from None
         finally:
             conn.close()
         return self._answer(resp, body, what), body
@@ -229,27 +239,31 @@ class PromClient:
         except (ValueError, RecursionError) as exc:
             if resp.status != 200:
                 text = one_line(body[:200].decode("utf-8", "replace"))
-                raise PullError(
-                    f"{where}: HTTP {resp.status} {one_line(resp.reason)}: {text}"
-                ) from None
+                msg = f"{where}: HTTP {resp.status} {one_line(resp.reason)}: {text}"
+                raise PullError(msg) from None
             detail = (
                 f"{exc.msg} at line {exc.lineno} column {exc.colno}"
                 if isinstance(exc, json.JSONDecodeError)
                 else type(exc).__name__
             )
-            raise PullError(f"{where}: the answer is not JSON ({detail})") from None
+            msg = f"{where}: the answer is not JSON ({detail})"
+            raise PullError(msg) from None
         if not isinstance(doc, dict):
-            raise PullError(f"{where}: the answer is not a JSON object")
+            msg = f"{where}: the answer is not a JSON object"
+            raise PullError(msg)
         if doc.get("status") == "error":
             http_part = f"HTTP {resp.status}: " if resp.status != 200 else ""
-            raise PullError(
+            msg = (
                 f"{where}: {http_part}Prometheus error {one_line(doc.get('errorType'))}: "
                 f"{one_line(doc.get('error'))}"
             )
+            raise PullError(msg)
         if resp.status != 200:
-            raise PullError(f"{where}: HTTP {resp.status} {one_line(resp.reason)}")
+            msg = f"{where}: HTTP {resp.status} {one_line(resp.reason)}"
+            raise PullError(msg)
         if doc.get("status") != "success":
-            raise PullError(f"{where}: status {one_line(doc.get('status'))!r}, not success")
+            msg = f"{where}: status {one_line(doc.get('status'))!r}, not success"
+            raise PullError(msg)
         for w in doc.get("warnings") or []:
             self.log(f"warning: {what}: {one_line(w)}")
         return doc
@@ -269,7 +283,8 @@ def discover(client: PromClient, window: Window) -> list[str]:
     )
     names = doc.get("data")
     if not isinstance(names, list):
-        raise PullError(f"{client.url}: label __name__ values: data is not a list")
+        msg = f"{client.url}: label __name__ values: data is not a list"
+        raise PullError(msg)
     present = {str(n) for n in names}
     return [n for n in known_names() if n in present]
 
@@ -282,7 +297,8 @@ def selector(name: str, matchers: str | None) -> str:
 @dataclass
 class PullResult:
     """What a pull wrote: the file, the families asked for, HTTP requests made,
-    chunks per family, and the series and samples received."""
+    chunks per family, and the series and samples received.
+    """
 
     file: Path
     families: list[str]
@@ -328,23 +344,26 @@ def pull(
     max_points: int = DEFAULT_MAX_POINTS,
 ) -> PullResult:
     """Fetch every chunk of every family into ``out`` (JSON lines), atomically: ``out``
-    appears only once every request succeeded."""
+    appears only once every request succeeded.
+    """
     if metrics:
         unknown = [m for m in metrics if m not in FIELDS]
         if unknown:
-            raise GpuTraceError(
+            msg = (
                 f"--metric {unknown[0]}: no canonical metric for it (gpu-trace maps "
                 f"{len(FIELDS)} DCGM families; see `gpu-trace schema gpu_samples`)"
             )
+            raise GpuTraceError(msg)
         families = list(dict.fromkeys(metrics))
     else:
         families = discover(client, window)
         if not families:
-            raise PullError(
+            msg = (
                 f"{client.url}: no DCGM series between {iso(window.start_ms)} and "
                 f"{iso(window.end_ms)} (none of the server's metric names is a DCGM "
                 "field gpu-trace maps)"
             )
+            raise PullError(msg)
     chunks = len(window.chunks(max_points))
     result = PullResult(out, families, 0, chunks)
     out.parent.mkdir(parents=True, exist_ok=True)

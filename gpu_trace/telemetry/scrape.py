@@ -59,7 +59,8 @@ class ScrapeFailed(Exception):
 @dataclass
 class ScrapeResult:
     """How one scrape went: stored or skipped, its sample and quarantined line counts,
-    and the line logged about it (empty for a clean scrape)."""
+    and the line logged about it (empty for a clean scrape).
+    """
 
     ok: bool
     samples: int = 0
@@ -72,7 +73,8 @@ class Watchdog:
 
     A socket timeout only bounds one ``recv``; a server sending a byte every 0.1 s never
     trips it. ``disarm`` runs before the connection is closed, under the same lock, so
-    the watchdog never touches a file descriptor that was closed and reused."""
+    the watchdog never touches a file descriptor that was closed and reused.
+    """
 
     def __init__(self, conn: http.client.HTTPConnection, budget_s: float) -> None:
         self.conn = conn
@@ -103,35 +105,42 @@ class Watchdog:
 def read_body(resp: http.client.HTTPResponse, max_bytes: int) -> bytes:
     """The whole body, in chunks, refused (:class:`ScrapeFailed`) once it is over
     ``max_bytes`` (declared or streamed) or shorter than its ``Content-Length``. Shared
-    with the Prometheus API client (``promclient``)."""
+    with the Prometheus API client (``promclient``).
+    """
     declared = resp.getheader("Content-Length")
     length: int | None = None
     if declared is not None and resp.getheader("Transfer-Encoding") is None:
         if not declared.strip().isdigit():
-            raise ScrapeFailed(f"bad Content-Length {declared!r}")
+            msg = f"bad Content-Length {declared!r}"
+            raise ScrapeFailed(msg)
         length = int(declared)
         if length > max_bytes:
-            raise ScrapeFailed(f"body of {length} bytes is over the {max_bytes}-byte cap")
+            msg = f"body of {length} bytes is over the {max_bytes}-byte cap"
+            raise ScrapeFailed(msg)
     body = bytearray()
     while chunk := resp.read1(min(CHUNK, max_bytes + 1 - len(body))):
         body += chunk
         if len(body) > max_bytes:
-            raise ScrapeFailed(f"body is over the {max_bytes}-byte cap")
+            msg = f"body is over the {max_bytes}-byte cap"
+            raise ScrapeFailed(msg)
     if length is not None and len(body) != length:
-        raise ScrapeFailed(f"body cut short: {len(body)} of {length} bytes (Content-Length)")
+        msg = f"body cut short: {len(body)} of {length} bytes (Content-Length)"
+        raise ScrapeFailed(msg)
     return bytes(body)
 
 
 def one_line(text: object) -> str:
     """``text`` with every run of whitespace as one space: an untrusted reason phrase
-    or error message cannot break the one-line log."""
+    or error message cannot break the one-line log.
+    """
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
 @dataclass
 class Scraper:
     """Scrapes one dcgm-exporter URL into a store (see the module docstring); the
-    clock, sleep and log are parameters so tests drive it without waiting."""
+    clock, sleep and log are parameters so tests drive it without waiting.
+    """
 
     url: str
     store: Path
@@ -157,9 +166,11 @@ class Scraper:
         except ValueError:
             port = -1
         if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
-            raise GpuTraceError(f"{self.url!r} is not an http(s) URL")
+            msg = f"{self.url!r} is not an http(s) URL"
+            raise GpuTraceError(msg)
         if self.max_body_bytes < 1:
-            raise GpuTraceError("the body cap must be at least 1 byte")
+            msg = "the body cap must be at least 1 byte"
+            raise GpuTraceError(msg)
         self.parts = parts
         self.target = slug(f"{parts.hostname}-{port or 80}")
         self.start = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
@@ -185,7 +196,8 @@ class Scraper:
 
     def fetch(self, budget_s: float | None = None) -> str:
         """The whole body as text, or raise: every byte arrived within ``budget_s``, it
-        is at most ``max_body_bytes`` and as long as its ``Content-Length``."""
+        is at most ``max_body_bytes`` and as long as its ``Content-Length``.
+        """
         budget = self.timeout_s if budget_s is None else budget_s
         conn = self._connection(max(budget, 0.001))
         path = self.parts.path or "/"
@@ -208,22 +220,26 @@ class Scraper:
                 return self._body(conn.getresponse())
         except TRANSPORT_ERRORS as exc:
             if watchdog.fired:
-                raise TimeoutError("deadline") from exc
+                msg = "deadline"
+                raise TimeoutError(msg) from exc
             raise
         finally:
             conn.close()
 
     def _body(self, resp: http.client.HTTPResponse) -> str:
         if resp.status != 200:
-            raise ScrapeFailed(f"HTTP {resp.status} {one_line(resp.reason)}")
+            msg = f"HTTP {resp.status} {one_line(resp.reason)}"
+            raise ScrapeFailed(msg)
         encoding = (resp.getheader("Content-Encoding") or "identity").strip().lower()
         if encoding != "identity":
-            raise ScrapeFailed(f"unsupported Content-Encoding {encoding!r}")
+            msg = f"unsupported Content-Encoding {encoding!r}"
+            raise ScrapeFailed(msg)
         return read_body(resp, self.max_body_bytes).decode("utf-8", errors="replace")
 
     def scrape_once(self) -> ScrapeResult:
         """One scrape within its budget: fetched and buffered, or failed and skipped
-        with one log line; never raises for what the target sends."""
+        with one log line; never raises for what the target sends.
+        """
         when = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
         n = len(self.results) + 1
         budget = self.budget_s()
@@ -245,7 +261,8 @@ class Scraper:
 
     def ingest_text(self, text: str, when: dt.datetime, n: int) -> ScrapeResult:
         """Parse one page stamped ``when`` and buffer its samples, events and
-        quarantined lines; a page with no sample line is a failed scrape (nothing kept)."""
+        quarantined lines; a page with no sample line is a failed scrape (nothing kept).
+        """
         lines = text.splitlines()
         frame = pl.LazyFrame(
             {LINE: list(range(1, len(lines) + 1)), RAW: lines},
@@ -300,7 +317,8 @@ class Scraper:
 
     def run(self, duration_s: float | None) -> None:
         """Scrape until ``duration_s`` has passed (or Ctrl-C): no scrape and no sleep
-        extends past it, whatever the target does."""
+        extends past it, whatever the target does.
+        """
         self.end = None if duration_s is None else self.clock() + duration_s
 
         def sleep(delay: float) -> None:

@@ -28,7 +28,8 @@ class Buffer:
 
     def add(self, **row: object) -> None:
         """Append one row; a column seen for the first time is back-filled with
-        nulls, and a column a row leaves out gets a null."""
+        nulls, and a column a row leaves out gets a null.
+        """
         n = len(next(iter(self.columns.values()), []))
         for k in row:
             self.columns.setdefault(k, [None] * n)

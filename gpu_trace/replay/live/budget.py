@@ -39,14 +39,16 @@ def choose_scale(span: float, requested: float | None, max_wall_s: float = MAX_W
     if requested is None:
         return max(MIN_AUTO_SCALE, math.ceil(span / AUTO_WALL_S))
     if requested <= 0:
-        raise GpuTraceError("--time-scale must be positive")
+        msg = "--time-scale must be positive"
+        raise GpuTraceError(msg)
     floor = span / requested
     if floor > max_wall_s:
         fit = math.ceil(span / AUTO_WALL_S)
-        raise GpuTraceError(
+        msg = (
             f"replay live would take at least {duration_text(floor)} of wall time "
             f"(trace span {duration_text(span)} at --time-scale {requested:g}); "
             f"use --time-scale {fit} for about {duration_text(AUTO_WALL_S)}, "
             f"or raise --max-wall-s (now {max_wall_s:g})"
         )
+        raise GpuTraceError(msg)
     return requested

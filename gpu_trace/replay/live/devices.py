@@ -57,13 +57,16 @@ def _ranges(text: str) -> list[int]:
             continue
         lo, sep, hi = part.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise GpuTraceError(f"device list {text!r} is not like 0-7 or 0,2,3")
+            msg = f"device list {text!r} is not like 0-7 or 0,2,3"
+            raise GpuTraceError(msg)
         a, b = int(lo), int(hi) if sep else int(lo)
         if b < a:
-            raise GpuTraceError(f"device range {part!r} goes backwards")
+            msg = f"device range {part!r} goes backwards"
+            raise GpuTraceError(msg)
         out.extend(range(a, b + 1))
     if not out or len(set(out)) != len(out):
-        raise GpuTraceError(f"device list {text!r} is empty or repeats a device")
+        msg = f"device list {text!r} is empty or repeats a device"
+        raise GpuTraceError(msg)
     return out
 
 
@@ -79,7 +82,8 @@ def parse_devices(text: str) -> Devices:
         n = int(m["n"])
         per = int(m["per"]) if m["per"] else n
         if n <= 0 or per <= 0:
-            raise GpuTraceError(f"{text!r}: device counts must be positive")
+            msg = f"{text!r}: device counts must be positive"
+            raise GpuTraceError(msg)
         spec = parse_spec(f"{n}x{per}")
         physical: list[tuple[int, ...]] = []
         k = 0
@@ -87,6 +91,5 @@ def parse_devices(text: str) -> Devices:
             physical.append(tuple(range(k, k + g)))
             k += g
         return Devices("emulated", text, f"{n}x{per}", tuple(physical))
-    raise GpuTraceError(
-        f"--devices {text!r} is not cuda:LIST (cuda:0-7, cuda:0,2) or emulated:N[xG]"
-    )
+    msg = f"--devices {text!r} is not cuda:LIST (cuda:0-7, cuda:0,2) or emulated:N[xG]"
+    raise GpuTraceError(msg)

@@ -127,7 +127,8 @@ class _Attempt:
 
 class LiveEngine(Engine):
     """The engine with real processes and a measured clock (see the module docstring);
-    it is its own :class:`~gpu_trace.replay.engine.Clock`."""
+    it is its own :class:`~gpu_trace.replay.engine.Clock`.
+    """
 
     simulated = False
 
@@ -145,7 +146,8 @@ class LiveEngine(Engine):
         on_progress: Callable[[int, int | None, str], None] | None = None,
     ) -> None:
         if live.time_scale <= 0:
-            raise GpuTraceError("--time-scale must be positive")
+            msg = "--time-scale must be positive"
+            raise GpuTraceError(msg)
         super().__init__(workload, devices.spec, options, estimate_s)
         self.clock = self
         self.devices = devices
@@ -189,7 +191,8 @@ class LiveEngine(Engine):
 
     def preempt(self, j: int) -> None:
         """The engine's preemption, then stop the job's worker (SIGTERM, SIGKILL after
-        the grace); the devices are free for the engine at once."""
+        the grace); the devices are free for the engine at once.
+        """
         proc = self.procs.pop(j)
         super().preempt(j)
         self._terminate(proc, "preempted")
@@ -343,7 +346,8 @@ class LiveEngine(Engine):
 
     def wait(self, due: float, arrivals_left: bool) -> float | None:
         """Sleep until ``due`` (trace s), a worker exit or a SIGKILL escalation; the
-        measured time, or None when nothing runs and nothing is due."""
+        measured time, or None when nothing runs and nothing is due.
+        """
         idle = not self.procs and not self.stopping and (not self.heap or not self.waiting)
         if (not arrivals_left or due == INF) and idle:
             return None
@@ -366,7 +370,8 @@ class LiveEngine(Engine):
 
     def complete(self) -> None:
         """Reap the workers that exited (finished, failed, crashed or stopped) and
-        escalate overdue stops to SIGKILL."""
+        escalate overdue stops to SIGKILL.
+        """
         for proc in self._exited_now:
             self._reap(proc)
         self._exited_now = []
@@ -381,7 +386,8 @@ class LiveEngine(Engine):
 
     def _shutdown(self) -> None:
         """Stop every worker still alive (SIGTERM, then SIGKILL after the grace) and
-        reap them, so no process outlives the executor."""
+        reap them, so no process outlives the executor.
+        """
         self.set_now((time.monotonic() - self.t0) * self.scale)
         for proc in list(self.procs.values()):
             self.procs.pop(proc.j)
@@ -408,7 +414,8 @@ class LiveEngine(Engine):
     def attempts_frame(self) -> pl.DataFrame:
         """One row per worker process (a preempted job has several): devices, trace
         times, exit code, what ended it, and its wall-clock start/end in UTC; saved as
-        the run's ``attempts.parquet`` and joined with telemetry."""
+        the run's ``attempts.parquet`` and joined with telemetry.
+        """
         rows = [dataclasses.asdict(a) for a in self.attempts]
         schema = {
             "job_id": pl.String,
@@ -444,7 +451,8 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def select_jobs(jobs: pl.DataFrame, n: int | None, *, keep_gpu_type: bool = False) -> pl.DataFrame:
     """The first ``n`` replayable jobs by submit time (the simulator's own selection and
-    order, via :class:`Workload`), as canonical rows in that order."""
+    order, via :class:`Workload`), as canonical rows in that order.
+    """
     have = jobs.columns
     frame = jobs.with_columns(
         pl.lit(None, dtype=pl.String).alias(c)
@@ -470,9 +478,11 @@ def failure_plan(
     job_ids: list[str], rate: float, explicit: dict[str, float], seed: int
 ) -> npt.NDArray[np.float64]:
     """Per job: the fraction of its work after which its worker fails (NaN = never).
-    Seeded, so the simulated twin in ``validate`` knows the same plan."""
+    Seeded, so the simulated twin in ``validate`` knows the same plan.
+    """
     if not 0.0 <= rate <= 1.0:
-        raise GpuTraceError("--fail-rate must be within 0..1")
+        msg = "--fail-rate must be within 0..1"
+        raise GpuTraceError(msg)
     rng = np.random.default_rng([seed, 8])
     n = len(job_ids)
     draw = rng.random(n) < rate
@@ -483,7 +493,8 @@ def failure_plan(
             if jid in explicit:
                 f = float(explicit[jid])
                 if not 0.0 <= f <= 1.0:
-                    raise GpuTraceError(f"fail_at for {jid} must be within 0..1")
+                    msg = f"fail_at for {jid} must be within 0..1"
+                    raise GpuTraceError(msg)
                 plan[k] = f
     return plan
 
@@ -502,7 +513,8 @@ class LiveResult:
 
 class _Telemetry:
     """The NVML sampler in a thread for the run's duration (ticks on the sampler's
-    public ``tick``; one flush at the end through the store's writer)."""
+    public ``tick``; one flush at the end through the store's writer).
+    """
 
     def __init__(self, nvml: Any, store: Path, interval_s: float) -> None:
         from gpu_trace.telemetry.nvml import Sampler
@@ -548,10 +560,11 @@ def _check_backend(devices: Devices) -> None:
     import importlib.util
 
     if not any(importlib.util.find_spec(m) for m in ("cupy", "torch")):
-        raise GpuTraceError(
+        msg = (
             "--devices cuda:... needs a GPU array library: install CuPy (pip install "
             "cupy-cuda12x) or PyTorch; use --devices emulated:N without a GPU"
         )
+        raise GpuTraceError(msg)
 
 
 def run_live(
@@ -566,7 +579,8 @@ def run_live(
     on_progress: Callable[[int, int | None, str], None] | None = None,
 ) -> LiveResult:
     """Run canonical ``jobs`` (already selected, see :func:`select_jobs`) for real and
-    write the results to ``out_dir`` and the store."""
+    write the results to ``out_dir`` and the store.
+    """
     devices = parse_devices(live.devices)
     _check_backend(devices)
     config.validate()
@@ -578,7 +592,8 @@ def run_live(
     jobs = select_jobs(jobs, None, keep_gpu_type=True)
     w = Workload.from_jobs(jobs)
     if not w.n:
-        raise GpuTraceError("no replayable jobs (each needs submit_time, run_s and gpus)")
+        msg = "no replayable jobs (each needs submit_time, run_s and gpus)"
+        raise GpuTraceError(msg)
     ids = w.frame["job_id"].to_list()
     plan = failure_plan(ids, live.fail_rate, live.fail_at, config.seed)
     jobs.with_columns(pl.Series("fail_at", plan).fill_nan(None)).write_parquet(
@@ -709,7 +724,8 @@ def _live_result(
 def _join_telemetry(store: Path, attempts: pl.DataFrame, out_dir: Path) -> pl.DataFrame:
     """Per-job GPU usage from the samples taken during the run: the attempts become a
     ``telemetry jobs --jobs`` file (job_id,host,gpu_indices,start,end) and go through the
-    telemetry package's interval join as is."""
+    telemetry package's interval join as is.
+    """
     from gpu_trace.analyses.job_usage import usage_from_file
 
     host = socket.gethostname()
@@ -739,7 +755,8 @@ def select_live_jobs(
         jobs = jobs.filter(pl.col("dataset") == dataset)
     if not jobs.height:
         what = f" dataset {dataset!r}" if dataset else ""
-        raise GpuTraceError(f"no jobs in the store for source {source!r}{what}")
+        msg = f"no jobs in the store for source {source!r}{what}"
+        raise GpuTraceError(msg)
     return select_jobs(jobs, n, keep_gpu_type=keep_gpu_type)
 
 

@@ -35,7 +35,8 @@ ENDED = ("finished", "failed")
 @dataclass
 class Validation:
     """A validation's result: the live run, its simulated twin, the per-job
-    comparison (``replay_validation`` rows) and the summary error metrics."""
+    comparison (``replay_validation`` rows) and the summary error metrics.
+    """
 
     run_id: str
     sim_run_id: str
@@ -47,16 +48,19 @@ class Validation:
 def _config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config.resolved.json"
     if not path.is_file():
-        raise GpuTraceError(f"{run_dir} is not a live run directory (no config.resolved.json)")
+        msg = f"{run_dir} is not a live run directory (no config.resolved.json)"
+        raise GpuTraceError(msg)
     resolved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     if resolved.get("mode") != "live":
-        raise GpuTraceError(f"{run_dir} holds a simulated run; validate needs a live run")
+        msg = f"{run_dir} holds a simulated run; validate needs a live run"
+        raise GpuTraceError(msg)
     return resolved
 
 
 def simulate_twin(run_dir: Path, store: Path | None = None) -> pl.DataFrame:
     """The simulated run's ``replay_jobs`` for a live run (computed once, kept in
-    ``RUN/sim``)."""
+    ``RUN/sim``).
+    """
     sim_dir = run_dir / "sim"
     cached = sim_dir / "replay_jobs.parquet"
     if cached.is_file():

@@ -52,10 +52,11 @@ def array_library() -> tuple[str, Any]:
             return name, importlib.import_module(name)
         except ImportError:
             continue
-    raise RuntimeError(
+    msg = (
         "no GPU array library: install CuPy (pip install cupy-cuda12x) or PyTorch to run "
         "live replay on cuda devices"
     )
+    raise RuntimeError(msg)
 
 
 class _GpuLoad:
@@ -83,7 +84,8 @@ class _GpuLoad:
                 self.buffers.append(torch.ones(max(nbytes, 1), dtype=torch.uint8, device=dev))
                 self.mats.append(torch.rand(n, n, device=dev))
         if not self.count:
-            raise RuntimeError("no CUDA device is visible to the worker")
+            msg = "no CUDA device is visible to the worker"
+            raise RuntimeError(msg)
 
     def burst(self, seconds: float) -> None:
         """Issue matmuls on every GPU for ``seconds`` (synchronising each round)."""
@@ -140,7 +142,8 @@ def hold(
 def main(argv: list[str] | None = None) -> int:
     """The worker process the live executor starts per attempt: hold its devices (a
     duty cycle, emulated or on CUDA) until the deadline, or fail at the injected time;
-    SIGTERM is a preemption. The exit code is the outcome the executor reads."""
+    SIGTERM is a preemption. The exit code is the outcome the executor reads.
+    """
     p = argparse.ArgumentParser(prog="gpu_trace.replay.live.worker")
     p.add_argument("--job", required=True)
     p.add_argument("--backend", choices=("emulated", "cuda"), default="emulated")

@@ -1,2 +1,3 @@
 """Replay policies: admission, scheduling and placement, registered by name in
-:mod:`gpu_trace.replay.policies.base`."""
+:mod:`gpu_trace.replay.policies.base`.
+"""

@@ -23,7 +23,8 @@ class FitsConfig:
 
 class Fits(PolicyBase):
     """Admit a job only if the empty cluster could hold it: enough GPUs of an allowed
-    type (on one node unless multi-node jobs are allowed) and within its VC's quota."""
+    type (on one node unless multi-node jobs are allowed) and within its VC's quota.
+    """
 
     Config = FitsConfig
 
@@ -66,7 +67,8 @@ class Fits(PolicyBase):
     def _res_fit(self, ngpu: int, cpu: int, mem: int, mask: int, largest: int) -> bool:
         """Could the empty cluster hold the job's CPU and memory with its GPUs? One node
         with all of it; a multi-node job holds CPU / memory in proportion to its GPUs on
-        each node, so node n can give at most min(GPUs, cap x ngpu / request) GPUs."""
+        each node, so node n can give at most min(GPUs, cap x ngpu / request) GPUs.
+        """
         s = self.e.state
         ok = s.node_ok_np(mask)
         gpus = np.asarray(s.node_gpus, dtype=np.int64)

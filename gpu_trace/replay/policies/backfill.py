@@ -54,7 +54,8 @@ class EasyBackfill(PolicyBase):
         """(shadow time, the reserved placement's part free now) for the head, or None
         if it cannot be placed even once every running job has ended. Running jobs are
         released earliest estimated end first (a heap: only the ones released are
-        ordered) until the head fits per node; then the placement says where."""
+        ordered) until the head fits per node; then the placement says where.
+        """
         e = self.e
         now = e.now
         est, seg = self.est, e.seg_start
@@ -87,7 +88,8 @@ class EasyBackfill(PolicyBase):
 
     def schedule(self) -> None:
         """Start jobs in FIFO order while they fit; then reserve for the head and
-        backfill up to ``depth`` later jobs that do not delay that reservation."""
+        backfill up to ``depth`` later jobs that do not delay that reservation.
+        """
         e = self.e
         q = self.queue
         while q and e.try_start(q[0]):

@@ -146,7 +146,8 @@ class EngineView(Protocol):
 
     def try_start(self, j: int, hold: Sequence[tuple[int, int, int]] = ()) -> bool:
         """Place and start job ``j`` now; False (and nothing changed) if it cannot.
-        ``hold``: free capacity the placement must leave alone (a reservation)."""
+        ``hold``: free capacity the placement must leave alone (a reservation).
+        """
         ...
 
     def preempt(self, j: int) -> None:
@@ -166,12 +167,14 @@ class EngineView(Protocol):
     ) -> Placeable | None:
         """What-if: how many leading groups of running jobs must end before waiting job
         ``j`` can be placed, and (``where``) where it would go and which of that is free
-        now."""
+        now.
+        """
         ...
 
     def fit_probe(self, j: int) -> FitProbe:
         """What-if counter: release running jobs into it one by one, read whether
-        waiting job ``j`` would then fit (no state change)."""
+        waiting job ``j`` would then fit (no state change).
+        """
         ...
 
 
@@ -195,7 +198,8 @@ def view_of(engine: EngineView | HasView) -> EngineView:
 class SchedulingPolicy(Protocol):
     """Which waiting job runs next. ``preemptive`` policies may call ``preempt``.
     ``needs_estimates`` policies read ``estimate_s`` (the duration estimator's output);
-    the others see true durations there."""
+    the others see true durations there.
+    """
 
     preemptive: bool
     needs_estimates: ClassVar[bool]
@@ -251,11 +255,13 @@ def config_help(config: type[Any]) -> list[tuple[str, str, str]]:
 
 def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
     """Instantiate ``config`` from user options, coercing strings to the field types and
-    naming unknown options."""
+    naming unknown options.
+    """
     fields = {f.name: f for f in dataclasses.fields(config)}
     extra = sorted(set(options) - set(fields))
     if extra:
-        raise unknown("option", extra[0], fields)
+        msg = "option"
+        raise unknown(msg, extra[0], fields)
     kwargs: dict[str, Any] = {}
     for name, value in options.items():
         default = fields[name].default
@@ -270,7 +276,8 @@ def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
                 elif isinstance(default, tuple):
                     value = tuple(float(x) for x in value.split(",") if x)
             except ValueError:
-                raise GpuTraceError(f"option {name}={value!r} is not a valid value") from None
+                msg = f"option {name}={value!r} is not a valid value"
+                raise GpuTraceError(msg) from None
         kwargs[name] = value
     return config(**kwargs)
 
@@ -288,9 +295,11 @@ def _declared(kind: Kind) -> dict[str, type[Any]]:
 def register(kind: Kind, name: str, cls: type[Any]) -> None:
     """Register a policy class (with a ``Config`` dataclass attribute) under ``name``."""
     if name in _declared(kind) or name in _EXTRA[kind]:
-        raise GpuTraceError(f"a {kind} policy named {name!r} is already registered")
+        msg = f"a {kind} policy named {name!r} is already registered"
+        raise GpuTraceError(msg)
     if not dataclasses.is_dataclass(getattr(cls, "Config", None)):
-        raise GpuTraceError(f"{cls.__name__} needs a `Config` dataclass")
+        msg = f"{cls.__name__} needs a `Config` dataclass"
+        raise GpuTraceError(msg)
     _EXTRA[kind][name] = cls
 
 
@@ -361,7 +370,8 @@ class ClassedQueue:
 
     def reprioritize(self, old: Any, new: Any, j: int) -> None:
         """Give waiting job ``j`` (pushed with priority ``old``) priority ``new``.
-        Linear in the job's group; meant for rare events (starvation promotions)."""
+        Linear in the job's group; meant for rare events (starvation promotions).
+        """
         h = self.groups[self.key_of(j)]
         h.remove((old, j))
         heapq.heapify(h)
@@ -385,7 +395,8 @@ class ClassedQueue:
         ``room`` (with ``need_of``): the free milli-GPU now. A group that needs more is
         blocked without calling ``try_start``, which would refuse it first thing (the
         engine's own check), so the outcome is the same; on a full cluster most
-        attempts are such refusals."""
+        attempts are such refusals.
+        """
         if not self.size:
             return 0
         if room is not None and self.need_of is not None:
@@ -415,7 +426,8 @@ class ClassedQueue:
     def _fill_room(self, try_start: Callable[[int], bool], room: Callable[[], int]) -> int:
         """:meth:`fill` with the free-capacity check: the same picks, in the same order.
         The groups in play sit in a small heap keyed by their head (heads are unique,
-        so the key decides alone), one C-level operation per pick."""
+        so the key decides alone), one C-level operation per pick.
+        """
         free = room()
         need = self.need
         live = [(h[0], need[k], h) for k, h in self.groups.items() if h and need[k] <= free]
@@ -467,7 +479,8 @@ class PolicyBase:
 
     def shape_key(self, j: int) -> Hashable:
         """Request shape: jobs with equal keys fit or not together. Includes the VC when
-        quotas apply, since a quota can block one VC's job but not another's."""
+        quotas apply, since a quota can block one VC's job but not another's.
+        """
         e = self.e
         vc = e.vc[j] if e.vc_quota_milli else -1
         return (e.ngpu[j], e.milli[j], e.mask[j], vc)

@@ -33,7 +33,8 @@ class FairShare(PolicyBase):
     def __init__(self, config: FairShareConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         if config.by not in {"user", "vc"}:
-            raise GpuTraceError("fairshare by must be `user` or `vc`")
+            msg = "fairshare by must be `user` or `vc`"
+            raise GpuTraceError(msg)
         codes = self.e.w.user_code if config.by == "user" else self.e.w.vc_code
         self.entity: list[int] = codes.tolist()
         self.lines: dict[int, deque[int]] = {}
@@ -59,7 +60,8 @@ class FairShare(PolicyBase):
     def schedule(self) -> None:
         """Start the oldest job of the entity with the smallest dominant share, again
         and again; an entity whose oldest job does not fit is out for this pass (ties:
-        the lower head job id)."""
+        the lower head job id).
+        """
         e = self.e
         blocked: set[int] = set()
         while True:

@@ -86,7 +86,8 @@ class Fgd(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """The feasible node whose fragmentation grows least when it takes the task
-        (first such node on ties); a job wider than any node is gathered."""
+        (first such node on ties); a job wider than any node is gathered.
+        """
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)

@@ -74,7 +74,8 @@ class NoConfig:
 @dataclass(frozen=True)
 class BestFitConfig:
     """BestFit's options: the shared tie and score rules, and whether a job no single
-    node can hold may be split (used by the single-resource ``best-fit``)."""
+    node can hold may be split (used by the single-resource ``best-fit``).
+    """
 
     split: bool = field(
         default=False,
@@ -87,7 +88,8 @@ class BestFitConfig:
 @dataclass(frozen=True)
 class FgdPaperConfig:
     """FGD's options: the shared tie and score rules, and how the workload's typical
-    task classes (the ones fragmentation is measured against) are chosen."""
+    task classes (the ones fragmentation is measured against) are chosen.
+    """
 
     ties: str = field(default="auto", metadata={"help": TIES_HELP})
     scores: str = field(
@@ -134,7 +136,8 @@ def typical_classes(
     """Group tasks by (CPU, memory, GPUs, per-GPU share, type constraint), most popular
     first (equal counts: larger CPU, then share, GPUs, constraint first, as the
     simulator's reverse sort); keep the leading classes, ``step`` at a time, until they
-    hold ``pct`` % of tasks (the FGD simulator's ``GetTypicalPods``), renormalised."""
+    hold ``pct`` % of tasks (the FGD simulator's ``GetTypicalPods``), renormalised.
+    """
     df = pl.DataFrame({"cpu": cpu, "mem": mem, "k": ngpu, "m": milli, "mask": mask})
     g = (
         df.group_by(["cpu", "mem", "k", "m", "mask"])
@@ -187,14 +190,14 @@ class PaperBase(PlacementBase):
         self.gpus_np = np.asarray(s.node_gpus, dtype=np.int64)
         ties = getattr(config, "ties", "auto")
         if ties not in {"auto", "ordered", "random", "first"}:
-            raise GpuTraceError(
-                f"placement option ties={ties!r}: use auto, ordered, random or first"
-            )
+            msg = f"placement option ties={ties!r}: use auto, ordered, random or first"
+            raise GpuTraceError(msg)
         if ties == "auto":
             ties = "ordered" if s.multi_resource else "first"
         scores = getattr(config, "scores", "auto")
         if scores not in {"auto", "integer", "exact"}:
-            raise GpuTraceError(f"placement option scores={scores!r}: use auto, integer or exact")
+            msg = f"placement option scores={scores!r}: use auto, integer or exact"
+            raise GpuTraceError(msg)
         self.integer = scores == "integer" or (scores == "auto" and s.multi_resource)
         """Score options in whole numbers 0-100 as the simulator's plugins do."""
         self.random_ties = ties == "random"
@@ -209,7 +212,8 @@ class PaperBase(PlacementBase):
     def pick(self, cand: I64, score: F64, per_node: int = 1) -> int:
         """Index into ``score`` of a best (lowest) score; ties (see ``ties``) to the
         node of lowest rank and within it the first option, at random, or to the first.
-        ``score`` holds ``per_node`` options per node of ``cand`` (row-major)."""
+        ``score`` holds ``per_node`` options per node of ``cand`` (row-major).
+        """
         best = np.flatnonzero(score <= score.min() + EPS)
         if best.size == 1:
             return int(best[0])
@@ -223,7 +227,8 @@ class PaperBase(PlacementBase):
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """The best-scored option among the feasible nodes (CPU-only, whole-GPU or
         fractional task); a task wider than any node is gathered over several; None
-        when nothing fits."""
+        when nothing fits.
+        """
         s = self.s
         if ngpu == 0:
             cand = np.flatnonzero(self.fits_np(0, MILLI, mask, j))
@@ -246,12 +251,14 @@ class PaperBase(PlacementBase):
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
         """Score (lower is better) of a fractional task per feasible node and GPU,
-        shape (cand, G), ``inf`` where the GPU has no room or is not the option."""
+        shape (cand, G), ``inf`` where the GPU has no room or is not the option.
+        """
         raise NotImplementedError
 
     def score_cpu(self, j: int, cand: I64) -> F64:
         """Score of a CPU-only task (no GPU) on each feasible node; default: all equal
-        (random among them), as the GPU packing and clustering scores give them."""
+        (random among them), as the GPU packing and clustering scores give them.
+        """
         return np.zeros(cand.size)
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
@@ -342,7 +349,8 @@ class FgdPaper(PaperBase):
     def _deltas(self, j: int, cand: I64, ngpu: int, milli: int) -> F64:
         """Per node (whole-GPU: (N,)) or per node and GPU (fractional: (N, G)) score
         (:meth:`_q` of the growth of expected fragmentation), brought up to date for the
-        changed nodes among ``cand`` (the feasible ones: the others are never read)."""
+        changed nodes among ``cand`` (the feasible ones: the others are never read).
+        """
         self._refresh()
         e = self.e
         # memory is not part of the measure (a typical class needs none), so the key
@@ -368,7 +376,8 @@ class FgdPaper(PaperBase):
 
     def _weights(self, cpu: I64, types: I64) -> F64:
         """Per row and GPU shape: the popularity of the classes of that shape whose
-        GPU model and CPU the node has ((R, S))."""
+        GPU model and CPU the node has ((R, S)).
+        """
         level = np.searchsorted(self.cpu_levels, cpu, side="right")
         out: F64 = self.wtab[types, level]
         return out
@@ -376,7 +385,8 @@ class FgdPaper(PaperBase):
     def _frag(self, free: I64, cpu: I64, types: I64) -> F64:
         """F_n(M) of node rows (= :func:`expected_fragmentation`, computed per GPU
         shape): everything free is a fragment, less, for each class that can run, the
-        free GPU it can use; plus p0 x the free total for the CPU-only classes."""
+        free GPU it can use; plus p0 x the free total for the CPU-only classes.
+        """
         total = free.sum(axis=1)
         big = free[:, :, None] >= self.sm  # (R, G, S)
         unusable = (free[:, :, None] * ~big).sum(axis=1)  # (R, S)
@@ -386,7 +396,8 @@ class FgdPaper(PaperBase):
 
     def _before(self, rows: I64, free: I64, cpu: I64, types: I64) -> F64:
         """Current expected fragmentation of ``rows`` (kept per node, recomputed only
-        where the node changed: it does not depend on the task)."""
+        where the node changed: it does not depend on the task).
+        """
         stale = self.before_ver[rows] != self.ver[rows]
         if stale.any():
             idx = np.flatnonzero(stale)
@@ -426,7 +437,8 @@ class FgdPaper(PaperBase):
     def _q(self, delta: F64) -> F64:
         """FGD's score to minimise: the growth of fragmentation, or (integer scores)
         minus the plugin's int(100 x sigmoid(-growth / 1000)): 50 for no change, 49 for
-        any growth under ~40 milli-GPU, 51 for a drop of 40 or more."""
+        any growth under ~40 milli-GPU, 51 for a drop of 40 or more.
+        """
         if not self.integer:
             return delta
         with np.errstate(over="ignore", invalid="ignore"):
@@ -451,7 +463,8 @@ class DotProduct(PaperBase):
     """Tetris as the published runs configure it (``-dimext merge -norm max``): the
     smallest dot product of the request (CPU, GPUs) and the node's free (CPU, GPUs),
     both divided by the largest node's; a fractional task goes on the node's tightest
-    GPU with room. Integer scores: int(100 x (1 - dot / 2)), higher better."""
+    GPU with room. Integer scores: int(100 x (1 - dot / 2)), higher better.
+    """
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -496,7 +509,8 @@ class GpuPacking(PaperBase):
 
     def score_whole(self, j: int, cand: I64, free: I64, ngpu: int) -> F64:
         """The simulator's packing score, negated: a used node above an idle one, and
-        among idle nodes the one with fewest GPUs."""
+        among idle nodes the one with fewest GPUs.
+        """
         g = self.gpus_np[cand]
         whole = (free == MILLI).sum(axis=1)
         idle = whole == g
@@ -509,7 +523,8 @@ class GpuPacking(PaperBase):
 
     def score_fractional(self, j: int, cand: I64, free: I64, milli: int) -> F64:
         """The packing score on the one GPU per node the rule picks: a partly used GPU
-        with room (least free first), else a free GPU, an idle node last."""
+        with room (least free first), else a free GPU, an idle node last.
+        """
         g = self.gpus_np[cand]
         whole = (free == MILLI).sum(axis=1)
         idle = whole == g
@@ -589,7 +604,8 @@ class GpuClustering(PaperBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """Place as every paper policy does, and count the job on its node's class
-        tally (the tiers of later tasks depend on it)."""
+        tally (the tiers of later tasks depend on it).
+        """
         self._sync()
         return self._record(j, super().place(j, ngpu, milli, mask))
 
@@ -622,7 +638,8 @@ class PaperBestFit(PaperBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """The multi-resource BestFit, or the original ``best-fit`` when the cluster
-        models GPUs only (so GPU-only replays keep their results)."""
+        models GPUs only (so GPU-only replays keep their results).
+        """
         if not self.s.multi_resource:
             return self.plain.place(j, ngpu, milli, mask)
         return super().place(j, ngpu, milli, mask)
@@ -630,7 +647,8 @@ class PaperBestFit(PaperBase):
     def _left(self, j: int, cand: I64, free: I64, gpu_milli: int) -> F64:
         """Weighted free CPU and GPU left after placement (lower is better); with
         integer scores the plugin's: int(100 x (1 - left)), min-max normalised to 0-100
-        over the feasible nodes in integers (the framework's NormalizeScore), negated."""
+        over the feasible nodes in integers (the framework's NormalizeScore), negated.
+        """
         s = self.s
         cpu_left = np.minimum(s.cpu_free[cand] - self.e.cpu_req[j], self.max_cpu)
         gpu_left = free.sum(axis=1) - gpu_milli

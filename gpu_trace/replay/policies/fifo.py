@@ -64,7 +64,8 @@ class Fifo(PolicyBase):
 
     def schedule(self) -> None:
         """Start jobs in arrival order: the heads of the lines while they fit (strict), or
-        every job that fits (skip)."""
+        every job that fits (skip).
+        """
         start = self.e.try_start
         if not self.blocking:
             self.first_fit.fill(start, self.e.state.room_milli)
@@ -106,7 +107,8 @@ class PackingConfig:
 
 class Packing(PolicyBase):
     """Arrival-only packing (the FGD paper's protocol): each job is placed when it
-    arrives or fails for good; nothing waits. Use with ``departures = false``."""
+    arrives or fails for good; nothing waits. Use with ``departures = false``.
+    """
 
     Config = PackingConfig
 

@@ -32,7 +32,8 @@ class Hetero(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """A node of the fastest feasible model, the fullest one that fits; a job
-        wider than any node is gathered over several; None when nothing fits."""
+        wider than any node is gathered over several; None when nothing fits.
+        """
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)

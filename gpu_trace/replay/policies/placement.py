@@ -56,7 +56,8 @@ class PlacementBase:
     def gather(self, need: int, mask: int, j: int = -1) -> Parts | None:
         """Fewest nodes: take wholly free GPUs from the nodes with the most of them
         (ties: lowest node index); with job ``j`` on a multi-resource cluster, only
-        nodes with its CPU and memory share for what they give."""
+        nodes with its CPU and memory share for what they give.
+        """
         s = self.s
         if s.whole_free(mask) < need:
             return None
@@ -79,7 +80,8 @@ class PlacementBase:
 
     def fits_np(self, ngpu: int, milli: int, mask: int, j: int = -1) -> npt.NDArray[np.bool_]:
         """Per node: can it hold the request alone? With job ``j`` on a multi-resource
-        cluster, also its CPU and memory (a job fits only where all of them fit)."""
+        cluster, also its CPU and memory (a job fits only where all of them fit).
+        """
         s = self.s
         ok = s.node_ok_np(mask) if mask != ANY_TYPE else np.ones(len(s.node_gpus), dtype=bool)
         if j >= 0 and s.multi_resource:
@@ -94,7 +96,8 @@ class PlacementBase:
 
     def on_node(self, node: int, ngpu: int, milli: int, best_gpu: bool = True) -> Parts:
         """The parts of the request on ``node``: whole GPUs, or the fullest (best_gpu)
-        or emptiest GPU with room for a fractional share."""
+        or emptiest GPU with room for a fractional share.
+        """
         s = self.s
         if milli >= MILLI:
             return s.whole_parts(node, ngpu)
@@ -117,7 +120,8 @@ class Consolidate(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """Whole GPUs: the fullest node that holds the job (fewest nodes if none does);
-        fractional: the fullest GPU with room."""
+        fractional: the fullest GPU with room.
+        """
         s = self.s
         if milli < MILLI:
             fits = self.fits_np(1, milli, mask, j)
@@ -143,7 +147,8 @@ class Consolidate(PlacementBase):
     def fewest_whole_with_res(self, j: int, ngpu: int, mask: int) -> Parts | None:
         """Multi-resource consolidate: among nodes where GPUs, CPU and memory all fit, the
         one with the fewest wholly free GPUs (ties: lowest index). Larger-than-a-node
-        jobs are not affected (they gather whole nodes)."""
+        jobs are not affected (they gather whole nodes).
+        """
         s = self.s
         node = s.node_with_whole(ngpu, s.gmax, 1, mask)  # the GPU-only choice, O(G)
         if node >= 0 and s.res_ok(node, self.e.cpu_req[j], self.e.mem_req[j]):
@@ -170,7 +175,8 @@ class Spread(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """The node with the most wholly free GPUs that holds the job (fractional: the most
-        free capacity)."""
+        free capacity).
+        """
         s = self.s
         if milli >= MILLI and ngpu <= s.gmax and s.multi_resource:
             fits = self.fits_np(ngpu, milli, mask, j)
@@ -216,7 +222,8 @@ class RandomFit(PlacementBase):
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """A uniformly random node among those that hold the job (the run's seeded
-        generator)."""
+        generator).
+        """
         s = self.s
         if ngpu > s.gmax:
             return self.gather(ngpu, mask, j)

@@ -94,7 +94,8 @@ class SrtfConfig:
 @dataclass(frozen=True)
 class LasConfig:
     """2D-LAS's options: the queue thresholds, the round length and the starvation
-    rule."""
+    rule.
+    """
 
     thresholds_gpu_s: tuple[float, ...] = field(
         default=(3600.0, 36000.0, 360000.0),
@@ -200,7 +201,8 @@ class _Preemptive(PolicyBase):
 
     def schedule(self) -> None:
         """Start what fits, then (at a round boundary when ``quantum_s`` > 0, else at
-        once) preempt lower-ranked running jobs for the best waiting one."""
+        once) preempt lower-ranked running jobs for the best waiting one.
+        """
         e = self.e
         self.queue.fill(self._start)
         if not self.queue.size:
@@ -259,7 +261,8 @@ class _Preemptive(PolicyBase):
 
     def _preempt_and_start(self, b: int, victims: list[tuple[Any, int, int]]) -> bool:
         """Stop ``victims`` (back to the wait queue), start ``b``, fill what else fits;
-        whether ``b`` started."""
+        whether ``b`` started.
+        """
         e = self.e
         self.epoch += 1
         for _, victim, _ in victims:
@@ -303,7 +306,8 @@ class Srtf(_Preemptive):
 
 class Las(_Preemptive):
     """2D-LAS with discretized queues on attained GPU time (Tiresias), with optional
-    starvation promotion."""
+    starvation promotion.
+    """
 
     Config = LasConfig
 
@@ -335,7 +339,8 @@ class Las(_Preemptive):
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         """(queue by attained GPU time since the last promotion, arrival): FIFO
-        within a queue."""
+        within a queue.
+        """
         counted = self.e.attained_gpu_s[j] - self.offset.get(j, 0.0)
         return (self._queue_of(counted), self.e.arrival[j], j)
 
@@ -345,7 +350,8 @@ class Las(_Preemptive):
 
     def started(self, j: int) -> None:
         """Add the wait that just ended to its starvation count and set the timer for
-        its next demotion."""
+        its next demotion.
+        """
         since = self.wait_since.pop(j, None)
         if since is not None:
             self.waited[j] = self.waited.get(j, 0.0) + self.e.now - since
@@ -354,7 +360,8 @@ class Las(_Preemptive):
 
     def requeued(self, j: int) -> None:
         """With ``starve_factor`` > 0, a preempted job outside queue 0 gets a timer
-        for when its wait reaches ``starve_factor`` x its run (then it is promoted)."""
+        for when its wait reaches ``starve_factor`` x its run (then it is promoted).
+        """
         factor = float(self.config.starve_factor)
         if factor <= 0:
             return
@@ -390,7 +397,8 @@ class Las(_Preemptive):
     def on_timer(self, j: int, tag: int) -> None:
         """A round boundary, a running job crossing a threshold (demoted: re-ranked
         in the run heap) or a waiting job's starvation promotion; stale timers are
-        ignored."""
+        ignored.
+        """
         if tag == ROUND:
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:

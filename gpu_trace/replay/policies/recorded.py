@@ -51,7 +51,8 @@ class Recorded(PolicyBase):
 
     def schedule(self) -> None:
         """Start due jobs in the order they fell due; one that does not fit waits,
-        and the ones behind it with it (FIFO: deviations show as queueing delay)."""
+        and the ones behind it with it (FIFO: deviations show as queueing delay).
+        """
         q = self.late
         while q and self.e.try_start(q[0]):
             q.popleft()

@@ -75,15 +75,8 @@ class BitIndex:
             return
         self.count += 1
         lv0[w] = old | bit
-        if old:
-            return
-        for level in self.levels[1:]:
-            i = w
-            w = i >> 6
-            old = level[w]
-            level[w] = old | 1 << (i & 63)
-            if old:
-                return
+        if not old:  # the word was empty: one call in 64 adds at most
+            self.word_filled(w)
 
     def discard(self, i: int) -> None:
         """Remove ``i`` (no-op if it is not a member); O(log_64 size)."""
@@ -96,19 +89,12 @@ class BitIndex:
         self.count -= 1
         new = old & ~bit
         lv0[w] = new
-        if new:
-            return
-        for level in self.levels[1:]:
-            i = w
-            w = i >> 6
-            new = level[w] & ~(1 << (i & 63))
-            level[w] = new
-            if new:
-                return
+        if not new:
+            self.word_emptied(w)
 
     def word_filled(self, w: int) -> None:
         """Level-0 word ``w`` went from zero to non-zero (the caller set its bits
-        directly, a batch at a time): mark it in the upper levels, as :meth:`add` does.
+        directly, a batch at a time, or through :meth:`add`): mark it in the upper levels.
         """
         for level in self.levels[1:]:
             i = w
@@ -120,7 +106,7 @@ class BitIndex:
 
     def word_emptied(self, w: int) -> None:
         """Level-0 word ``w`` went from non-zero to zero (the caller cleared its bits
-        directly): unmark it in the upper levels, as :meth:`discard` does.
+        directly, or through :meth:`discard`): unmark it in the upper levels.
         """
         for level in self.levels[1:]:
             i = w

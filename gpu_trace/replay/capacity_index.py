@@ -161,25 +161,11 @@ class BitIndex:
 
     def take(self, k: int) -> list[int]:
         """The ``k`` smallest members (fewer if there are fewer), reading whole words."""
-        out: list[int] = []
-        lv0 = self.levels[0]
-        i = self.first_from(0)
-        while i >= 0:  # i starts a word's members: from 0 or a word boundary
-            w = i >> 6
-            word = lv0[w]
-            base = w << 6
-            while word:
-                low = word & -word
-                out.append(base | (low.bit_length() - 1))
-                if len(out) == k:
-                    return out
-                word ^= low
-            i = self.first_from(base + 64)
-        return out
+        return self.pick(k, range(self.size))
 
     def pick(self, k: int, items: Sequence[T]) -> list[T]:
-        """``items[i]`` for the ``k`` smallest members ``i`` (:meth:`take` without the
-        second pass that would map indices to items).
+        """``items[i]`` for the ``k`` smallest members ``i`` (fewer if there are fewer),
+        reading whole words: no second pass mapping indices to items.
         """
         out: list[T] = []
         lv0 = self.levels[0]

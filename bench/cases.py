@@ -58,24 +58,36 @@ def openb_synth_ingest() -> dict[str, object]:
     from gpu_trace.synth.openb import write
 
     pods = 1_000_000
-    with tempfile.TemporaryDirectory() as tmp:
+    out = _synth_then_ingest(
+        lambda tmp: write(tmp, jobs=pods, seed=0),
+        lambda files, tmp: ingest(LOADERS["openb"], tmp, tmp / "store"),
+    )
+    return {"pods": pods, **out, "ingest_rows_per_s": round(out["rows_read"] / out["ingest_s"])}
+
+
+def _synth_then_ingest(
+    synth: Callable[[Path], list[Path]], load: Callable[[list[Path], Path], Any]
+) -> dict[str, Any]:
+    """Time ``synth(tmp)`` writing raw files, then ``load(files, tmp)`` ingesting them,
+    in a temporary folder: sizes, the ingest's row counts and both times.
+    """
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
         start = time.perf_counter()
-        files = write(Path(tmp), jobs=pods, seed=0)
+        files = synth(tmp)
         synth_s = time.perf_counter() - start
         raw_mib = sum(f.stat().st_size for f in files) / 2**20
         start = time.perf_counter()
-        report = ingest(LOADERS["openb"], Path(tmp), Path(tmp) / "store")
+        report = load(files, tmp)
         ingest_s = time.perf_counter() - start
     read, written, quarantined = report.totals
     return {
-        "pods": pods,
         "raw_mib": round(raw_mib, 1),
         "synth_s": round(synth_s, 3),
         "rows_read": read,
         "rows_written": written,
         "quarantined": quarantined,
         "ingest_s": round(ingest_s, 3),
-        "ingest_rows_per_s": round(read / ingest_s),
     }
 
 
@@ -831,27 +843,13 @@ def kubernetes_synth_ingest() -> dict[str, object]:
     from gpu_trace.synth.kubernetes import write
 
     pods = int(os.environ.get("KUBERNETES_PODS", "200000"))
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        files = write(Path(tmp), jobs=pods, seed=0)
-        synth_s = time.perf_counter() - start
-        raw_mib = sum(f.stat().st_size for f in files) / 2**20
-        start = time.perf_counter()
-        report = ingest(
-            LOADERS["kubernetes"], files[0], Path(tmp) / "store", more=(files[1],), cluster="bench"
-        )
-        ingest_s = time.perf_counter() - start
-    read, written, quarantined = report.totals
-    return {
-        "pods": pods,
-        "raw_mib": round(raw_mib, 1),
-        "synth_s": round(synth_s, 3),
-        "rows_read": read,
-        "rows_written": written,
-        "quarantined": quarantined,
-        "ingest_s": round(ingest_s, 3),
-        "pods_per_s": round(pods / ingest_s),
-    }
+    out = _synth_then_ingest(
+        lambda tmp: write(tmp, jobs=pods, seed=0),
+        lambda files, tmp: ingest(
+            LOADERS["kubernetes"], files[0], tmp / "store", more=(files[1],), cluster="bench"
+        ),
+    )
+    return {"pods": pods, **out, "pods_per_s": round(pods / out["ingest_s"])}
 
 
 ACME_JOBS = 1_000_000

@@ -58,6 +58,7 @@ from gpu_trace.loaders.acme_common import (
     zone_name,
 )
 from gpu_trace.loaders.base import Batch
+from gpu_trace.loaders.helios import STATUS as HELIOS_STATUS
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
@@ -88,16 +89,9 @@ COLUMNS = (
 KALOS_COLUMNS = ("mem_per_pod_GB", "shared_mem_per_pod", "fail_time", "stop_time")
 """Kalos-only columns (optional)."""
 
-STATUS = {
-    "COMPLETED": "completed",
-    "CANCELLED": "cancelled",
-    "FAILED": "failed",
-    "TIMEOUT": "timeout",
-    "NODE_FAIL": "node_fail",
-    "RUNNING": "running",
-    "PENDING": "pending",
-}
-"""The README's five final states plus the RUNNING / PENDING a snapshot can hold."""
+STATUS = {**HELIOS_STATUS, "RUNNING": "running", "PENDING": "pending"}
+"""The README's five final states (the Slurm states Helios writes, from the same
+group's scheduler) plus the RUNNING / PENDING a snapshot can hold."""
 
 REQUIRED_TEXT = ("job_id", "state", "submit_time")
 NUMBERS = ("node_num", "gpu_num", "cpu_num", "duration", "queue", "gpu_time")

@@ -65,6 +65,27 @@ WEEKDAY = (1.0, 1.0, 1.0, 1.0, 0.95, 0.7, 0.65)
 """Relative submission rate Monday .. Sunday."""
 
 
+def helios_arrivals(
+    rng: np.random.Generator, n: int, *, start_s: int, days: float, utc_offset_s: int
+) -> npt.NDArray[np.int64]:
+    """``n`` sorted submission instants with the Helios day and week profile
+    (``HOURLY``, ``WEEKDAY``) in local time ``utc_offset_s`` east of UTC.
+
+    One place for the Helios submission clock, which the Slurm generator borrows for
+    its own month and zone; the draws are exactly ``diurnal_arrivals``' so seeded output
+    does not change.
+    """
+    return diurnal_arrivals(
+        rng,
+        n,
+        start_s=start_s,
+        days=days,
+        hourly_weight=HOURLY,
+        weekday_weight=WEEKDAY,
+        utc_offset_s=utc_offset_s,
+    )
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """Published figures one synthetic cluster is calibrated to."""
@@ -253,15 +274,7 @@ def cluster_log(
     user_pool: npt.NDArray[np.str_],
 ) -> pl.DataFrame:
     """``n`` jobs of one cluster in submission order, columns as in the raw file."""
-    submit = diurnal_arrivals(
-        rng,
-        n,
-        start_s=START_S,
-        days=DAYS,
-        hourly_weight=HOURLY,
-        weekday_weight=WEEKDAY,
-        utc_offset_s=TZ_OFFSET_S,
-    )
+    submit = helios_arrivals(rng, n, start_s=START_S, days=DAYS, utc_offset_s=TZ_OFFSET_S)
     gpu_job = rng.random(n) < spec.gpu_jobs / spec.jobs
     n_gpu = int(gpu_job.sum())
     multi = rng.random(n_gpu) >= SINGLE_GPU_SHARE

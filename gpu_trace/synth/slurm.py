@@ -33,17 +33,15 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gpu_trace.synth.common import diurnal_arrivals
 from gpu_trace.synth.helios import (
     CLUSTERS,
     GPU_SIZES,
-    HOURLY,
     SINGLE_GPU_SHARE,
-    WEEKDAY,
     _durations,
     _queues,
     gpu_size_weights,
     hashes,
+    helios_arrivals,
 )
 
 FIELDS = (
@@ -108,15 +106,7 @@ def _host_list(prefix: str, width: int, first: pl.Expr, count: pl.Expr, split: p
 def frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
     """``n`` jobs, in submission order, as the text of each sacct field."""
     spec = EARTH
-    submit = diurnal_arrivals(
-        rng,
-        n,
-        start_s=START_S,
-        days=DAYS,
-        hourly_weight=HOURLY,
-        weekday_weight=WEEKDAY,
-        utc_offset_s=TZ_OFFSET_S,
-    )
+    submit = helios_arrivals(rng, n, start_s=START_S, days=DAYS, utc_offset_s=TZ_OFFSET_S)
     gpu_job = rng.random(n) < spec.gpu_jobs / spec.jobs
     sizes = GPU_SIZES[rng.choice(len(GPU_SIZES), size=n, p=gpu_size_weights(spec.gpus_per_gpu_job))]
     gpus = np.where(gpu_job, np.where(rng.random(n) < SINGLE_GPU_SHARE, 1, sizes), 0)

@@ -396,6 +396,40 @@ def finish(
     )
 
 
+def finish_wide(
+    keyed: pl.DataFrame,
+    *,
+    keys: Sequence[str],
+    kept: Sequence[tuple[int, str]],
+    fields: dict[str, Field],
+    source: str,
+    info: FileInfo,
+    dataset: str,
+    used: int,
+    header_lines: int,
+    basis: TimeBasis,
+    extra: dict[str, str],
+) -> list[Batch]:
+    """:func:`finish` for split wide rows (nvidia-smi query/dmon, dcgmi dmon): lines with
+    no ``_reason`` become one cell per kept field, the others are quarantined whole. One
+    place, so the wide parsers cannot drift apart in how a line is accounted for.
+    """
+    good = keyed.filter(pl.col(REASON).is_null())
+    bad = keyed.filter(pl.col(REASON).is_not_null())
+    typed = cells_to_rows(wide_to_cells(good, keys, kept), fields)
+    return finish(
+        typed,
+        bad,
+        source=source,
+        info=info,
+        dataset=dataset,
+        used=used,
+        header_lines=header_lines,
+        basis=basis,
+        extra=extra,
+    )
+
+
 def run_periodic(
     step: Callable[[], object],
     flush: Callable[[], object],

@@ -361,41 +361,6 @@ def wide_to_cells(
     )
 
 
-def finish(
-    typed: pl.DataFrame,
-    bad: pl.DataFrame,
-    *,
-    source: str,
-    info: FileInfo,
-    dataset: str,
-    used: int,
-    header_lines: int,
-    basis: TimeBasis,
-    extra: dict[str, str],
-) -> list[Batch]:
-    """The common tail of the wide-text parsers (nvidia-smi query/dmon, dcgmi dmon): split
-    typed cells into samples / events / quarantine, add the lines rejected whole, check
-    that every physical line was accounted for, and build the batches.
-    """
-    samples, events, quarantine, no_event = split_rows(
-        typed, source=source, dataset=dataset, file=info.path
-    )
-    quarantine = pl.concat(
-        [quarantine_frame(bad, source=source, dataset=dataset, file=info.path), quarantine]
-    )
-    check_lines(info, used, header_lines)
-    return batches(
-        info=info,
-        dataset=dataset,
-        samples=samples,
-        events=events,
-        quarantine=quarantine,
-        no_event=no_event,
-        basis=basis,
-        extra=extra,
-    )
-
-
 def finish_wide(
     keyed: pl.DataFrame,
     *,
@@ -410,21 +375,29 @@ def finish_wide(
     basis: TimeBasis,
     extra: dict[str, str],
 ) -> list[Batch]:
-    """:func:`finish` for split wide rows (nvidia-smi query/dmon, dcgmi dmon): lines with
-    no ``_reason`` become one cell per kept field, the others are quarantined whole. One
-    place, so the wide parsers cannot drift apart in how a line is accounted for.
+    """The common tail of the wide-text parsers (nvidia-smi query/dmon, dcgmi dmon), in one
+    place so they cannot drift apart in how a line is accounted for: lines with no
+    ``_reason`` become one typed cell per kept field, split into samples / events /
+    quarantine; the others are quarantined whole; then check that every physical line was
+    accounted for and build the batches.
     """
     good = keyed.filter(pl.col(REASON).is_null())
     bad = keyed.filter(pl.col(REASON).is_not_null())
     typed = cells_to_rows(wide_to_cells(good, keys, kept), fields)
-    return finish(
-        typed,
-        bad,
-        source=source,
+    samples, events, quarantine, no_event = split_rows(
+        typed, source=source, dataset=dataset, file=info.path
+    )
+    quarantine = pl.concat(
+        [quarantine_frame(bad, source=source, dataset=dataset, file=info.path), quarantine]
+    )
+    check_lines(info, used, header_lines)
+    return batches(
         info=info,
         dataset=dataset,
-        used=used,
-        header_lines=header_lines,
+        samples=samples,
+        events=events,
+        quarantine=quarantine,
+        no_event=no_event,
         basis=basis,
         extra=extra,
     )

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders.prometheus import FIELDS
 from gpu_trace.store.parquet import slug
@@ -55,6 +54,7 @@ from gpu_trace.telemetry.scrape import (
     http_target,
     one_line,
     read_body,
+    send_get,
 )
 from gpu_trace.values import parse_duration
 
@@ -188,18 +188,7 @@ class PromClient:
         self.requests += 1
         try:
             with watchdog:
-                conn.connect()
-                conn.request(
-                    "GET",
-                    path,
-                    headers={
-                        "Accept": "application/json",
-                        "Accept-Encoding": "identity",
-                        "Connection": "close",
-                        "User-Agent": f"gpu-trace/{__version__}",
-                    },
-                )
-                resp = conn.getresponse()
+                resp = send_get(conn, path, "application/json")
                 body = read_body(resp, self.max_body_bytes)
         except ScrapeFailed as exc:
             msg = f"{self.url}: {what}: {one_line(exc)}"

@@ -165,6 +165,25 @@ def http_connection(parts: urllib.parse.SplitResult, timeout: float) -> http.cli
     return http.client.HTTPConnection(host, port, timeout=timeout)
 
 
+def send_get(conn: http.client.HTTPConnection, path: str, accept: str) -> http.client.HTTPResponse:
+    """Connect and send ``GET path`` (identity encoding, one request per connection, our
+    User-Agent), returning the response with its headers read; the scraper and the
+    Prometheus API client send the same request apart from ``Accept``.
+    """
+    conn.connect()
+    conn.request(
+        "GET",
+        path,
+        headers={
+            "Accept": accept,
+            "Accept-Encoding": "identity",
+            "Connection": "close",
+            "User-Agent": f"gpu-trace/{__version__}",
+        },
+    )
+    return conn.getresponse()
+
+
 @dataclass
 class Scraper:
     """Scrapes one dcgm-exporter URL into a store (see the module docstring); the
@@ -217,18 +236,7 @@ class Scraper:
         watchdog = Watchdog(conn, budget)
         try:
             with watchdog:
-                conn.connect()
-                conn.request(
-                    "GET",
-                    path,
-                    headers={
-                        "Accept": "text/plain",
-                        "Accept-Encoding": "identity",
-                        "Connection": "close",
-                        "User-Agent": f"gpu-trace/{__version__}",
-                    },
-                )
-                return self._body(conn.getresponse())
+                return self._body(send_get(conn, path, "text/plain"))
         except TRANSPORT_ERRORS as exc:
             if watchdog.fired:
                 msg = "deadline"

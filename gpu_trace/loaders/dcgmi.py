@@ -23,12 +23,10 @@ import polars as pl
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.telemetry_common import (
-    cells_to_rows,
-    finish,
+    finish_wide,
     first_lines,
     parse_start,
     tick_times,
-    wide_to_cells,
 )
 from gpu_trace.loaders.telemetry_fields import DCGM_BY_TAG, Field
 from gpu_trace.loaders.telemetry_options import host_option, interval_option, start_option
@@ -125,19 +123,13 @@ def dmon(
         .then(pl.format("ci{}", pl.col("_num")))
         .alias("mig_instance"),
     )
-    good = keyed.filter(ok)
-    bad = keyed.filter(~ok)
-    cells = wide_to_cells(
-        good,
-        ["time", "host", "gpu_index", "mig_instance"],
-        [(i, t) for i, t in enumerate(tags) if t in fields],
-    )
     if not fields:
         raise InputError(path, f"none of the fields {tags} is a metric gpu-trace keeps", "line 1")
-    typed = cells_to_rows(cells, fields)
-    return finish(
-        typed,
-        bad,
+    return finish_wide(
+        keyed,
+        keys=["time", "host", "gpu_index", "mig_instance"],
+        kept=[(i, t) for i, t in enumerate(tags) if t in fields],
+        fields=fields,
         source=SOURCE,
         info=info,
         dataset=dataset,

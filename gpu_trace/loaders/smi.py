@@ -41,20 +41,18 @@ from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.telemetry_common import (
     TimeBasis,
     cell_number,
-    cells_to_rows,
     check_lines,
-    finish,
+    finish_wide,
     first_lines,
     is_missing,
     parse_start,
     quarantine_frame,
     tick_times,
-    wide_to_cells,
     zone,
 )
 from gpu_trace.loaders.telemetry_fields import SMI_DMON, SMI_QUERY
 from gpu_trace.loaders.telemetry_options import host_option, interval_option, start_option
-from gpu_trace.loaders.textfile import RAW, REASON, file_info, scan_lines
+from gpu_trace.loaders.textfile import RAW, REASON, FileInfo, file_info, scan_lines
 from gpu_trace.loaders.units import MIB
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
@@ -140,6 +138,11 @@ def _split_lines(
     )
 
 
+def _columns(names: list[str]) -> dict[str, pl.Expr]:
+    """Field ``name`` -> its token of the split line (null when the line is short)."""
+    return {n: pl.col("_parts").list.get(i, null_on_oob=True) for i, n in enumerate(names)}
+
+
 def query_csv(
     path: Path,
     dataset: str,
@@ -168,7 +171,7 @@ def query_csv(
     info = file_info(path, 0)
     lines = scan_lines(info, skip=skip).with_columns(pl.col(RAW).str.strip_chars_end("\r"))
     split = _split_lines(lines, pl.col(RAW).str.split(", "), len(names))
-    col = {n: pl.col("_parts").list.get(i, null_on_oob=True) for i, n in enumerate(names)}
+    col = _columns(names)
     tzs = tz
     if "timestamp" in col:
         time = _local(col["timestamp"], TS_FORMAT, tz)
@@ -199,16 +202,14 @@ def query_csv(
         .otherwise(pl.col(REASON))
         .alias(REASON)
     )
-    good = keyed.filter(pl.col(REASON).is_null())
-    bad = keyed.filter(pl.col(REASON).is_not_null())
     kept = [(i, n) for i, n in enumerate(names) if n in SMI_QUERY]
-    cells = wide_to_cells(good, ["time", "host", "gpu_index", "gpu_uuid"], kept)
-    typed = cells_to_rows(cells, SMI_QUERY) if kept else pl.DataFrame()
     if not kept:
         raise InputError(path, "none of the queried fields is a GPU metric gpu-trace keeps")
-    return finish(
-        typed,
-        bad,
+    return finish_wide(
+        keyed,
+        keys=["time", "host", "gpu_index", "gpu_uuid"],
+        kept=kept,
+        fields=SMI_QUERY,
         source=SOURCE,
         info=info,
         dataset=dataset,
@@ -303,13 +304,21 @@ def _dmon_header(path: Path) -> list[str]:
     return first_lines(path, 1)[0].lstrip("#").strip().lower().split()
 
 
-def _monitor_lines(path: Path, names: list[str]) -> tuple[pl.DataFrame, int, Any]:
+def _monitor_lines(
+    path: Path, names: list[str], *, at_least: bool = False
+) -> tuple[pl.DataFrame, dict[str, pl.Expr], int, FileInfo]:
+    """The data lines of a dmon/pmon file split on whitespace (``_reason`` set on lines
+    with the wrong token count), the column expressions, the ``#`` line count and the
+    file info: the first steps dmon and pmon share.
+    """
     info = file_info(path, 0)
     lines = scan_lines(info).with_columns(pl.col(RAW).str.strip_chars_end("\r"))
     comments = lines.filter(pl.col(RAW).str.strip_chars_start().str.starts_with("#"))
     data = lines.filter(~pl.col(RAW).str.strip_chars_start().str.starts_with("#"))
     n_comments = comments.select(pl.len()).collect().item()
-    return data.collect(), n_comments, info
+    tokens = pl.col(RAW).str.extract_all(r"\S+")
+    split = _split_lines(data, tokens, len(names), at_least=at_least)
+    return split, _columns(names), n_comments, info
 
 
 def _monitor_time(
@@ -365,9 +374,7 @@ def dmon(
         raise InputError(
             path, "dmon header names no metric column gpu-trace keeps (truncated file?)", "line 1"
         )
-    data, n_comments, info = _monitor_lines(path, names)
-    split = _split_lines(data.lazy(), pl.col(RAW).str.extract_all(r"\S+"), len(names))
-    col = {n: pl.col("_parts").list.get(i, null_on_oob=True) for i, n in enumerate(names)}
+    split, col, n_comments, info = _monitor_lines(path, names)
     gpu = col["gpu"].cast(pl.Int16, strict=False)
     split = split.with_columns(
         pl.when(pl.col(REASON).is_null() & gpu.is_null())
@@ -382,14 +389,11 @@ def dmon(
         _host(host, None, path).alias("host"),
         gpu.alias("gpu_index"),
     )
-    good = keyed.filter(pl.col(REASON).is_null())
-    bad = keyed.filter(pl.col(REASON).is_not_null())
-    kept = [(i, n) for i, n in enumerate(names) if n in SMI_DMON]
-    cells = wide_to_cells(good, ["time", "host", "gpu_index"], kept)
-    typed = cells_to_rows(cells, SMI_DMON)
-    return finish(
-        typed,
-        bad,
+    return finish_wide(
+        keyed,
+        keys=["time", "host", "gpu_index"],
+        kept=[(i, n) for i, n in enumerate(names) if n in SMI_DMON],
+        fields=SMI_DMON,
         source=SOURCE,
         info=info,
         dataset=dataset,
@@ -411,10 +415,7 @@ def pmon(
 ) -> list[Batch]:
     """``nvidia-smi pmon`` text -> ``gpu_processes``."""
     names = _dmon_header(path)
-    data, n_comments, info = _monitor_lines(path, names)
-    tokens = pl.col(RAW).str.extract_all(r"\S+")
-    split = _split_lines(data.lazy(), tokens, len(names), at_least=True)
-    col = {n: pl.col("_parts").list.get(i, null_on_oob=True) for i, n in enumerate(names)}
+    split, col, n_comments, info = _monitor_lines(path, names, at_least=True)
     if "command" in names:
         col["command"] = pl.col("_parts").list.slice(names.index("command")).list.join(" ")
     no_process = col["pid"] == "-"

@@ -361,10 +361,12 @@ def wide_to_cells(
     )
 
 
-def finish(
-    typed: pl.DataFrame,
-    bad: pl.DataFrame,
+def finish_wide(
+    keyed: pl.DataFrame,
     *,
+    keys: Sequence[str],
+    kept: Sequence[tuple[int, str]],
+    fields: dict[str, Field],
     source: str,
     info: FileInfo,
     dataset: str,
@@ -373,10 +375,15 @@ def finish(
     basis: TimeBasis,
     extra: dict[str, str],
 ) -> list[Batch]:
-    """The common tail of the wide-text parsers (nvidia-smi query/dmon, dcgmi dmon): split
-    typed cells into samples / events / quarantine, add the lines rejected whole, check
-    that every physical line was accounted for, and build the batches.
+    """The common tail of the wide-text parsers (nvidia-smi query/dmon, dcgmi dmon), in one
+    place so they cannot drift apart in how a line is accounted for: lines with no
+    ``_reason`` become one typed cell per kept field, split into samples / events /
+    quarantine; the others are quarantined whole; then check that every physical line was
+    accounted for and build the batches.
     """
+    good = keyed.filter(pl.col(REASON).is_null())
+    bad = keyed.filter(pl.col(REASON).is_not_null())
+    typed = cells_to_rows(wide_to_cells(good, keys, kept), fields)
     samples, events, quarantine, no_event = split_rows(
         typed, source=source, dataset=dataset, file=info.path
     )

@@ -35,7 +35,6 @@ import http.client
 import json
 import os
 import re
-import ssl
 import tempfile
 import time as _time
 import urllib.parse
@@ -44,11 +43,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders.prometheus import FIELDS
 from gpu_trace.store.parquet import slug
-from gpu_trace.telemetry.scrape import TRANSPORT_ERRORS, ScrapeFailed, Watchdog, one_line, read_body
+from gpu_trace.telemetry.scrape import (
+    TRANSPORT_ERRORS,
+    ScrapeFailed,
+    Watchdog,
+    http_connection,
+    http_target,
+    one_line,
+    read_body,
+    send_get,
+)
 from gpu_trace.values import parse_duration
 
 PROMETHEUS_MAX_POINTS = 11_000
@@ -153,18 +160,9 @@ class PromClient:
     began: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
-        parts = urllib.parse.urlsplit(self.url.rstrip("/"))
-        try:
-            port = parts.port
-        except ValueError:
-            port = -1
-        if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
-            msg = f"--prometheus {self.url!r} is not an http(s) URL"
-            raise GpuTraceError(msg)
-        if self.max_body_bytes < 1:
-            msg = "the body cap must be at least 1 byte"
-            raise GpuTraceError(msg)
-        self.parts = parts
+        self.parts = http_target(
+            self.url.rstrip("/"), f"--prometheus {self.url!r}", self.max_body_bytes
+        )
         self.began = self.clock()
 
     @property
@@ -172,14 +170,6 @@ class PromClient:
         """``host-port`` of the server, as a dataset-name part."""
         default = 443 if self.parts.scheme == "https" else 80
         return slug(f"{self.parts.hostname}-{self.parts.port or default}")
-
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        host, port = self.parts.hostname or "", self.parts.port
-        if self.parts.scheme == "https":
-            return http.client.HTTPSConnection(
-                host, port, timeout=timeout, context=ssl.create_default_context()
-            )
-        return http.client.HTTPConnection(host, port, timeout=timeout)
 
     def get(self, api: str, params: dict[str, str], what: str) -> tuple[dict[str, Any], bytes]:
         """The parsed ``"status": "success"`` answer of ``GET <url><api>?params`` and
@@ -193,23 +183,12 @@ class PromClient:
             (self.timeout_s, "--timeout") if self.timeout_s <= left else (left, "--deadline")
         )
         path = (self.parts.path or "") + api + "?" + urllib.parse.urlencode(params)
-        conn = self._connection(max(budget, 0.001))
+        conn = http_connection(self.parts, max(budget, 0.001))
         watchdog = Watchdog(conn, budget)
         self.requests += 1
         try:
             with watchdog:
-                conn.connect()
-                conn.request(
-                    "GET",
-                    path,
-                    headers={
-                        "Accept": "application/json",
-                        "Accept-Encoding": "identity",
-                        "Connection": "close",
-                        "User-Agent": f"gpu-trace/{__version__}",
-                    },
-                )
-                resp = conn.getresponse()
+                resp = send_get(conn, path, "application/json")
                 body = read_body(resp, self.max_body_bytes)
         except ScrapeFailed as exc:
             msg = f"{self.url}: {what}: {one_line(exc)}"

@@ -136,6 +136,54 @@ def one_line(text: object) -> str:
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
+def http_target(url: str, label: str, max_body_bytes: int) -> urllib.parse.SplitResult:
+    """``url`` split, or a one-line error (``<label> is not an http(s) URL``) when it is
+    not a usable http(s) URL or the body cap is below 1 byte; shared by the scraper and
+    the Prometheus API client so both refuse the same inputs with the same words.
+    """
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
+        msg = f"{label} is not an http(s) URL"
+        raise GpuTraceError(msg)
+    if max_body_bytes < 1:
+        msg = "the body cap must be at least 1 byte"
+        raise GpuTraceError(msg)
+    return parts
+
+
+def http_connection(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
+    """An (unopened) connection to ``parts``' host, TLS-verified for https."""
+    host, port = parts.hostname or "", parts.port
+    if parts.scheme == "https":
+        return http.client.HTTPSConnection(
+            host, port, timeout=timeout, context=ssl.create_default_context()
+        )
+    return http.client.HTTPConnection(host, port, timeout=timeout)
+
+
+def send_get(conn: http.client.HTTPConnection, path: str, accept: str) -> http.client.HTTPResponse:
+    """Connect and send ``GET path`` (identity encoding, one request per connection, our
+    User-Agent), returning the response with its headers read; the scraper and the
+    Prometheus API client send the same request apart from ``Accept``.
+    """
+    conn.connect()
+    conn.request(
+        "GET",
+        path,
+        headers={
+            "Accept": accept,
+            "Accept-Encoding": "identity",
+            "Connection": "close",
+            "User-Agent": f"gpu-trace/{__version__}",
+        },
+    )
+    return conn.getresponse()
+
+
 @dataclass
 class Scraper:
     """Scrapes one dcgm-exporter URL into a store (see the module docstring); the
@@ -160,19 +208,9 @@ class Scraper:
     """``clock()`` value at which the run stops (set by :meth:`run`); no scrape runs past it."""
 
     def __post_init__(self) -> None:
-        parts = urllib.parse.urlsplit(self.url)
-        try:
-            port = parts.port
-        except ValueError:
-            port = -1
-        if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
-            msg = f"{self.url!r} is not an http(s) URL"
-            raise GpuTraceError(msg)
-        if self.max_body_bytes < 1:
-            msg = "the body cap must be at least 1 byte"
-            raise GpuTraceError(msg)
+        parts = http_target(self.url, repr(self.url), self.max_body_bytes)
         self.parts = parts
-        self.target = slug(f"{parts.hostname}-{port or 80}")
+        self.target = slug(f"{parts.hostname}-{parts.port or 80}")
         self.start = dt.datetime.fromtimestamp(self.clock(), dt.UTC)
 
     @property
@@ -186,38 +224,19 @@ class Scraper:
             return self.timeout_s
         return max(0.0, min(self.timeout_s, self.end - self.clock()))
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        host, port = self.parts.hostname or "", self.parts.port
-        if self.parts.scheme == "https":
-            return http.client.HTTPSConnection(
-                host, port, timeout=timeout, context=ssl.create_default_context()
-            )
-        return http.client.HTTPConnection(host, port, timeout=timeout)
-
     def fetch(self, budget_s: float | None = None) -> str:
         """The whole body as text, or raise: every byte arrived within ``budget_s``, it
         is at most ``max_body_bytes`` and as long as its ``Content-Length``.
         """
         budget = self.timeout_s if budget_s is None else budget_s
-        conn = self._connection(max(budget, 0.001))
+        conn = http_connection(self.parts, max(budget, 0.001))
         path = self.parts.path or "/"
         if self.parts.query:
             path += "?" + self.parts.query
         watchdog = Watchdog(conn, budget)
         try:
             with watchdog:
-                conn.connect()
-                conn.request(
-                    "GET",
-                    path,
-                    headers={
-                        "Accept": "text/plain",
-                        "Accept-Encoding": "identity",
-                        "Connection": "close",
-                        "User-Agent": f"gpu-trace/{__version__}",
-                    },
-                )
-                return self._body(conn.getresponse())
+                return self._body(send_get(conn, path, "text/plain"))
         except TRANSPORT_ERRORS as exc:
             if watchdog.fired:
                 msg = "deadline"

@@ -45,7 +45,7 @@ def test_write_zstd_metadata_and_missing_columns(store: Path) -> None:
     meta = pq.read_metadata(path)
     kv = {k.decode(): v.decode() for k, v in meta.metadata.items()}
     assert kv["gpu_trace.table"] == "machines"
-    assert kv["gpu_trace.schema_version"] == "1"
+    assert kv["gpu_trace.schema_version"] == str(TABLES["machines"].version)
     assert kv["gpu_trace.source"] == "test"
     assert kv["gpu_trace.dataset"] == "d"
     assert kv["gpu_trace.source_sha256"] == "ab"

@@ -14,6 +14,8 @@ from gpu_trace.schemas.model import TS_UTC, Column, Table, source_columns
 JOB_STATUSES = (
     "completed",
     "failed",
+    "oom",
+    "preempted",
     "cancelled",
     "timeout",
     "node_fail",
@@ -21,7 +23,13 @@ JOB_STATUSES = (
     "pending",
     "unknown",
 )
-"""Canonical job status vocabulary; the source's own value is kept in ``raw_status``."""
+"""Canonical job status vocabulary; the source's own value is kept in ``raw_status``.
+
+``oom`` (killed for exceeding its memory: Slurm OUT_OF_MEMORY, Kubernetes OOMKilled) and
+``preempted`` (stopped by the scheduler for other work: Slurm PREEMPTED, Kubernetes
+Preempting / PreemptionByScheduler) are kept apart from ``failed`` and ``cancelled``,
+because operators act on them differently. Who cancelled a job is in ``cancelled_by``.
+"""
 
 TIME_BASES = ("absolute", "hidden_epoch", "relative")
 """How a source's timestamps relate to real time.
@@ -35,7 +43,7 @@ TIME_BASES = ("absolute", "hidden_epoch", "relative")
 
 JOBS = Table(
     name="jobs",
-    version=2,
+    version=3,
     description="One row per submitted job (pod for openb), normalized across traces.",
     sort_by=("submit_time", "job_id"),
     columns=(
@@ -51,7 +59,9 @@ JOBS = Table(
         Column(
             "run_s",
             pa.float64(),
-            "end_time - start_time, gaps between attempts included (Philly notebook rule).",
+            "end_time - start_time, gaps between attempts included (Philly notebook rule); "
+            "null while the job has no end (running: elapsed so far is as_of_time - "
+            "start_time).",
             unit="s",
         ),
         Column(
@@ -120,6 +130,19 @@ JOBS = Table(
             pa.string(),
             "Workload class as the source labels it (AcmeTrace `type` as written: Pretrain, "
             "SFT, Eval, MLLM, Debug, Other; Kubernetes owner kind).",
+        ),
+        Column(
+            "cancelled_by",
+            pa.string(),
+            "Who cancelled the job, as the source says (Slurm `CANCELLED by N`: the uid N; "
+            "0 is root, an administrator); null when not cancelled or not said.",
+        ),
+        Column(
+            "as_of_time",
+            TS_UTC,
+            "The instant this record describes (the export's own time where the source "
+            "gives one, e.g. Slurm start + Elapsed for a running job); an unfinished job's "
+            "elapsed time so far is as_of_time - start_time. Null where unknown.",
         ),
         Column(
             "source_tz",

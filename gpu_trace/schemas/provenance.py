@@ -28,10 +28,10 @@ QUARANTINE = Table(
 
 INGESTS = Table(
     name="ingests",
-    version=1,
+    version=2,
     description=(
         "One row per (input file, canonical table) an ingest produced: checksums and the "
-        "reconciliation of rows read, written and quarantined."
+        "reconciliation of rows read = written + quarantined + merged."
     ),
     sort_by=("file", "table"),
     columns=(
@@ -45,6 +45,18 @@ INGESTS = Table(
         ),
         Column("rows_written", pa.int64(), "Rows written to the table.", nullable=False),
         Column("rows_quarantined", pa.int64(), "Records sent to quarantine.", nullable=False),
+        Column(
+            "rows_merged",
+            pa.int64(),
+            "Records folded into a row for the same key (the same job in an overlapping "
+            "export, in this ingest or already in the store); 0 where nothing merges.",
+        ),
+        Column(
+            "generator",
+            pa.string(),
+            "JSON manifest of the program that made the input, when it was not a real "
+            "trace (gpu-trace synth: family, seed, jobs, version); null for real data.",
+        ),
         Column("loader", pa.string(), "Loader module that produced the rows.", nullable=False),
         Column("gpu_trace_version", pa.string(), "gpu-trace version.", nullable=False),
     ),

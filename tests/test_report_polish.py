@@ -141,6 +141,8 @@ def test_synthetic_jobs_are_labelled(tmp_path: Path) -> None:
     assert "gpu-trace synth helios --jobs 500 --seed 0" in helios
     assert "earth, saturn, uranus, venus" in helios
     assert "No jobs" not in helios  # every section has something to show
+    # the real capacity files are the trace's; the generated jobs are not credited to it
+    assert "for its real files only" in helios
     index = (tmp_path / "site" / "index.html").read_text()
     assert "philly (synthetic jobs)" in index and "helios (synthetic jobs)" in index
 

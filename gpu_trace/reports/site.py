@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from gpu_trace import __version__
 from gpu_trace.analyses import jobs as jb
@@ -46,6 +47,7 @@ from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import ensure_layout
+from gpu_trace.store.scan import table_files
 
 
 def credit(source: str) -> str:
@@ -71,14 +73,14 @@ def _inventory(con: duckdb.DuckDBPyConnection) -> Section:
     return Section("What the store holds", html)
 
 
-def _credits(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> str:
+def _credits(con: duckdb.DuckDBPyConnection, store: Path, sources: Sequence[str]) -> str:
     """One line per source: the real trace's licence and citation when any of its data
     is real, never for data a generator made (the trace's authors did not record it).
     """
     made: dict[str, set[str]] = {}
     for src, _ds, _table, _file, cmd in synthetic_inputs(con, sources):
         made.setdefault(src, set()).add(cmd)
-    real = _real_sources(con, sources)
+    real = _real_sources(store, sources)
     lines = []
     for src in sources:
         if src in real:
@@ -98,8 +100,8 @@ def _credits(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> str:
     return "".join(lines)
 
 
-def _footer(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> str:
-    credits = _credits(con, sources)
+def _footer(con: duckdb.DuckDBPyConnection, store: Path, sources: Sequence[str]) -> str:
+    credits = _credits(con, store, sources)
     schema = ", ".join(f"{t.name} v{t.version}" for t in TABLES.values())
     return (
         f"<p>Data sources and licences:</p><ul>{credits}</ul>" if credits else ""
@@ -144,13 +146,22 @@ def synthetic_inputs(
     return [(src, ds, tbl, f, _command(gen)) for src, ds, tbl, f, gen in rows]
 
 
-def _real_sources(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> set[str]:
-    """The sources with at least one ingested file that no generator made."""
-    if not sources:
-        return set()
-    real = "generator IS NULL" if _has_generator(con) else "TRUE"
-    rows = con.execute(f"SELECT DISTINCT source FROM ingests {_where(sources)} AND {real}")
-    return {r[0] for r in rows.fetchall()}
+def _real_sources(store: Path, sources: Sequence[str]) -> set[str]:
+    """The sources with at least one ingested data file that no generator made: its
+    Parquet footer has the input's checksum (``gpu_trace.source_sha256``, written at
+    ingest) and no ``gpu_trace.generator``. Read from the footers, not from ``ingests``:
+    re-ingesting one table of a dataset replaces the dataset's ``ingests`` rows while
+    its other tables' files (real capacity beside generated jobs) stay.
+    """
+    real: set[str] = set()
+    tables = [t for t in TABLES if t not in ("ingests", "quarantine")]
+    for src in sources:
+        for path in (f for t in tables for f in table_files(store, t, [src])):
+            meta = pq.read_metadata(path).metadata or {}
+            if b"gpu_trace.source_sha256" in meta and b"gpu_trace.generator" not in meta:
+                real.add(src)
+                break
+    return real
 
 
 def _synthetic_section(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> Section | None:
@@ -354,7 +365,9 @@ def _build(
         pages["sweep"] = sweep_sections(con, sweep)
         link = '<p>Means and 95 % intervals across seeds: <a href="sweep.html">sweep page</a>.</p>'
         index_sections.append(Section("Sweep", link))
-        sweep_page = render_page(f"{title}: sweep", pages["sweep"], _footer(con, chosen), built)
+        sweep_page = render_page(
+            f"{title}: sweep", pages["sweep"], _footer(con, store, chosen), built
+        )
         _write(out / "sweep.html", sweep_page)
     if chosen:
         index_sections.append(_provenance_for(con, chosen))
@@ -363,7 +376,11 @@ def _build(
     _write(
         out / "index.html",
         render_page(
-            title, index_sections, _footer(con, chosen), built, nav=_nav(chosen, None, synthetic)
+            title,
+            index_sections,
+            _footer(con, store, chosen),
+            built,
+            nav=_nav(chosen, None, synthetic),
         ),
     )
     for src in chosen:
@@ -381,7 +398,7 @@ def _build(
         page = render_page(
             f"{title}: {src}" + (" (synthetic jobs)" if src in synthetic else ""),
             sections,
-            _footer(con, [src]),
+            _footer(con, store, [src]),
             built,
             nav=_nav(chosen, src, synthetic),
         )

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from gpu_trace.cli import app
 from gpu_trace.reports import build_site
 from gpu_trace.store.parquet import dataset_path
+from tests.conftest import SAMPLES
 
 runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures" / "helios" / "data"
@@ -132,3 +133,22 @@ def test_a_broken_manifest_is_ignored_with_a_warning(tmp_path: Path, text: str, 
     warned = [ln for ln in stderr.splitlines() if ln.startswith("warning:")]
     assert len(warned) == 1 and why in warned[0], stderr
     assert set(generators(store).values()) == {None}
+
+
+def test_label_survives_a_later_real_ingest_of_the_same_dataset(tmp_path: Path) -> None:
+    """Generated jobs first, then the real Helios capacity files (the bundled
+    ``Earth_cluster_gpu_number.csv`` / ``Venus_...``, datasets earth and venus): the
+    second ingest rewrites those datasets' ``ingests`` rows, but the jobs stay generated
+    and stay labelled (their Parquet footers say so); the real capacity is credited."""
+    out = tmp_path / "raw"
+    synth(out)
+    store = tmp_path / "store"
+    ingest(out / "data", store)
+    ingest(SAMPLES / "helios", store)
+    assert generators(store)["earth/Earth_cluster_gpu_number.csv"] is None
+    assert "earth/cluster_log.csv" not in generators(store)  # replaced in ingests
+    build_site(store, tmp_path / "site")
+    page = (tmp_path / "site" / "helios.html").read_text()
+    assert "<h2>Synthetic data</h2>" in page
+    assert "earth, saturn, uranus, venus" in page
+    assert HELIOS_PAPER in page and "for its real files only" in page

@@ -78,9 +78,9 @@ def _credits(con: duckdb.DuckDBPyConnection, store: Path, sources: Sequence[str]
     is real, never for data a generator made (the trace's authors did not record it).
     """
     made: dict[str, set[str]] = {}
-    for src, _ds, _table, _file, cmd in synthetic_inputs(con, sources):
+    for src, _ds, _table, _file, cmd in synthetic_inputs(con, store, sources):
         made.setdefault(src, set()).add(cmd)
-    real = _real_sources(store, sources)
+    real, _made = _footers(store, sources)
     lines = []
     for src in sources:
         if src in real:
@@ -130,43 +130,58 @@ def _command(generator: str) -> str:
 
 
 def synthetic_inputs(
-    con: duckdb.DuckDBPyConnection, sources: Sequence[str]
+    con: duckdb.DuckDBPyConnection, store: Path, sources: Sequence[str]
 ) -> list[tuple[str, ...]]:
     """(source, dataset, table, file, command) of every ingested file that a generator
     made: its ingest recorded the manifest ``gpu-trace synth`` wrote beside it
     (``ingests.generator``, :mod:`gpu_trace.loaders.provenance`), whatever its seed or
-    size.
+    size; and, for data whose ``ingests`` rows a later ingest of the same dataset
+    replaced, the same record in the data file's footer.
     """
-    if not sources or not _has_generator(con):
+    if not sources:
         return []
-    rows = con.execute(
-        f'SELECT DISTINCT source, dataset, "table", file, generator FROM ingests '
-        f"{_where(sources)} AND generator IS NOT NULL ORDER BY ALL"
-    ).fetchall()
-    return [(src, ds, tbl, f, _command(gen)) for src, ds, tbl, f, gen in rows]
+    found: set[tuple[str, ...]] = set()
+    if _has_generator(con):
+        rows = con.execute(
+            f'SELECT DISTINCT source, dataset, "table", file, generator FROM ingests '
+            f"{_where(sources)} AND generator IS NOT NULL"
+        ).fetchall()
+        found |= {(src, ds, tbl, f, _command(gen)) for src, ds, tbl, f, gen in rows}
+    found |= set(_footers(store, sources)[1])
+    return sorted(found)
 
 
-def _real_sources(store: Path, sources: Sequence[str]) -> set[str]:
-    """The sources with at least one ingested data file that no generator made: its
-    Parquet footer has the input's checksum (``gpu_trace.source_sha256``, written at
-    ingest) and no ``gpu_trace.generator``. Read from the footers, not from ``ingests``:
-    re-ingesting one table of a dataset replaces the dataset's ``ingests`` rows while
-    its other tables' files (real capacity beside generated jobs) stay.
+def _footers(store: Path, sources: Sequence[str]) -> tuple[set[str], list[tuple[str, ...]]]:
+    """From the data files' Parquet footers (what ingest wrote: the input's checksum
+    ``gpu_trace.source_sha256`` and, for generated input, ``gpu_trace.generator``): the
+    sources with at least one real ingested file, and (source, dataset, table, file,
+    command) of each generated one. Footers stay with the rows: re-ingesting one table of
+    a dataset replaces the dataset's ``ingests`` rows, not its other tables' files (real
+    capacity beside generated jobs).
     """
     real: set[str] = set()
+    made: list[tuple[str, ...]] = []
     tables = [t for t in TABLES if t not in ("ingests", "quarantine")]
     for src in sources:
-        for path in (f for t in tables for f in table_files(store, t, [src])):
-            meta = pq.read_metadata(path).metadata or {}
-            if b"gpu_trace.source_sha256" in meta and b"gpu_trace.generator" not in meta:
-                real.add(src)
-                break
-    return real
+        for table in tables:
+            for path in table_files(store, table, [src]):
+                meta = pq.read_metadata(path).metadata or {}
+                if b"gpu_trace.source_sha256" not in meta:
+                    continue  # not an ingested file (replay results, placeholders)
+                gen = meta.get(b"gpu_trace.generator")
+                if gen is None:
+                    real.add(src)
+                    continue
+                name = meta.get(b"gpu_trace.source_file", b"").decode(errors="replace")
+                made.append((src, path.stem, table, name, _command(gen.decode(errors="replace"))))
+    return real, made
 
 
-def _synthetic_section(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> Section | None:
+def _synthetic_section(
+    con: duckdb.DuckDBPyConnection, store: Path, sources: Sequence[str]
+) -> Section | None:
     """A banner naming the datasets whose rows were generated, not recorded."""
-    found = synthetic_inputs(con, sources)
+    found = synthetic_inputs(con, store, sources)
     if not found:
         return None
     by_source: dict[str, set[tuple[str, str]]] = {}
@@ -351,8 +366,8 @@ def _build(
     progress(done, total, "overview")
     pages: dict[str, list[Section]] = {}
     all_inputs = Inputs.from_store(store, chosen or None)
-    synthetic = {row[0] for row in synthetic_inputs(con, chosen)}
-    banner = _synthetic_section(con, chosen)
+    synthetic = {row[0] for row in synthetic_inputs(con, store, chosen)}
+    banner = _synthetic_section(con, store, chosen)
     index_sections = [
         *([banner] if banner else []),
         _inventory(con),
@@ -390,7 +405,7 @@ def _build(
             progress(done, total, f"{src}: {build.__name__.removesuffix('_section')}")
             sections.append(build(inp))
             done += 1
-        if (src_banner := _synthetic_section(con, [src])) is not None:
+        if (src_banner := _synthetic_section(con, store, [src])) is not None:
             sections.insert(0, src_banner)
         sections.append(_provenance_for(con, [src]))
         name = _page_name(src)

@@ -91,6 +91,7 @@ def _synth(family: str, out: Path, seed: int) -> list[Path]:
     from typer.testing import CliRunner
 
     from gpu_trace.cli import app
+    from gpu_trace.loaders.provenance import PREFIX
 
     jobs = str(SYNTH_JOBS.get(family, 12))
     result = CliRunner().invoke(
@@ -99,7 +100,8 @@ def _synth(family: str, out: Path, seed: int) -> list[Path]:
     if result.exit_code != 0:
         msg = f"synth {family} failed: {result.output}"
         raise RuntimeError(msg)
-    return sorted(p for p in out.rglob("*") if p.is_file())
+    # the manifest beside the files (gpu-trace-synth-<family>.json) is not a trace input
+    return sorted(p for p in out.rglob("*") if p.is_file() and not p.name.startswith(PREFIX))
 
 
 def _json_head(path: Path, records: int = 12) -> bytes:

@@ -142,6 +142,148 @@ def test_by_cause_hand_store(hand_store: Path) -> None:
     assert share["retry"] == pytest.approx((1 / 17, 1 / 21))
 
 
+@pytest.fixture
+def status_store(tmp_path: Path) -> Path:
+    """Eight jobs of one cluster c with the statuses operators tell apart:
+
+    ====  =========  ============  ====  ======  ==========================  ===============
+    job   status     cancelled_by  gpus  run     placement / event           cause
+    ====  =========  ============  ====  ======  ==========================  ===============
+    k1    oom                      2     1 h                                 oom
+    k2    preempted                4     0.5 h                               preempted
+    k3    cancelled  0             1     3 h                                 cancelled_admin
+    k4    cancelled  root          2     1 h                                 cancelled_admin
+    k5    cancelled  1234          1     1 h                                 cancelled
+    k6    cancelled  (null)        8     0.25 h                              cancelled
+    k7    completed                2     2 h                                 (none)
+    k8    preempted                1     1 h     h1 GPU 0 [0, 1); XID 79     preempted
+    ====  =========  ============  ====  ======  ==========================  ===============
+
+    Slurm's sacct manual (JOB STATE CODES) prints ``CANCELLED by <uid>``; uid 0 is root.
+    """
+    ids = [f"k{i}" for i in range(1, 9)]
+    jobs = pl.DataFrame(
+        {
+            "source": ["x"] * 8,
+            "dataset": ["d"] * 8,
+            "cluster": ["c"] * 8,
+            "job_id": ids,
+            "user": ["u1", "u1", "u2", "u2", "u3", "u3", "u3", "u4"],
+            "gpus": [2.0, 4.0, 1.0, 2.0, 1.0, 8.0, 2.0, 1.0],
+            "run_s": [1 * H, 0.5 * H, 3 * H, 1 * H, 1 * H, 0.25 * H, 2 * H, 1 * H],
+            "status": [
+                "oom",
+                "preempted",
+                "cancelled",
+                "cancelled",
+                "cancelled",
+                "cancelled",
+                "completed",
+                "preempted",
+            ],
+            "cancelled_by": [None, None, "0", "root", "1234", None, None, None],
+            "attempts": [1] * 8,
+            "time_basis": ["absolute"] * 8,
+        },
+        schema_overrides={"attempts": pl.Int32},
+    )
+    placements = pl.DataFrame(
+        {
+            "source": ["x"],
+            "dataset": ["d"],
+            "cluster": ["c"],
+            "job_id": ["k8"],
+            "attempt": [0],
+            "machine_id": ["h1"],
+            "start_time": [at(0)],
+            "end_time": [at(1)],
+            "gpu_count": [1.0],
+            "gpu_indices": [[0]],
+        }
+    )
+    events = pl.DataFrame(
+        {
+            "source": ["x"],
+            "dataset": ["ev"],
+            "cluster": ["c"],
+            "time": [at(0.5)],
+            "host": ["h1"],
+            "gpu_index": [0],
+            "kind": ["xid"],
+            "code": [79],
+        },
+        schema_overrides={"gpu_index": pl.Int16, "code": pl.Int64},
+    )
+    store = tmp_path / "status-store"
+    with StoreTransaction(store) as tx:
+        tx.write("jobs", jobs, source="x", dataset="d")
+        tx.write("placements", placements, source="x", dataset="d")
+        tx.write("events", events, source="x", dataset="ev")
+    return store
+
+
+def test_by_cause_oom_preempted_admin_cancel(status_store: Path) -> None:
+    """Lost GPU-hours: oom k1 2 x 1 = 2; preempted k2 4 x 0.5 = 2 and k8 1 x 1 = 1 (the
+    XID during k8 does not make it a device failure: the scheduler stopped it) = 3;
+    cancelled_admin k3 1 x 3 = 3 (by 0) and k4 2 x 1 = 2 (by root) = 5; cancelled k5
+    1 x 1 = 1 (by uid 1234) and k6 8 x 0.25 = 2 (nobody named) = 3. Lost 13 of
+    2 + 2 + 3 + 2 + 1 + 2 + 4 + 1 = 17 GPU hours."""
+    rows = analyze(status_store, "failures", "--by", "cause")
+    got = {r["cause"]: (r["jobs"], r["lost_gpu_hours"]) for r in rows}
+    assert got == {
+        "oom": (1, 2.0),
+        "preempted": (2, 3.0),
+        "cancelled_admin": (2, 5.0),
+        "cancelled": (2, 3.0),
+    }
+    assert [r["cause"] for r in rows] == ["oom", "preempted", "cancelled_admin", "cancelled"]
+    share = {r["cause"]: (r["lost_share"], r["share_of_gpu_hours"]) for r in rows}
+    assert share["cancelled_admin"] == pytest.approx((5 / 13, 5 / 17))
+    assert share["preempted"] == pytest.approx((3 / 13, 3 / 17))
+
+
+def test_status_mix_keeps_preempted_apart(status_store: Path) -> None:
+    """Classes: failed = k1 (oom: 1 job, 2 GPU-h); cancelled = k3..k6 (4 jobs,
+    3 + 2 + 1 + 2 = 8 h); preempted = k2, k8 (2 jobs, 3 h); completed = k7 (1 job, 4 h).
+    --lost: failed 2, cancelled 8, preempted 3 of 17 -> lost share 13 / 17."""
+    rows = {r["status_class"]: r for r in analyze(status_store, "failures")}
+    assert {k: (r["jobs"], r["gpu_hours"]) for k, r in rows.items()} == {
+        "failed": (1, 2.0),
+        "cancelled": (4, 8.0),
+        "preempted": (2, 3.0),
+        "completed": (1, 4.0),
+    }
+    assert rows["preempted"]["job_share"] == pytest.approx(2 / 8)
+    (lost,) = analyze(status_store, "failures", "--by", "vc", "--lost")
+    assert (lost["failed_gpu_hours"], lost["cancelled_gpu_hours"]) == (2.0, 8.0)
+    assert (lost["preempted_gpu_hours"], lost["gpu_hours"]) == (3.0, 17.0)
+    assert lost["lost_share"] == pytest.approx(13 / 17)
+
+
+def test_summary_rates_with_oom_and_preempted(status_store: Path) -> None:
+    """All 8 jobs are final: completed 1/8, cancelled 4/8, failed (k1 oom) 1/8,
+    preempted 2/8; preempted GPU time 3 of 17 h; nothing unfinished."""
+    (row,) = analyze(status_store, "summary")
+    assert (row["completed_rate"], row["cancelled_rate"]) == (1 / 8, 4 / 8)
+    assert (row["failed_rate"], row["preempted_rate"]) == (1 / 8, 2 / 8)
+    assert row["preempted_gpu_time_share"] == pytest.approx(3 / 17)
+    assert row["preempted_gpu_job_share"] == pytest.approx(2 / 8)
+    assert row["unfinished_jobs"] == 0
+
+
+def test_by_cause_on_a_store_without_cancelled_by(status_store: Path) -> None:
+    """A jobs table written before ``cancelled_by`` existed (the column absent): every
+    cancellation is ``cancelled`` (k3..k6: 4 jobs, 8 GPU-h), none an error."""
+    from gpu_trace.analyses.failures import by_cause
+    from gpu_trace.analyses.inputs import Inputs
+
+    inp = Inputs.from_store(status_store)
+    rows = by_cause(inp.jobs.drop("cancelled_by"), inp.placements, inp.events).collect()
+    got = {r["cause"]: (r["jobs"], r["lost_gpu_hours"]) for r in rows.iter_rows(named=True)}
+    assert got["cancelled"] == (4, 8.0)
+    assert "cancelled_admin" not in got
+
+
 def test_mtbf_hand_store(hand_store: Path) -> None:
     """Exposure (GPU jobs): node-hours 1 + 2 + 2 x 0.5 + 1 + 3 + 4 + 1 = 13; GPU-hours 21.
     Node-attributed failures: 1 node_fail job + 3 device events (XID 79, ECC DBE, lost

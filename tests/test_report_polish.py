@@ -107,9 +107,12 @@ def test_duration_ticks_are_round_times() -> None:
 
 def test_bundled_synthetic_samples_are_registered() -> None:
     """Every data file under data/samples/*/synthetic/ is listed with its sha256 (the
-    .header files are the upstream column lists, byte for byte, and not listed)."""
+    .header files are the upstream column lists, byte for byte, and not listed), both in
+    bundled.toml and in the manifest of its folder (which is what the report reads)."""
     files = sorted(
-        p for p in SAMPLES.glob("*/synthetic/**/*") if p.is_file() and p.suffix != ".header"
+        p
+        for p in SAMPLES.glob("*/synthetic/**/*")
+        if p.is_file() and p.suffix != ".header" and not p.name.startswith("gpu-trace-synth-")
     )
     assert {p.relative_to(SAMPLES.parent.parent).as_posix() for p in files} == {
         f.path for f in bundled().values()
@@ -117,6 +120,13 @@ def test_bundled_synthetic_samples_are_registered() -> None:
     for p in files:
         assert sha256(p) in bundled(), p
     assert {f.family for f in bundled().values()} == {"philly", "helios", "pai2020"}
+    listed = {}
+    for family in ("philly", "helios", "pai2020"):
+        folder = SAMPLES / family / "synthetic"
+        doc = json.loads((folder / f"gpu-trace-synth-{family}.json").read_text())
+        assert doc["command"] == f"gpu-trace synth {family} --jobs 500 --seed 0"
+        listed.update({folder / f["path"]: f["sha256"] for f in doc["files"]})
+    assert listed == {p: sha256(p) for p in files}
 
 
 def test_synthetic_jobs_are_labelled(tmp_path: Path) -> None:
@@ -131,6 +141,8 @@ def test_synthetic_jobs_are_labelled(tmp_path: Path) -> None:
     assert "gpu-trace synth helios --jobs 500 --seed 0" in helios
     assert "earth, saturn, uranus, venus" in helios
     assert "No jobs" not in helios  # every section has something to show
+    # the real capacity files are the trace's; the generated jobs are not credited to it
+    assert "for its real files only" in helios
     index = (tmp_path / "site" / "index.html").read_text()
     assert "philly (synthetic jobs)" in index and "helios (synthetic jobs)" in index
 

@@ -7,9 +7,11 @@ Glossary (also in docs/metrics.md):
 - **GPU time** (``gpu_time_s``, GPU-seconds): ``gpus x run_s``. Philly ``run_s`` includes
   the gaps between attempts (the trace owners' rule).
 - **Queueing delay** (``queue_s``): first start - submission.
-- **Final status classes** (Helios convention): ``completed``; ``cancelled`` (user kill,
-  Philly ``Killed``); ``failed`` = failed + timeout + node_fail; everything else
-  (running, pending, unknown) is ``unfinished`` and excluded from status *rates*.
+- **Final status classes** (Helios convention, extended): ``completed``; ``cancelled``
+  (a kill by a user or an administrator, Philly ``Killed``); ``failed`` (unsuccessful)
+  = failed + oom + timeout + node_fail; ``preempted`` (stopped by the scheduler for other
+  work: final, but not the user's failure, so reported apart); everything else (running,
+  pending, unknown) is ``unfinished`` and excluded from status *rates*.
 - **Allocation** (``allocation_pct``): GPUs held by running jobs / GPUs installed, time-
   weighted over each bin. This is what Helios calls "utilization"; it says nothing about
   whether kernels ran.
@@ -24,7 +26,15 @@ import polars as pl
 GPU_JOB = pl.col("gpus") > 0
 CPU_JOB = pl.col("gpus").fill_null(0) == 0
 
-STATUS_CLASSES = ("completed", "cancelled", "failed")
+STATUS_CLASSES = ("completed", "cancelled", "failed", "preempted")
+"""The final-status classes, in the order tables and charts show them."""
+
+FAILED_STATUSES = ("failed", "oom", "timeout", "node_fail")
+"""Canonical statuses whose class is ``failed``: the job itself ended unsuccessfully
+(out of memory is the job's own failure; Slurm counts it apart, so do we in ``status``)."""
+
+ADMIN_USERS = ("0", "root")
+"""``cancelled_by`` values that mean an administrator (Slurm ``CANCELLED by 0``: uid 0)."""
 
 
 def exact_sum(expr: pl.Expr, scale: float = 1e6) -> pl.Expr:
@@ -40,17 +50,30 @@ def exact_sum(expr: pl.Expr, scale: float = 1e6) -> pl.Expr:
 
 
 def status_class() -> pl.Expr:
-    """Map canonical status to completed / cancelled / failed / unfinished."""
+    """Map canonical status to completed / cancelled / failed / preempted / unfinished."""
     return (
         pl.when(pl.col("status") == "completed")
         .then(pl.lit("completed"))
         .when(pl.col("status") == "cancelled")
         .then(pl.lit("cancelled"))
-        .when(pl.col("status").is_in(["failed", "timeout", "node_fail"]))
+        .when(pl.col("status").is_in(FAILED_STATUSES))
         .then(pl.lit("failed"))
+        .when(pl.col("status") == "preempted")
+        .then(pl.lit("preempted"))
         .otherwise(pl.lit("unfinished"))
         .alias("status_class")
     )
+
+
+def admin_cancel(jobs: pl.LazyFrame) -> pl.Expr:
+    """Whether a job's ``cancelled_by`` names an administrator (:data:`ADMIN_USERS`).
+
+    A store written before ``cancelled_by`` existed has no such column: no job there is
+    known to be an administrator's cancellation (False, not an error).
+    """
+    if "cancelled_by" not in jobs.collect_schema().names():
+        return pl.lit(False)
+    return pl.col("cancelled_by").str.strip_chars().is_in(ADMIN_USERS).fill_null(False)
 
 
 def gpu_time_s() -> pl.Expr:

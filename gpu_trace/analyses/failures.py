@@ -1,6 +1,7 @@
-"""Failures: final-status mix of jobs and of GPU time, GPU time lost to failed and
-cancelled jobs by size / user / VC / cause (status, device events, retried attempts),
-attempts (retries), time to failure, and MTBF per node-hour and GPU-hour.
+"""Failures: final-status mix of jobs and of GPU time, GPU time lost to failed,
+cancelled and preempted jobs by size / user / VC / cause (status, device events, who
+cancelled, retried attempts), attempts (retries), time to failure, and MTBF per
+node-hour and GPU-hour.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import polars as pl
 
 from gpu_trace.analyses.definitions import (
     GPU_JOB,
+    admin_cancel,
     exact_sum,
     gpu_time_s,
     size_bucket,
@@ -23,14 +25,15 @@ from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
 BY_CHOICES = ("gpus", "size", "user", "vc", "status")
+LOST_CLASSES = ("failed", "cancelled", "preempted")
+"""Final-status classes whose GPU time produced no result: it is counted as lost."""
 
 
 def status_mix(
     jobs: pl.LazyFrame, by: str = "status", base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
     """Per group (and ``by``: size bucket, user or vc) and final-status class: jobs,
-    GPU hours, and their shares within the group; ``lost_gpu_hours`` sums the failed and
-    cancelled classes.
+    GPU hours, and their shares within the group.
     """
     if by not in BY_CHOICES:
         msg = f"by must be one of {BY_CHOICES}"
@@ -66,8 +69,8 @@ def status_mix(
 def lost_gpu_time(
     jobs: pl.LazyFrame, by: str = "gpus", base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
-    """GPU hours spent by jobs that ended failed or cancelled, per ``by`` group, with their
-    share of all GPU hours of the group.
+    """GPU hours spent by jobs that ended failed, cancelled or preempted (each its own
+    column), per ``by`` group, with their sum's share of all GPU hours of the group.
     """
     mix = status_mix(jobs, by=by, base=base)
     keys = [c for c in mix.collect_schema().names() if c in (*base, "size_bucket", "user", "vc")]
@@ -82,10 +85,21 @@ def lost_gpu_time(
             .filter(pl.col("status_class") == "cancelled")
             .sum()
             .alias("cancelled_gpu_hours"),
+            pl.col("gpu_hours")
+            .filter(pl.col("status_class") == "preempted")
+            .sum()
+            .alias("preempted_gpu_hours"),
             pl.col("gpu_hours").sum().alias("gpu_hours"),
         )
         .with_columns(
-            ((pl.col("failed_gpu_hours") + pl.col("cancelled_gpu_hours")) / pl.col("gpu_hours"))
+            (
+                (
+                    pl.col("failed_gpu_hours")
+                    + pl.col("cancelled_gpu_hours")
+                    + pl.col("preempted_gpu_hours")
+                )
+                / pl.col("gpu_hours")
+            )
             .fill_nan(None)
             .alias("lost_share")
         )
@@ -140,7 +154,19 @@ DEVICE_FAULTS = ("gpu_lost", "ecc_dbe", "xid")
 """Event kinds that count as a device failure, in the order that names a job's cause
 (a job that saw a lost GPU and an XID is attributed to the lost GPU)."""
 
-CAUSES = ("gpu_lost", "ecc_dbe", "xid", "node_fail", "timeout", "job_failed", "cancelled", "retry")
+CAUSES = (
+    "gpu_lost",
+    "ecc_dbe",
+    "xid",
+    "node_fail",
+    "oom",
+    "timeout",
+    "job_failed",
+    "preempted",
+    "cancelled_admin",
+    "cancelled",
+    "retry",
+)
 """Failure causes, most specific first (docs/metrics.md)."""
 
 
@@ -189,26 +215,35 @@ def _event_causes(placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFram
 
 
 def job_causes(jobs: pl.LazyFrame, placements: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
-    """Each failed or cancelled job with its cause and lost GPU-seconds (all its GPU time),
-    plus each other job with retried attempts (cause ``retry``, lost = the GPU time of
-    every attempt but the last, from ``placements``).
+    """Each failed, cancelled or preempted job with its cause and lost GPU-seconds (all its
+    GPU time), plus each other job with retried attempts (cause ``retry``, lost = the GPU
+    time of every attempt but the last, from ``placements``).
+
+    A cancellation is the canceller's decision and a preemption the scheduler's, whatever
+    device events the job saw: ``cancelled_admin`` (``cancelled_by`` an administrator),
+    ``cancelled`` and ``preempted`` come first. A failed job's cause is its most severe
+    device event, else its status (``node_fail``, ``oom``, ``timeout``), else
+    ``job_failed``.
     """
-    ended = jobs.with_columns(status_class(), gpu_time_s()).join(
-        _event_causes(placements, events), on=["source", "job_id"], how="left"
-    )
+    ended = jobs.with_columns(
+        status_class(), gpu_time_s(), admin_cancel(jobs).alias("_admin")
+    ).join(_event_causes(placements, events), on=["source", "job_id"], how="left")
     status = pl.col("status")
+    klass = pl.col("status_class")
     cause = (
-        pl.when(pl.col("status_class") == "cancelled")
+        pl.when((klass == "cancelled") & pl.col("_admin"))
+        .then(pl.lit("cancelled_admin"))
+        .when(klass == "cancelled")
         .then(pl.lit("cancelled"))
+        .when(klass == "preempted")
+        .then(pl.lit("preempted"))
         .when(pl.col("_event_cause").is_not_null())
         .then(pl.col("_event_cause"))
-        .when(status == "node_fail")
-        .then(pl.lit("node_fail"))
-        .when(status == "timeout")
-        .then(pl.lit("timeout"))
+        .when(status.is_in(["node_fail", "oom", "timeout"]))
+        .then(status)
         .otherwise(pl.lit("job_failed"))
     )
-    lost = ended.filter(pl.col("status_class").is_in(["failed", "cancelled"])).select(
+    lost = ended.filter(klass.is_in(LOST_CLASSES)).select(
         "source",
         "cluster",
         "job_id",
@@ -226,7 +261,7 @@ def job_causes(jobs: pl.LazyFrame, placements: pl.LazyFrame, events: pl.LazyFram
         .agg((pl.col("gpu_count").fill_null(0) * held_s.fill_null(0)).sum().alias("lost_gpu_s"))
     )
     retried = (
-        ended.filter(~pl.col("status_class").is_in(["failed", "cancelled"]))
+        ended.filter(~klass.is_in(LOST_CLASSES))
         .join(rework, on=["source", "job_id"], how="inner")
         .select(
             "source",
@@ -369,7 +404,7 @@ class FailuresOptions:
     """`gpu-trace analyze failures` options."""
 
     by: str = option("status", "status, cause, size (= gpus), user or vc.")
-    lost: bool = option(False, "GPU hours lost to failed/cancelled jobs.")
+    lost: bool = option(False, "GPU hours lost to failed/cancelled/preempted jobs.")
     mtbf: bool = option(False, "Node-attributed failures, MTBF per node-hour and GPU-hour.")
 
 
@@ -395,7 +430,11 @@ def lost_by_cause_chart(frame: pl.DataFrame) -> Any:
 #: report shows; shared columns such as ``lost_gpu_hours`` are in ``reports/headers.py``).
 #: Definitions: docs/metrics.md, "Failures by cause and MTBF".
 GLOSSARY = {
-    "cause": ("cause", "most specific failure cause of the job (device event, status or retry)"),
+    "cause": (
+        "cause",
+        "most specific failure cause of the job (who cancelled, preemption, device event, "
+        "status or retry)",
+    ),
     "node_hours": ("node-hours", "node-hours held by GPU jobs (else the sampled span)"),
     "node_fail_jobs": ("node-failed jobs", "GPU jobs that ended node_fail"),
     "device_events": ("device faults", "xid (code != 0), ecc_dbe and gpu_lost events"),
@@ -412,7 +451,8 @@ GLOSSARY = {
 PLUGIN = AnalysisPlugin(
     name="failures",
     help="Final-status mix of jobs and GPU time; with --lost, GPU time lost per group; "
-    "--by cause: lost GPU hours by cause (status, XID / ECC / lost-GPU events, retries); "
+    "--by cause: lost GPU hours by cause (status, OOM, preemption, admin or user cancel, XID / "
+    "ECC / lost-GPU events, retries); "
     "--mtbf: failure rates and MTBF (definitions: docs/metrics.md).",
     run=_run,
     options=FailuresOptions,

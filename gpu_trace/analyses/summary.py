@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
+from gpu_trace.analyses.definitions import GPU_JOB, STATUS_CLASSES, gpu_time_s, status_class
 from gpu_trace.plugins import AnalysisPlugin, option
 
 DEFAULT_BY = ("source", "cluster")
@@ -54,17 +54,17 @@ def summary(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
         pl.col("gpus").filter(gpu).max().alias("max_gpus"),
         (~final).sum().alias("unfinished_jobs"),
     ]
-    for s in ("completed", "cancelled", "failed"):
+    for s in STATUS_CLASSES:
         aggs.append(_rate(sc == s, final).alias(f"{s}_rate"))
         aggs.append(_rate(sc == s, final & gpu).alias(f"{s}_rate_gpu"))
         aggs.append(_rate(sc == s, final & cpu).alias(f"{s}_rate_cpu"))
     aggs.append((gt.filter(gpu).sum() / 3600).alias("gpu_hours"))
-    for s in ("completed", "cancelled", "failed"):
+    for s in STATUS_CLASSES:
         aggs.append((gt.filter((sc == s) & gpu).sum() / gt_final).alias(f"{s}_gpu_time_share"))
     # Over *all* GPU jobs, unfinished ones as their own class: a trace that is mostly
     # running / pending (openb) must not read as "91 % failed" from the rates above.
     gt_all = gt.filter(gpu).sum()
-    for s in ("completed", "cancelled", "failed", "unfinished"):
+    for s in (*STATUS_CLASSES, "unfinished"):
         aggs.append(((sc == s) & gpu).sum().truediv(gpu.sum()).alias(f"{s}_gpu_job_share"))
         aggs.append((gt.filter((sc == s) & gpu).sum() / gt_all).alias(f"{s}_gpu_hours_share"))
     return (

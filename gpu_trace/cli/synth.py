@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, err
+from gpu_trace.cli._boundary import domain_errors, err, info
 from gpu_trace.cli.options import number
+from gpu_trace.loaders.provenance import write_manifest
 from gpu_trace.synth import SYNTHS, get_writer
 from gpu_trace.values import choose
 
@@ -25,10 +26,15 @@ def synth(
         "data/synth"
     ),
 ) -> None:
-    """Write a synthetic trace in FAMILY's raw format (the loaders read it unchanged)."""
+    """Write a synthetic trace in FAMILY's raw format (the loaders read it unchanged),
+    and beside it OUT/gpu-trace-synth-FAMILY.json naming the generator, seed, size and
+    each file's sha256: ingest records it, so reports label the data synthetic.
+    """
     choose("trace family", family, SYNTHS)
     out.mkdir(parents=True, exist_ok=True)
     with err.status(f"writing {jobs} {family} jobs"):
         files = get_writer(family)(out, jobs=jobs, seed=seed)
-    for f in files:
+        manifest = write_manifest(out, family=family, jobs=jobs, seed=seed, files=files)
+    for f in files:  # the data files; the manifest is said on stderr
         sys.stdout.write(f"{f}\n")
+    info(f"manifest: {manifest}")

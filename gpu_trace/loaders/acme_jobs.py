@@ -91,7 +91,8 @@ KALOS_COLUMNS = ("mem_per_pod_GB", "shared_mem_per_pod", "fail_time", "stop_time
 
 STATUS = {**HELIOS_STATUS, "RUNNING": "running", "PENDING": "pending"}
 """The README's five final states (the Slurm states Helios writes, from the same
-group's scheduler) plus the RUNNING / PENDING a snapshot can hold."""
+group's scheduler; Slurm's ``OUT_OF_MEMORY`` / ``PREEMPTED`` too, which the README does
+not list) plus the RUNNING / PENDING a snapshot can hold."""
 
 REQUIRED_TEXT = ("job_id", "state", "submit_time")
 NUMBERS = ("node_num", "gpu_num", "cpu_num", "duration", "queue", "gpu_time")

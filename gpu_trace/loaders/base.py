@@ -18,6 +18,7 @@ import polars as pl
 
 from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.loaders.provenance import Manifests
 from gpu_trace.loaders.textfile import FileInfo
 from gpu_trace.schemas import QUARANTINE
 from gpu_trace.store.parquet import StoreTransaction, polars_schema
@@ -122,17 +123,20 @@ def ingest(
     ingests: dict[str, list[dict[str, object]]] = {}
     module = type(loader).__module__
     seen: dict[tuple[str, str], Path] = {}
+    manifests = Manifests()  # generated inputs (gpu-trace synth): loaders/provenance.py
     with StoreTransaction(store) as tx:
         for batch in loader.batches(path, **options):
             refuse_collision(seen, batch)
             if on_batch is not None:
                 on_batch(batch)
+            generator = manifests.generator(batch.file)
             meta = {
                 "loader": module,
                 "loader_version": getattr(loader, "version", __version__),
                 "source_file": batch.file.path.name,
                 "source_sha256": batch.file.sha256,
                 **batch.metadata,
+                "generator": generator,
             }
             staged = tx.write(
                 batch.table,
@@ -172,6 +176,7 @@ def ingest(
                     "rows_quarantined": rejected.height,
                     "loader": module,
                     "gpu_trace_version": __version__,
+                    "generator": generator,
                 }
             )
         if not report.lines:

@@ -113,9 +113,15 @@ STATUS = {
     "FAILED": "failed",
     "TIMEOUT": "timeout",
     "NODE_FAIL": "node_fail",
+    "OUT_OF_MEMORY": "oom",
+    "PREEMPTED": "preempted",
 }
-"""Slurm states as Helios writes them; anything else (the one ``SUSPENDED``) is
-``unknown``, with the original kept in ``raw_status``."""
+"""Slurm states as Helios writes them (the README: "all jobs submitted to Slurm"). The
+release holds the first five; ``OUT_OF_MEMORY`` and ``PREEMPTED`` are the Slurm states
+(sacct manual, "JOB STATE CODES") for a job killed for its memory and one stopped for
+other work, kept apart from ``failed`` / ``cancelled`` should a Slurm log of this layout
+hold them. Anything else (the one ``SUSPENDED``) is ``unknown``, with the original kept
+in ``raw_status``."""
 
 NAME = "jobname"
 LOG_REQUIRED = (

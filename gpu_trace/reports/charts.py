@@ -21,8 +21,8 @@ MAX_SERIES = 10
 """At most this many colours in one chart (the palette has ten): more series are cut to
 the largest ones, and the chart title says so."""
 
-STATUS_ORDER = ["completed", "cancelled", "failed", "unfinished"]
-STATUS_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#bab0ac"]
+STATUS_ORDER = ["completed", "cancelled", "failed", "preempted", "unfinished"]
+STATUS_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#bab0ac"]
 
 DURATION_TICKS: tuple[tuple[float, str], ...] = (
     (1, "1 s"),

@@ -50,6 +50,7 @@ SUMMARY_COLUMNS = (
     "completed_gpu_job_share",
     "cancelled_gpu_job_share",
     "failed_gpu_job_share",
+    "preempted_gpu_job_share",
     "unfinished_gpu_job_share",
 )
 """Status shares are over *all* GPU jobs with unfinished (running, pending, unknown)
@@ -180,7 +181,7 @@ def failures_energy_section(inp: Inputs) -> Section:
     causes = fail.by_cause(inp.jobs, inp.placements, inp.events).collect()
     if causes.height:
         sec.html += table_html(
-            _rounded(causes), caption="Failed, cancelled and retried jobs by cause"
+            _rounded(causes), caption="Failed, cancelled, preempted and retried jobs by cause"
         )
         sec.charts.append(fail.lost_by_cause_chart(causes))
     rates = fail.mtbf(inp.jobs, inp.events, inp.gpu_samples).collect()
@@ -333,10 +334,11 @@ def plugin_section(
 failures_section = plugin_section(
     fail.PLUGIN,
     fail.FailuresOptions(by="gpus", lost=True),
-    caption="GPU hours of jobs that ended failed or cancelled, by size",
+    caption="GPU hours of jobs that ended failed, cancelled or preempted, by size",
     empty="No jobs.",
 )
-"""GPU hours lost to failed and cancelled jobs by size: ``analyze failures --lost --by gpus``."""
+"""GPU hours lost to failed, cancelled and preempted jobs by size: ``analyze failures --lost
+--by gpus``."""
 
 COMPOSED = frozenset(
     {"summary", "utilization", "queueing", "failures", "energy", "jobs", "users"}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.store.scan import scan
 
@@ -52,3 +54,16 @@ def test_helios_slurm_oom_and_preempted_states(tmp_path: Path) -> None:
         ("4", "cancelled", "CANCELLED"),
         ("5", "unknown", "EXPLODED"),
     ]
+
+
+def test_openb_export_of_an_oom_job_is_a_failed_pod() -> None:
+    """Kubernetes' pod lifecycle: a pod whose container was OOMKilled and not restarted
+    ends in phase Failed (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/),
+    so an out-of-memory job exported to openb's pod_phase is Failed, not Succeeded.
+    """
+    from gpu_trace.replay.interchange import _openb_values
+
+    jobs = pl.DataFrame(
+        {"status": ["oom", "completed"], "raw_status": ["OUT_OF_MEMORY", "COMPLETED"]}
+    )
+    assert _openb_values(jobs)["pod_phase"].to_list() == ["Failed", "Succeeded"]

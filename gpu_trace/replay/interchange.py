@@ -103,7 +103,12 @@ def export_skipped(jobs: pl.DataFrame) -> dict[str, int]:
     return {str(r): int(n) for r, n in counts.iter_rows()}
 
 
-STATUS_PHASE = {"completed": "Succeeded", "failed": "Failed", "running": "Running"}
+STATUS_PHASE = {
+    "completed": "Succeeded",
+    "failed": "Failed",
+    "oom": "Failed",
+    "running": "Running",
+}
 """Canonical status -> Kubernetes pod phase, for sources whose raw status is not one."""
 PHASES = ("Succeeded", "Failed", "Running", "Pending")
 

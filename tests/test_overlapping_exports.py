@@ -318,9 +318,7 @@ def _pod(
 
 def _pods(path: Path, pods: list[dict[str, object]]) -> Path:
     # kubectl get pods -A -o json prints a List
-    path.write_text(
-        json.dumps({"apiVersion": "v1", "kind": "List", "items": pods, "metadata": {}})
-    )
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods, "metadata": {}}))
     return path
 
 

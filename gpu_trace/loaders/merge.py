@@ -160,9 +160,7 @@ class _Sources:
     """Source number -> this ingest's staged file."""
 
 
-def _sources(
-    tx: StoreTransaction, source: str, table: str, pending: list[Pending]
-) -> _Sources:
+def _sources(tx: StoreTransaction, source: str, table: str, pending: list[Pending]) -> _Sources:
     """Every prior file of the table for the source (in dataset order), then this
     ingest's files (in file order).
     """
@@ -224,7 +222,8 @@ def _drops(cands: pl.DataFrame, keep: pl.DataFrame) -> dict[int, pl.DataFrame]:
     """Source number -> the row numbers of its rows that lost."""
     lost = cands.join(keep.select("_src", "_row"), on=["_src", "_row"], how="anti")
     return {
-        int(s): frame.select("_row") for (s,), frame in lost.partition_by("_src", as_dict=True).items()
+        int(s): frame.select("_row")
+        for (s,), frame in lost.partition_by("_src", as_dict=True).items()
     }
 
 
@@ -240,22 +239,25 @@ def _placement_keep(cands: pl.DataFrame, winners: pl.DataFrame, key: list[str]) 
     """The placement rows of the export whose jobs record won (keys without a jobs row:
     the latest export holding placements for them).
     """
-    origin = ["_new", "_ds", "_sha"]
-    by_job = winners.select(*key, *(pl.col(c).alias(f"{c}_w") for c in origin))
+    by_job = winners.select(*key, _origin().alias("_w"))
     latest = (
         cands.sort("_src")
         .unique(subset=key, keep="last", maintain_order=True)
-        .select(*key, *(pl.col(c).alias(f"{c}_l") for c in origin))
+        .select(*key, _origin().alias("_l"))
     )
-    joined = cands.join(by_job, on=key, how="left", nulls_equal=True).join(
-        latest, on=key, how="left", nulls_equal=True
+    joined = (
+        cands.with_columns(_origin().alias("_o"))
+        .join(by_job, on=key, how="left", nulls_equal=True)
+        .join(latest, on=key, how="left", nulls_equal=True)
     )
-    has_job = pl.col("_new_w").is_not_null()
-    same = pl.all_horizontal(
-        pl.col(c).eq_missing(pl.when(has_job).then(pl.col(f"{c}_w")).otherwise(pl.col(f"{c}_l")))
-        for c in origin
-    )
-    return joined.filter(same)
+    return joined.filter(pl.col("_o") == pl.coalesce("_w", "_l"))
+
+
+def _origin() -> pl.Expr:
+    """One number per export a row comes from (store or this ingest, dataset, sha256):
+    a hash, compared within one process only.
+    """
+    return pl.struct("_new", "_ds", "_sha").hash(seed=0)
 
 
 def _footer_metadata(path: Path) -> dict[str, str]:
@@ -291,31 +293,67 @@ def _rewrite(
             continue
         if not new and not any(i in drops for i in prior):
             continue
-        parts: list[pl.LazyFrame] = []
-        expected = 0
-        for i in numbers:
-            path = src.paths[i]
-            if i in src.new:
-                path = tx.withdraw(src.new[i].staged)
-            lost = drops.get(i, pl.DataFrame(schema={"_row": pl.UInt32}))
-            lf = _scan(path, src.fills[i]).join(lost.lazy(), on="_row", how="anti")
-            parts.append(lf.drop("_row"))
-            rows = pq.read_metadata(path).num_rows
-            expected += rows - lost.height
-        meta: dict[str, Any] = (
-            src.new[new[-1]].metadata if new else _footer_metadata(src.paths[prior[0]])
-        )
-        staged = tx.write(
-            table, pl.concat(parts, how="diagonal_relaxed"), source=source, dataset=ds, metadata=meta
-        )
-        if staged.rows != expected:
-            msg = f"{table}/{ds}: the merge kept {expected} rows but {staged.rows} were written"
-            raise MergeError(msg)
+        if new and _replaces_all(src, prior, new, drops):
+            for i in new:
+                _count_staged(src.new[i], outcome, table)
+            continue
+        staged = _write_dataset(tx, source, table, ds, numbers, src, drops)
         for i in new:
             src.new[i].staged = staged
         if not new:
             outcome.rewritten.add(ds)
         outcome.counts[(table, ds)] = _sha_counts(staged.tmp)
+
+
+def _replaces_all(
+    src: _Sources, prior: list[int], new: list[int], drops: dict[int, pl.DataFrame]
+) -> bool:
+    """This ingest's file keeps every row and every prior row of its dataset lost (an
+    export ingested again, a snapshot superseding the last): the staged file is already
+    the dataset's content.
+    """
+    if any(i in drops for i in new):
+        return False
+    return all(
+        i in drops and drops[i].height == pq.read_metadata(src.paths[i]).num_rows for i in prior
+    )
+
+
+def _write_dataset(
+    tx: StoreTransaction,
+    source: str,
+    table: str,
+    dataset: str,
+    numbers: list[int],
+    src: _Sources,
+    drops: dict[int, pl.DataFrame],
+) -> Staged:
+    """Stage one dataset's file anew from its sources ``numbers`` less their lost rows,
+    and check that it holds exactly the rows kept.
+    """
+    parts: list[pl.LazyFrame] = []
+    expected = 0
+    for i in numbers:
+        path = tx.withdraw(src.new[i].staged) if i in src.new else src.paths[i]
+        lost = drops.get(i, pl.DataFrame(schema={"_row": pl.UInt32}))
+        lf = _scan(path, src.fills[i]).join(lost.lazy(), on="_row", how="anti")
+        parts.append(lf.drop("_row"))
+        expected += pq.read_metadata(path).num_rows - lost.height
+    new = [i for i in numbers if i in src.new]
+    meta: dict[str, Any] = (
+        src.new[new[-1]].metadata if new else _footer_metadata(src.paths[numbers[0]])
+    )
+    staged = tx.write(
+        table,
+        pl.concat(parts, how="diagonal_relaxed"),
+        source=source,
+        dataset=dataset,
+        metadata=meta,
+    )
+    if staged.rows != expected:
+        msg = f"{table}/{dataset}: the merge kept {expected} rows but {staged.rows} were written"
+        raise MergeError(msg)
+    return staged
 
 
 def _sha_counts(path: Path) -> dict[str | None, int]:
@@ -325,6 +363,23 @@ def _sha_counts(path: Path) -> dict[str | None, int]:
 
 def _count_staged(p: Pending, outcome: Outcome, table: str) -> None:
     outcome.counts[(table, p.dataset)] = {p.sha: p.staged.rows}
+
+
+def _nothing_to_merge(jobs: _Sources, places: _Sources, key: list[str]) -> bool:
+    """The common first ingest: no prior rows of the source, one file per table, and no
+    key twice in the jobs file; nothing can lose, so nothing is scanned twice.
+    """
+    if len(jobs.paths) != len(jobs.new) or len(places.paths) != len(places.new):
+        return False
+    if len(jobs.new) > 1 or len(places.new) > 1:
+        return False
+    if not jobs.new:
+        return True
+    counts = pl.scan_parquet(jobs.paths[0]).select(
+        pl.len().alias("rows"), pl.struct(key).n_unique().alias("keys")
+    )
+    rows, distinct = counts.collect().row(0)
+    return bool(rows == distinct)
 
 
 def reconcile(
@@ -339,7 +394,7 @@ def reconcile(
     jobs = _sources(tx, source, JOBS, pending)
     places = _sources(tx, source, PLACEMENTS, pending)
     keys = _new_keys((jobs, places), key)
-    if keys.is_empty():
+    if keys.is_empty() or _nothing_to_merge(jobs, places, key):
         for p in pending:
             p.kept = p.staged.rows
             _count_staged(p, outcome, p.table)

@@ -400,3 +400,36 @@ def test_kubectl_reingest_changes_nothing(snapshots: tuple[Path, Path], tmp_path
     _check_k8s(store)
     for r in before["ingests"].iter_rows(named=True):
         assert r["rows_read"] == r["rows_written"] + r["rows_quarantined"] + r["rows_merged"]
+
+
+def test_kubectl_bookkeeping_survives_snapshots_and_nodes(
+    snapshots: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Each snapshot also holds a record that is no Pod (a Service: kubectl get all
+    prints them side by side), quarantined. The cluster's one dataset keeps every
+    snapshot's ingests line and quarantined record through merges, a re-ingest and a
+    later nodes file: quarantine rows = the lines' rows_quarantined.
+    """
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}
+    s1 = _pods(snapshots[0], [*SNAP1, service])
+    s2 = _pods(snapshots[1], [*SNAP2, service])
+    store = tmp_path / "store"
+    _k8s(s1, store)
+    _k8s(s2, store)
+    _k8s(s2, store)
+    nodes = Path("data/samples/kubernetes/nodes.json")
+    _k8s(nodes, store)
+    content = _content(store)
+    lines = content["ingests"].filter(pl.col("dataset") == "c2")
+    tables = sorted(lines.select("table", "file").rows())
+    assert tables == [
+        ("jobs", "pods.json"), ("jobs", "pods.json"), ("machines", "nodes.json"),
+        ("placements", "pods.json"), ("placements", "pods.json"),
+    ]  # fmt: skip
+    quarantine = content["quarantine"].filter(pl.col("dataset") == "c2")
+    for (table, file), group in lines.group_by("table", "file"):
+        held = quarantine.filter((pl.col("table") == table) & (pl.col("file") == file)).height
+        assert held == group["rows_quarantined"].sum(), (table, file)
+    placements = lines.filter(pl.col("table") == "placements")
+    assert sorted(placements["rows_quarantined"]) == [1, 1]
+    _check_k8s(store)

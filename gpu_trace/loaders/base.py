@@ -236,11 +236,12 @@ def ingest(
         if not entries:
             raise InputError(path, f"no {source} input files found")
         pending = [e.pending for e in entries if e.pending is not None]
-        outcome = reconcile(tx, source, merge_key, pending) if merge_key and pending else None
-        report.lines.extend(e.line() for e in entries)
-        if outcome is None:
+        if merge_key is None:
+            report.lines.extend(e.line() for e in entries)
             _write_bookkeeping(tx, source, module, entries)
         else:
+            outcome = reconcile(tx, source, merge_key, pending) if pending else Outcome()
+            report.lines.extend(e.line() for e in entries)
             write_merged_bookkeeping(tx, source, module, entries, outcome)
     return report
 
@@ -281,33 +282,52 @@ def write_merged_bookkeeping(
     for e in entries:
         by_ds.setdefault(e.batch.dataset, []).append(e)
     for dataset, group in by_ds.items():
-        new_rows = [e.ingests_row(source, module) for e in group]
         replaced_tables = {e.batch.table for e in group if e.pending is None}
-        replaced_exports = {(e.batch.table, e.batch.file.sha256) for e in group if e.pending}
-        old = prior_lines(tx, source, dataset)
-        kept: list[dict[str, object]] = []
-        dropped: set[tuple[str, str]] = set()
-        for line in old.iter_rows(named=True) if old is not None else []:
-            export = (line["table"], line["file_sha256"])
-            if line["table"] in replaced_tables or export in replaced_exports:
-                dropped.add((line["table"], line["file"]))
-                continue
-            counts = outcome.counts.get((line["table"], dataset))
-            if line["table"] in MERGED_TABLES and counts is not None:
-                line["rows_written"] = counts.get(line["file_sha256"], 0)
-                line["rows_merged"] = (
-                    line["rows_read"] - line["rows_written"] - line["rows_quarantined"]
-                )
-            kept.append(line)
+        kept, dropped = _kept_lines(tx, source, dataset, group, outcome)
+        new_rows = [e.ingests_row(source, module) for e in group]
         frame = pl.DataFrame(kept + new_rows, infer_schema_length=None)
         tx.write("ingests", frame, source=source, dataset=dataset)
         if not group:
             continue  # only rows superseded: its quarantine is unchanged
+        # An export ingested again under a file name another kept line also has: its
+        # rejects are the ones already there (same bytes, same loader), kept as they are.
+        shared = dropped & {(str(k["table"]), str(k["file"])) for k in kept}
+        frames = [
+            e.rejected
+            for e in group
+            if e.rejected.height and (e.batch.table, e.batch.file.path.name) not in shared
+        ]
         q_old = prior_quarantine(tx, source, dataset)
-        frames = [e.rejected for e in group if e.rejected.height]
         if q_old is not None and q_old.height:
             gone = pl.col("table").is_in(list(replaced_tables)) | pl.struct("table", "file").is_in(
-                [{"table": t, "file": f} for t, f in dropped]
+                [{"table": t, "file": f} for t, f in dropped - shared]
             )
             frames.insert(0, q_old.filter(~gone))
         tx.write("quarantine", _quarantine_frame(frames), source=source, dataset=dataset)
+
+
+def _kept_lines(
+    tx: StoreTransaction, source: str, dataset: str, group: list[_Entry], outcome: Outcome
+) -> tuple[list[dict[str, object]], set[tuple[str, str]]]:
+    """The dataset's earlier ``ingests`` lines that stay (counts updated to the merged
+    files), and the (table, file) of those this ingest replaces.
+    """
+    replaced_tables = {e.batch.table for e in group if e.pending is None}
+    replaced_exports = {(e.batch.table, e.batch.file.sha256) for e in group if e.pending}
+    old = prior_lines(tx, source, dataset)
+    kept: list[dict[str, object]] = []
+    dropped: set[tuple[str, str]] = set()
+    for line in old.iter_rows(named=True) if old is not None else []:
+        if line["table"] in replaced_tables or (line["table"], line["file_sha256"]) in (
+            replaced_exports
+        ):
+            dropped.add((line["table"], line["file"]))
+            continue
+        counts = outcome.counts.get((line["table"], dataset))
+        if line["table"] in MERGED_TABLES and counts is not None:
+            line["rows_written"] = counts.get(line["file_sha256"], 0)
+            line["rows_merged"] = (
+                line["rows_read"] - line["rows_written"] - line["rows_quarantined"]
+            )
+        kept.append(line)
+    return kept, dropped

@@ -419,9 +419,10 @@ def read_store(store: Path, source: str) -> StoreCounts:
     con = connect(store)
     try:
         cols = ["table", "dataset", "file", "rows_read", "rows_written", "rows_quarantined"]
+        cols.append("rows_merged")
         rows = con.execute(
-            'select "table", dataset, file, rows_read, rows_written, rows_quarantined '
-            "from ingests where source = ?",
+            'select "table", dataset, file, rows_read, rows_written, rows_quarantined, '
+            "coalesce(rows_merged, 0) from ingests where source = ?",
             [source],
         ).fetchall()
         out.ingests = [dict(zip(cols, r, strict=True)) for r in rows]
@@ -462,7 +463,7 @@ def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
     if why:
         return why
     mine = [r for r in counts.ingests if r["file"] == file and r["table"] in exp.tables]
-    total = sum(r["rows_written"] + r["rows_quarantined"] for r in mine)
+    total = sum(r["rows_written"] + r["rows_quarantined"] + r.get("rows_merged", 0) for r in mine)
     read = sum(r["rows_read"] for r in mine)
     if exp.no_event:
         extra = sum(counts.no_event.get(d, 0) for d in {r["dataset"] for r in mine})
@@ -496,10 +497,11 @@ def _inconsistent(counts: StoreCounts) -> str | None:
     for r in counts.ingests:
         key = (r["table"], r["dataset"])
         by_table[key] = by_table.get(key, 0) + r["rows_written"]
-        if r["rows_read"] != r["rows_written"] + r["rows_quarantined"]:
+        merged = r.get("rows_merged") or 0
+        if r["rows_read"] != r["rows_written"] + r["rows_quarantined"] + merged:
             return (
                 f"ingests {r['file']}/{r['table']}: rows_read {r['rows_read']} != written "
-                f"{r['rows_written']} + quarantined {r['rows_quarantined']}"
+                f"{r['rows_written']} + quarantined {r['rows_quarantined']} + merged {merged}"
             )
         q = counts.quarantine_rows.get((r["table"], r["dataset"], r["file"]), 0)
         if q != r["rows_quarantined"]:

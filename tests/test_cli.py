@@ -53,7 +53,7 @@ def test_ingest_prints_reconciliation(store: Path) -> None:
     result = run("ingest", "openb", OPENB, "--store", store)
     assert result.exit_code == 0, result.output
     total = [line for line in result.stdout.splitlines() if line.startswith("total")]
-    assert total and total[0].split()[1:] == ["10888", "10888", "0"]
+    assert total and total[0].split()[1:] == ["10888", "10888", "0", "0"]
     assert "read 10888 = written 10888 + quarantined 0" in result.stderr
 
 

@@ -28,7 +28,7 @@ def test_cli_ingest_helios(store: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     total = [line for line in result.stdout.splitlines() if line.startswith("total")]
-    assert total and total[0].split()[1:] == ["11", "11", "0"]
+    assert total and total[0].split()[1:] == ["11", "11", "0", "0"]
     assert runner.invoke(app, ["ingest", "helios", str(DATA), "--cluster", "mars"]).exit_code == 2
     bad = runner.invoke(app, ["ingest", "helios", str(DATA), "--store", str(store), "--tz", "X/Y"])
     assert bad.exit_code == 1 and "unknown time zone 'X/Y'" in bad.stderr

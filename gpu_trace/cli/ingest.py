@@ -32,7 +32,7 @@ app = typer.Typer(
 
 def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> IngestReport:
     """Run one loader with a progress display on stderr and print the reconciliation
-    (rows read = written + quarantined) on stdout.
+    (rows read = written + quarantined + merged) on stdout.
     """
     root = resolve_store(store)
     with Progress(
@@ -57,20 +57,30 @@ def print_report(report: IngestReport) -> None:
     """The reconciliation table (one line per file and table, then the totals) on
     stdout, so scripts can read it, and the one-line summary on stderr.
     """
-    header = ("file", "table", "dataset", "read", "written", "quarantined")
+    header = ("file", "table", "dataset", "read", "written", "quarantined", "merged")
     rows = [
-        (r.file, r.table, r.dataset, str(r.rows_read), str(r.rows_written), str(r.rows_quarantined))
+        (
+            r.file,
+            r.table,
+            r.dataset,
+            str(r.rows_read),
+            str(r.rows_written),
+            str(r.rows_quarantined),
+            str(r.rows_merged),
+        )
         for r in report.lines
     ]
     read, written, quarantined = report.totals
-    rows.append(("total", "", "", str(read), str(written), str(quarantined)))
+    merged = report.merged
+    rows.append(("total", "", "", str(read), str(written), str(quarantined), str(merged)))
     widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         sys.stdout.write(
             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
         )
     err.print(
-        f"{report.source}: read {read} = written {written} + quarantined {quarantined}; "
+        f"{report.source}: read {read} = written {written} + quarantined {quarantined} "
+        f"+ merged {merged}; "
         f"store {report.store}"
     )
 

@@ -891,6 +891,7 @@ class KubernetesLoader:
 
     name = SOURCE
     version = "1"
+    merge_key = ("cluster", "job_id")
 
     def batches(
         self,

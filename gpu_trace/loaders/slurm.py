@@ -694,6 +694,7 @@ class SlurmLoader:
 
     name = SOURCE
     version = "1"
+    merge_key = ("cluster", "job_id")
 
     def batches(
         self, path: Path, *, cluster: str | None = None, tz: str | None = None, **_: Any

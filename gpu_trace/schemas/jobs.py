@@ -43,7 +43,7 @@ TIME_BASES = ("absolute", "hidden_epoch", "relative")
 
 JOBS = Table(
     name="jobs",
-    version=3,
+    version=4,
     description="One row per submitted job (pod for openb), normalized across traces.",
     sort_by=("submit_time", "job_id"),
     columns=(
@@ -145,6 +145,13 @@ JOBS = Table(
             "elapsed time so far is as_of_time - start_time. Null where unknown.",
         ),
         Column(
+            "file_sha256",
+            pa.string(),
+            "SHA-256 of the input file the row was read from, for sources whose exports "
+            "overlap (Slurm, Kubernetes): the export whose record of the job won the merge "
+            "(ingests.file_sha256). Null for other sources.",
+        ),
+        Column(
             "source_tz",
             pa.string(),
             "IANA time zone the source's local times were in (null when times are relative).",
@@ -160,7 +167,7 @@ JOBS = Table(
 
 PLACEMENTS = Table(
     name="placements",
-    version=1,
+    version=2,
     description=(
         "One row per job attempt per machine: where and when each piece of a job ran "
         "(Philly attempts, PAI instances, openb scheduled pods)."
@@ -182,5 +189,12 @@ PLACEMENTS = Table(
             "Indices of the GPUs held on this machine (Philly `gpu3` -> 3), when known.",
         ),
         Column("status", pa.string(), "Status of this piece, canonical vocabulary, if known."),
+        Column(
+            "file_sha256",
+            pa.string(),
+            "SHA-256 of the input file the row was read from, for sources whose exports "
+            "overlap (Slurm, Kubernetes): a job's placements come from the export whose "
+            "jobs record won. Null for other sources.",
+        ),
     ),
 )

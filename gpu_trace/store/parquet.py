@@ -311,6 +311,17 @@ class StoreTransaction:
         self.staged.append(staged)
         return staged
 
+    def withdraw(self, staged: Staged) -> Path:
+        """Take a staged file back (it will not be published) and return where it now
+        lies in the transaction's folder, to be read while its replacement is written
+        to the same destination: the ingest's merge rewrites a file whose rows lost to
+        another export's records.
+        """
+        self.staged.remove(staged)
+        scratch = staged.tmp.with_name(f".withdrawn-{uuid.uuid4().hex}.parquet")
+        staged.tmp.rename(scratch)
+        return scratch
+
     def commit(self) -> None:
         """Publish the staged files (nothing to publish: no new generation)."""
         try:

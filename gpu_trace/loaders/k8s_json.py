@@ -306,6 +306,9 @@ def _split_in_python(info: FileInfo) -> tuple[pl.DataFrame, str | None, int] | N
     return lines, LIST_KINDS[kind], len(spans)
 
 
+_CLOSE_OBJECT, _CLOSE_ARRAY, _END = "}", "]", "the end after the object"
+
+
 class _NotAList(ValueError):
     """The text is not one JSON object with an ``items`` array."""
 
@@ -340,9 +343,9 @@ def _list_items(text: str) -> tuple[str, list[tuple[int, int]]] | None:
         if text[pos : pos + 1] == ",":
             pos = _skip(text, pos + 1)
         elif text[pos : pos + 1] != "}":
-            raise _NotAList("}")
+            raise _NotAList(_CLOSE_OBJECT)
     if _skip(text, pos + 1) != len(text):
-        raise _NotAList("end")
+        raise _NotAList(_END)
     return None if spans is None else (kind, spans)
 
 
@@ -359,7 +362,7 @@ def _array_spans(
         if text[pos : pos + 1] == ",":
             pos = _skip(text, pos + 1)
         elif text[pos : pos + 1] != "]":
-            raise _NotAList("]")
+            raise _NotAList(_CLOSE_ARRAY)
     return spans, pos + 1
 
 

@@ -457,7 +457,7 @@ class _DuplicateKeyError(ValueError):
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> None:
     """``object_pairs_hook`` that only checks: building no dict keeps the check cheap."""
-    if len(pairs) > 1 and len({k for k, _ in pairs}) != len(pairs):
+    if len(pairs) > 1 and len(dict(pairs)) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:

@@ -8,7 +8,9 @@ What each field becomes is documented for users in ``docs/your-cluster.md``
   ``controller: true``, else the first) is its job: ``job_id`` =
   ``<namespace>/<Kind>/<name>`` (Job, PyTorchJob, RayJob, MPIJob, ReplicaSet,
   StatefulSet, ...); a pod without owner is its own job (kind ``Pod``). A pod never
-  names a CronJob (its Job does), so each CronJob run is one Job. ``workload_type`` =
+  names a CronJob (its Job does), so each CronJob run is one Job. A static pod (its
+  mirror pod: owner kind ``Node`` or annotation ``kubernetes.io/config.mirror``) is its
+  own job (kind ``Pod``), never grouped under its node. ``workload_type`` =
   the owner kind, ``vc`` = namespace, ``name`` = owner name, ``user`` = the first of
   ``user_keys`` found in the pod's labels, then annotations (default ``user``).
 - **Pods are placements**, one row per pod (``machine_id`` = ``spec.nodeName``, null
@@ -40,12 +42,13 @@ What each field becomes is documented for users in ``docs/your-cluster.md``
 - **Status** per pod from ``status.phase`` and the reason (``status.reason``, a
   ``DisruptionTarget`` condition, else the failing container's terminated or waiting
   reason): Succeeded -> completed; Failed -> timeout for ``DeadlineExceeded``,
+  preempted for ``Preempting`` and scheduler preemption, cancelled for API eviction,
   node_fail for ``Evicted``, ``NodeLost``, ``Shutdown``, ``NodeShutdown``,
-  ``Terminated`` and taint/kubelet disruption, cancelled for preemption and API
-  eviction, else failed (``OOMKilled``, ``Error``, ...); Running, Pending, Unknown as
-  named. ``raw_status`` = ``<phase>`` or ``<phase>/<reason>``. A job takes the status
-  of its most significant pod of its last attempt (running > pending > unknown >
-  timeout > node_fail > failed > cancelled > completed), with that pod's
+  ``Terminated`` and taint manager / pod GC / kubelet disruption, oom when the failing
+  container terminated ``OOMKilled``, else failed (``Error``, ...); Running, Pending,
+  Unknown as named. ``raw_status`` = ``<phase>`` or ``<phase>/<reason>``. A job takes
+  the status of its most significant pod of its last attempt (:data:`RANK`), with that
+  pod's
   ``raw_status``, ``exit_code`` (first container, init containers first, that
   terminated non-zero, else 0 once one terminated) and ``exit_signal``.
 - ``qos`` = ``spec.priorityClassName``, else ``status.qosClass``; ``time_limit_s`` =
@@ -55,7 +58,13 @@ What each field becomes is documented for users in ``docs/your-cluster.md``
 - **Nodes** -> ``machines`` twice: dataset ``<cluster>`` from ``status.capacity``
   (what is installed: the canonical inventory), and ``<cluster>-allocatable`` from
   ``status.allocatable`` (what the kubelet offers pods). ``gpu_type`` =
-  ``nvidia.com/gpu.product``, ``gpu_mem_bytes`` = ``nvidia.com/gpu.memory`` (MiB).
+  ``nvidia.com/gpu.product``, ``gpu_mem_bytes`` = ``nvidia.com/gpu.memory`` (MiB);
+  ``gpus`` installed vs ``gpus_schedulable``, ``state``, ``available``: see
+  :func:`nodes_to_rows`.
+- **Contradictions** are quarantined: a pod created after it was scheduled or started,
+  a container that finished before it started, a GPU-memory share on a node reporting
+  0 GPU memory or GPUs, requests summed past int64 (per pod, or a job's pods alive
+  together), MIG profiles outside 1g..7g, nodes listing more than 2^31-1 GPUs.
 
 Reconciliation: a pod file's records are counted on the ``placements`` line (pods read
 = placements written + records quarantined; records that are no Pod or Node, or not

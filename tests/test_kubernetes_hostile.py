@@ -394,3 +394,21 @@ def test_every_hostile_record_at_once_through_the_cli(tmp_path: Path) -> None:
     q = table(Path(store), "quarantine").filter(pl.col("table") == "placements")
     # share, long, max, mig, duplicate key, surrogate: lines 3, 5, 6, 7, 8, 9
     assert sorted(q["locator"].to_list()) == [f"line {n}" for n in (3, 5, 6, 7, 8, 9)]
+
+
+def test_duplicate_key_in_a_node_is_quarantined_on_both_inventories(tmp_path: Path) -> None:
+    dup_node = (
+        '{"kind": "Node", "metadata": {"name": "n1"}, "status": {"capacity": '
+        '{"nvidia.com/gpu": "8", "nvidia.com/gpu": "0"}}}'
+    )
+    store = load(tmp_path, [dup_node, node("n2", {"nvidia.com/gpu": "4"})], "nodes.jsonl")
+    q = table(store, "quarantine").sort("dataset")
+    assert q.select("dataset", "locator", "reason").rows() == [
+        (
+            ds,
+            "line 1",
+            "duplicate JSON key 'nvidia.com/gpu' in one object (ambiguous: which value?)",
+        )
+        for ds in ("kubernetes", "kubernetes-allocatable")
+    ]
+    assert table(store, "machines")["machine_id"].unique().to_list() == ["n2"]

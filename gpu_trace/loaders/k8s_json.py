@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 NUM = "_n"
 """1-based record (document) or line (JSON lines) number."""
+DUPLICATE = "_duplicate"
+"""Why a decodable Pod or Node record is still unusable: a key named twice."""
 
 _V = '"VARCHAR"'
 _MAP = '"MAP(VARCHAR, VARCHAR)"'
@@ -87,7 +89,8 @@ LIST_KINDS = {"List": None, "PodList": "Pod", "NodeList": "Node"}
 @dataclass(frozen=True)
 class Objects:
     """One file's records: ``_n``, ``_raw`` (text, for quarantine), ``_reason`` (null
-    when decodable), ``kind`` and ``rec`` (the decoded :data:`STRUCTURE`).
+    when decodable), ``_duplicate`` (a repeated key: the record decodes but means two
+    things), ``kind`` and ``rec`` (the decoded :data:`STRUCTURE`).
     """
 
     info: FileInfo
@@ -512,14 +515,13 @@ def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.Dat
     assert isinstance(frame, pl.DataFrame)
     frame = frame.with_columns(pl.col("rec").cast(_without_maps(frame.schema["rec"])))
     # duplicate keys: a C-speed scan per record (the hook builds nothing), over the
-    # records DuckDB decoded
+    # records DuckDB decoded. The reason goes to DUPLICATE, not REASON: the record
+    # keeps its kind, so a Pod or Node is quarantined (and counted) as one.
     ok = frame.filter(pl.col(REASON).is_null())
     dup = pl.Series([_duplicate_key(t) for t in ok[RAW].to_list()], dtype=pl.String)
-    if dup.null_count() != dup.len():
-        found = ok.select(NUM, dup.alias(REASON)).filter(pl.col(REASON).is_not_null())
-        frame = frame.update(found, on=NUM).with_columns(
-            pl.when(pl.col(REASON).is_null()).then(pl.col("rec")).alias("rec")
-        )
+    frame = frame.join(
+        ok.select(NUM, dup.alias(DUPLICATE)), on=NUM, how="left", maintain_order="left"
+    )
     bad = frame.filter(pl.col(REASON) == "not valid JSON")
     if bad.height:
         # what is wrong and where, for the rejected records only (few: plain Python)

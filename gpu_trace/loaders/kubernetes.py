@@ -87,7 +87,7 @@ import polars as pl
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch, require_path
-from gpu_trace.loaders.k8s_json import NUM, Objects, read_objects
+from gpu_trace.loaders.k8s_json import DUPLICATE, NUM, Objects, read_objects
 from gpu_trace.loaders.k8s_quantity import INT64_MAX, parse_column
 from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, REASON_LIMIT, capped
 from gpu_trace.loaders.units import MIB, TIME_MAX, TIME_MIN, per
@@ -701,6 +701,7 @@ def pods_to_rows(
     created_text = _rec("metadata.creationTimestamp")
     deadline = _rec("spec.activeDeadlineSeconds")
     base_why = pl.coalesce(
+        pl.col(DUPLICATE),
         pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
         pl.when(created_text.is_null()).then(pl.lit("metadata.creationTimestamp is missing")),
         _bad_time(created_text, "metadata.creationTimestamp"),
@@ -1070,6 +1071,7 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     count = _lookup(labels, GPU_COUNT_LABEL)
     slices = _lookup(labels, SLICES_LABEL)
     base_why = pl.coalesce(
+        pl.col(DUPLICATE),
         pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
         pl.when(memory.is_not_null() & ~memory.str.contains(r"^[0-9]{1,9}$")).then(
             pl.format(

@@ -412,3 +412,19 @@ def test_duplicate_key_in_a_node_is_quarantined_on_both_inventories(tmp_path: Pa
         for ds in ("kubernetes", "kubernetes-allocatable")
     ]
     assert table(store, "machines")["machine_id"].unique().to_list() == ["n2"]
+
+
+def test_lone_surrogate_in_a_single_pod_document_is_one_error_line(tmp_path: Path) -> None:
+    # `kubectl get pod NAME -o json`: the document is the one record, so the file fails
+    # whole, with one line naming the escape and its line.
+    f = tmp_path / "pod.json"
+    f.write_text(json.dumps(pod("PLACEHOLDER"), indent=2).replace("PLACEHOLDER", "\\ud800"))
+    res = CliRunner().invoke(
+        app, ["ingest", "kubernetes", str(f), "--store", str(tmp_path / "store")]
+    )
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    # line 5: {, "apiVersion", "kind", "metadata": {, "name": "\ud800"
+    assert lines == [
+        f"error: {f}: line 5: a lone UTF-16 surrogate escape \\ud800 (no Unicode character)"
+    ]

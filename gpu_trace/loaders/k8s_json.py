@@ -272,9 +272,10 @@ def _document_records(
     return records, LIST_KINDS[kind], counted
 
 
-_SPLIT_LIMIT = 1 << 27
-"""Largest document split by Python when DuckDB refuses it (128 MiB: the text and its
-records stay well under 1 GB)."""
+_SPLIT_LIMIT = 1 << 26
+"""Largest document split by Python when DuckDB refuses it (64 MiB: the text, its
+records and their decoding stay under 1 GB; a 117 MB List peaked at 0.8 GB). A bigger
+one fails whole with one line naming the escape; JSON lines have no such limit."""
 _WS = " \t\r\n"
 
 
@@ -382,6 +383,20 @@ def _locate_error(path: Path) -> InputError:
     except UnicodeDecodeError as exc:
         return InputError(path, "invalid UTF-8 in a JSON document", f"byte {exc.start}")
     text = text.removeprefix("\ufeff")
+    lone = _SURROGATE.search(text)
+    if lone:  # before json.loads: no need to build the whole document to say so
+        line = text.count("\n", 0, lone.start()) + 1
+        hint = (
+            f"; a List over {_SPLIT_LIMIT >> 20} MiB is not split record by record: "
+            "write it as JSON lines"
+            if len(data) > _SPLIT_LIMIT
+            else ""
+        )
+        return InputError(
+            path,
+            f"a lone UTF-16 surrogate escape {lone.group()[-6:]} (no Unicode character){hint}",
+            f"line {line}",
+        )
     try:
         json.loads(text)
     except RecursionError:
@@ -404,14 +419,6 @@ def _locate_error(path: Path) -> InputError:
                     break
             where = f"record {record}, {where}"
         return InputError(path, f"not valid JSON ({exc.msg})", where)
-    lone = _SURROGATE.search(text)
-    if lone:
-        line = text.count("\n", 0, lone.start()) + 1
-        return InputError(
-            path,
-            f"a lone UTF-16 surrogate escape {lone.group()[-6:]} (no Unicode character)",
-            f"line {line}",
-        )
     return InputError(path, "DuckDB could not read this JSON document")
 
 

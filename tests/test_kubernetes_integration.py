@@ -88,7 +88,9 @@ def test_job_with_retry(k8s_store: Path) -> None:
         .sort("attempt")
     )
     assert p.select("attempt", "instance", "status").rows() == [
-        (0, "train-a-x1", "failed"),
+        # x1's container terminated with reason OOMKilled (ContainerStateTerminated.reason,
+        # Kubernetes API reference): out of memory, not a generic failure
+        (0, "train-a-x1", "oom"),
         (1, "train-a-x2", "completed"),
     ]
 

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 NUM = "_n"
 """1-based record (document) or line (JSON lines) number."""
+DUPLICATE = "_duplicate"
+"""Why a decodable Pod or Node record is still unusable: a key named twice."""
 
 _V = '"VARCHAR"'
 _MAP = '"MAP(VARCHAR, VARCHAR)"'
@@ -69,12 +71,14 @@ STRUCTURE = (
     f'"ownerReferences": [{{"kind": {_V}, "name": {_V}, "uid": {_V}, "controller": {_V}}}]}}, '
     f'"spec": {{"nodeName": {_V}, "priorityClassName": {_V}, '
     f'"activeDeadlineSeconds": {_V}, "nodeSelector": {_MAP}, "overhead": {_MAP}, '
+    f'"unschedulable": {_V}, '
     f'"containers": [{_CONTAINER}], "initContainers": [{_CONTAINER}], '
     f'"affinity": {_AFFINITY}}}, '
     f'"status": {{"phase": {_V}, "reason": {_V}, "qosClass": {_V}, '
     f'"conditions": [{{"type": {_V}, "status": {_V}, "lastTransitionTime": {_V}, '
     f'"reason": {_V}}}], "containerStatuses": [{_CSTATUS}], '
-    f'"initContainerStatuses": [{_CSTATUS}], "capacity": {_MAP}, "allocatable": {_MAP}}}}}'
+    f'"initContainerStatuses": [{_CSTATUS}], "capacity": {_MAP}, "allocatable": {_MAP}, '
+    f'"startTime": {_V}}}}}'
 )
 """The fields gpu-trace reads from a Pod or a Node (every other key is ignored)."""
 
@@ -85,7 +89,8 @@ LIST_KINDS = {"List": None, "PodList": "Pod", "NodeList": "Node"}
 @dataclass(frozen=True)
 class Objects:
     """One file's records: ``_n``, ``_raw`` (text, for quarantine), ``_reason`` (null
-    when decodable), ``kind`` and ``rec`` (the decoded :data:`STRUCTURE`).
+    when decodable), ``_duplicate`` (a repeated key: the record decodes but means two
+    things), ``kind`` and ``rec`` (the decoded :data:`STRUCTURE`).
     """
 
     info: FileInfo
@@ -190,7 +195,14 @@ def _document(info: FileInfo) -> Objects:
     try:
         doc = _read_document(con, info)
         if doc is None:
-            raise _locate_error(path)
+            split = _split_in_python(info)
+            if split is None:
+                raise _locate_error(path)
+            return Objects(
+                FileInfo(path, info.sha256, info.size_bytes, split[2], info.utf8, info.bom),
+                _decode(split[0], split[1], path),
+                "record",
+            )
         if doc.num_rows != 1:
             raise InputError(
                 path,
@@ -260,6 +272,104 @@ def _document_records(
     return records, LIST_KINDS[kind], counted
 
 
+_SPLIT_LIMIT = 1 << 26
+"""Largest document split by Python when DuckDB refuses it (64 MiB: the text, its
+records and their decoding stay under 1 GB; a 117 MB List peaked at 0.8 GB). A bigger
+one fails whole with one line naming the escape; JSON lines have no such limit."""
+_WS = " \t\r\n"
+
+
+def _skip(text: str, pos: int, chars: str = _WS) -> int:
+    while pos < len(text) and text[pos] in chars:
+        pos += 1
+    return pos
+
+
+def _split_in_python(info: FileInfo) -> tuple[pl.DataFrame, str | None, int] | None:
+    r"""The records of a document DuckDB cannot read although it is JSON by Python's
+    reading: one record holding a lone surrogate escape (``"\ud800"``) makes the
+    whole document invalid for DuckDB, yet only that record is unusable. The items are
+    cut out of the text one by one (each decoded alone, so memory stays bounded) and
+    judged by :func:`_decode` like any other records. None when the document is too
+    big, not a List after all or not JSON (then the caller reports where it breaks).
+    """
+    if info.size_bytes > _SPLIT_LIMIT:
+        return None
+    try:
+        text = info.path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+        found = _list_items(text)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if found is None or found[0] not in LIST_KINDS:
+        return None  # a lone Pod / Node that DuckDB refuses is one bad record: fail whole
+    kind, spans = found
+    lines = pl.DataFrame(
+        {NUM: range(1, len(spans) + 1), RAW: [text[a:b] for a, b in spans]},
+        schema={NUM: pl.Int64, RAW: pl.String},
+    )
+    return lines, LIST_KINDS[kind], len(spans)
+
+
+_CLOSE_OBJECT, _CLOSE_ARRAY, _END = "}", "]", "the end after the object"
+
+
+class _NotAList(ValueError):
+    """The text is not one JSON object with an ``items`` array."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(f"expected {expected}")
+
+
+def _expect(text: str, pos: int, char: str) -> int:
+    """The position after ``char`` (and the blanks after it) at ``pos``."""
+    if text[pos : pos + 1] != char:
+        raise _NotAList(char)
+    return _skip(text, pos + 1)
+
+
+def _list_items(text: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """(top-level ``kind``, the text spans of the ``items`` elements), or None when the
+    object has no ``items`` array. Raises ValueError when the text is not JSON.
+    """
+    decoder = json.JSONDecoder()
+    spans: list[tuple[int, int]] | None = None
+    kind = ""
+    pos = _expect(text, _skip(text, 0), "{")
+    while text[pos : pos + 1] != "}":
+        key, pos = decoder.raw_decode(text, pos)
+        pos = _expect(text, _skip(text, pos), ":")
+        if key == "items" and text[pos : pos + 1] == "[":
+            spans, pos = _array_spans(decoder, text, pos)
+        else:
+            value, pos = decoder.raw_decode(text, pos)
+            kind = value if key == "kind" and isinstance(value, str) else kind
+        pos = _skip(text, pos)
+        if text[pos : pos + 1] == ",":
+            pos = _skip(text, pos + 1)
+        elif text[pos : pos + 1] != "}":
+            raise _NotAList(_CLOSE_OBJECT)
+    if _skip(text, pos + 1) != len(text):
+        raise _NotAList(_END)
+    return None if spans is None else (kind, spans)
+
+
+def _array_spans(
+    decoder: json.JSONDecoder, text: str, pos: int
+) -> tuple[list[tuple[int, int]], int]:
+    """The spans of the elements of the array opening at ``pos``, and the end."""
+    spans: list[tuple[int, int]] = []
+    pos = _expect(text, pos, "[")
+    while text[pos : pos + 1] != "]":
+        _, end = decoder.raw_decode(text, pos)
+        spans.append((pos, end))
+        pos = _skip(text, end)
+        if text[pos : pos + 1] == ",":
+            pos = _skip(text, pos + 1)
+        elif text[pos : pos + 1] != "]":
+            raise _NotAList(_CLOSE_ARRAY)
+    return spans, pos + 1
+
+
 _ITEMS = re.compile(r'"items"\s*:\s*\[')
 
 
@@ -273,6 +383,20 @@ def _locate_error(path: Path) -> InputError:
     except UnicodeDecodeError as exc:
         return InputError(path, "invalid UTF-8 in a JSON document", f"byte {exc.start}")
     text = text.removeprefix("\ufeff")
+    lone = _SURROGATE.search(text)
+    if lone:  # before json.loads: no need to build the whole document to say so
+        line = text.count("\n", 0, lone.start()) + 1
+        hint = (
+            f"; a List over {_SPLIT_LIMIT >> 20} MiB is not split record by record: "
+            "write it as JSON lines"
+            if len(data) > _SPLIT_LIMIT
+            else ""
+        )
+        return InputError(
+            path,
+            f"a lone UTF-16 surrogate escape {lone.group()[-6:]} (no Unicode character){hint}",
+            f"line {line}",
+        )
     try:
         json.loads(text)
     except RecursionError:
@@ -313,6 +437,14 @@ def _without_maps(dtype: PolarsDataType) -> PolarsDataType:
     return dtype
 
 
+_SURROGATE = re.compile(
+    r"(?<!\\)(?:\\\\)*\\u(?:[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    r"|(?<![0-9a-fA-F]{4})[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+"""An escaped UTF-16 surrogate without its pair (``"\\ud800"``): Python's json accepts
+it, DuckDB (rightly: it is no Unicode character) does not."""
+
+
 def _json_error(text: str) -> str:
     try:
         json.loads(text)
@@ -320,7 +452,46 @@ def _json_error(text: str) -> str:
         return f"not valid JSON ({exc.msg} at column {exc.colno})"
     except (ValueError, RecursionError):
         pass
+    lone = _SURROGATE.search(text)
+    if lone:
+        return (
+            f"not valid JSON (a lone UTF-16 surrogate escape {lone.group()[-6:]}"
+            f" at column {lone.start() + 1}: no Unicode character)"
+        )
     return "not valid JSON"
+
+
+class _DuplicateKeyError(ValueError):
+    """A JSON object names one key twice."""
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> None:
+    """``object_pairs_hook`` that only checks: building no dict keeps the check cheap."""
+    if len(pairs) > 1 and len(dict(pairs)) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+
+
+_CHECK_KEYS = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+
+
+def _duplicate_key(text: str) -> str | None:
+    """Why a record that DuckDB accepted is still ambiguous: a key named twice in one
+    object. JSON (RFC 8259 section 4) leaves the meaning of that open; DuckDB keeps the
+    first value of a field and drops a whole map (requests, labels) that repeats a key,
+    Go's encoding/json keeps the last, and the API server refuses duplicate fields under
+    strict field validation. So the record is quarantined, never guessed at.
+    """
+    try:
+        _CHECK_KEYS.decode(text)
+    except _DuplicateKeyError as exc:
+        return f"duplicate JSON key {exc.args[0]!r} in one object (ambiguous: which value?)"
+    except (ValueError, RecursionError):
+        return None  # DuckDB accepted it; anything else is judged where it is used
+    return None
 
 
 def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.DataFrame:
@@ -350,6 +521,14 @@ def _decode(lines: pl.DataFrame, default_kind: str | None, path: Path) -> pl.Dat
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
     frame = frame.with_columns(pl.col("rec").cast(_without_maps(frame.schema["rec"])))
+    # duplicate keys: a C-speed scan per record (the hook builds nothing), over the
+    # records DuckDB decoded. The reason goes to DUPLICATE, not REASON: the record
+    # keeps its kind, so a Pod or Node is quarantined (and counted) as one.
+    ok = frame.filter(pl.col(REASON).is_null())
+    dup = pl.Series([_duplicate_key(t) for t in ok[RAW].to_list()], dtype=pl.String)
+    frame = frame.join(
+        ok.select(NUM, dup.alias(DUPLICATE)), on=NUM, how="left", maintain_order="left"
+    )
     bad = frame.filter(pl.col(REASON) == "not valid JSON")
     if bad.height:
         # what is wrong and where, for the rejected records only (few: plain Python)

@@ -35,25 +35,50 @@ _QUANTITY = re.compile(
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 INT64_MAX = 2**63 - 1
-_MAX_EXPONENT = 64
-"""Decimal exponents beyond this cannot give an int64 value other than 0 or overflow."""
+_MAX_DIGITS = 20
+"""A value of 10**20 or more is past int64 whatever the suffix (every scale is >= 1)."""
+_KEEP = 70
+"""Fraction digits kept below the unit: past ``2**60 * 10**9`` (the largest binary
+suffix, then Kubernetes' rounding up to nano units), so that dropping the rest (rounding
+up) changes no result: a value is rounded up to nano units anyway."""
+_EXP_DIGITS = 12
+"""An exponent longer than this is huge: the value is 0, rounds up to its smallest unit,
+or is out of range, decided without computing ``10**exponent`` (``0e999999999``)."""
 
 
 def parse(text: str) -> Fraction | str:
-    """The exact value of a quantity, or the reason it is not one."""
+    """The exact value of a quantity (bounded: see :data:`_KEEP`), or the reason it is
+    not one. Digits and exponent are bounded before any arithmetic, so neither a
+    5,000-digit number nor ``0e999999999`` costs more than a few microseconds.
+    """
     m = _QUANTITY.match(text)
     if m is None or not (m["int"] or m["frac"]):
         return "is not a Kubernetes quantity"
-    digits = (m["int"] or "") + (m["frac"] or "")
-    value = Fraction(int(digits), 10 ** len(m["frac"] or ""))
+    frac = m["frac"] or ""
+    digits = ((m["int"] or "") + frac).lstrip("0")
+    exp = -len(frac)
     suffix = m["suffix"]
-    if suffix in _BINARY:
-        value *= 2 ** _BINARY[suffix]
-    else:
-        exp = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:])
-        if abs(exp) > _MAX_EXPONENT and value:
-            return "is out of range"
-        value *= Fraction(10) ** exp
+    power2 = _BINARY.get(suffix, 0)
+    if suffix in _DECIMAL:
+        exp += _DECIMAL[suffix]
+    elif suffix not in _BINARY:
+        shown = suffix[1:].lstrip("+-").lstrip("0")
+        # a huge exponent: only its sign matters below
+        exp_value = 10**_EXP_DIGITS if len(shown) > _EXP_DIGITS else int(shown or "0")
+        exp += -exp_value if suffix[1:2] == "-" else exp_value
+    stripped = digits.rstrip("0")
+    exp += len(digits) - len(stripped)
+    digits = stripped
+    if not digits:
+        return Fraction(0)
+    if len(digits) + exp > _MAX_DIGITS:
+        return "is out of range"
+    if exp < -_KEEP:
+        # round up at 10**-_KEEP: the dropped digits are not all zero (stripped above)
+        keep = len(digits) + exp + _KEEP
+        digits = str(int(digits[:keep]) + 1) if keep > 0 else "1"
+        exp = -_KEEP
+    value = Fraction(int(digits) * 2**power2) * Fraction(10) ** exp
     return -value if m["sign"] == "-" else value
 
 

@@ -8,7 +8,9 @@ What each field becomes is documented for users in ``docs/your-cluster.md``
   ``controller: true``, else the first) is its job: ``job_id`` =
   ``<namespace>/<Kind>/<name>`` (Job, PyTorchJob, RayJob, MPIJob, ReplicaSet,
   StatefulSet, ...); a pod without owner is its own job (kind ``Pod``). A pod never
-  names a CronJob (its Job does), so each CronJob run is one Job. ``workload_type`` =
+  names a CronJob (its Job does), so each CronJob run is one Job. A static pod (its
+  mirror pod: owner kind ``Node`` or annotation ``kubernetes.io/config.mirror``) is its
+  own job (kind ``Pod``), never grouped under its node. ``workload_type`` =
   the owner kind, ``vc`` = namespace, ``name`` = owner name, ``user`` = the first of
   ``user_keys`` found in the pod's labels, then annotations (default ``user``).
 - **Pods are placements**, one row per pod (``machine_id`` = ``spec.nodeName``, null
@@ -40,12 +42,13 @@ What each field becomes is documented for users in ``docs/your-cluster.md``
 - **Status** per pod from ``status.phase`` and the reason (``status.reason``, a
   ``DisruptionTarget`` condition, else the failing container's terminated or waiting
   reason): Succeeded -> completed; Failed -> timeout for ``DeadlineExceeded``,
+  preempted for ``Preempting`` and scheduler preemption, cancelled for API eviction,
   node_fail for ``Evicted``, ``NodeLost``, ``Shutdown``, ``NodeShutdown``,
-  ``Terminated`` and taint/kubelet disruption, cancelled for preemption and API
-  eviction, else failed (``OOMKilled``, ``Error``, ...); Running, Pending, Unknown as
-  named. ``raw_status`` = ``<phase>`` or ``<phase>/<reason>``. A job takes the status
-  of its most significant pod of its last attempt (running > pending > unknown >
-  timeout > node_fail > failed > cancelled > completed), with that pod's
+  ``Terminated`` and taint manager / pod GC / kubelet disruption, oom when the failing
+  container terminated ``OOMKilled``, else failed (``Error``, ...); Running, Pending,
+  Unknown as named. ``raw_status`` = ``<phase>`` or ``<phase>/<reason>``. A job takes
+  the status of its most significant pod of its last attempt (:data:`RANK`), with that
+  pod's
   ``raw_status``, ``exit_code`` (first container, init containers first, that
   terminated non-zero, else 0 once one terminated) and ``exit_signal``.
 - ``qos`` = ``spec.priorityClassName``, else ``status.qosClass``; ``time_limit_s`` =
@@ -55,7 +58,13 @@ What each field becomes is documented for users in ``docs/your-cluster.md``
 - **Nodes** -> ``machines`` twice: dataset ``<cluster>`` from ``status.capacity``
   (what is installed: the canonical inventory), and ``<cluster>-allocatable`` from
   ``status.allocatable`` (what the kubelet offers pods). ``gpu_type`` =
-  ``nvidia.com/gpu.product``, ``gpu_mem_bytes`` = ``nvidia.com/gpu.memory`` (MiB).
+  ``nvidia.com/gpu.product``, ``gpu_mem_bytes`` = ``nvidia.com/gpu.memory`` (MiB);
+  ``gpus`` installed vs ``gpus_schedulable``, ``state``, ``available``: see
+  :func:`nodes_to_rows`.
+- **Contradictions** are quarantined: a pod created after it was scheduled or started,
+  a container that finished before it started, a GPU-memory share on a node reporting
+  0 GPU memory or GPUs, requests summed past int64 (per pod, or a job's pods alive
+  together), MIG profiles outside 1g..7g, nodes listing more than 2^31-1 GPUs.
 
 Reconciliation: a pod file's records are counted on the ``placements`` line (pods read
 = placements written + records quarantined; records that are no Pod or Node, or not
@@ -78,8 +87,8 @@ import polars as pl
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch, require_path
-from gpu_trace.loaders.k8s_json import NUM, Objects, read_objects
-from gpu_trace.loaders.k8s_quantity import parse_column
+from gpu_trace.loaders.k8s_json import DUPLICATE, NUM, Objects, read_objects
+from gpu_trace.loaders.k8s_quantity import INT64_MAX, parse_column
 from gpu_trace.loaders.textfile import RAW, RAW_LIMIT, REASON, REASON_LIMIT, capped
 from gpu_trace.loaders.units import MIB, TIME_MAX, TIME_MIN, per
 from gpu_trace.plugins import LoaderPlugin, option
@@ -94,31 +103,47 @@ WHOLE_GPU = (
     "gpu.intel.com/xe",
     "habana.ai/gaudi",
 )
+MIRROR = "kubernetes.io/config.mirror"
 MIG = r"^nvidia\.com/mig-([0-9]+)g\.[0-9]+gb$"
 GPU_MEM = "aliyun.com/gpu-mem"
 GPU_COUNT = "aliyun.com/gpu-count"
 PRODUCT = "nvidia.com/gpu.product"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+SLICES_LABEL = "nvidia.com/gpu.slices.gi"
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
 TASK_LABELS = ("training.kubeflow.org/replica-type", "ray.io/node-type")
 USER_KEYS = ("user",)
 
 NODE_FAIL_REASONS = ("Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated")
+"""``status.reason`` of a pod ended by its node: node-pressure eviction (``Evicted``),
+an unreachable node (``NodeLost``), graceful node shutdown (``Terminated``, older
+``Shutdown`` / ``NodeShutdown``)."""
+PREEMPTING = "Preempting"
+"""``status.reason`` the kubelet sets on a pod it preempts to admit a critical pod."""
 DISRUPTION = {
-    "PreemptionByScheduler": "cancelled",
+    "PreemptionByScheduler": "preempted",
+    "PreemptionByKubeScheduler": "preempted",
     "EvictionByEvictionAPI": "cancelled",
     "DeletionByTaintManager": "node_fail",
+    "DeletionByPodGC": "node_fail",
     "TerminationByKubelet": "node_fail",
 }
+"""Reasons of the ``DisruptionTarget`` pod condition (Kubernetes "Pod disruption
+conditions"; ``PreemptionByKubeScheduler`` is its 1.26 spelling)."""
+OOM = "OOMKilled"
+"""A container's terminated reason when the kernel killed it for exceeding its memory."""
 RANK = {
     "running": 0,
     "pending": 1,
     "unknown": 2,
     "timeout": 3,
     "node_fail": 4,
-    "failed": 5,
-    "cancelled": 6,
-    "completed": 7,
+    "oom": 5,
+    "failed": 6,
+    "preempted": 7,
+    "cancelled": 8,
+    "completed": 9,
 }
 """Which pod decides a job's status: the lowest rank among its last attempt's pods."""
 
@@ -162,6 +187,17 @@ def _bad_time(text: pl.Expr, label: str | pl.Expr, parsed: pl.Expr | None = None
     value = _time(text) if parsed is None else parsed
     return pl.when(text.is_not_null() & value.is_null()).then(
         pl.format("{} '{}' is not an RFC 3339 time in 1970-2100", name, text)
+    )
+
+
+def _shown(text: pl.Expr, limit: int = 40) -> pl.Expr:
+    """A value quoted in a reason, cut to ``limit`` characters (a 5,000-digit quantity
+    must not push the reason itself out of the capped quarantine text).
+    """
+    return (
+        pl.when(text.str.len_chars() > limit)
+        .then(pl.format("{}... ({} characters)", text.str.slice(0, limit), text.str.len_chars()))
+        .otherwise(text)
     )
 
 
@@ -253,7 +289,7 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     bad = _first_reason(
         e.sort("_p", "section", "pos").with_columns(
             pl.when(pl.col("_why").is_not_null())
-            .then(pl.format("{}.{} '{}' {}", where, "key", "q", "_why"))
+            .then(pl.format("{}.{} '{}' {}", where, "key", _shown(pl.col("q")), "_why"))
             .alias("_why")
         )
     )
@@ -262,6 +298,8 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         e.filter(pl.col("_why").is_null())
         .sort("_p", "section", "pos", "key", "which", descending=[False, False, False, False, True])
         .unique(["_p", "section", "pos", "key"], keep="first", maintain_order=True)
+        # sums in Int128: a total past int64 is reported below, never wrapped to 0
+        .with_columns(pl.col("v").cast(pl.Int128))
     )
     init = (
         eff.filter(pl.col("section") == "initContainers")
@@ -299,15 +337,50 @@ def _resources(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 )
                 + pl.col("over").fill_null(0)
             ).alias("v"),
-            pl.col("key").str.extract(MIG, 1).cast(pl.Int64).alias("_g"),
+            pl.col("key").str.extract(MIG, 1).alias("_g_text"),
         )
+        .with_columns(
+            pl.when(pl.col("_g_text").str.len_chars() <= 2)
+            .then(pl.col("_g_text").cast(pl.Int64, strict=False))
+            .alias("_g")
+        )
+    )
+    limit = pl.lit(INT64_MAX, dtype=pl.Int128)
+    late = per_key.sort("_p", "key").select(
+        "_p",
+        pl.coalesce(
+            # NVIDIA MIG profiles name 1 to 7 compute slices of a GPU (mig-1g ... mig-7g)
+            pl.when(
+                pl.col("_g_text").is_not_null() & ~pl.col("_g").is_between(1, 7).fill_null(False)
+            ).then(
+                pl.format(
+                    "resource {} names {} compute slices: a MIG profile has 1 to 7",
+                    "key",
+                    pl.col("_g_text").str.slice(0, 40),
+                )
+            ),
+            pl.when(pl.col("v") > limit).then(
+                pl.format(
+                    "the pod's effective request of {} ({}) is past int64 (requests, init "
+                    "containers and spec.overhead added up)",
+                    "key",
+                    pl.col("v").cast(pl.String),
+                )
+            ),
+        ).alias("_why"),
+    )
+    bad = _first_reason(pl.concat([bad, late.filter(pl.col("_why").is_not_null())]))
+    per_key = per_key.with_columns(
+        pl.when(pl.col("v") <= limit).then(pl.col("v")).cast(pl.Int64).alias("v"),
+        pl.col("v").cast(pl.Float64).alias("_f"),
     )
     totals = per_key.group_by("_p").agg(
         pl.col("v").filter(pl.col("key") == "cpu").sum().alias("cpu_milli"),
         pl.col("v").filter(pl.col("key") == "memory").sum().alias("mem_bytes"),
-        pl.col("v").filter(pl.col("key").is_in(WHOLE_GPU)).sum().alias("whole"),
-        (pl.col("v") * pl.col("_g")).filter(pl.col("_g").is_not_null()).sum().alias("mig"),
-        pl.col("v").filter(pl.col("key") == GPU_MEM).sum().alias("gpu_mem"),
+        # GPU counts feed fractional GPUs: float sums (no int64 product or sum to wrap)
+        pl.col("_f").filter(pl.col("key").is_in(WHOLE_GPU)).sum().alias("whole"),
+        (pl.col("_f") * pl.col("_g")).filter(pl.col("_g").is_not_null()).sum().alias("mig"),
+        pl.col("_f").filter(pl.col("key") == GPU_MEM).sum().alias("gpu_mem"),
         pl.col("key").filter(pl.col("key") == "cpu").len().alias("_has_cpu"),
         pl.col("key").filter(pl.col("key") == "memory").len().alias("_has_mem"),
     )
@@ -361,6 +434,16 @@ def _statuses(pods: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             ),
             _bad_time(
                 pl.col("t_end"), pl.format("{}.terminated.finishedAt", label), pl.col("_finished")
+            ),
+            # ContainerStateTerminated: startedAt is when the container started, finishedAt
+            # when it last terminated; an end before its start is a damaged record
+            pl.when(pl.col("_finished") < pl.col("_t_start")).then(
+                pl.format(
+                    "{}.terminated.finishedAt '{}' is before its startedAt '{}'",
+                    label,
+                    "t_end",
+                    "t_start",
+                )
             ),
             pl.when(pl.col("code").is_not_null() & ~pl.col("code").str.contains(integer)).then(
                 pl.format("{}.terminated.exitCode '{}' is not an integer", label, "code")
@@ -460,14 +543,24 @@ def _gpu_type_wanted(pods: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _pod_status(phase: pl.Expr, reason: pl.Expr, disruption: pl.Expr) -> pl.Expr:
+def _pod_status(
+    phase: pl.Expr, reason: pl.Expr, disruption: pl.Expr, container: pl.Expr
+) -> pl.Expr:
+    """Canonical status of one pod: its phase, and for a Failed pod why it failed (the
+    pod's own reason first, then a disruption condition, then the failing container's
+    terminated reason).
+    """
     failed = (
         pl.when(reason == "DeadlineExceeded")
         .then(pl.lit("timeout"))
+        .when(reason == PREEMPTING)
+        .then(pl.lit("preempted"))
         .when(disruption.is_in(list(DISRUPTION)))
         .then(disruption.replace_strict(DISRUPTION, default="failed"))
         .when(reason.is_in(NODE_FAIL_REASONS))
         .then(pl.lit("node_fail"))
+        .when(container == OOM)
+        .then(pl.lit("oom"))
         .otherwise(pl.lit("failed"))
     )
     return (
@@ -487,10 +580,12 @@ def _peaks(pods: pl.DataFrame, weights: Sequence[str]) -> pl.DataFrame:
     """Per job, the peak over time of each weight summed over the pods alive together
     (a sweep: +w at a pod's start, -w at its end; ends before starts at one instant).
     """
-    w = [pl.col(c).cast(pl.Float64) for c in weights]
+    # integer weights (milli-cores, bytes) exactly, in Int128: no float rounding near
+    # int64 max and no wrap-around; GPUs (fractional) in float
+    w = [pl.col(c).cast(pl.Int128 if pods.schema[c].is_integer() else pl.Float64) for c in weights]
     ups = pods.select("job_id", pl.col("_alive").alias("t"), pl.lit(1).alias("_o"), *w)
     downs = pods.filter(pl.col("end_time").is_not_null()).select(
-        "job_id", pl.col("end_time").alias("t"), pl.lit(0).alias("_o"), *[-x for x in w]
+        "job_id", pl.col("end_time").alias("t"), pl.lit(0).alias("_o"), *[x * -1 for x in w]
     )
     ev = pl.concat([ups, downs]).sort("job_id", "t", "_o")
     return (
@@ -498,6 +593,100 @@ def _peaks(pods: pl.DataFrame, weights: Sequence[str]) -> pl.DataFrame:
         .group_by("job_id")
         .agg(pl.col(c).max() for c in weights)
     )
+
+
+def _stamp(t: pl.Expr) -> pl.Expr:
+    return t.dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")
+
+
+def _out_of_order(
+    pods: pl.DataFrame, statuses: pl.DataFrame, conditions: pl.DataFrame
+) -> pl.DataFrame:
+    """Per pod, why its times contradict the Pod lifecycle (``_w4``): a pod is created
+    (``metadata.creationTimestamp``) before the scheduler binds it (``PodScheduled``),
+    before the kubelet acknowledges it (``status.startTime``) and before any container
+    starts. A later creation would give a negative queue time.
+    """
+    created_text = _rec("metadata.creationTimestamp")
+    start_text = _rec("status.startTime")
+    created = pl.col("_c")
+    return (
+        pods.select(
+            "_p",
+            _time(created_text).alias("_c"),
+            start_text.alias("_st_text"),
+            _time(start_text).alias("_st"),
+        )
+        .join(conditions.select("_p", "scheduled"), on="_p", how="left")
+        .join(statuses.select("_p", "started"), on="_p", how="left")
+        .select(
+            "_p",
+            pl.coalesce(
+                _bad_time(pl.col("_st_text"), "status.startTime", pl.col("_st")),
+                *[
+                    pl.when(created > pl.col(col)).then(
+                        pl.format(
+                            "metadata.creationTimestamp {} is after {} {}: a pod is created "
+                            "before it is scheduled or started",
+                            _stamp(created),
+                            pl.lit(what),
+                            _stamp(pl.col(col)),
+                        )
+                    )
+                    for col, what in (
+                        ("scheduled", "its PodScheduled condition"),
+                        ("_st", "status.startTime"),
+                        ("started", "its first container start"),
+                    )
+                ],
+            ).alias("_w4"),
+        )
+    )
+
+
+def _late_rejects(p: pl.DataFrame) -> pl.DataFrame:
+    """Pods that are valid alone but cannot be counted where they are (``_p``,
+    ``_why``): a GPU-memory share on a node whose GPU memory or GPU count is 0 (the
+    share would be infinite or undefined), and jobs whose pods together request more
+    than int64 of CPU or memory.
+    """
+    mem, count = pl.col("_share_mem"), pl.col("_share_count")
+    share = p.filter(
+        (pl.col("gpu_mem").fill_null(0) > 0)
+        & pl.col("_known").fill_null(False)
+        & (mem.is_not_null() | count.is_not_null())
+        & ((mem.fill_null(0) == 0) | (count.fill_null(0) == 0))
+    ).select(
+        "_p",
+        pl.format(
+            "requests {} {} on node {}, which reports {} '{}' and {} '{}': no share of a "
+            "GPU can be computed",
+            pl.lit(GPU_MEM),
+            pl.coalesce(
+                pl.col("gpu_mem").cast(pl.Int64, strict=False).cast(pl.String),
+                pl.col("gpu_mem").cast(pl.String),
+            ),
+            "_node",
+            pl.lit(GPU_MEM),
+            mem.cast(pl.String).fill_null("(none)"),
+            pl.lit(GPU_COUNT),
+            count.cast(pl.String).fill_null("(none)"),
+        ).alias("_why"),
+    )
+    limit = pl.lit(INT64_MAX, dtype=pl.Int128)
+    totals = _peaks(p, ["cpu_milli", "mem_bytes"])
+    big = totals.filter((pl.col("cpu_milli") > limit) | (pl.col("mem_bytes") > limit)).select(
+        "job_id",
+        pl.format(
+            "job {}: its pods alive together request {} past int64",
+            "job_id",
+            pl.when(pl.col("cpu_milli") > limit)
+            .then(pl.lit("milli-CPUs"))
+            .otherwise(pl.lit("bytes of memory")),
+        ).alias("_why2"),
+    )
+    overflow = p.join(big, on="job_id").select("_p", pl.col("_why2").alias("_why"))
+    return _first_reason(pl.concat([share, overflow]).sort("_p"))
 
 
 def pods_to_rows(
@@ -512,6 +701,7 @@ def pods_to_rows(
     created_text = _rec("metadata.creationTimestamp")
     deadline = _rec("spec.activeDeadlineSeconds")
     base_why = pl.coalesce(
+        pl.col(DUPLICATE),
         pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
         pl.when(created_text.is_null()).then(pl.lit("metadata.creationTimestamp is missing")),
         _bad_time(created_text, "metadata.creationTimestamp"),
@@ -532,7 +722,8 @@ def pods_to_rows(
         .join(bad_res.rename({"_why": "_w1"}), on="_p", how="left")
         .join(bad_cond.rename({"_why": "_w2"}), on="_p", how="left")
         .join(bad_st.rename({"_why": "_w3"}), on="_p", how="left")
-        .select("_p", pl.coalesce("_w0", "_w1", "_w2", "_w3").alias("_why"))
+        .join(_out_of_order(pods, st, cond), on="_p", how="left")
+        .select("_p", pl.coalesce("_w0", "_w1", "_w2", "_w3", "_w4").alias("_why"))
     )
     pods = pods.join(why, on="_p", how="left", maintain_order="left")
     rejected = pods.filter(pl.col("_why").is_not_null()).select(
@@ -564,7 +755,9 @@ def pods_to_rows(
     node_info = nodes.select(
         pl.col("machine_id").alias("_node"),
         pl.col("gpu_type").alias("_node_type"),
-        pl.col("_share_per_gpu"),
+        pl.col("_share_mem"),
+        pl.col("_share_count"),
+        pl.lit(True).alias("_known"),
     )
     # the scalar fields once, so that the joins below do not carry the nested record
     scalars = good.select(
@@ -579,6 +772,7 @@ def pods_to_rows(
         pl.coalesce(_rec("spec.priorityClassName"), _rec("status.qosClass")).alias("qos"),
         deadline.cast(pl.Float64).alias("time_limit_s"),
         pl.coalesce(*[_lookup(labels, k) for k in TASK_LABELS]).alias("task"),
+        _lookup(notes, MIRROR).is_not_null().alias("_mirror_note"),
     )
     p = (
         scalars.join(owners, on="_p", how="left")
@@ -589,20 +783,26 @@ def pods_to_rows(
         .join(node_info, on="_node", how="left")
         .sort("_p")
     )
-    kind = pl.col("_okind").fill_null("Pod")
-    oname = pl.coalesce("_oname", "_pod")
+    # A static pod's API object (its mirror pod) is owned by its Node and carries the
+    # kubernetes.io/config.mirror annotation: it is its own job, not the node's.
+    mirror = pl.col("_mirror_note") | (pl.col("_okind") == "Node").fill_null(False)
+    kind = pl.when(mirror).then(pl.lit("Pod")).otherwise(pl.col("_okind").fill_null("Pod"))
+    oname = pl.when(mirror).then(pl.col("_pod")).otherwise(pl.coalesce("_oname", "_pod"))
     reason = pl.coalesce(pl.col("_pod_reason"), pl.col("_disruption"), pl.col("_container_reason"))
     terminal = pl.col("_phase").is_in(["Succeeded", "Failed"])
     whole = pl.col("whole").fill_null(0)
     mig = pl.col("mig").fill_null(0)
     mem_share = pl.col("gpu_mem").fill_null(0)
-    share = pl.when(mem_share > 0).then(mem_share / pl.col("_share_per_gpu")).otherwise(0.0)
+    per_gpu = pl.col("_share_mem").cast(pl.Float64) / pl.col("_share_count")
+    share = pl.when(mem_share > 0).then(mem_share / per_gpu).otherwise(0.0)
     units = (whole > 0).cast(pl.Int8) + (mig > 0).cast(pl.Int8) + (mem_share > 0).cast(pl.Int8)
     p = p.with_columns(
         pl.format("{}/{}/{}", "vc", kind, oname).alias("job_id"),
         oname.alias("name"),
         kind.alias("workload_type"),
-        _pod_status(pl.col("_phase"), reason, pl.col("_disruption")).alias("_status"),
+        _pod_status(pl.col("_phase"), reason, pl.col("_disruption"), pl.col("_fail_reason")).alias(
+            "_status"
+        ),
         pl.when(reason.is_not_null())
         .then(pl.format("{}/{}", pl.col("_phase").fill_null("(no phase)"), reason))
         .otherwise(pl.col("_phase"))
@@ -627,6 +827,17 @@ def pods_to_rows(
         pl.coalesce("_node_type", "_wanted").alias("gpu_type"),
         pl.lit(1).alias("_one"),
     ).with_columns(pl.coalesce("start_time", "submit_time").alias("_alive"))
+    late = _late_rejects(p)
+    rejected = pl.concat(
+        [
+            rejected,
+            pods.select("_p", NUM, RAW)
+            .join(late, on="_p")
+            .sort("_p")
+            .select(NUM, RAW, pl.col("_why").alias(REASON)),
+        ]
+    )
+    p = p.join(late, on="_p", how="anti")
     # attempts: the job's unsuccessful pod ends before this pod's creation
     fails = (
         p.filter(pl.col("end_time").is_not_null() & (pl.col("_status") != "completed"))
@@ -749,10 +960,105 @@ def pods_to_rows(
 # -------------------------------------------------------------------------- nodes
 
 
+INT32_MAX = 2**31 - 1
+
+
+def _inventory(n: pl.DataFrame, which: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per node, the totals of ``status.<which>`` and the first bad quantity."""
+    e = (
+        n.select("_p", _rec(f"status.{which}").alias("kv"))
+        .explode("kv")
+        .filter(pl.col("kv").is_not_null())
+        .select(
+            "_p",
+            pl.col("kv").struct.field("key").alias("key"),
+            pl.col("kv").struct.field("value").alias("q"),
+        )
+    )
+    whole = ~e["key"].is_in(["cpu", "memory", "ephemeral-storage"]) & ~e["key"].str.starts_with(
+        "hugepages-"
+    )
+    v, bad_q = parse_column(e["q"], e["key"] == "cpu", whole)
+    e = e.with_columns(
+        v.alias("v"),
+        pl.when(bad_q.is_not_null())
+        .then(pl.format("status.{}.{} '{}' {}", pl.lit(which), "key", _shown(pl.col("q")), bad_q))
+        .alias("_why"),
+    )
+    totals = e.group_by("_p").agg(
+        pl.col("v").filter(pl.col("key") == "cpu").first().alias("cpu_milli"),
+        pl.col("v").filter(pl.col("key") == "memory").first().alias("mem_bytes"),
+        pl.col("v").cast(pl.Int128).filter(pl.col("key").is_in(WHOLE_GPU)).sum().alias("whole"),
+        pl.col("v")
+        .cast(pl.Int128)
+        .filter(pl.col("key").str.contains(MIG))
+        .sum()
+        .alias("mig_devices"),
+        pl.col("v").filter(pl.col("key") == GPU_MEM).first().alias("_share_mem"),
+        pl.col("v").filter(pl.col("key") == GPU_COUNT).first().alias("_share_count"),
+    )
+    big = totals.filter((pl.col("whole") > INT32_MAX) | (pl.col("mig_devices") > INT32_MAX)).select(
+        "_p",
+        pl.format(
+            "status.{} lists {} GPU devices, more than 2^31-1",
+            pl.lit(which),
+            pl.max_horizontal("whole", "mig_devices").cast(pl.String),
+        ).alias("_why"),
+    )
+    return totals, _first_reason(pl.concat([e.select("_p", "_why"), big]).sort("_p"))
+
+
+def _node_state(n: pl.DataFrame) -> pl.DataFrame:
+    """``state`` as ``kubectl get nodes`` prints STATUS (the Ready condition: Ready,
+    NotReady, or Unknown without one; ``,SchedulingDisabled`` when cordoned:
+    ``spec.unschedulable``) and ``available`` (Ready and not cordoned; null when
+    readiness is unknown and the node is not cordoned).
+    """
+    ready = (
+        n.select("_p", _rec("status.conditions").alias("c"))
+        .explode("c")
+        .filter(pl.col("c").struct.field("type") == "Ready")
+        .group_by("_p", maintain_order=True)
+        .agg((pl.col("c").struct.field("status") == "True").last().alias("_ready"))
+    )
+    cordoned = (_rec("spec.unschedulable") == "true").fill_null(False)
+    return (
+        n.select("_p", cordoned.alias("_cordoned"))
+        .join(ready, on="_p", how="left")
+        .select(
+            "_p",
+            pl.concat_str(
+                pl.when(pl.col("_ready").is_null())
+                .then(pl.lit("Unknown"))
+                .when(pl.col("_ready"))
+                .then(pl.lit("Ready"))
+                .otherwise(pl.lit("NotReady")),
+                pl.when(pl.col("_cordoned"))
+                .then(pl.lit(",SchedulingDisabled"))
+                .otherwise(pl.lit("")),
+            ).alias("state"),
+            pl.when(pl.col("_cordoned"))
+            .then(pl.lit(False))
+            .otherwise(pl.col("_ready"))
+            .alias("available"),
+        )
+    )
+
+
 def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(capacity inventory, allocatable inventory, rejected nodes). Both inventories
-    carry ``machine_id``, ``gpus``, ``gpu_type``, ``gpu_mem_bytes``, ``cpus``,
-    ``mem_bytes`` and the GPU-sharing ``_share_per_gpu`` (GiB per GPU).
+    carry ``machine_id``, ``gpus``, ``gpus_schedulable``, ``gpu_type``,
+    ``gpu_mem_bytes``, ``cpus``, ``mem_bytes``, ``state``, ``available`` and the
+    GPU-sharing capacity ``_share_mem`` (GiB) and ``_share_count`` (GPUs).
+
+    ``gpus`` (capacity inventory) is the physical GPUs installed: GPU feature
+    discovery's ``nvidia.com/gpu.count`` label when present, else the whole-GPU
+    capacity. Under the MIG ``single`` strategy that label and ``nvidia.com/gpu`` count
+    MIG devices, not GPUs (GPU feature discovery README, "MIG 'single' strategy"), so
+    the GPUs are the devices over the devices one GPU holds (``7 //
+    nvidia.com/gpu.slices.gi``), null when that does not divide. ``gpus_schedulable``
+    is what the scheduler can hand out: allocatable whole GPUs (MIG devices under
+    ``single``) plus, on a ``mixed`` node, the allocatable ``nvidia.com/mig-*`` devices.
     """
     n = objs.frame.filter(pl.col(REASON).is_null() & (pl.col("kind") == "Node")).with_row_index(
         "_p"
@@ -760,43 +1066,12 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     n = n.with_columns(pl.col("_p").cast(pl.Int64))
     labels = _rec("metadata.labels")
     name = _rec("metadata.name")
-    inv = []
-    for which in ("capacity", "allocatable"):
-        e = (
-            n.select("_p", _rec(f"status.{which}").alias("kv"))
-            .explode("kv")
-            .filter(pl.col("kv").is_not_null())
-            .select(
-                "_p",
-                pl.col("kv").struct.field("key").alias("key"),
-                pl.col("kv").struct.field("value").alias("q"),
-            )
-        )
-        whole = ~e["key"].is_in(["cpu", "memory", "ephemeral-storage"]) & ~e["key"].str.starts_with(
-            "hugepages-"
-        )
-        v, bad_q = parse_column(e["q"], e["key"] == "cpu", whole)
-        e = e.with_columns(
-            v.alias("v"),
-            pl.when(bad_q.is_not_null())
-            .then(pl.format("status.{}.{} '{}' {}", pl.lit(which), "key", "q", bad_q))
-            .alias("_why"),
-        )
-        inv.append(
-            (
-                e.group_by("_p").agg(
-                    pl.col("v").filter(pl.col("key") == "cpu").first().alias("cpu_milli"),
-                    pl.col("v").filter(pl.col("key") == "memory").first().alias("mem_bytes"),
-                    pl.col("v").filter(pl.col("key").is_in(WHOLE_GPU)).sum().alias("whole"),
-                    pl.col("v").filter(pl.col("key") == GPU_MEM).first().alias("share_mem"),
-                    pl.col("v").filter(pl.col("key") == GPU_COUNT).first().alias("share_count"),
-                ),
-                _first_reason(e),
-            )
-        )
+    inv = [_inventory(n, "capacity"), _inventory(n, "allocatable")]
     memory = _lookup(labels, GPU_MEMORY_LABEL)
     count = _lookup(labels, GPU_COUNT_LABEL)
+    slices = _lookup(labels, SLICES_LABEL)
     base_why = pl.coalesce(
+        pl.col(DUPLICATE),
         pl.when(name.is_null() | (name == "")).then(pl.lit("metadata.name is missing")),
         pl.when(memory.is_not_null() & ~memory.str.contains(r"^[0-9]{1,9}$")).then(
             pl.format(
@@ -805,6 +1080,9 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
         ),
         pl.when(count.is_not_null() & ~count.str.contains(r"^[0-9]{1,6}$")).then(
             pl.format("label {} '{}' is not a whole number", pl.lit(GPU_COUNT_LABEL), count)
+        ),
+        pl.when(slices.is_not_null() & ~slices.str.contains(r"^[1-7]$")).then(
+            pl.format("label {} '{}' is not 1 to 7", pl.lit(SLICES_LABEL), slices)
         ),
     )
     why = (
@@ -815,28 +1093,62 @@ def nodes_to_rows(objs: Objects) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFra
     )
     n = n.join(why, on="_p", how="left", maintain_order="left")
     rejected = n.filter(pl.col("_why").is_not_null()).select(NUM, RAW, pl.col("_why").alias(REASON))
-    good = n.filter(pl.col("_why").is_null()).select(
+    strategy = _lookup(labels, STRATEGY_LABEL)
+    good = (
+        n.filter(pl.col("_why").is_null())
+        .select(
+            "_p",
+            name.alias("machine_id"),
+            _lookup(labels, PRODUCT).alias("gpu_type"),
+            (memory.cast(pl.Int64) * MIB).alias("gpu_mem_bytes"),
+            count.cast(pl.Int64).alias("_label_count"),
+            (7 // slices.cast(pl.Int64)).alias("_per_gpu"),
+            strategy.alias("_strategy"),
+        )
+        .join(_node_state(n), on="_p", how="left")
+    )
+    cap, alloc = inv[0][0], inv[1][0]
+    sched = alloc.select(
         "_p",
-        name.alias("machine_id"),
-        _lookup(labels, PRODUCT).alias("gpu_type"),
-        (memory.cast(pl.Int64) * MIB).alias("gpu_mem_bytes"),
-        count.cast(pl.Int64).alias("_label_count"),
+        (pl.col("whole").fill_null(0) + pl.col("mig_devices").fill_null(0)).alias("_sched_all"),
+        pl.col("whole").fill_null(0).alias("_sched_whole"),
+    )
+    # the GPU-sharing capacity is a node's capacity whichever inventory is read
+    shares = cap.select("_p", "_share_mem", "_share_count")
+    good = good.join(sched, on="_p", how="left").join(shares, on="_p", how="left")
+    good = good.with_columns(
+        pl.when(pl.col("_strategy") == "mixed")
+        .then(pl.col("_sched_all"))
+        .otherwise(pl.col("_sched_whole"))
+        .cast(pl.Int32)
+        .alias("gpus_schedulable")
+    )
+    installed = pl.coalesce(pl.col("_label_count"), pl.col("whole").fill_null(0))
+    single = pl.col("_strategy") == "single"
+    installed = (
+        pl.when(single & pl.col("gpu_type").str.contains("-MIG-").fill_null(False))
+        .then(pl.when((installed % pl.col("_per_gpu")) == 0).then(installed // pl.col("_per_gpu")))
+        .otherwise(installed)
     )
     out = []
-    for k, (totals, _) in enumerate(inv):
-        frame = good.join(totals, on="_p", how="left", maintain_order="left")
-        gpus = pl.col("whole").fill_null(0)
-        if k == 0:
-            gpus = pl.max_horizontal(gpus, pl.col("_label_count").fill_null(0))
+    for k, totals in enumerate((cap, alloc)):
+        frame = good.join(
+            totals.drop("_share_mem", "_share_count"), on="_p", how="left", maintain_order="left"
+        )
+        gpus = installed if k == 0 else pl.col("whole").fill_null(0)
         out.append(
             frame.select(
                 "machine_id",
                 gpus.cast(pl.Int32).alias("gpus"),
+                "gpus_schedulable",
                 "gpu_type",
                 "gpu_mem_bytes",
                 per(pl.col("cpu_milli"), 1000).alias("cpus"),
                 "mem_bytes",
-                (pl.col("share_mem") / pl.col("share_count")).alias("_share_per_gpu"),
+                "state",
+                "available",
+                pl.col("_share_mem"),
+                pl.col("_share_count"),
             )
         )
     return out[0], out[1], rejected
@@ -865,7 +1177,7 @@ def _machine_rows(frame: pl.DataFrame, dataset: str, cluster: str) -> pl.DataFra
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
         pl.lit(cluster).alias("cluster"),
-        pl.exclude("_share_per_gpu"),
+        pl.exclude("_share_mem", "_share_count"),
     )
 
 
@@ -917,7 +1229,12 @@ class KubernetesLoader:
             "cluster": cluster,
         }
         nodes_cap = pl.DataFrame(
-            schema={"machine_id": pl.String, "gpu_type": pl.String, "_share_per_gpu": pl.Float64}
+            schema={
+                "machine_id": pl.String,
+                "gpu_type": pl.String,
+                "_share_mem": pl.Int64,
+                "_share_count": pl.Int64,
+            }
         )
         pod_ids = {id(o) for o in pod_files}
         for objs in node_files:

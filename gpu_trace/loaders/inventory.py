@@ -30,6 +30,7 @@ each inventory was taken, its dataset name, one machine per node, and capacity o
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 import warnings
 from collections.abc import Iterator, Sequence
@@ -197,7 +198,7 @@ def dataset_name(cluster: str, when: dt.datetime) -> str:
 def periods(times: list[dt.datetime]) -> list[float | None]:
     """Seconds from each snapshot to the next distinct one; None for the last."""
     distinct = sorted(set(times))
-    following = {t: n for t, n in zip(distinct, distinct[1:], strict=False)}
+    following = dict(itertools.pairwise(distinct))
     return [(following[t] - t).total_seconds() if t in following else None for t in times]
 
 

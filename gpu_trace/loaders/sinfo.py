@@ -241,10 +241,13 @@ class SinfoLoader:
         """Yield a ``machines`` and a ``capacity`` batch per snapshot file."""
         name = inv.require_cluster(cluster, "sinfo")
         files = inv.discover(path, SUFFIXES, "sinfo export")
+        headers = {}
+        for f in files:  # every file checked before any time is read or warned about
+            inv.check_size(f)
+            headers[f] = read_sinfo_header(f)
         shots = inv.snapshots(files, snapshot_time)
         for shot, period in zip(shots, inv.periods([s.time for s in shots]), strict=True):
-            inv.check_size(shot.path)
-            header = read_sinfo_header(shot.path)
+            header = headers[shot.path]
             info = file_info(shot.path, header_lines=1)
             good, bad = parse(info, header)
             yield from inv.batches(

@@ -277,7 +277,7 @@ def test_sinfo_hostile_lines_are_quarantined(tmp_path: Path) -> None:
     assert reasons["line 5"].startswith("MEMORY '99999999999999999999' is not a whole number")
     assert reasons["line 6"].startswith("NODELIST 'gpu[05-08]' is a host list")
     assert reasons["line 7"] == "expected 6 fields, found 1"
-    assert reasons["line 8"].startswith("line of 70033 characters")
+    assert reasons["line 8"] == "line of 70033 bytes (more than 65536)"
     assert reasons["line 9"] == "invalid UTF-8"
     assert reasons["line 10"] == (
         "node gpu01 repeats line 2 with other values (GPUs, CPUs, memory or state)"
@@ -551,7 +551,7 @@ def test_oversized_file_is_refused(tmp_path: Path) -> None:
     no disk used)."""
     f = tmp_path / "sinfo-2026-12-01T0900Z.txt"
     with f.open("wb") as fh:
-        fh.truncate(257 * 1024 * 1024)
+        fh.truncate(129 * 1024 * 1024)
     r = run("ingest", "sinfo", f, "--cluster", "c", "--store", tmp_path / "s")
     assert r.exit_code == 1
     lines = r.stderr.strip().splitlines()

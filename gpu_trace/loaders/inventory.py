@@ -22,9 +22,10 @@ each inventory was taken, its dataset name, one machine per node, and capacity o
   in both, so partition rows overlap and do not add up to the total). ``period_s`` runs
   to the next snapshot of the same ingest; the last one's is null (the next snapshot is
   not known yet).
-- **Bounds**: a file over :data:`MAX_FILE_BYTES` is refused, a line over
-  :data:`MAX_LINE_CHARS` characters is quarantined, and at most
-  :data:`MAX_NODES` nodes are read per file.
+- **Bounds**: a file over :data:`MAX_FILE_BYTES` is refused; a line over
+  :data:`MAX_LINE_BYTES` bytes is quarantined without being held whole (the file is read
+  through a copy where such lines are cut, :func:`bounded`); at most :data:`MAX_NODES`
+  nodes are read per file.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -46,11 +48,15 @@ from gpu_trace.plugins import option
 from gpu_trace.store.parquet import slug
 
 BASIS = "inventory"
-MAX_FILE_BYTES = 256 * 1024 * 1024
-"""Largest inventory file read (a 100,000-node ``scontrol -o`` export is ~150 MB)."""
-MAX_LINE_CHARS = 65_536
+MAX_FILE_BYTES = 128 * 1024 * 1024
+"""Largest inventory file read (a 50,000-node ``scontrol -o`` export is ~60 MB)."""
+MAX_LINE_BYTES = 65_536
 """Longest line read; a longer one is quarantined (a node record is a few hundred
-characters)."""
+bytes)."""
+_CHUNK = 1 << 22
+_CUT = "\x00[cut at {limit} of {n} bytes]"
+_CUT_RE = r"\x00\[cut at \d+ of (\d+) bytes\]$"
+_COPIES: list[tempfile.TemporaryDirectory[str]] = []
 MAX_NODES = 200_000
 """Most nodes read from one file (the largest clusters have tens of thousands);
 lines beyond are quarantined, so a hostile file cannot grow without bound."""
@@ -202,11 +208,61 @@ def periods(times: list[dt.datetime]) -> list[float | None]:
     return [(following[t] - t).total_seconds() if t in following else None for t in times]
 
 
+def _longest_line(path: Path) -> int:
+    """Bytes of the longest line of ``path``, streamed (nothing held but one chunk)."""
+    longest = current = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            parts = chunk.split(b"\n")
+            if len(parts) == 1:
+                current += len(chunk)
+                continue
+            inner = max(map(len, parts[1:-1]), default=0)
+            longest = max(longest, current + len(parts[0]), inner)
+            current = len(parts[-1])
+    return max(longest, current)
+
+
+def bounded(info: FileInfo) -> FileInfo:
+    """``info`` itself when no line is over :data:`MAX_LINE_BYTES` bytes; else the
+    :class:`FileInfo` of a copy in which each such line keeps its first
+    :data:`MAX_LINE_BYTES` bytes and ends with a marker naming its length, so a
+    hostile line (a gigabyte without a newline) is never held whole, and
+    :func:`long_lines` quarantines it. Line numbers are unchanged. The copy lives until
+    the process exits (the lazy scans read it).
+    """
+    if _longest_line(info.path) <= MAX_LINE_BYTES:
+        return info
+    tmp = tempfile.TemporaryDirectory(prefix="gpu-trace-inventory-")
+    _COPIES.append(tmp)
+    out = Path(tmp.name) / info.path.name
+    current = 0
+
+    def cut(n: int) -> bytes:
+        return _CUT.format(limit=MAX_LINE_BYTES, n=n).encode()
+
+    with info.path.open("rb") as src, out.open("wb") as dst:
+        while chunk := src.read(_CHUNK):
+            for i, part in enumerate(chunk.split(b"\n")):
+                if i:
+                    if current > MAX_LINE_BYTES:
+                        dst.write(cut(current))
+                    dst.write(b"\n")
+                    current = 0
+                room = MAX_LINE_BYTES - current
+                if room > 0:
+                    dst.write(part[:room])
+                current += len(part)
+        if current > MAX_LINE_BYTES:
+            dst.write(cut(current))
+    return replace(info, path=out, utf8=None)
+
+
 def long_lines() -> pl.Expr:
-    """The reason for a line over :data:`MAX_LINE_CHARS` characters (else null)."""
-    n = pl.col(RAW).str.len_chars()
-    return pl.when(n > MAX_LINE_CHARS).then(
-        pl.format(f"line of {{}} characters (more than {MAX_LINE_CHARS})", n)
+    """The reason for a line :func:`bounded` cut (else null)."""
+    n = pl.col(RAW).str.extract(_CUT_RE, 1)
+    return pl.when(n.is_not_null()).then(
+        pl.format(f"line of {{}} bytes (more than {MAX_LINE_BYTES})", n)
     )
 
 
@@ -326,14 +382,16 @@ def batches(
     parsed: pl.DataFrame,
     bad: pl.DataFrame,
     metadata: dict[str, str],
+    scan: FileInfo | None = None,
 ) -> Iterator[Batch]:
     """The ``machines`` and ``capacity`` batches of one inventory file: ``parsed`` are
     its good lines (``_line``, ``machine_id``, :data:`VALUES`, ``available``,
-    ``partition``), ``bad`` its rejected ones (``_line``, ``_raw``, ``_reason``).
+    ``partition``), ``bad`` its rejected ones (``_line``, ``_raw``, ``_reason``); ``scan``
+    the (:func:`bounded`) copy the lines were read from, when not the file itself.
     """
     dataset = dataset_name(cluster, snapshot.time)
     machines, contradicting, merged = one_per_node(parsed)
-    contradicting = _with_raw(info, contradicting)
+    contradicting = _with_raw(scan or info, contradicting)
     rejected = pl.concat(
         [bad.select(LINE, RAW, REASON), contradicting.select(LINE, RAW, REASON)]
     ).sort(LINE)

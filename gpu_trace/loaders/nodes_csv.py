@@ -73,9 +73,12 @@ TRUE = ("true", "yes", "1")
 FALSE = ("false", "no", "0")
 
 
-def read_csv_header(path: Path) -> tuple[str, ...]:
-    """The column names (lower case), or a one-line error naming what is missing."""
+def read_csv_header(path: Path, original: Path | None = None) -> tuple[str, ...]:
+    """The column names (lower case), or a one-line error naming what is missing (about
+    ``original`` when ``path`` is its bounded copy).
+    """
     names = tuple(n.strip().strip('"').strip().lower() for n in read_header(path).split(","))
+    path = original or path
     dupes = sorted({n for n in names if n in COLUMNS and names.count(n) > 1})
     if dupes:
         raise InputError(path, f"the header names {', '.join(dupes)} twice", "line 1")
@@ -256,12 +259,13 @@ class NodesCsvLoader:
         files = inv.discover(path, SUFFIXES, "node list CSV")
         if snapshot_time is not None and len(files) > 1:
             inv.snapshots(files, snapshot_time)  # the one-line refusal
-        parts: list[tuple[inv.Snapshot, FileInfo, pl.DataFrame, pl.DataFrame]] = []
+        parts: list[tuple[inv.Snapshot, FileInfo, FileInfo, pl.DataFrame, pl.DataFrame]] = []
         for f in files:
             inv.check_size(f)
-            names = read_csv_header(f)
             info = file_info(f, header_lines=1)
-            good, bad = parse(info, names)
+            scan = inv.bounded(info)
+            names = read_csv_header(scan.path, f)
+            good, bad = parse(scan, names)
             if "time" in names:
                 if snapshot_time is not None:
                     msg = f"--snapshot-time given but {f.name} has a time column (one or the other)"
@@ -272,12 +276,12 @@ class NodesCsvLoader:
                 for i, t in enumerate(times):
                     rows = good.filter(pl.col("_time") == t) if t is not None else good.head(0)
                     shot = inv.Snapshot(f, t or _fallback(f), "time_column")
-                    parts.append((shot, info, rows, bad if i == 0 else bad.head(0)))
+                    parts.append((shot, info, scan, rows, bad if i == 0 else bad.head(0)))
             else:
                 (shot,) = inv.snapshots([f], snapshot_time)
-                parts.append((shot, info, good, bad))
+                parts.append((shot, info, scan, good, bad))
         parts.sort(key=lambda p: (p[0].time, p[0].path.name))
-        for (shot, info, good, bad), period in zip(
+        for (shot, info, scan, good, bad), period in zip(
             parts, inv.periods([p[0].time for p in parts]), strict=True
         ):
             yield from inv.batches(
@@ -288,6 +292,7 @@ class NodesCsvLoader:
                 period_s=period,
                 parsed=good.drop("_time"),
                 bad=bad,
+                scan=scan,
                 metadata={"format": "nodes-csv"},
             )
 

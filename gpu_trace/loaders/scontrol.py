@@ -71,7 +71,7 @@ def _quoted(text: pl.Expr) -> pl.Expr:
     return pl.lit("'") + text + pl.lit("'")
 
 
-def _check_one_liner(info: FileInfo) -> None:
+def _check_one_liner(info: FileInfo, path: Path) -> None:
     """Refuse ``scontrol show node`` without ``-o``: its line 2 is an indented
     continuation (``   CPUAlloc=...``), and one node would be split over a dozen lines.
     """
@@ -80,7 +80,7 @@ def _check_one_liner(info: FileInfo) -> None:
         text = second[RAW][0]
         if text[:1].isspace() and "=" in text:
             raise InputError(
-                info.path,
+                path,
                 "one node spans several lines: export with scontrol show node -o "
                 "(--oneliner), one line per node",
                 "line 2",
@@ -193,8 +193,9 @@ class ScontrolLoader:
             info = file_info(shot.path, header_lines=0)
             if info.empty:
                 raise InputError(shot.path, "file is empty (expected one line per node)")
-            _check_one_liner(info)
-            good, bad = parse(info)
+            scan = inv.bounded(info)
+            _check_one_liner(scan, shot.path)
+            good, bad = parse(scan)
             yield from inv.batches(
                 source=SOURCE,
                 cluster=name,
@@ -203,6 +204,7 @@ class ScontrolLoader:
                 period_s=period,
                 parsed=good,
                 bad=bad,
+                scan=scan,
                 metadata={"format": "scontrol show node -o"},
             )
 

@@ -44,7 +44,15 @@ from gpu_trace.errors import InputError
 from gpu_trace.loaders import inventory as inv
 from gpu_trace.loaders import slurm_node_values as nv
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.textfile import LINE, RAW, REASON, file_info, read_header, scan_lines
+from gpu_trace.loaders.textfile import (
+    LINE,
+    RAW,
+    REASON,
+    FileInfo,
+    file_info,
+    read_header,
+    scan_lines,
+)
 from gpu_trace.plugins import LoaderPlugin
 
 SOURCE = "slurm"
@@ -85,9 +93,12 @@ class Header:
         return out
 
 
-def read_sinfo_header(path: Path) -> Header:
-    """The field names of an sinfo export, or a one-line error naming what is wrong."""
+def read_sinfo_header(path: Path, original: Path | None = None) -> Header:
+    """The field names of an sinfo export, or a one-line error naming what is wrong
+    (about ``original`` when ``path`` is its bounded copy).
+    """
     line = read_header(path)
+    path = original or path
     sep = "|" if "|" in line else None
     trailing = sep is not None and line.endswith(sep)
     body = line.removesuffix("|") if trailing else line
@@ -148,7 +159,7 @@ def _quoted(text: pl.Expr) -> pl.Expr:
     return pl.lit("'") + text + pl.lit("'")
 
 
-def parse(info: Any, header: Header) -> tuple[pl.DataFrame, pl.DataFrame]:
+def parse(info: FileInfo, header: Header) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(good, bad) lines: good ones typed (``_line``, ``machine_id``, the per-node
     values, ``available``, ``partition``), bad ones with ``_line``, ``_raw``, ``_reason``.
     """
@@ -241,15 +252,16 @@ class SinfoLoader:
         """Yield a ``machines`` and a ``capacity`` batch per snapshot file."""
         name = inv.require_cluster(cluster, "sinfo")
         files = inv.discover(path, SUFFIXES, "sinfo export")
-        headers = {}
+        checked = {}
         for f in files:  # every file checked before any time is read or warned about
             inv.check_size(f)
-            headers[f] = read_sinfo_header(f)
+            info = file_info(f, header_lines=1)
+            scan = inv.bounded(info)
+            checked[f] = (info, scan, read_sinfo_header(scan.path, f))
         shots = inv.snapshots(files, snapshot_time)
         for shot, period in zip(shots, inv.periods([s.time for s in shots]), strict=True):
-            header = headers[shot.path]
-            info = file_info(shot.path, header_lines=1)
-            good, bad = parse(info, header)
+            info, scan, header = checked[shot.path]
+            good, bad = parse(scan, header)
             yield from inv.batches(
                 source=SOURCE,
                 cluster=name,
@@ -258,6 +270,7 @@ class SinfoLoader:
                 period_s=period,
                 parsed=good,
                 bad=bad,
+                scan=scan,
                 metadata={
                     "format": "sinfo",
                     "fields": ",".join(header.names),

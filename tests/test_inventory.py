@@ -614,3 +614,21 @@ def test_nodes_csv_without_required_column_is_one_line(tmp_path: Path) -> None:
     assert r.stderr.strip().splitlines() == [
         f"error: {f}: line 1: header lacks column(s) node (expected node,gpus,gpu_type,cpus,mem)"
     ]
+
+
+def test_sinfo_and_scontrol_of_one_moment_are_one_snapshot(tmp_path: Path) -> None:
+    """Both exports of 10:00 name the same dataset: the later ingest replaces the
+    earlier, so capacity at 10:00 is not counted twice."""
+    store = tmp_path / "store"
+    s = tmp_path / "sinfo-2026-12-01T1000Z.txt"
+    s.write_text(SINFO)
+    c = tmp_path / "scontrol-2026-12-01T1000Z.txt"
+    c.write_text(SCONTROL)
+    for cmd, f in (("sinfo", s), ("scontrol", c)):
+        r = run("ingest", cmd, f, "--cluster", "prod", "--store", store)
+        assert r.exit_code == 0, r.output
+    m = table(store, "machines")
+    assert set(m["dataset"]) == {"prod-inventory-20261201t100000z"}
+    assert sorted(m["machine_id"]) == ["datamover2", "gpu01", "gpu02"]  # scontrol's nodes
+    total = table(store, "capacity").filter(pl.col("vc").is_null())
+    assert total["gpus"].to_list() == [8]

@@ -52,6 +52,10 @@ class Batch:
     cluster: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     sort: bool = True
+    rows_merged: int = 0
+    """Records the loader itself folded into another record of this batch (a node that
+    an inventory lists once per partition): read = written + quarantined + merged.
+    """
 
 
 class Loader(Protocol):
@@ -157,7 +161,7 @@ class _Entry:
     def line(self) -> Reconciled:
         b, p = self.batch, self.pending
         written = self.written if p is None else p.kept
-        merged = 0 if p is None else p.merged
+        merged = b.rows_merged + (0 if p is None else p.merged)
         _check(b, self.read, written, self.rejected.height, merged)
         return Reconciled(
             b.file.path.name, b.table, b.dataset, self.read, written, self.rejected.height, merged
@@ -234,7 +238,7 @@ def ingest(
                 batch.rejected.lazy().collect() if batch.rejected is not None else pl.DataFrame()
             )
             read = batch.file.records if batch.rows_read is None else batch.rows_read
-            _check(batch, read, staged.rows, rejected.height)
+            _check(batch, read, staged.rows, rejected.height, batch.rows_merged)
             entry = _Entry(batch, read, rejected, staged.rows, generator=generator)
             if merging:
                 entry.pending = Pending(

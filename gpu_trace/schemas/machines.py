@@ -73,7 +73,8 @@ CAPACITY = Table(
             "basis",
             pa.string(),
             "Where the number comes from: published (the trace's own totals), "
-            "machine_list, inferred_jobs, inferred_util.",
+            "machine_list, inferred_jobs, inferred_util, inventory (an operator's node "
+            "inventory snapshot: GPUs of the nodes not down, drained or failed).",
         ),
     ),
 )

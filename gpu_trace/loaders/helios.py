@@ -75,11 +75,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     LINE,
@@ -93,6 +92,7 @@ from gpu_trace.loaders.textfile import (
     with_utf8,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 from gpu_trace.values import choose
@@ -151,16 +151,6 @@ class HeliosFile:
     kind: str
     """``cluster_log`` or ``cluster_gpu_number``."""
     path: Path
-
-
-def check_tz(tz: str) -> str:
-    """``tz`` if it names an IANA zone, else a one-line error."""
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        msg = f"unknown time zone {tz!r}; use an IANA name such as {DEFAULT_TZ}"
-        raise GpuTraceError(msg) from None
-    return tz
 
 
 # --------------------------------------------------------------------------- discovery
@@ -870,7 +860,7 @@ class HeliosLoader:
         """Yield a ``jobs`` batch per ``cluster_log.csv`` and a ``capacity`` batch per
         ``cluster_gpu_number.csv`` of the selected clusters, times read in ``tz``.
         """
-        check_tz(tz)
+        tz = parse_tz(tz)
         for file in select(path, cluster):
             if file.kind == "cluster_log":
                 yield cluster_log(file, tz)
@@ -899,6 +889,7 @@ class HeliosOptions:
         DEFAULT_TZ,
         "IANA zone of the naive timestamps (undocumented upstream; the datacenter is in "
         "China). Recorded in jobs.source_tz.",
+        parse=parse_tz,
     )
 
 

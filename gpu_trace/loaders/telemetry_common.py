@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
@@ -40,6 +40,7 @@ from gpu_trace.loaders.textfile import (
     FileInfo,
     capped,
 )
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.schemas.telemetry import GPU_METRICS
 
 CELL = "_cell"
@@ -66,12 +67,10 @@ class TimeBasis:
 
 
 def zone(tz: str) -> ZoneInfo:
-    """The IANA zone ``tz``, or a one-line error naming it."""
-    try:
-        return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        msg = f"unknown time zone {tz!r} (use an IANA name such as UTC)"
-        raise GpuTraceError(msg) from None
+    """The IANA zone ``tz`` as :func:`gpu_trace.loaders.zones.parse_tz` reads it, or its
+    one-line error.
+    """
+    return ZoneInfo(parse_tz(tz))
 
 
 def parse_start(text: str | None, tz: str) -> dt.datetime | None:

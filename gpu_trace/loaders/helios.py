@@ -75,7 +75,7 @@ from typing import Any
 
 import polars as pl
 
-from gpu_trace.datasets.extract import ExtractLimits, extract_zip
+from gpu_trace.datasets.extract import ArchiveTooLarge, ExtractLimits, UnsafeArchive, extract_zip
 from gpu_trace.errors import DatasetError, InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
@@ -171,8 +171,11 @@ def _extract_zip(path: Path, max_extract_bytes: int | None = None) -> list[Helio
     try:
         limits = ExtractLimits.for_archive(path.stat().st_size, None, max_extract_bytes)
         names = extract_zip(path, root, limits=limits)
-    except DatasetError as exc:
+    except (UnsafeArchive, ArchiveTooLarge) as exc:
         raise InputError(path, str(exc).removeprefix(f"{path}: ")) from None
+    except DatasetError as exc:  # damaged: unreadable directory or member data
+        why = str(exc).removeprefix(f"{path}: ").removeprefix("not a readable zip archive ")
+        raise InputError(path, f"not a readable zip archive ({why.strip('()')})") from None
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     found: dict[tuple[str, str], HeliosFile] = {}

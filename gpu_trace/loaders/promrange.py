@@ -420,8 +420,8 @@ def parse(
         ["inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"]
     )
     family = pl.col(FIELD)
-    events = [f for f, spec in FIELDS.items() if spec.metric.startswith("event:")]
-    is_event = family.is_in(events)
+    event_fields = [f for f, spec in FIELDS.items() if spec.metric.startswith("event:")]
+    is_event = family.is_in(event_fields)
     gpu = pl.col("gpu_index")  # the label text (cast to a number below)
     reason = (
         pl.when(family.is_null())

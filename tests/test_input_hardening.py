@@ -782,3 +782,25 @@ def test_helios_zip_link_member_is_refused(tmp_path: Path) -> None:
         zf.writestr(link, "/etc/passwd")
     line = one_line_error(ingest("helios", z, tmp_path / "s"))
     assert "data/Earth/cluster_log.csv" in line and "symlink" in line
+
+
+@pytest.mark.parametrize("damage", ["encrypted", "method 99"])
+def test_helios_zip_zipfile_cannot_read_is_one_error(tmp_path: Path, damage: str) -> None:
+    """APPNOTE.TXT: general purpose bit 0 = encrypted; method 99 = AES (WinZip). The
+    standard library refuses both (RuntimeError / NotImplementedError)."""
+    import zipfile
+
+    z = tmp_path / "data.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("data/Venus/cluster_log.csv", LOG_HEADER + "\n" + GOOD + "\n")
+    data = bytearray(z.read_bytes())
+    for sig, flag_at, method_at in ((b"PK\x03\x04", 6, 8), (b"PK\x01\x02", 8, 10)):
+        at = data.find(sig)
+        if damage == "encrypted":
+            data[at + flag_at] |= 1
+        else:
+            data[at + method_at : at + method_at + 2] = (99).to_bytes(2, "little")
+    z.write_bytes(bytes(data))
+    line = one_line_error(ingest("helios", z, tmp_path / "s"))
+    want = "encrypted member" if damage == "encrypted" else "not a readable zip archive"
+    assert want in line

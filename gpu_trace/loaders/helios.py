@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import zipfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -176,6 +177,9 @@ def _extract_zip(path: Path, max_extract_bytes: int | None = None) -> list[Helio
     except DatasetError as exc:  # damaged: unreadable directory or member data
         why = str(exc).removeprefix(f"{path}: ").removeprefix("not a readable zip archive ")
         raise InputError(path, f"not a readable zip archive ({why.strip('()')})") from None
+    except (NotImplementedError, RuntimeError, zipfile.LargeZipFile) as exc:
+        # an unsupported compression method, an encrypted member: zipfile's own errors
+        raise InputError(path, f"not a readable zip archive ({exc})") from None
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     found: dict[tuple[str, str], HeliosFile] = {}

@@ -40,6 +40,9 @@ EXTREMES = (
     b"0x",
     b"0xFFFFFFFFFFFFFFFFFFFF",
     b"1" * 40,
+    b"79.5",  # a fractional XID (issue 25)
+    b"1.5",  # a fractional GPU index
+    b"1e10",  # 1e10 GB of memory: past int64 bytes
 )
 GARBAGE = (
     b"\x00\x01\x02",
@@ -157,6 +160,38 @@ def insert_huge_line(data: bytes, rng: random.Random) -> bytes:
         lines[at - 1] += b"\n"
     lines.insert(at, huge)
     return _cap(b"".join(lines))
+
+
+def deep_nesting(data: bytes, rng: random.Random) -> bytes:
+    """Insert 500-3,000 nested ``[`` / ``{"a":`` levels (closed or not) at a random point:
+    JSON readers that recurse (Python's json: ~1,000 levels) and everything that prints
+    the parsed value back.
+    """
+    depth = rng.choice((500, 970, 1100, 3000))
+    opener, closer = rng.choice(((b"[", b"]"), (b'{"a":', b"}")))
+    closed = rng.random() < 0.7
+    blob = opener * depth + ((b"1" + closer * depth) if closed else b"")
+    at = rng.randint(0, len(data))
+    return _cap(data[:at] + blob + data[at:])
+
+
+_OFFSET = re.compile(rb"(?<=\d\d:\d\d:\d\d)(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)")
+ODD_OFFSETS = (b"+99:99", b"+24:00", b"-00:60", b"+14:01", b"+0800", b"-23:59", b"Z")
+
+
+def odd_offset(data: bytes, rng: random.Random) -> bytes:
+    """Replace one UTC offset after a time (``+08:00``, ``Z``) with an odd or impossible
+    one (``+99:99``), or give an offset-less time one.
+    """
+    hits = list(_OFFSET.finditer(data))
+    if not hits:
+        times = list(re.finditer(rb"\d\d:\d\d:\d\d", data))
+        if not times:
+            return data
+        t = rng.choice(times)
+        return data[: t.end()] + rng.choice(ODD_OFFSETS) + data[t.end() :]
+    m = rng.choice(hits)
+    return data[: m.start()] + rng.choice(ODD_OFFSETS) + data[m.end() :]
 
 
 def insert_delimiter(data: bytes, rng: random.Random) -> bytes:
@@ -337,6 +372,8 @@ MUTATORS: dict[str, Mutator] = {
     "swap_lines": swap_lines,
     "insert_garbage_line": insert_garbage_line,
     "insert_huge_line": insert_huge_line,
+    "deep_nesting": deep_nesting,
+    "odd_offset": odd_offset,
     "insert_delimiter": insert_delimiter,
     "delete_delimiter": delete_delimiter,
     "extreme_number": extreme_number,
@@ -354,7 +391,7 @@ MUTATORS: dict[str, Mutator] = {
 }
 """Every mutator by name (the name is recorded with each case)."""
 
-_RARE = {"empty_file", "header_only", "insert_huge_line"}
+_RARE = {"empty_file", "header_only", "insert_huge_line", "deep_nesting"}
 
 
 def mutate(data: bytes, rng: random.Random) -> tuple[bytes, list[str]]:

@@ -113,3 +113,17 @@ def check_number(
         msg = f"{what} must be <= {le:g}, got {value:g}"
         raise UsageError(msg)
     return value
+
+
+_SIZE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+def size_bytes(text: str) -> int:
+    """``500000``, ``300M``, ``2G`` (decimal units, as ``datasets`` prints sizes), at
+    least 1; anything else is a :class:`UsageError`.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", text, re.IGNORECASE)
+    if not m or (n := int(float(m[1]) * _SIZE_UNITS[m[2].lower()])) < 1:
+        msg = f"{text!r} is not a size (e.g. 500M, 2G, 100000)"
+        raise UsageError(msg)
+    return n

@@ -358,7 +358,7 @@ def test_cli_zip_bomb_from_a_mirror_is_capped(
     code, lines = fetch_cli(
         "helios", "--dest", str(dest), "--mirror", base, "--max-extract-bytes", "nope"
     )
-    assert code == 1 and lines == ["error: 'nope' is not a size (e.g. 500M, 2G, 100000)"]
+    assert code == 2 and lines == ["error: 'nope' is not a size (e.g. 500M, 2G, 100000)"]
 
 
 def test_cli_tar_bomb_keeps_the_pinned_archive_only(

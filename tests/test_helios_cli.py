@@ -31,4 +31,4 @@ def test_cli_ingest_helios(store: Path) -> None:
     assert total and total[0].split()[1:] == ["11", "11", "0", "0"]
     assert runner.invoke(app, ["ingest", "helios", str(DATA), "--cluster", "mars"]).exit_code == 2
     bad = runner.invoke(app, ["ingest", "helios", str(DATA), "--store", str(store), "--tz", "X/Y"])
-    assert bad.exit_code == 1 and "unknown time zone 'X/Y'" in bad.stderr
+    assert bad.exit_code == 2 and "unknown time zone 'X/Y'" in bad.stderr

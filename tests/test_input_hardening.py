@@ -429,7 +429,7 @@ def test_clip() -> None:
 
 def test_huge_header_error_is_capped(tmp_path: Path) -> None:
     f = tmp_path / "openb_pod_list_default.csv"
-    f.write_text("z" * 10_000_000 + "\n1\n")
+    f.write_text("z" * 500_000 + "\n1\n")  # under the 1 MiB line cap: read, then clipped
     line = one_line_error(ingest("openb", f, tmp_path / "store"))
     assert len(line) < 600 and "… [" in line and "characters]" in line
 
@@ -466,3 +466,341 @@ def test_pl_marker_matches_clip() -> None:
     text = "q" * 5000
     got = pl.select(capped(pl.lit(text), 300)).item()
     assert got == clip(text, 300) == "q" * 300 + "… [5000 characters]"
+
+
+# -- bounded lines (issue 25: memory bounded by design, not by input luck) -----------------
+
+SACCT_HEADER = "JobID|User|State|Submit|Start|End|Elapsed|AllocTRES|NodeList"
+"""sacct(1) -P: "|"-separated fields, one header line naming them (--parsable2)."""
+ACME_HEADER = (
+    "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,"
+    "duration,queue,gpu_time"
+)  # the release's trace_seren.csv header
+
+
+def _long_line_file(tmp_path: Path, kind: str, body: bytes) -> Path:
+    """A file of ``kind`` whose header is fine and whose line 2 is ``body`` (no newline)."""
+    if kind == "slurm":
+        f = tmp_path / "c.psv"
+        head = SACCT_HEADER
+    elif kind == "acme":
+        f = tmp_path / "trace_seren.csv"
+        head = ACME_HEADER
+    elif kind == "helios":
+        (tmp_path / "venus").mkdir(exist_ok=True)
+        f = tmp_path / "venus" / "cluster_log.csv"
+        head = LOG_HEADER
+    elif kind == "openb":
+        f = tmp_path / "openb_pod_list_default.csv"
+        head = (SAMPLES / "openb" / "openb_pod_list_default.csv").read_text().splitlines()[0]
+    else:
+        f = tmp_path / "m.prom"
+        head = 'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 57'
+    with f.open("wb") as fh:
+        fh.write(head.encode() + b"\n" + body)
+    return f
+
+
+@pytest.mark.parametrize("kind", ["slurm", "acme", "helios", "openb", "prometheus"])
+def test_line_over_one_mib_is_one_error(tmp_path: Path, kind: str) -> None:
+    """A line of 1 MiB + 1 byte (no newline: a binary or truncated file) fails the file
+    with one line naming it and the line, before any parser reads it."""
+    f = _long_line_file(tmp_path, kind, b"7" * (MIB + 1))
+    extra = {"prometheus": ["--time", "2024-01-01T00:00:00Z"], "slurm": ["--tz", "UTC"]}.get(
+        kind, []
+    )
+    line = one_line_error(ingest(kind, f, tmp_path / "store", *extra))
+    assert f"{f}: line 2: line is longer than {MIB} bytes" in line
+    # exactly 1 MiB is still a line (quarantined or read as the format says, never an error)
+    f.unlink()
+    g = _long_line_file(tmp_path, kind, b"7" * MIB + b"\n")
+    assert ingest(kind, g, tmp_path / "store2", *extra).exit_code == 0
+
+
+def test_header_over_one_mib_is_one_error_naming_line_1(tmp_path: Path) -> None:
+    f = tmp_path / "c.psv"
+    f.write_bytes(b"J" * (2 * MIB))  # no newline at all
+    line = one_line_error(ingest("slurm", f, tmp_path / "store", "--tz", "UTC"))
+    assert f"{f}: line 1: line is longer than {MIB} bytes" in line
+
+
+def _independent_first_long_line(data: bytes, limit: int) -> int | None:
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        if len(line) > limit:
+            return n
+    return None
+
+
+def test_line_cap_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streaming check finds the first over-long line whatever the chunking, compared
+    with a plain split on b"\\n" over many random files."""
+    import random
+
+    from gpu_trace.loaders import textfile
+
+    rng = random.Random(25)
+    f = tmp_path / "x.txt"
+    for chunk in (1, 3, 7, 64):
+        monkeypatch.setattr(textfile, "_CHUNK", chunk)
+        for _ in range(60):
+            data = b"".join(
+                b"a" * rng.choice([0, 1, 4, 5, 6, 9]) + rng.choice([b"\n", b""])
+                for _ in range(rng.randrange(1, 12))
+            )
+            f.write_bytes(data)
+            want = _independent_first_long_line(data, 5)
+            if want is None:
+                assert file_info(f, 0, max_line=5).size_bytes == len(data)
+            else:
+                with pytest.raises(InputError, match=f"line {want}: line is longer than 5"):
+                    file_info(f, 0, max_line=5)
+
+
+_PEAK = """
+import resource, sys
+from typer.testing import CliRunner
+from gpu_trace.cli import app
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r = CliRunner().invoke(app, sys.argv[1:])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(r.exit_code, (after - before) // 1024)
+print(r.stderr)
+"""
+
+
+@pytest.mark.parametrize("kind", ["slurm", "acme", "prometheus-range"])
+def test_100_mb_without_a_newline_costs_no_more_than_a_chunk(tmp_path: Path, kind: str) -> None:
+    """Before: the whole line was read (header readline, scan_lines, or the JSON reader):
+    a 100 MB line cost > 200 MB, 1 GB cost 2.3 GB. Now the peak grows by a few MiB
+    (4 MiB chunks), measured in a fresh process with getrusage (ru_maxrss in KiB)."""
+    import subprocess
+    import sys
+
+    big = tmp_path / ("c.psv" if kind == "slurm" else "trace_seren.csv")
+    if kind == "prometheus-range":
+        big = tmp_path / "r.json"
+    with big.open("wb") as fh:
+        block = b"9" * MIB
+        for _ in range(100):
+            fh.write(block)
+    args = ["-q", "ingest", kind, str(big), "--store", str(tmp_path / "s")]
+    args += {"prometheus-range": ["--max-answer-bytes", "10M"], "slurm": ["--tz", "UTC"]}.get(
+        kind, []
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.splitlines()
+    code, grown_mib = (int(x) for x in out[0].split())
+    errors = [ln for ln in out[1:] if ln.strip()]
+    assert code == 1 and len(errors) == 1 and errors[0].startswith("error:"), out
+    assert "line 1: line is longer than" in errors[0]
+    assert grown_mib < 40, out
+
+
+# -- prometheus-range: answer cap, nesting, values -------------------------------------------
+
+
+# Prometheus HTTP API (docs/querying/api.md, "Range queries" and "Range vectors"):
+# {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {...},
+# "values": [[<unix_time>, "<sample_value>"], ...]}]}}
+def _answer(*series: tuple[dict[str, str], list[list[object]]]) -> str:
+    import json
+
+    result = [{"metric": m, "values": v} for m, v in series]
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+
+GOOD_SERIES = (
+    {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "n1"},
+    [[1700000000, "5"]],
+)
+
+
+def test_promrange_answer_over_the_cap_is_refused_before_reading(tmp_path: Path) -> None:
+    """A pretty-printed answer (short lines) larger than --max-answer-bytes: one error
+    from its size; the same answer under the cap reads."""
+    import json
+
+    values = [[1700000000 + 15 * i, "50"] for i in range(40_000)]
+    doc = json.loads(_answer((GOOD_SERIES[0], values)))
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(doc, indent=1))  # ~1.6 MB over many lines
+    size = f.stat().st_size
+    line = one_line_error(ingest("prometheus-range", f, tmp_path / "s", "--max-answer-bytes", "1M"))
+    assert f"one answer of {size} bytes, more than --max-answer-bytes (1000000)" in line
+    ok = ingest("prometheus-range", f, tmp_path / "s", "--max-answer-bytes", "2M")
+    assert ok.exit_code == 0 and "read 40000 = written 40000" in ok.stderr
+    bad = ingest("prometheus-range", f, tmp_path / "s", "--max-answer-bytes", "0")
+    assert bad.exit_code == 2 and "is not a size" in bad.stderr
+
+
+def test_promrange_json_line_over_the_cap_is_one_error(tmp_path: Path) -> None:
+    f = tmp_path / "r.jsonl"
+    f.write_text(_answer(GOOD_SERIES) + "\n" + " " * 2_000_000 + _answer(GOOD_SERIES) + "\n")
+    line = one_line_error(ingest("prometheus-range", f, tmp_path / "s", "--max-answer-bytes", "1M"))
+    assert "line 2: line is longer than 1000000 bytes" in line
+
+
+def test_promrange_cap_is_telemetry_pulls_body_cap() -> None:
+    """Anything `telemetry pull --save` wrote (each answer <= its --max-body-bytes
+    default) reads back with the default cap."""
+    from gpu_trace.loaders.promrange import MAX_ANSWER_BYTES
+    from gpu_trace.telemetry.promclient import MAX_BODY
+
+    assert MAX_ANSWER_BYTES == MAX_BODY
+
+
+def test_promrange_deep_nesting_never_a_traceback(tmp_path: Path) -> None:
+    """~970 levels of [] parse in json.loads but could not be printed back into the
+    quarantine (RecursionError traceback). Each JSON line is its own record."""
+    deep = "[" * 970 + "]" * 970
+    f = tmp_path / "r.jsonl"
+    f.write_text(_answer(GOOD_SERIES) + "\n" + '{"status": ' + deep + "}\n" + deep + "\n")
+    store = tmp_path / "s"
+    result = ingest("prometheus-range", f, store)
+    assert result.exit_code == 0, result.output
+    assert "read 3 = written 1 + quarantined 2" in result.stderr
+    got = dict(sql(store, "select locator, raw from quarantine"))
+    assert set(got) == {"line 2", "line 3"}
+    assert got["line 2"].startswith('{"status": [[[')  # the line as written
+    single = tmp_path / "one.json"
+    single.write_text(deep)
+    one_line_error(ingest("prometheus-range", single, tmp_path / "s2"))
+
+
+def test_promrange_xid_and_gpu_label_are_quarantined_not_bent(tmp_path: Path) -> None:
+    """DCGM_FI_DEV_XID_ERRORS is "the last XID error encountered" (DCGM field 230, an
+    int64): -1, NaN and 79.5 are no XID; before, 79.5 became event code 79 and -1 / NaN
+    vanished as "no event". A ``gpu`` label of 1.5 names no GPU; before, its samples were
+    filed under a null GPU."""
+    xid = {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0", "Hostname": "n1"}
+    samples = [[1700000000, "-1"], [1700000015, "NaN"], [1700000030, "79.5"], [1700000045, "79"]]
+    util = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "1.5", "Hostname": "n1"}
+    f = tmp_path / "r.json"
+    f.write_text(_answer((xid, samples), (util, [[1700000000, "50"]])))
+    store = tmp_path / "s"
+    result = ingest("prometheus-range", f, store)
+    assert result.exit_code == 0, result.output
+    assert "read 5 = written 1 + quarantined 4" in result.stderr
+    assert sorted(sql(store, "select locator, reason from quarantine")) == [
+        ("series 1, sample 1", "DCGM_FI_DEV_XID_ERRORS value '-1' is not an XID or error count (a whole number >= 0)"),
+        ("series 1, sample 2", "DCGM_FI_DEV_XID_ERRORS value 'NaN' is not an XID or error count"),
+        ("series 1, sample 3", "DCGM_FI_DEV_XID_ERRORS value '79.5' is not an XID or error count (a whole number >= 0)"),
+        ("series 2, sample 1", "gpu label '1.5' is not a GPU index (a whole number 0-32767)"),
+    ]  # fmt: skip
+    assert sql(store, "select code, gpu_index from events") == [(79, 0)]
+
+
+# -- acme: absurd numbers and offsets ----------------------------------------------------------
+
+
+def test_acme_xid_memory_and_offset_are_quarantined(tmp_path: Path) -> None:
+    """AcmeTrace README: XID_ERRORS cells are the last XID per GPU; ``mem_per_pod_GB`` is a
+    pod's memory in GB (Kalos); times carry a UTC offset (+08:00 / +00:00). 1e300 as an
+    XID and 1e10 GB of memory were tracebacks (int64 casts); +99:99 was read as an
+    offset of 100 h 39 min."""
+    util = tmp_path / "util" / "seren"
+    util.mkdir(parents=True)
+    (util / "XID_ERRORS.csv").write_text(
+        "Time,10.140.1.10-0,10.140.1.10-1\n2023-03-01 08:00:00+08:00,0.0,1e300\n"
+        "2023-03-01 08:00:15+99:99,0.0,0.0\n2023-03-01 08:00:30+08:00,79.0,0.0\n"
+    )
+    store = tmp_path / "s"
+    result = ingest("acme", util / "XID_ERRORS.csv", store)
+    assert result.exit_code == 0, result.output
+    assert sorted(sql(store, "select locator, reason from quarantine")) == [
+        ("line 2", "10.140.1.10-1 value '1e300' is not a whole XID number (0 to 2^53)"),
+        ("line 3", "Time '2023-03-01 08:00:15+99:99' is not a time (YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM])"),
+    ]  # fmt: skip
+    assert sql(store, "select code from events") == [(79,)]
+    kalos = tmp_path / "trace_kalos.csv"
+    head = (
+        "job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_per_pod,type,state,"
+        "submit_time,start_time,end_time,fail_time,stop_time,duration,queue,gpu_time"
+    )  # the release's trace_kalos.csv header
+    row = "{id},u1,1,8,96,{mem},100.0,Other,COMPLETED,2023-05-17 11:00:58+00:00,2023-05-17 11:01:08+00:00,2023-05-17 11:01:16+00:00,,,8,10.0,64.0"
+    kalos.write_text(
+        "\n".join([head, row.format(id="a", mem="1e10"), row.format(id="b", mem="1000")]) + "\n"
+    )
+    store2 = tmp_path / "s2"
+    result = ingest("acme", kalos, store2)
+    assert result.exit_code == 0, result.output
+    assert sql(store2, "select locator, reason from quarantine") == [
+        ("line 2", "mem_per_pod_GB '1e10' is not a memory size (at most 1000000 GB per pod, and x node_num within int64 bytes)")
+    ]  # fmt: skip
+    assert sql(store2, "select job_id, mem_bytes from jobs") == [("b", 1000 * 10**9)]
+
+
+# -- archives: helios data.zip through the datasets extractor's caps ---------------------------
+
+
+def _bomb(tmp_path: Path) -> Path:
+    """8 MB of zeros after a real header: deflates to a few KB."""
+    import zipfile
+
+    z = tmp_path / "data.zip"
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("data/Venus/cluster_log.csv", LOG_HEADER + "\n" + "0" * 8_000_000)
+    assert z.stat().st_size < 64_000
+    return z
+
+
+def test_helios_zip_bomb_stops_at_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: no cap (2 MB zip -> 2 GiB on disk). Now the datasets extractor's cap:
+    --max-extract-bytes as in `datasets fetch`, default 40x the archive (at least
+    MIN_EXTRACT_BYTES, patched small here), and nothing is left in the temp folder."""
+    import tempfile
+
+    from gpu_trace.datasets import extract
+
+    z = _bomb(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    line = one_line_error(ingest("helios", z, tmp_path / "s", "--max-extract-bytes", "1M"))
+    assert "expands past 1000000 bytes" in line and str(z) in line
+    monkeypatch.setattr(extract, "MIN_EXTRACT_BYTES", 2_000_000)
+    line = one_line_error(ingest("helios", z, tmp_path / "s"))
+    assert "expands past 2000000 bytes" in line
+    assert sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) == 0
+    bad = ingest("helios", z, tmp_path / "s", "--max-extract-bytes", "lots")
+    assert bad.exit_code == 2 and "'lots' is not a size" in bad.stderr
+
+
+def test_helios_zip_link_member_is_refused(tmp_path: Path) -> None:
+    import zipfile
+
+    z = tmp_path / "data.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("data/Venus/cluster_log.csv", LOG_HEADER + "\n" + GOOD + "\n")
+        link = zipfile.ZipInfo("data/Earth/cluster_log.csv")
+        link.external_attr = 0o120777 << 16  # a symlink, as `zip --symlinks` stores it
+        zf.writestr(link, "/etc/passwd")
+    line = one_line_error(ingest("helios", z, tmp_path / "s"))
+    assert "data/Earth/cluster_log.csv" in line and "symlink" in line
+
+
+@pytest.mark.parametrize("damage", ["encrypted", "method 99"])
+def test_helios_zip_zipfile_cannot_read_is_one_error(tmp_path: Path, damage: str) -> None:
+    """APPNOTE.TXT: general purpose bit 0 = encrypted; method 99 = AES (WinZip). The
+    standard library refuses both (RuntimeError / NotImplementedError)."""
+    import zipfile
+
+    z = tmp_path / "data.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("data/Venus/cluster_log.csv", LOG_HEADER + "\n" + GOOD + "\n")
+    data = bytearray(z.read_bytes())
+    for sig, flag_at, method_at in ((b"PK\x03\x04", 6, 8), (b"PK\x01\x02", 8, 10)):
+        at = data.find(sig)
+        if damage == "encrypted":
+            data[at + flag_at] |= 1
+        else:
+            data[at + method_at : at + method_at + 2] = (99).to_bytes(2, "little")
+    z.write_bytes(bytes(data))
+    line = one_line_error(ingest("helios", z, tmp_path / "s"))
+    want = "encrypted member" if damage == "encrypted" else "not a readable zip archive"
+    assert want in line

@@ -7,7 +7,6 @@ and hints go to stderr, so ``gpu-trace datasets list -f json | jq`` stays pipeab
 from __future__ import annotations
 
 import json
-import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -38,7 +37,7 @@ from gpu_trace.datasets import (
     verify,
 )
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.values import choose
+from gpu_trace.values import choose, size_bytes
 
 app = typer.Typer(
     help="Public trace registry: list, fetch and verify the official downloads.",
@@ -64,18 +63,6 @@ FilesOpt = Annotated[
     list[str] | None,
     typer.Option("--file", help="Only this file of the dataset (repeatable).", show_default=False),
 ]
-
-
-_SIZE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
-
-
-def size_bytes(text: str) -> int:
-    """``500000``, ``300M``, ``2G`` (decimal units, as ``human`` prints them)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", text, re.IGNORECASE)
-    if not m:
-        msg = f"{text!r} is not a size (e.g. 500M, 2G, 100000)"
-        raise GpuTraceError(msg)
-    return int(float(m[1]) * _SIZE_UNITS[m[2].lower()])
 
 
 def human(n: int) -> str:

@@ -36,8 +36,8 @@ from gpu_trace.loaders.acme_common import DEFAULT_TZ, SOURCE
 from gpu_trace.loaders.acme_jobs import JobFile, job_batch
 from gpu_trace.loaders.acme_util import METRICS, NOT_READ, UtilFile, metric_of, util_batches
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.helios import check_tz
 from gpu_trace.loaders.textfile import read_header
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
@@ -128,7 +128,7 @@ class AcmeLoader:
         """Yield a ``jobs`` batch per job trace and the sample / event batches of each
         utilization file; times without an offset are read in ``tz``.
         """
-        check_tz(tz)
+        tz = parse_tz(tz)
         for f in discover(path, cluster):
             if isinstance(f, JobFile):
                 yield job_batch(f, tz)
@@ -147,6 +147,7 @@ class AcmeOptions:
     tz: str = option(
         "Asia/Shanghai",
         "IANA zone for times written without a UTC offset (the release writes offsets: +08:00 Seren, +00:00 Kalos). Recorded in source_tz.",
+        parse=parse_tz,
     )
 
 

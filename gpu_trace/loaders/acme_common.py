@@ -49,9 +49,10 @@ def time_stages(text: str, out: str, tz: str) -> list[list[pl.Expr]]:
         pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False, cache=False
     )
     frac = base.str.slice(20).str.pad_end(6, "0").str.slice(0, 6).cast(pl.Int64, strict=False)
-    minutes = g.struct[2].cast(pl.Int64, strict=False) * 60 + g.struct[3].cast(
-        pl.Int64, strict=False
-    )
+    hh = g.struct[2].cast(pl.Int64, strict=False)
+    mm = g.struct[3].cast(pl.Int64, strict=False)
+    # RFC 3339 time-numoffset: hour 00-23, minute 00-59; "+99:99" is no offset at all
+    minutes = pl.when((hh <= 23) & (mm <= 59)).then(hh * 60 + mm)
     sign = pl.when(g.struct[1] == "-").then(-1).otherwise(1)
     naive = pl.col(f"{out}_naive")
     offset = pl.col(f"{out}_offset")

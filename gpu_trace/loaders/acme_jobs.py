@@ -100,6 +100,10 @@ KALOS_NUMBERS = ("mem_per_pod_GB", "shared_mem_per_pod")
 TIMES = ("submit_time", "start_time", "end_time")
 KALOS_TIMES = ("fail_time", "stop_time")
 INT32_MAX = 2**31 - 1
+MAX_POD_MEM_GB = 1_000_000
+"""A pod's memory above 1 PB (30x the largest single server's) is damage, not a size:
+quarantined, as is any product with node_num past int64 bytes (``1e10`` GB x 1 node
+overflowed the int64 cast, a traceback before)."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,17 @@ def parse(path: Path, names: list[str], tz: str) -> pl.LazyFrame:
         )
         checks.append(pl.when(value < 0).then(pl.lit(f"{c} is negative")))
     node = pl.col("_node_num")
+    if "mem_per_pod_GB" in numbers:
+        mem = pl.col("_mem_per_pod_GB")
+        checks.append(
+            pl.when((mem > MAX_POD_MEM_GB) | (mem * float(GB) * node >= 2.0**63)).then(
+                pl.format(
+                    f"mem_per_pod_GB {{}} is not a memory size (at most {MAX_POD_MEM_GB} GB "
+                    "per pod, and x node_num within int64 bytes)",
+                    _quoted(t("mem_per_pod_GB")),
+                )
+            )
+        )
     checks.append(
         pl.when((node != node.floor()) | (node > INT32_MAX)).then(
             pl.format("node_num {} is not a whole number of nodes", _quoted(t("node_num")))

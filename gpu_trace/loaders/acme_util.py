@@ -50,6 +50,7 @@ from gpu_trace.loaders.acme_common import (
     zone_name,
 )
 from gpu_trace.loaders.base import Batch, ReconciliationError
+from gpu_trace.loaders.telemetry_common import MAX_EVENT_VALUE
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
@@ -132,7 +133,7 @@ _CELL_REASON = {
     NOT_NUMBER: "is not a number",
     NEGATIVE: "is negative",
     OUTSIDE_PCT: "is outside 0-100 %",
-    NOT_WHOLE: "is not a whole XID number",
+    NOT_WHOLE: "is not a whole XID number (0 to 2^53)",
 }
 
 
@@ -258,7 +259,10 @@ def _cells(info: FileInfo, metric: Metric, ncol: int, tz: str) -> pl.LazyFrame:
         .then(NEGATIVE)
         .when(pl.lit(metric.percent) & (number > 100))
         .then(OUTSIDE_PCT)
-        .when(pl.lit(metric.metric == "event:xid") & (number != number.floor()))
+        .when(
+            pl.lit(metric.metric == "event:xid")
+            & ((number != number.floor()) | (number > MAX_EVENT_VALUE))
+        )
         .then(NOT_WHOLE)
     )
     if metric.percent_of_ratio:

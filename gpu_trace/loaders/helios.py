@@ -65,21 +65,19 @@ fetched again by number. Tests check that both paths give identical rows.
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
-from gpu_trace.errors import GpuTraceError, InputError
+from gpu_trace.datasets.extract import ArchiveTooLarge, ExtractLimits, UnsafeArchive, extract_zip
+from gpu_trace.errors import DatasetError, InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     LINE,
@@ -93,9 +91,10 @@ from gpu_trace.loaders.textfile import (
     with_utf8,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
-from gpu_trace.values import choose
+from gpu_trace.values import choose, size_bytes
 
 SOURCE = "helios"
 CLUSTERS = ("venus", "earth", "saturn", "uranus")
@@ -159,58 +158,50 @@ class HeliosFile:
     path: Path
 
 
-def check_tz(tz: str) -> str:
-    """``tz`` if it names an IANA zone, else a one-line error."""
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        msg = f"unknown time zone {tz!r}; use an IANA name such as {DEFAULT_TZ}"
-        raise GpuTraceError(msg) from None
-    return tz
-
-
 # --------------------------------------------------------------------------- discovery
 
 _EXTRACTED: list[tempfile.TemporaryDirectory[str]] = []
 
 
-def _extract_zip(path: Path) -> list[HeliosFile]:
-    """Stream the Helios members of ``data.zip`` into a temporary folder that lives
-    until the process exits (the lazy scans read the files after this returns). Only
-    ``<Cluster>/cluster_*.csv`` members are extracted, under names we build ourselves,
-    so member paths cannot escape the folder.
+def _extract_zip(path: Path, max_extract_bytes: int | None = None) -> list[HeliosFile]:
+    """Extract ``data.zip`` into a temporary folder that lives until the process exits
+    (the lazy scans read the files after this returns), through the datasets extractor
+    (:func:`gpu_trace.datasets.extract.extract_zip`): links and special members refused,
+    names checked, bytes counted while they are decompressed against the cap
+    ``datasets fetch`` uses (40x the archive, at least 64 MiB; ``max_extract_bytes``
+    overrides), so a zip bomb stops at the cap with one error line. Then the
+    ``<Cluster>/cluster_*.csv`` members are picked out.
     """
+    tmp = tempfile.TemporaryDirectory(prefix="gpu-trace-helios-")
+    _EXTRACTED.append(tmp)
+    root = Path(tmp.name)
     try:
-        with zipfile.ZipFile(path) as zf:
-            members = [(m, _MEMBER.search(m.filename)) for m in zf.infolist() if not m.is_dir()]
-            wanted = [(m, hit) for m, hit in members if hit and "__MACOSX" not in m.filename]
-            if not wanted:
-                raise InputError(
-                    path, "zip archive holds no <Cluster>/cluster_log.csv or cluster_gpu_number.csv"
-                )
-            tmp = tempfile.TemporaryDirectory(prefix="gpu-trace-helios-")
-            _EXTRACTED.append(tmp)
-            found: list[HeliosFile] = []
-            for member, hit in wanted:
-                folder = Path(tmp.name) / slug(hit["cluster"])
-                folder.mkdir(exist_ok=True)
-                dest = folder / f"{hit['kind']}.csv"
-                if dest.exists():
-                    raise InputError(
-                        path, f"two {hit['kind']}.csv members for cluster {slug(hit['cluster'])}"
-                    )
-                with zf.open(member) as src, dest.open("wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 22)
-                found.append(HeliosFile(slug(hit["cluster"]), hit["kind"], dest))
-            return found
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        EOFError,
-        NotImplementedError,
-        zlib.error,
-    ) as exc:
+        limits = ExtractLimits.for_archive(path.stat().st_size, None, max_extract_bytes)
+        names = extract_zip(path, root, limits=limits)
+    except (UnsafeArchive, ArchiveTooLarge) as exc:
+        raise InputError(path, str(exc).removeprefix(f"{path}: ")) from None
+    except DatasetError as exc:  # damaged: unreadable directory or member data
+        why = str(exc).removeprefix(f"{path}: ").removeprefix("not a readable zip archive ")
+        raise InputError(path, f"not a readable zip archive ({why.strip('()')})") from None
+    except (NotImplementedError, RuntimeError, zipfile.LargeZipFile) as exc:
+        # an unsupported compression method, an encrypted member: zipfile's own errors
         raise InputError(path, f"not a readable zip archive ({exc})") from None
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    found: dict[tuple[str, str], HeliosFile] = {}
+    for name in names:
+        hit = _MEMBER.search(name)
+        if hit is None or "__MACOSX" in name:
+            continue
+        key = (slug(hit["cluster"]), hit["kind"])
+        if key in found:
+            raise InputError(path, f"two {key[1]}.csv members for cluster {key[0]}")
+        found[key] = HeliosFile(key[0], key[1], root / name)
+    if not found:
+        raise InputError(
+            path, "zip archive holds no <Cluster>/cluster_log.csv or cluster_gpu_number.csv"
+        )
+    return list(found.values())
 
 
 def _classify(file: Path) -> HeliosFile | None:
@@ -231,11 +222,13 @@ def _in_folder(folder: Path) -> list[HeliosFile]:
     return found
 
 
-def discover(path: Path) -> list[HeliosFile]:
-    """Every Helios file under ``path`` (see the module docstring for the layouts)."""
+def discover(path: Path, max_extract_bytes: int | None = None) -> list[HeliosFile]:
+    """Every Helios file under ``path`` (see the module docstring for the layouts);
+    ``max_extract_bytes`` caps what ``data.zip`` may expand to.
+    """
     if path.is_file():
         if path.suffix.lower() == ".zip":
-            return _extract_zip(path)
+            return _extract_zip(path, max_extract_bytes)
         hit = _classify(path)
         if hit is None:
             raise InputError(
@@ -248,15 +241,15 @@ def discover(path: Path) -> list[HeliosFile]:
     if not found and (path / "data").is_dir():
         found = _in_folder(path / "data")
     if not found and (path / "data.zip").is_file():
-        found = _extract_zip(path / "data.zip")
+        found = _extract_zip(path / "data.zip", max_extract_bytes)
     return found
 
 
-def select(path: Path, cluster: str) -> list[HeliosFile]:
+def select(path: Path, cluster: str, max_extract_bytes: int | None = None) -> list[HeliosFile]:
     """The files for the chosen cluster(s) (``all``, one slug, or a comma-separated
     list), in the owners' cluster order, each cluster's log before its capacity.
     """
-    found = discover(path)
+    found = discover(path, max_extract_bytes)
     if not found:
         raise InputError(
             path,
@@ -871,13 +864,19 @@ class HeliosLoader:
     version = "1"
 
     def batches(
-        self, path: Path, *, cluster: str = "all", tz: str = DEFAULT_TZ, **_: Any
+        self,
+        path: Path,
+        *,
+        cluster: str = "all",
+        tz: str = DEFAULT_TZ,
+        max_extract_bytes: int | None = None,
+        **_: Any,
     ) -> Iterator[Batch]:
         """Yield a ``jobs`` batch per ``cluster_log.csv`` and a ``capacity`` batch per
         ``cluster_gpu_number.csv`` of the selected clusters, times read in ``tz``.
         """
-        check_tz(tz)
-        for file in select(path, cluster):
+        tz = parse_tz(tz)
+        for file in select(path, cluster, max_extract_bytes):
             if file.kind == "cluster_log":
                 yield cluster_log(file, tz)
             else:
@@ -905,6 +904,14 @@ class HeliosOptions:
         DEFAULT_TZ,
         "IANA zone of the naive timestamps (undocumented upstream; the datacenter is in "
         "China). Recorded in jobs.source_tz.",
+        parse=parse_tz,
+    )
+    max_extract_bytes: int | None = option(
+        None,
+        "Abort a data.zip that expands past this many bytes (e.g. 2G), as datasets fetch "
+        "does. Default: 40x its size, at least 64 MiB.",
+        parse=size_bytes,
+        metavar="SIZE",
     )
 
 

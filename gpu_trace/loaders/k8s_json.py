@@ -128,7 +128,9 @@ def _is_object(text: str) -> dict[str, object] | None:
 
 def read_objects(path: Path) -> Objects:
     """The records of one file, decoded (see the module doc)."""
-    info = file_info(path, 0)
+    # no line cap: a compact `kubectl get -o json | jq -c .` List is one long line, read
+    # by DuckDB's streaming JSON reader, never as one Python string
+    info = file_info(path, 0, max_line=None)
     head = _first_lines(path)
     if not head:
         raise InputError(

@@ -84,11 +84,21 @@ from gpu_trace.loaders.textfile import (
     FileInfo,
     capped,
     file_info,
+    read_lines,
 )
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
+from gpu_trace.values import size_bytes
 
 SOURCE = "prometheus-range"
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+"""The largest answer read (a whole single-answer file, or one line of a JSON-lines
+file): ``telemetry pull``'s ``--max-body-bytes`` default, so anything pull saved reads.
+Checked from the file's size and line lengths before any answer is read."""
+MAX_GPU_INDEX = 32767
+"""``gpu_samples.gpu_index`` is an int16: a ``gpu`` label outside 0..32767, or not a
+whole number (``1.5``), names no GPU and its samples are quarantined, not filed under
+a null GPU."""
 MAX_UNIX_S = 253402300800.0
 """10000-01-01T00:00:00Z: later (or negative) times are not unix seconds of a sample."""
 _FIRST = operator.itemgetter(0)
@@ -114,16 +124,27 @@ def _clean(text: str) -> str:
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
+TOO_DEEP = "<JSON nested too deeply to print>"
+"""What stands for a value whose nesting exhausts Python's recursion limit when printed
+(``json.loads`` takes ~1,000 levels; printing it from deeper in the stack may not)."""
+
+
+def _dumps(value: object) -> str:
+    try:
+        return json.dumps(value, allow_nan=True)
+    except RecursionError:
+        return TOO_DEEP
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def _text(value: object) -> str:
-    return _clean(value) if isinstance(value, str) else json.dumps(value)
+    return _clean(value) if isinstance(value, str) else _dumps(value)[: RAW_LIMIT + 1]
 
 
 def _raw(value: object) -> str:
     """A damaged record's JSON text for the quarantine (capped there)."""
-    try:
-        return json.dumps(value, allow_nan=True)[: RAW_LIMIT + 1]
-    except (TypeError, ValueError):
-        return repr(value)[: RAW_LIMIT + 1]
+    return _dumps(value)[: RAW_LIMIT + 1]
 
 
 @dataclass
@@ -156,11 +177,13 @@ class Walk:
         """A locator: the line (in JSON lines) and the parts inside the response."""
         return ", ".join([f"line {line}", *parts] if self.jsonl else list(parts))
 
-    def reject(self, locator: str, reason: str, raw: object) -> None:
-        """Record one record rejected whole (it becomes a quarantine row)."""
+    def reject(self, locator: str, reason: str, raw: object, text: str | None = None) -> None:
+        """Record one record rejected whole (it becomes a quarantine row); ``text``, when
+        given, is its raw text instead of ``raw`` printed as JSON.
+        """
         self.bad_locator.append(locator)
         self.bad_reason.append(reason)
-        self.bad_raw.append(_raw(raw))
+        self.bad_raw.append(_raw(raw) if text is None else text)
 
     def response(self, line: int, doc: object) -> str | None:
         """Walk one response; returns why it is unusable as a whole (None: walked)."""
@@ -258,14 +281,22 @@ class Walk:
             self.models[f"{row['host'] or row['_instance_host'] or ''}/{row['gpu_index']}"] = model
 
 
-def _documents(path: Path) -> Walk:
-    """Read ``path`` as one response or JSON lines; walk every response."""
-    walk = Walk(_is_json_lines(path))
+def _documents(info: FileInfo, max_answer: int) -> Walk:
+    """Read ``path`` as one response or JSON lines; walk every response. No answer
+    larger than ``max_answer`` bytes is read (the caller checked line lengths).
+    """
+    path = info.path
+    walk = Walk(_is_json_lines(path, max_answer))
     if walk.jsonl:
-        with path.open("rb") as fh:
-            for n, line in enumerate(fh, start=1):
-                _json_line(walk, n, line)
+        for n, line in read_lines(path, max_answer):
+            _json_line(walk, n, line)
         return walk
+    if info.size_bytes > max_answer:
+        raise InputError(
+            path,
+            f"one answer of {info.size_bytes} bytes, more than --max-answer-bytes "
+            f"({max_answer}); not read",
+        )
     try:
         doc = json.loads(path.read_bytes())
     except (ValueError, RecursionError) as exc:
@@ -278,20 +309,16 @@ def _documents(path: Path) -> Walk:
     return walk
 
 
-def _is_json_lines(path: Path) -> bool:
+def _is_json_lines(path: Path, max_answer: int) -> bool:
     """JSON lines when there are two non-blank lines and the first is JSON by itself
     (a pretty-printed single response's first line, ``{``, is not).
     """
     head: list[bytes] = []
-    try:
-        with path.open("rb") as fh:
-            for ln in fh:
-                if ln.strip():
-                    head.append(ln)
-                    if len(head) == 2:
-                        break
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    for _, ln in read_lines(path, max_answer):
+        if ln.strip():
+            head.append(ln)
+            if len(head) == 2:
+                break
     if len(head) < 2:
         return False
     try:
@@ -311,15 +338,15 @@ def _json_line(walk: Walk, n: int, line: bytes) -> None:
     try:
         doc = json.loads(line)
     except (ValueError, RecursionError) as exc:
-        walk.reject(
-            f"line {n}",
-            f"not JSON: {_json_error(exc)}",
-            line.decode("utf-8", "replace").rstrip("\r\n"),
-        )
+        raw = line[: RAW_LIMIT + 1].decode("utf-8", "replace").rstrip("\r\n")
+        walk.reject(f"line {n}", f"not JSON: {_json_error(exc)}", None, raw)
         return
     why = walk.response(n, doc)
     if why is not None:
-        walk.reject(f"line {n}", why, doc)
+        raw = _raw(doc)
+        if raw == TOO_DEEP:  # parsed, but too deep to print again: keep the line as written
+            raw = line[: RAW_LIMIT + 1].decode("utf-8", "replace").rstrip()
+        walk.reject(f"line {n}", why, None, raw)
 
 
 def _json_error(exc: Exception) -> str:
@@ -327,7 +354,9 @@ def _json_error(exc: Exception) -> str:
         return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
     if isinstance(exc, UnicodeDecodeError):
         return "invalid UTF-8"
-    return type(exc).__name__ if isinstance(exc, RecursionError) else str(exc)
+    if isinstance(exc, RecursionError):
+        return "nested too deeply (RecursionError)"
+    return str(exc)
 
 
 _SERIES_SCHEMA = {
@@ -391,6 +420,9 @@ def parse(
         ["inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"]
     )
     family = pl.col(FIELD)
+    event_fields = [f for f, spec in FIELDS.items() if spec.metric.startswith("event:")]
+    is_event = family.is_in(event_fields)
+    gpu = pl.col("gpu_index")  # the label text (cast to a number below)
     reason = (
         pl.when(family.is_null())
         .then(pl.lit("series has no __name__ label"))
@@ -406,6 +438,13 @@ def parse(
         .then(pl.lit("value is missing"))
         .when(infinite)
         .then(pl.format("{} value '{}' is not finite", family, v))
+        .when(is_event & (v.str.to_lowercase() == "nan"))
+        .then(pl.format("{} value '{}' is not an XID or error count", family, v))
+        .when(
+            gpu.is_not_null()
+            & ~gpu.cast(pl.Int16, strict=False).is_between(0, MAX_GPU_INDEX).fill_null(False)
+        )
+        .then(pl.format("gpu label '{}' is not a GPU index (a whole number 0-32767)", gpu))
     )
     keys = ("host", "gpu_index", "gpu_uuid", "mig_instance", "time")
     frame = (
@@ -526,13 +565,20 @@ def _quarantine(bad: pl.DataFrame, dataset: str, file: Path) -> pl.DataFrame:
 
 
 def range_file(
-    path: Path, dataset: str, *, host: str | None = None, extra: dict[str, str] | None = None
+    path: Path,
+    dataset: str,
+    *,
+    host: str | None = None,
+    extra: dict[str, str] | None = None,
+    max_answer_bytes: int = MAX_ANSWER_BYTES,
 ) -> list[Batch]:
-    """One saved query_range answer (or JSON lines of them) -> gpu_samples (and events) batches."""
-    info: FileInfo = file_info(path, 0, check_utf8=False)
+    """One saved query_range answer (or JSON lines of them) -> gpu_samples (and events)
+    batches; an answer over ``max_answer_bytes`` is one error, found before it is read.
+    """
+    info: FileInfo = file_info(path, 0, check_utf8=False, max_line=max_answer_bytes)
     if info.empty:
         raise InputError(path, "file is empty")
-    walk = _documents(path)
+    walk = _documents(info, max_answer_bytes)
     if walk.records == 0:
         raise InputError(path, "no samples in the response(s) (empty result)")
     samples, events, quarantine, no_event = parse(
@@ -579,15 +625,17 @@ class PromRangeLoader:
         host: str | None = None,
         dataset: str | None = None,
         extra: dict[str, str] | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
         **_: Any,
     ) -> Iterator[Batch]:
         """Yield the batches of ``path``: one file, or every ``.json`` / ``.jsonl`` in a folder."""
+        cap = {"max_answer_bytes": max_answer_bytes}
         if path.is_file():
-            yield from range_file(path, dataset or slug(path.stem), host=host, extra=extra)
+            yield from range_file(path, dataset or slug(path.stem), host=host, extra=extra, **cap)
             return
         for f in sorted(p for p in path.iterdir() if p.is_file()):
             if f.suffix in (".json", ".jsonl"):
-                yield from range_file(f, slug(f.stem), host=host, extra=extra)
+                yield from range_file(f, slug(f.stem), host=host, extra=extra, **cap)
 
 
 @dataclass(frozen=True)
@@ -596,6 +644,14 @@ class PromRangeOptions:
 
     host: str | None = option(
         None, "Host name (default: the hostname/Hostname label, else instance)."
+    )
+    max_answer_bytes: int = option(
+        MAX_ANSWER_BYTES,
+        "Refuse an answer (a whole .json file, or one line of a .jsonl file) larger than "
+        "this many bytes (e.g. 500M), checked before it is read; the default is telemetry "
+        "pull's --max-body-bytes.",
+        parse=size_bytes,
+        metavar="SIZE",
     )
 
 

@@ -63,7 +63,7 @@ from gpu_trace.errors import InputError, InputWarning
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.helios import check_tz, fixed_offset, with_raw
+from gpu_trace.loaders.helios import fixed_offset, with_raw
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
@@ -75,6 +75,7 @@ from gpu_trace.loaders.textfile import (
     scan_lines,
 )
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
@@ -709,7 +710,7 @@ class SlurmLoader:
                 stacklevel=2,
             )
             tz = DEFAULT_TZ
-        check_tz(tz)
+        tz = parse_tz(tz)
         for file in discover(path):
             yield from export(file, cluster=cluster, tz=tz)
 
@@ -722,6 +723,7 @@ class SlurmOptions:
     tz: str | None = option(
         None,
         "IANA zone of the cluster's clock (sacct prints local times without an offset). Default UTC, with a warning. Recorded in jobs.source_tz.",
+        parse=parse_tz,
     )
 
 

@@ -54,6 +54,7 @@ from gpu_trace.loaders.telemetry_fields import SMI_DMON, SMI_QUERY
 from gpu_trace.loaders.telemetry_options import host_option, interval_option, start_option
 from gpu_trace.loaders.textfile import RAW, REASON, FileInfo, file_info, scan_lines
 from gpu_trace.loaders.units import MIB
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
 
@@ -513,6 +514,7 @@ class NvidiaSmiLoader:
         **_: Any,
     ) -> Iterator[Batch]:
         """Yield the batches of every nvidia-smi file at ``path`` (a file or a folder)."""
+        tz = parse_tz(tz)
         files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
         for f in files:
             kind = sniff(f, query)
@@ -541,7 +543,9 @@ class NvidiaSmiLoader:
 class NvidiaSmiOptions:
     """`gpu-trace ingest nvidia-smi` options (passed to the loader as keyword arguments)."""
 
-    tz: str = option("UTC", "IANA zone of the tool's local timestamps (recorded as source_tz).")
+    tz: str = option(
+        "UTC", "IANA zone of the tool's local timestamps (recorded as source_tz).", parse=parse_tz
+    )
     host: str | None = host_option()
     query: str | None = option(None, "The --query-gpu field list, for CSV written with noheader.")
     start: str | None = start_option()

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
@@ -40,6 +40,10 @@ from gpu_trace.loaders.textfile import (
     FileInfo,
     capped,
 )
+from gpu_trace.loaders.textfile import (
+    first_lines as bounded_first_lines,
+)
+from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.schemas.telemetry import GPU_METRICS
 
 CELL = "_cell"
@@ -66,12 +70,10 @@ class TimeBasis:
 
 
 def zone(tz: str) -> ZoneInfo:
-    """The IANA zone ``tz``, or a one-line error naming it."""
-    try:
-        return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        msg = f"unknown time zone {tz!r} (use an IANA name such as UTC)"
-        raise GpuTraceError(msg) from None
+    """The IANA zone ``tz`` as :func:`gpu_trace.loaders.zones.parse_tz` reads it, or its
+    one-line error.
+    """
+    return ZoneInfo(parse_tz(tz))
 
 
 def parse_start(text: str | None, tz: str) -> dt.datetime | None:
@@ -166,13 +168,21 @@ def field_frame(fields: dict[str, Field]) -> pl.LazyFrame:
     )
 
 
+MAX_EVENT_VALUE = float(2**53)
+"""Largest event value kept: every whole number up to it is exact in a float and fits
+``events.code`` (int64)."""
+
+
 def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame:
     """Type and scale every cell. Adds ``value`` (canonical unit, null when missing or a
     sentinel), ``metric``, ``unit`` and ``_reason`` (non-null: quarantine).
 
     Range checks quarantine the cell (one record) whose value cannot be true: a
-    percentage of time outside 0-100 (:data:`PERCENT_0_100`) and memory free or used
-    above the total printed on the same line (:data:`AT_MOST_TOTAL`).
+    percentage of time outside 0-100 (:data:`PERCENT_0_100`), memory free or used
+    above the total printed on the same line (:data:`AT_MOST_TOTAL`), and an event
+    value (an XID code, an ECC count) that is not a whole number 0 to
+    :data:`MAX_EVENT_VALUE` (DCGM's XID field holds the last XID, a small positive
+    integer; a negative, fractional or astronomic one is damage, not an event to round).
     """
     raw = pl.col(CELL)
     number = cell_number(raw)
@@ -201,6 +211,16 @@ def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame
                 earlier,
                 pl.when(metric.is_in(list(PERCENT_0_100)) & ((val < 0) | (val > 100))).then(
                     pl.format("{} value '{}' is outside 0-100 %", pl.col(FIELD), text)
+                ),
+                pl.when(
+                    metric.str.starts_with("event:")
+                    & (val.is_nan() | (val < 0) | (val > MAX_EVENT_VALUE) | (val != val.floor()))
+                ).then(
+                    pl.format(
+                        "{} value '{}' is not an XID or error count (a whole number >= 0)",
+                        pl.col(FIELD),
+                        text,
+                    )
                 ),
                 *over_total,
             ).alias(REASON),
@@ -325,13 +345,10 @@ def require_text(info: FileInfo) -> None:
 
 def first_lines(path: Path, n: int = 2) -> list[str]:
     """The first ``n`` lines of ``path`` (decoded leniently, line ends dropped), for
-    sniffing the format.
+    sniffing the format; each line bounded as :func:`textfile.read_lines` bounds it.
     """
-    try:
-        with path.open("rb") as fh:
-            lines = [fh.readline() for _ in range(n)]
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    lines = bounded_first_lines(path, n)
+    lines += [b""] * (n - len(lines))  # an empty line for each line the file lacks
     text = [ln.decode("utf-8", errors="replace").rstrip("\r\n") for ln in lines]
     return [text[0].removeprefix(BOM), *text[1:]] if text else text
 

@@ -13,6 +13,17 @@ not data: :func:`read_header` and :func:`scan_lines` drop it from line 1, so hea
 names, the first key of a headerless file and line numbers are the same with or
 without it (the line count of :func:`file_info` never depended on it).
 
+Memory is bounded by design, whatever the input: no line is ever read whole before its
+length is known. :data:`MAX_LINE_BYTES` is the longest line a delimited export may hold
+(1 MiB: a wide AcmeTrace utilization row of a few thousand GPUs is ~20 KB); a longer
+line fails the file with one error naming the file and the line (``line N is longer
+than ...``), found by :func:`file_info` in its streaming pass (4 MiB chunks) before any
+parser reads a line, and by :func:`read_header` / :func:`read_lines` for readers that
+look at the first lines or walk lines in Python (they read at most the cap plus one
+byte of a line). One long line means the file is not the export it claims to be (a
+binary file, a JSON document given to a CSV loader), so failing the file, not
+quarantining the line, is the one behaviour everywhere.
+
 Quarantine keeps at most ``RAW_LIMIT`` characters of a rejected line and ``REASON_LIMIT``
 of its reason, cut with the same marker as one-line errors
 (:func:`gpu_trace.errors.clip`: ellipsis plus the original length).
@@ -23,7 +34,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -39,6 +50,8 @@ RAW_LIMIT = 4096
 """Characters of a rejected line kept in ``quarantine.raw`` (longer lines are cut)."""
 REASON_LIMIT = MESSAGE_LIMIT
 """Characters of a quarantine reason (reasons quote field text, which can be huge)."""
+MAX_LINE_BYTES = 1 << 20
+"""The longest line (bytes, line break excluded) of a delimited text export: 1 MiB."""
 BOM = "\ufeff"
 _BOM_BYTES = BOM.encode("utf-8")
 _CHUNK = 1 << 22
@@ -64,11 +77,48 @@ class FileInfo:
         return self.size_bytes == (len(_BOM_BYTES) if self.bom else 0)
 
 
-def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> FileInfo:
+def line_too_long(path: Path, line: int, limit: int) -> InputError:
+    """The one error for a line over ``limit`` bytes."""
+    return InputError(
+        path,
+        f"line is longer than {limit} bytes (the most one line may hold); "
+        "not a line-oriented text export",
+        f"line {line}",
+    )
+
+
+def _long_line_at(chunk: bytes, run: int, limit: int) -> tuple[int, int]:
+    """Where in ``chunk`` a line longer than ``limit`` bytes is found (-1: none), and
+    the bytes of the last, unfinished line after it (``run``: those carried in).
+
+    Steps from line start to line start with ``rfind`` over windows of ``limit`` bytes
+    (C speed, a few steps per chunk), never per line.
+    """
+    pos, n = 0, len(chunk)
+    while True:
+        end = pos + limit - run + 1  # the current line's break must lie before this
+        if end > n:
+            last = chunk.rfind(b"\n", pos)
+            return -1, (run + n - pos) if last < 0 else n - last - 1
+        nl = chunk.rfind(b"\n", pos, end)
+        if nl < 0:
+            return pos, 0
+        pos, run = nl + 1, 0
+
+
+def file_info(
+    path: Path,
+    header_lines: int,
+    *,
+    check_utf8: bool = True,
+    max_line: int | None = MAX_LINE_BYTES,
+) -> FileInfo:
     """Hash, count and UTF-8-check the file in one streaming pass over its bytes.
 
     ``check_utf8=False`` skips the UTF-8 check (``utf8`` is then None): for callers
     whose reader validates the text itself and who check again only if it fails.
+    A line longer than ``max_line`` bytes is an :class:`InputError` naming it (None:
+    no cap, for formats whose records are not lines).
     """
     digest = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -77,11 +127,18 @@ def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> File
     size = 0
     last = b""
     bom = False
+    run = 0
     try:
         with path.open("rb") as fh:
             while chunk := fh.read(_CHUNK):
                 if not size:
                     bom = chunk.startswith(_BOM_BYTES)
+                if max_line is not None:
+                    at, run = _long_line_at(chunk, run, max_line)
+                    if at >= 0:
+                        raise line_too_long(
+                            path, newlines + chunk.count(b"\n", 0, at) + 1, max_line
+                        )
                 digest.update(chunk)
                 newlines += chunk.count(b"\n")
                 size += len(chunk)
@@ -100,6 +157,34 @@ def file_info(path: Path, header_lines: int, *, check_utf8: bool = True) -> File
     content = size - (len(_BOM_BYTES) if bom else 0)  # a lone BOM is an empty file
     lines = newlines + (1 if content and last != b"\n" else 0)
     return FileInfo(path, digest.hexdigest(), size, max(lines - header_lines, 0), utf8, bom)
+
+
+def read_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
+    """``(line number, bytes with the line break)`` for each line, each read at most
+    ``max_line`` + 1 bytes at a time: a longer line is an :class:`InputError` naming it,
+    raised before the rest of it is read.
+    """
+    try:
+        with path.open("rb") as fh:
+            n = 0
+            while line := fh.readline(max_line + 2):
+                n += 1
+                body = len(line) - line.endswith(b"\n")
+                if body > max_line:
+                    raise line_too_long(path, n, max_line)
+                yield n, line
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+
+
+def first_lines(path: Path, n: int, max_line: int = MAX_LINE_BYTES) -> list[bytes]:
+    """The first ``n`` lines (fewer in a shorter file), each bounded as in :func:`read_lines`."""
+    out: list[bytes] = []
+    for _, line in read_lines(path, max_line):
+        out.append(line)
+        if len(out) == n:
+            break
+    return out
 
 
 _SANITIZED: list[tempfile.TemporaryDirectory[str]] = []
@@ -148,13 +233,10 @@ def sha256_of(path: Path) -> str:
 
 def read_header(path: Path) -> str:
     """The first line of a file, decoded leniently, without a byte-order mark; an
-    empty file is an error.
+    empty file or a first line over :data:`MAX_LINE_BYTES` is an error.
     """
-    try:
-        with path.open("rb") as fh:
-            first = fh.readline()
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
+    head = first_lines(path, 1)
+    first = head[0] if head else b""
     if not first:
         raise InputError(path, "file is empty (expected a header line)", "line 1")
     return first.decode("utf-8", errors="replace").removeprefix(BOM).rstrip("\r\n")

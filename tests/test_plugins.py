@@ -98,7 +98,7 @@ def test_installed_plugins_run(installed: Path, tmp_path: Path) -> None:
     trace = tmp_path / "lab.csv"
     trace.write_text(TOY_CSV)
     out = _cli(path, "ingest", "toy", trace, "--cluster", "lab", store=store)
-    assert out.splitlines()[-1].split() == ["total", "3", "3", "0"]  # read = written + 0
+    assert out.splitlines()[-1].split() == ["total", "3", "3", "0", "0"]  # read = written + 0 + 0
     csv = _cli(path, "analyze", "toy-gpus", "-f", "csv", store=store)
     assert csv.splitlines() == ["cluster,toy_gpu_s", "lab,290.0"]
     csv = _cli(path, "analyze", "toy-gpus", "--min-gpus", "2", "-f", "csv", store=store)

@@ -119,7 +119,7 @@ def test_pull_in_chunks_gives_the_hand_derived_rows(
     code, out, err = pull(prom.url, store, "--max-points", "7", "--save", str(saved))
     assert code == 0, err
     # read = written + quarantined: 177 = 176 + 1 samples, 2 = 2 + 0 events
-    assert out.splitlines()[-1].split() == ["total", "179", "178", "1"]
+    assert out.splitlines()[-1].split() == ["total", "179", "178", "1", "0"]
     # 5 DCGM families (node_load1 is not one), 5 chunks each, + 1 discovery request
     assert "pulled 5 families x 5 chunk(s) in 26 request(s)" in err
     assert len(saved.read_text().splitlines()) == 25

@@ -82,7 +82,7 @@ def test_one_answer_every_record_accounted(tmp_path: Path) -> None:
     # object) 1. Samples: util 10 and NaN (null), 1 GiB used; quarantined: +Inf, 101 %,
     # time 'x', the 1-element pair, the unmapped 'up', series 5; events: 43 at minute 1,
     # 79 at minute 3, 79 again at minute 5 (after a 0); no event: 0, the repeated 43, 0.
-    assert out.splitlines()[-1].split() == ["total", "12", "6", "6"]
+    assert out.splitlines()[-1].split() == ["total", "12", "6", "6", "0"]
     s = read_table(store, "gpu_samples").sort("time")
     assert s.select("time", "host", "gpu_index", "metric", "value").rows() == [
         (at(T0), "n1", 0, "gpu_util_pct", 10.0),
@@ -154,7 +154,7 @@ def test_json_lines_of_chunks(tmp_path: Path) -> None:
     # the XID series spans two answers: 43 (event), 43 again (no event), 44 (event)
     assert read_table(store, "events").sort("time")["code"].to_list() == [43, 44]
     # 3 samples + 5 quarantined + 2 events (+ 1 no event, not a row)
-    assert out.splitlines()[-1].split() == ["total", "10", "5", "5"]
+    assert out.splitlines()[-1].split() == ["total", "10", "5", "5", "0"]
 
 
 @pytest.mark.parametrize(

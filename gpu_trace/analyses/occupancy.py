@@ -24,7 +24,15 @@ import polars as pl
 from gpu_trace.analyses.arrivals import clock, weekday_of
 from gpu_trace.analyses.definitions import freq_to_polars
 
-BASIS_PREFERENCE = ("published", "inferred_util", "inferred_jobs", "machine_list")
+BASIS_PREFERENCE = (
+    "published",
+    "inventory",
+    "inferred_util",
+    "inferred_jobs",
+    "machine_list",
+)
+"""Capacity bases, most trusted first: a trace's own totals, then an operator's node
+inventory snapshots (sinfo / scontrol / nodes CSV), then inferred ones."""
 DEFAULT_BY = ("source", "cluster")
 
 

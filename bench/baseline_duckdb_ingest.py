@@ -161,7 +161,9 @@ def slurm(con: duckdb.DuckDBPyConnection, raw: Path, out: Path) -> int:
     files = [str(p) for p in sorted(raw.glob("*.psv"))] if raw.is_dir() else [str(raw)]
     berlin = "timezone('Europe/Berlin', strptime(nullif(nullif({0}, 'Unknown'), 'None'), '%Y-%m-%dT%H:%M:%S'))"
     end = berlin.format('"End"')
-    gpus = "regexp_extract(AllocTRES, 'gres/gpu=(\\d+)', 1)"
+    # the allocation once there is one, else the request (a pending job)
+    tres = "coalesce(nullif(AllocTRES, ''), ReqTRES)"
+    gpus = f"regexp_extract({tres}, 'gres/gpu=(\\d+)', 1)"
     mem = "regexp_extract(ReqTRES, 'mem=(\\d+)([KMGT])', ['n', 'u'])"
     con.sql(
         f"""

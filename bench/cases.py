@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -944,6 +946,123 @@ def slurm_1m() -> dict[str, object]:
     }
 
 
+INGEST_FAMILIES = {
+    # family: (what `ingest` reads under the synth folder, extra `ingest` arguments)
+    "helios": (".", []),
+    "philly": ("cluster_job_log", []),
+    "pai2020": (".", ["--tables", "job,task"]),
+    "slurm": ("sacct_jobs.psv", ["--cluster", "c", "--tz", "Europe/Berlin"]),
+}
+
+
+def _cli_env() -> dict[str, str]:
+    """This environment without ``GPU_TRACE_FSYNC`` (the ingest commits as the CLI does
+    by default: fsynced, as a user's run would) and without ``PYTHONDONTWRITEBYTECODE``
+    (an installed package has its bytecode; both sides then start from compiled code).
+    """
+    unset = {"GPU_TRACE_FSYNC", "PYTHONDONTWRITEBYTECODE"}
+    return {k: v for k, v in os.environ.items() if k not in unset}
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """One timed child process."""
+
+    out: str
+    wall_s: float
+    cpu_s: float
+    """User + system CPU seconds of the child, all threads: what a shared machine
+    distorts least (wall time grows with every other process on the cores)."""
+    rss_mib: float
+    load: float
+    """1-minute load average just before the child started."""
+
+
+def _timed_child(args: list[str]) -> ChildRun:
+    """:func:`_child` with the CLI's default environment, also measuring CPU time and the
+    load average (the machine is shared: read timings beside it).
+    """
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile("w+") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out, env=_cli_env())
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            msg = f"{args} failed"
+            raise SystemExit(msg)
+        out.seek(0)
+        cpu = usage.ru_utime + usage.ru_stime
+        return ChildRun(out.read(), wall, cpu, usage.ru_maxrss / 1024, load)
+
+
+def ingest_vs_duckdb(jobs: int) -> dict[str, object]:
+    """For each of Helios, Philly, PAI 2020 and Slurm: ``gpu-trace synth FAMILY --jobs N``,
+    then, in the same run on the same files, the plain DuckDB script
+    (``bench/baseline_duckdb_ingest.py``) and ``gpu-trace ingest`` into a fresh store,
+    each as its own process (wall time with interpreter start-up, own peak RSS, load
+    average before it). ``INGEST_FAMILIES=helios,slurm`` selects families;
+    ``INGEST_REPEAT=N`` runs each pair N times (script and ours alternating).
+    """
+    py = sys.executable
+    chosen = os.environ.get("INGEST_FAMILIES", ",".join(INGEST_FAMILIES)).split(",")
+    repeat = int(os.environ.get("INGEST_REPEAT", "1"))
+    result: dict[str, object] = {"jobs": jobs}
+    # bytecode compiled once, as an installed wheel has it, so no run pays for it
+    subprocess.run([py, "-m", "compileall", "-q", "gpu_trace", "bench"], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for family in chosen:
+            target, extra = INGEST_FAMILIES[family]
+            raw = Path(tmp) / family
+            synth = _timed_child(
+                [py, "-m", "gpu_trace", "synth", family, "--jobs", str(jobs), "--out", str(raw)]
+            )
+            os.sync()  # the raw files at rest, as downloaded ones are
+            result[f"{family}_synth_s"] = round(synth.wall_s, 2)
+            for run in range(repeat):
+                base = _timed_child(
+                    [py, "-m", "bench.baseline_duckdb_ingest", family, str(raw), f"{tmp}/dd{run}"]
+                )
+                shutil.rmtree(f"{tmp}/dd{run}")
+                store = Path(tmp) / f"store-{family}-{run}"
+                ours = _timed_child(
+                    [py, "-m", "gpu_trace", "-q", "ingest", family, str(raw / target), *extra,
+                     "--store", str(store)]
+                )  # fmt: skip
+                shutil.rmtree(store)
+                key = f"{family}_{run}" if repeat > 1 else family
+                result[f"{key}_ours_s"] = round(ours.wall_s, 3)
+                result[f"{key}_duckdb_s"] = round(base.wall_s, 3)
+                result[f"{key}_speedup"] = round(base.wall_s / ours.wall_s, 2)
+                result[f"{key}_ours_cpu_s"] = round(ours.cpu_s, 3)
+                result[f"{key}_duckdb_cpu_s"] = round(base.cpu_s, 3)
+                result[f"{key}_cpu_speedup"] = round(base.cpu_s / ours.cpu_s, 2)
+                result[f"{key}_ours_rss_mib"] = round(ours.rss_mib, 1)
+                result[f"{key}_duckdb_rss_mib"] = round(base.rss_mib, 1)
+                result[f"{key}_load_before"] = [round(base.load, 2), round(ours.load, 2)]
+                result[f"{key}_duckdb_rows"] = json.loads(base.out.strip().splitlines()[-1])[
+                    "baseline_rows"
+                ]
+            shutil.rmtree(raw)
+    result["load_avg_after"] = [round(v, 2) for v in os.getloadavg()]
+    return result
+
+
+def ingest_vs_duckdb_100k() -> dict[str, object]:
+    """:func:`ingest_vs_duckdb` at 100,000 jobs per family."""
+    return ingest_vs_duckdb(100_000)
+
+
+def ingest_vs_duckdb_300k() -> dict[str, object]:
+    """:func:`ingest_vs_duckdb` at 300,000 jobs per family."""
+    return ingest_vs_duckdb(300_000)
+
+
+def ingest_vs_duckdb_1m() -> dict[str, object]:
+    """:func:`ingest_vs_duckdb` at 1,000,000 jobs per family."""
+    return ingest_vs_duckdb(1_000_000)
+
+
 CASES: dict[str, Callable[[], dict[str, object]]] = {
     "kubernetes_synth_ingest": kubernetes_synth_ingest,
     "openb_ingest": openb_ingest,
@@ -973,6 +1092,9 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "analyses_helios": analyses_helios,
     "report_1m": report_1m,
     "replay_sweep_60": replay_sweep_60,
+    "ingest_vs_duckdb_100k": ingest_vs_duckdb_100k,
+    "ingest_vs_duckdb_300k": ingest_vs_duckdb_300k,
+    "ingest_vs_duckdb_1m": ingest_vs_duckdb_1m,
 }
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -707,6 +708,19 @@ def _precheck(path: Path) -> tuple[str, int, bool, int]:
     return digest.hexdigest(), size, tail.rstrip(b" \t\r\n").endswith(b"]"), starts
 
 
+def _tail_closed(path: Path) -> bool:
+    """Whether the last non-blank byte of the file's last 4 KiB is ``]`` (the test
+    :func:`_precheck` makes, read from the end alone; False when unreadable: the
+    pass then reports why).
+    """
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(path.stat().st_size - 4096, 0))
+            return fh.read().rstrip(b" \t\r\n").endswith(b"]")
+    except OSError:
+        return False
+
+
 def records_read(path: Path, raw: pl.Series, counted: int) -> int:
     """Records read = ``counted`` job starts (from the bytes) + the parsed records
     that do not start with one. Raises InputError when the parsed records that do
@@ -732,22 +746,30 @@ def read_records(path: Path, workdir: Path) -> Records:
     """One row per element of the JSON array in ``path`` (see the module doc)."""
     import duckdb  # loaded when a file is read, not with the plugin list
 
-    sha, size, ends_closed, starts = _precheck(path)
+    # The hash and count pass runs in a second thread while DuckDB parses (hashlib and
+    # DuckDB release the GIL): two passes over the bytes, not one after the other. The
+    # parse starts only when the file looks closed (its last 4 KiB); the pass's own
+    # checks still decide, and its errors win over whatever the parse found.
     table = None
-    if ends_closed:
-        con = duckdb.connect()
-        try:
-            # No join, sort or aggregate: rows come back in file order.
-            table = con.sql(
-                f"SELECT json::VARCHAR AS {RAW}, "
-                f"TRY(json_transform_strict(json, '{_STRUCTURE}')) AS rec "
-                "FROM read_json_objects(?, format = 'array')",
-                params=[str(path)],
-            ).to_arrow_table()
-        except duckdb.Error:
-            table = None  # malformed somewhere: the numpy split localizes the damage
-        finally:
-            con.close()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_precheck, path)
+        if _tail_closed(path):
+            con = duckdb.connect()
+            try:
+                # No join, sort or aggregate: rows come back in file order.
+                table = con.sql(
+                    f"SELECT json::VARCHAR AS {RAW}, "
+                    f"TRY(json_transform_strict(json, '{_STRUCTURE}')) AS rec "
+                    "FROM read_json_objects(?, format = 'array')",
+                    params=[str(path)],
+                ).to_arrow_table()
+            except duckdb.Error:
+                table = None  # malformed somewhere: the numpy split localizes the damage
+            finally:
+                con.close()
+        sha, size, ends_closed, starts = pending.result()
+    if not ends_closed:
+        table = None
     if table is not None:
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)

@@ -143,7 +143,9 @@ def file_info(
                 newlines += chunk.count(b"\n")
                 size += len(chunk)
                 last = chunk[-1:]
-                if utf8:
+                # an ASCII chunk with no sequence pending from the previous one is valid
+                # UTF-8 as is: isascii() is ~10x cheaper than decoding it
+                if utf8 and not (chunk.isascii() and not decoder.getstate()[0]):
                     try:
                         decoder.decode(chunk)
                     except UnicodeDecodeError:
@@ -212,7 +214,8 @@ def utf8_valid(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
             while chunk := fh.read(_CHUNK):
-                decoder.decode(chunk)
+                if not (chunk.isascii() and not decoder.getstate()[0]):  # see file_info
+                    decoder.decode(chunk)
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False

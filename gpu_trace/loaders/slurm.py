@@ -51,6 +51,7 @@ Decisions on points the format leaves open:
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,9 +109,21 @@ FIELDS = {
     "alloctres": "alloctres",
     "nodelist": "nodelist",
     "reqmem": "reqmem",
+    "reqgres": "reqgres",
+    "allocgres": "allocgres",
+    "alloccpus": "alloccpus",
 }
 """sacct field names we read (lower case) -> our key. Others are ignored."""
 REQUIRED = ("jobid", "state", "submit")
+GPU_FIELDS = ("alloctres", "reqtres", "allocgres", "reqgres")
+"""Fields that can say how many GPUs a job has; an export with none of them gets one
+warning and ``gpus`` null (unknown), never 0."""
+TIME_SHAPE = (
+    r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$"
+)
+"""What sacct prints for a time (``%Y-%m-%dT%H:%M:%S``, the ISO form of sacct's default
+``SLURM_TIME_FORMAT=standard``): zero-padded fields, seconds below 60. ``2026-1-5T9:0:0``,
+``09:00:60`` or ``25:00:00`` are damaged fields, not times a lenient parser may guess at."""
 TIMES = ("submit", "eligible", "start", "end")
 HEADER_NAMES = {
     "jobid": "JobID",
@@ -218,7 +231,11 @@ def _local_times(header: Header) -> list[pl.Expr]:
     out: list[pl.Expr] = []
     for key in TIMES:
         text = _text(key, header, no_value=sv.NO_VALUE)
-        local = text.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
+        local = (
+            pl.when(text.str.contains(TIME_SHAPE))
+            .then(text)
+            .str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
+        )
         out += [text.alias(f"_{key}_text"), local.alias(f"_{key}_parsed")]
     return out
 
@@ -266,6 +283,7 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
     elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
+    alloccpus, alloccpus_bad = _int("alloccpus", header)
     base = (
         _split(lines, header)
         .with_columns(
@@ -277,6 +295,8 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
             nnodes_bad.alias("_nnodes_bad"),
             ncpus.alias("_ncpus"),
             ncpus_bad.alias("_ncpus_bad"),
+            alloccpus.alias("_alloccpus"),
+            alloccpus_bad.alias("_alloccpus_bad"),
             _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
         )
         .with_columns(elapsed["value"].alias("_elapsed"), elapsed["bad"].alias("_elapsed_bad"))
@@ -301,26 +321,54 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
             f"{name}_{k}": v for k, v in tres.items()
         }
         base = _by_value(base, header, key, first, outputs)
-    # ReqTRES only matters (and is only checked) where there is no AllocTRES
-    got = pl.col("_at_text").is_not_null()
+    for key, name in (("allocgres", "_ag"), ("reqgres", "_rg")):
+        first, found = sv.gres(_text(key, header, no_value=sv.NO_VALUE), name)
+        outputs = {f"{name}_text": pl.col(f"{name}_text")} | {
+            f"{name}_{k}": v for k, v in found.items()
+        }
+        base = _by_value(base, header, key, first, outputs)
+    # What the job got (AllocTRES, else the older AllocGRES) is read and checked; what it
+    # asked for (ReqTRES, else ReqGRES) only where it got nothing yet (a pending job).
+    at, ag = pl.col("_at_text").is_not_null(), pl.col("_ag_text").is_not_null()
+    rt = pl.col("_rt_text").is_not_null()
+    got = at | ag
+
+    def pick(what: str) -> pl.Expr:
+        return (
+            pl.when(at)
+            .then(pl.col(f"_at_{what}"))
+            .when(ag)
+            .then(pl.col(f"_ag_{what}"))
+            .when(rt)
+            .then(pl.col(f"_rt_{what}"))
+            .otherwise(pl.col(f"_rg_{what}"))
+        )
+
+    cpus = pl.coalesce(
+        "_ncpus", "_alloccpus", pl.when(at).then(pl.col("_at_cpus")).otherwise(pl.col("_rt_cpus"))
+    )
     reqmem, reqmem_bad = sv.req_mem(
-        _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), pl.col("_ncpus")
+        _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), cpus
     )
     return base.with_columns(
-        pl.when(got).then(pl.col("_at_gpus")).otherwise(pl.col("_rt_gpus")).alias("_gpus"),
-        pl.when(got)
-        .then(pl.col("_at_gpu_type"))
-        .otherwise(pl.col("_rt_gpu_type"))
-        .alias("_gpu_type"),
-        pl.coalesce(pl.when(got).then(pl.col("_at_mem_bytes")), pl.col("_rt_mem_bytes")).alias(
+        pick("gpus").alias("_gpus"),
+        pick("gpu_type").alias("_gpu_type"),
+        cpus.alias("_cpus"),
+        pl.coalesce(pl.when(at).then(pl.col("_at_mem_bytes")), pl.col("_rt_mem_bytes")).alias(
             "_tres_mem"
         ),
         pl.col("_at_bad").alias("_alloc_bad"),
+        pl.col("_ag_bad").alias("_allocgres_bad"),
         pl.when(~got).then(pl.col("_rt_bad")).alias("_req_bad"),
+        pl.when(~got & ~rt).then(pl.col("_rg_bad")).alias("_reqgres_bad"),
         pl.when(~got).then(pl.col("_rt_text")).alias("_rt_text"),
+        pl.when(~got & ~rt).then(pl.col("_rg_text")).alias("_rg_text"),
         reqmem.alias("_reqmem"),
         reqmem_bad.alias("_reqmem_bad"),
-    ).drop([f"{n}_{k}" for n in ("_at", "_rt") for k in ("gpus", "gpu_type", "mem_bytes", "bad")])
+    ).drop(
+        [f"{n}_{k}" for n in ("_at", "_rt") for k in ("gpus", "gpu_type", "mem_bytes", "cpus", "bad")]
+        + [f"{n}_{k}" for n in ("_ag", "_rg") for k in ("gpus", "gpu_type", "bad")]
+    )
 
 
 def _in_range(local: pl.Expr) -> pl.Expr:
@@ -330,7 +378,8 @@ def _in_range(local: pl.Expr) -> pl.Expr:
 def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
     """Each time's two UTC readings (``_<key>_earliest``, ``_<key>_latest``: equal except
     inside a fall-back hour; null inside a spring-forward gap), then the chosen instants
-    ``submit_time`` .. ``end_time`` (the rule of the module docstring).
+    ``submit_time`` .. ``end_time`` (:func:`_resolve`) and ``_dst_reason`` where no
+    single reading can be chosen.
 
     When the zone keeps one UTC offset over the whole span of the file (any zone
     without DST, or a file inside one DST period) the offset is subtracted from the
@@ -356,29 +405,80 @@ def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
                     tz, ambiguous=how, non_existent="null"
                 ).dt.convert_time_zone("UTC")
             readings.append(utc.alias(f"_{key}_{how}"))
-    submit = _pick("submit", None)
-    start = _pick("start", submit)
-    return (
-        frame.with_columns(readings)
-        .with_columns(
-            submit.alias("submit_time"),
-            _pick("eligible", submit).alias("eligible_time"),
-            start.alias("start_time"),
-        )
-        .with_columns(_pick("end", pl.coalesce("start_time", "submit_time")).alias("end_time"))
+    frame = frame.with_columns(readings).with_columns(
+        *(pl.col(f"_{k}_earliest").alias(f"{k}_time") for k in TIMES),
+        pl.lit(None, dtype=pl.String).alias("_dst_reason"),
+    )
+    if offset is not None:
+        return frame
+    two = pl.any_horizontal(
+        (pl.col(f"_{k}_earliest") != pl.col(f"_{k}_latest")).fill_null(False) for k in TIMES
+    )
+    where = frame.select(two.arg_true()).to_series()
+    if where.is_empty():
+        return frame
+    chosen = _resolve(frame[where])
+    return frame.with_columns(
+        frame.get_column(c).scatter(where, chosen.get_column(c))
+        for c in (*(f"{k}_time" for k in TIMES), "_dst_reason")
     )
 
 
-def _pick(key: str, lower: pl.Expr | None) -> pl.Expr:
-    """The earlier reading of an ambiguous local time, or the later one when only the
-    later keeps it at or after ``lower``.
+def _resolve(rows: pl.DataFrame) -> pl.DataFrame:
+    """The readings of times in a fall-back hour (a local time that happened twice):
+    of the 16 ways to read Submit, Eligible, Start and End, those for which End - Start
+    = ``Elapsed`` and Submit <= Eligible <= Start <= End (a pair with a null side holds);
+    when none fits ``Elapsed``, those that keep the order alone. A time is chosen when
+    every fitting reading agrees on it; when two fitting readings disagree the line is
+    ambiguous (``_dst_reason``), and when none fits the earlier readings stand and the
+    order checks quarantine the line. Runs only on the few lines with such a time.
     """
-    early, late = pl.col(f"_{key}_earliest"), pl.col(f"_{key}_latest")
-    if lower is None:
-        return early
-    return (
-        pl.when((early < lower) & (late >= lower) & lower.is_not_null()).then(late).otherwise(early)
+    reads = {k: (pl.col(f"_{k}_earliest"), pl.col(f"_{k}_latest")) for k in TIMES}
+    combos = list(itertools.product((0, 1), repeat=len(TIMES)))
+
+    def ok(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+        return (a <= b).fill_null(True)
+
+    full: list[pl.Expr] = []
+    order: list[pl.Expr] = []
+    for bits in combos:
+        v = {k: reads[k][b] for k, b in zip(TIMES, bits, strict=True)}
+        kept = (
+            ok(v["submit"], v["eligible"])
+            & ok(v["eligible"], v["start"])
+            & ok(v["submit"], v["start"])
+            & ok(v["start"], v["end"])
+        )
+        fits = (_seconds(v["end"] - v["start"]) == pl.col("_elapsed")).fill_null(True)
+        order.append(kept)
+        full.append(kept & fits)
+    rows = rows.with_columns(
+        pl.any_horizontal(full).alias("_any_full"), pl.any_horizontal(order).alias("_any_order")
     )
+    valid = [
+        pl.when(pl.col("_any_full")).then(f).otherwise(o)
+        for f, o in zip(full, order, strict=True)
+    ]
+    picked: list[pl.Expr] = []
+    split: list[pl.Expr] = []
+    for i, key in enumerate(TIMES):
+        early = pl.any_horizontal(v for v, bits in zip(valid, combos, strict=True) if not bits[i])
+        late = pl.any_horizontal(v for v, bits in zip(valid, combos, strict=True) if bits[i])
+        e, lt = reads[key]
+        picked.append(pl.when(~early & late).then(lt).otherwise(e).alias(f"{key}_time"))
+        split.append(
+            pl.when(early & late & (e != lt).fill_null(False))
+            .then(pl.format(f"{key.capitalize()} {{}}", _quoted(pl.col(f"_{key}_text"))))
+        )
+    reason = pl.concat_str(split, separator=", ", ignore_nulls=True)
+    why = pl.when(reason != "").then(
+        pl.format(
+            "{} falls in the repeated hour of a fall-back clock change, and no single "
+            "reading gives End - Start = Elapsed with Submit <= Eligible <= Start",
+            reason,
+        )
+    )
+    return rows.select(*picked, why.alias("_dst_reason"))
 
 
 Check = tuple[pl.Expr, pl.Expr | str]
@@ -425,7 +525,11 @@ def checks(header: Header) -> list[Check]:
         out += [
             (
                 text.is_not_null() & parsed.is_null(),
-                pl.format(f"{label} {{}} is not a time (YYYY-MM-DDTHH:MM:SS)", _quoted(text)),
+                pl.format(
+                    f"{label} {{}} is not a time (YYYY-MM-DDTHH:MM:SS, zero-padded, "
+                    "seconds below 60)",
+                    _quoted(text),
+                ),
             ),
             (
                 parsed.is_not_null() & ~_in_range(parsed),
@@ -441,6 +545,7 @@ def checks(header: Header) -> list[Check]:
         ("limit", "timelimit", "Timelimit", "a [D-]HH:MM:SS duration"),
         ("nnodes", "nnodes", "NNodes", "a count"),
         ("ncpus", "ncpus", "NCPUS", "a count"),
+        ("alloccpus", "alloccpus", "AllocCPUS", "a count"),
         ("exit", "exitcode", "ExitCode", "status:signal"),
         ("reqmem", "reqmem", "ReqMem", "a memory amount"),
     ):
@@ -457,9 +562,18 @@ def checks(header: Header) -> list[Check]:
             pl.format("AllocTRES {} {}", _quoted(pl.col("_at_text")), pl.col("_alloc_bad")),
         ),
         (
+            pl.col("_allocgres_bad").is_not_null(),
+            pl.format("AllocGRES {} {}", _quoted(pl.col("_ag_text")), pl.col("_allocgres_bad")),
+        ),
+        (
             pl.col("_req_bad").is_not_null(),
             pl.format("ReqTRES {} {}", _quoted(pl.col("_rt_text")), pl.col("_req_bad")),
         ),
+        (
+            pl.col("_reqgres_bad").is_not_null(),
+            pl.format("ReqGRES {} {}", _quoted(pl.col("_rg_text")), pl.col("_reqgres_bad")),
+        ),
+        (pl.col("_dst_reason").is_not_null(), pl.col("_dst_reason")),
         (
             pl.col("start_time") < pl.col("submit_time"),
             pl.format(
@@ -489,11 +603,81 @@ KEEP = ("jobname", "user", "account", "partition", "qos", "state")
 """Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
 
 
-def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(good, bad) lines of an export: good lines typed, with their host-list size; bad
-    lines with ``_line``, ``_raw`` and ``_reason``, host lists and repeated job ids
-    included. Reasons are worded only for the bad lines (formatting text for a million
-    good ones would cost more than all the parsing).
+def _ids() -> list[pl.Expr]:
+    """What a line's ``JobID`` says about where it belongs (sacct man page, ``JobID``:
+    ``<jobid>[_<arraytask>][+<hetoffset>][.<step>]``): ``_key`` (the job: the id without
+    a heterogeneous offset or step), ``_comp`` (the heterogeneous offset, ``+1`` ->
+    ``1``), ``_step`` (``batch``, ``extern``, ``0``) and ``_range`` (the text between
+    the brackets of a pending array range). The regexes run only on the lines that
+    hold a ``.``, ``+`` or ``[`` (the input is nulled elsewhere).
+    """
+    jid = pl.col("_jobid")
+    step = pl.col("_is_step")
+    alloc = pl.when(step).then(jid).str.extract(sv.STEP_ID, 1).fill_null(jid)
+    plus = pl.when(jid.str.contains("+", literal=True)).then(jid)
+    key = (
+        pl.when(alloc.str.contains("+", literal=True))
+        .then(alloc.str.replace(r"\+\d+$", ""))
+        .otherwise(alloc)
+    )
+    return [
+        key.alias("_key"),
+        plus.str.extract(r"\+(\d+)(?:\.|$)", 1).alias("_comp"),
+        pl.when(step).then(jid).str.extract(sv.STEP_ID, 2).alias("_step"),
+        pl.when(jid.str.contains("[", literal=True))
+        .then(key)
+        .str.extract(r"_\[([^\]]*)\]$", 1)
+        .alias("_range"),
+    ]
+
+
+def _expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """Pending array ranges (``123_[13-20%4]``) as one line per task (``123_13`` ..
+    ``123_20``), each with the line's request, as ``sacct --array`` would print them;
+    (good lines, bad lines with ``_reason``, tasks added beyond one per range line).
+    A range that is malformed or names more than :data:`sv.MAX_ARRAY_TASKS` tasks is
+    quarantined. Python runs over the range lines only.
+    """
+    is_range = pl.col("_range").is_not_null() & ~pl.col("_is_step")
+    ranges = good.filter(is_range)
+    empty = pl.DataFrame(schema={LINE: pl.Int64, REASON: pl.String})
+    if ranges.is_empty():
+        return good, empty, 0
+    tasks: list[list[int] | None] = []
+    reasons: list[str | None] = []
+    for jobid, body in ranges.select("_jobid", "_range").iter_rows():
+        found, why = sv.array_tasks(body)
+        tasks.append(found if why is None else None)
+        reasons.append(None if why is None else f"JobID {jobid!r} {why}")
+    ranges = ranges.with_columns(
+        pl.Series("_task", tasks, dtype=pl.List(pl.Int64)),
+        pl.Series(REASON, reasons, dtype=pl.String),
+    )
+    bad = ranges.filter(pl.col(REASON).is_not_null()).select(LINE, REASON)
+    ok = ranges.filter(pl.col(REASON).is_null())
+    added = int(ok.select(pl.col("_task").list.len().sum() - pl.len()).item() or 0)
+    prefix = pl.col("_key").str.replace(r"_\[[^\]]*\]$", "_")
+    expanded = (
+        ok.explode("_task")
+        .with_columns((prefix + pl.col("_task").cast(pl.String)).alias("_key"))
+        .with_columns(
+            pl.when(pl.col("_comp").is_null())
+            .then(pl.col("_key"))
+            .otherwise(pl.col("_key") + "+" + pl.col("_comp"))
+            .alias("_jobid"),
+            pl.lit(None, dtype=pl.String).alias("_range"),
+        )
+        .drop("_task", REASON)
+    )
+    return pl.concat([good.filter(~is_range), expanded]), bad, added
+
+
+def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """(good, bad, array tasks added) of an export: good lines typed, with their
+    host-list size and job key (:func:`_ids`), pending array ranges expanded; bad lines
+    with ``_line``, ``_raw`` and ``_reason``, host lists over their caps included.
+    Reasons are worded only for the bad lines (formatting text for a million good ones
+    would cost more than all the parsing).
     """
     frame = to_utc(typed(scan_lines(info, skip=1), header), tz)
     found = checks(header)
@@ -501,74 +685,64 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     frame = frame.with_columns(bad_flag.alias("_bad"))
     bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
     keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
-    good = frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW])
+    good = frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW]).with_columns(_ids())
     del frame
-    nodes = nodelist.check(good.lazy()).collect()
+    nodes = nodelist.check(good.lazy(), budget=nodelist.file_budget(info.records)).collect()
     good = good.join(nodes, on=LINE, how="left")
-    job = ~pl.col("_is_step") & pl.col("_node_reason").is_null()
-    last = pl.when(job).then(pl.col(LINE)).max().over("_jobid")
-    good = good.with_columns(
-        pl.when(job).then(last).alias("_last"),
-        pl.when(job).then(pl.len().over("_jobid")).alias("_incarnations"),
+    late = good.filter(pl.col("_node_reason").is_not_null()).select(
+        LINE, pl.col("_node_reason").alias(REASON), "_is_step"
     )
-    repeated = pl.col("_last").is_not_null() & (pl.col(LINE) != pl.col("_last"))
-    late = good.filter(pl.col("_node_reason").is_not_null() | repeated).with_columns(
-        pl.when(pl.col("_node_reason").is_not_null())
-        .then(pl.col("_node_reason"))
-        .otherwise(
-            pl.format(
-                "JobID {} repeats on line {} (a requeued incarnation from sacct -D, or "
-                "overlapping exports); the last line is kept",
-                pl.col("_jobid"),
-                pl.col("_last"),
-            )
-        )
-        .alias(REASON)
-    )
-    good = good.filter(pl.col("_node_reason").is_null() & ~repeated)
+    good = good.filter(pl.col("_node_reason").is_null())
+    good, bad_ranges, added = _expand_arrays(good)
+    late = pl.concat([late, bad_ranges.with_columns(pl.lit(False).alias("_is_step"))])
+    bad = bad.select(LINE, RAW, REASON, "_is_step")
     if late.height:
-        late = with_raw(info, late.select(LINE, REASON, "_is_step"))
-        bad = pl.concat(
-            [bad.select(LINE, RAW, REASON, "_is_step"), late.select(LINE, RAW, REASON, "_is_step")]
-        )
-    else:
-        bad = bad.select(LINE, RAW, REASON, "_is_step")
-    return good, bad
+        late = with_raw(info, late)
+        bad = pl.concat([bad, late.select(LINE, RAW, REASON, "_is_step")])
+    return good, bad, added
 
 
 def _seconds(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
 
 
-def job_rows(
-    good: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
-) -> pl.LazyFrame:
-    """Canonical ``jobs`` rows of the good allocation lines."""
-    started = pl.col("start_time").is_not_null()
-    run = pl.coalesce(pl.col("_elapsed"), _seconds(pl.col("end_time") - pl.col("start_time")))
+def _line_jobs(jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str) -> pl.LazyFrame:
+    """Canonical ``jobs`` columns of each good allocation line, plus ``_line``, ``_comp``
+    and ``_lines`` (lines of the same job in this export).
+
+    ``run_s`` is End - Start, so null while a job has no end (running, suspended); the
+    instant the line describes, ``as_of_time``, is End for an ended job and Start +
+    ``Elapsed`` for a started one that has not ended (sacct computes Elapsed up to the
+    moment it prints, so that is when the export was made); null for a job that never
+    started.
+    """
+    start, end = pl.col("start_time"), pl.col("end_time")
+    elapsed = pl.duration(microseconds=(pl.col("_elapsed") * 1e6).round(0).cast(pl.Int64))
+    as_of = pl.when(end.is_not_null()).then(end).when(start.is_not_null()).then(start + elapsed)
     mem = pl.coalesce("_tres_mem", "_reqmem")
     state = _text("state", header)
-    return good.lazy().select(
+    gpus = pl.col("_gpus").cast(pl.Float64)
+    return jobs.lazy().select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
         pl.lit(cluster).alias("cluster"),
-        pl.col("_jobid").alias("job_id"),
+        pl.col("_key").alias("job_id"),
         _text("user", header).alias("user"),
         _text("partition", header).alias("vc"),
         _text("jobname", header).alias("name"),
         "submit_time",
         "start_time",
         "end_time",
-        _seconds(pl.col("start_time") - pl.col("submit_time")).alias("queue_s"),
-        pl.when(started).then(run).alias("run_s"),
-        pl.col("_gpus").cast(pl.Float64).alias("gpus"),
-        pl.col("_gpus").cast(pl.Float64).alias("gpus_raw"),
-        pl.when(pl.col("_gpus").is_not_null()).then(pl.lit("gpu")).alias("gpus_raw_unit"),
-        pl.col("_ncpus").cast(pl.Float64).alias("cpus"),
+        _seconds(start - pl.col("submit_time")).alias("queue_s"),
+        _seconds(end - start).alias("run_s"),
+        gpus.alias("gpus"),
+        gpus.alias("gpus_raw"),
+        pl.when(gpus.is_not_null()).then(pl.lit("gpu")).alias("gpus_raw_unit"),
+        pl.col("_cpus").cast(pl.Float64).alias("cpus"),
         mem.alias("mem_bytes"),
         pl.col("_gpu_type").alias("gpu_type"),
         pl.col("_nnodes").cast(pl.Int32).alias("nodes"),
-        pl.col("_incarnations").cast(pl.Int32).alias("attempts"),
+        pl.lit(1, dtype=pl.Int32).alias("attempts"),
         sv.status(state).alias("status"),
         state.alias("raw_status"),
         _text("qos", header).alias("qos"),
@@ -577,35 +751,165 @@ def job_rows(
         pl.col("_limit").alias("time_limit_s"),
         pl.col("_exit_code").cast(pl.Int32).alias("exit_code"),
         pl.col("_exit_signal").cast(pl.Int32).alias("exit_signal"),
+        sv.cancelled_by(state).alias("cancelled_by"),
+        as_of.alias("as_of_time"),
         pl.lit(tz).alias("source_tz"),
         pl.lit("absolute").alias("time_basis"),
+        LINE,
+        "_comp",
+        pl.len().over("_key").alias("_lines"),
     )
 
 
-def placement_rows(good: pl.DataFrame, header: Header, cluster: str, dataset: str) -> pl.DataFrame:
-    """One ``placements`` row per host of each good job and step line with a host list."""
-    listed = good.filter(pl.col("_node_count").is_not_null())
+HELPERS = (LINE, "_comp", "_lines")
+SUMMED = ("gpus", "gpus_raw", "cpus", "mem_bytes", "nodes")
+
+
+def _fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One job of the lines that share a job key: (jobs, ``_line`` -> ``_attempt``).
+
+    - Requeued runs (``sacct -D``: one line per run of a job id, in the order sacct
+      prints them, the last being the job's current state) are attempts 0, 1, ...:
+      ``attempts`` is their number; ``submit_time``, ``start_time`` and
+      ``eligible_time`` are the first, ``end_time`` the last run's end (null while the
+      last run has none), so ``queue_s`` runs to the first start and ``run_s`` (End -
+      Start, gaps included, as the schema defines it) loses no run.
+    - Heterogeneous components (``123+0``, ``123+1``; sacct man page: "the job's
+      components") are one job ``123``: GPUs, CPUs, memory and nodes are summed over
+      the components' current lines, GPU models joined; status, user, limits and the
+      other fields are those of the first component (the leader, ``+0``).
+
+    Polars over the few folded lines only.
+    """
+    ordered = lines.with_columns(pl.col("_comp").cast(pl.Int64).alias("_comp_n")).sort(
+        "job_id", "_comp_n", LINE, nulls_last=False
+    )
+    ordered = ordered.with_columns(
+        pl.int_range(pl.len()).over("job_id", "_comp_n").cast(pl.Int32).alias("_attempt")
+    )
+    attempts = ordered.select(LINE, "_attempt")
+    first = ordered.group_by("job_id").agg(
+        pl.col("submit_time").min(),
+        pl.col("start_time").min(),
+        pl.col("eligible_time").min(),
+        (pl.col("_attempt").max() + 1).alias("attempts"),
+        pl.col("as_of_time").max().alias("_as_of_any"),
+    )
+    current = ordered.group_by("job_id", "_comp_n", maintain_order=True).agg(pl.all().last())
+    others = [
+        c
+        for c in lines.columns
+        if c not in (*SUMMED, *HELPERS, "job_id", "submit_time", "start_time", "eligible_time")
+        and c not in ("attempts", "end_time", "gpu_type", "as_of_time", "queue_s", "run_s")
+    ]
+    summed = [
+        pl.when(pl.col(c).is_null().all()).then(None).otherwise(pl.col(c).sum()).alias(c)
+        for c in SUMMED
+    ]
+    models = pl.col("gpu_type").drop_nulls().unique().sort().str.join("|")
+    ended = pl.col("end_time").is_not_null().all()
+    folded = (
+        current.group_by("job_id", maintain_order=True)
+        .agg(
+            *(pl.col(c).first() for c in others),
+            *summed,
+            pl.when(models == "").then(None).otherwise(models).alias("gpu_type"),
+            pl.when(ended).then(pl.col("end_time").max()).alias("end_time"),
+        )
+        .join(first, on="job_id", how="left")
+        .with_columns(
+            _seconds(pl.col("start_time") - pl.col("submit_time")).alias("queue_s"),
+            _seconds(pl.col("end_time") - pl.col("start_time")).alias("run_s"),
+            pl.coalesce("end_time", "_as_of_any").alias("as_of_time"),
+        )
+        .select(c for c in lines.columns if c not in HELPERS)
+    )
+    return folded, attempts
+
+
+def job_rows(
+    jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
+) -> tuple[pl.LazyFrame, pl.DataFrame, int]:
+    """Canonical ``jobs`` rows of the good allocation lines, the attempt of each line of
+    a folded job (``_line``, ``_attempt``) and the number of lines folded away (lines
+    minus jobs, over the jobs :func:`_fold` builds).
+    """
+    lines = _line_jobs(jobs, header, cluster, dataset, tz)
+    multi = lines.filter(pl.col("_lines") > 1).collect()
+    single = lines.filter(pl.col("_lines") == 1).drop(HELPERS)
+    if multi.is_empty():
+        return single, pl.DataFrame(schema={LINE: pl.Int64, "_attempt": pl.Int32}), 0
+    folded, attempts = _fold(multi)
+    return pl.concat([single, folded.lazy()]), attempts, multi.height - folded.height
+
+
+def _task() -> pl.Expr:
+    """A placement's ``task``: the step (``batch``, ``0``), the heterogeneous component
+    (``+1``), or both (``+1.0``); null for the allocation of a plain job.
+    """
+    comp = pl.lit("+") + pl.col("_comp")
+    step = pl.col("_step")
+    return (
+        pl.when(step.is_null())
+        .then(comp)
+        .when(pl.col("_comp").is_null())
+        .then(step)
+        .otherwise(comp + pl.lit(".") + step)
+    )
+
+
+def _step_attempts(good: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+    """``_line`` -> ``_attempt`` for the steps of requeued jobs: the run that had
+    started last when the step started (steps carry no run number in sacct)."""
+    runs = (
+        good.join(attempts, on=LINE, how="inner")
+        .select("_key", pl.col("_comp").fill_null(""), "start_time", "_attempt")
+        .drop_nulls("start_time")
+        .sort("start_time")
+    )
+    keys = runs.get_column("_key").unique()
+    steps = (
+        good.filter(pl.col("_is_step") & pl.col("_key").is_in(keys.implode()))
+        .select(LINE, "_key", pl.col("_comp").fill_null(""), "start_time")
+        .drop_nulls("start_time")
+        .sort("start_time")
+    )
+    if steps.is_empty():
+        return attempts.clear()
+    found = steps.join_asof(runs, on="start_time", by=["_key", "_comp"], strategy="backward")
+    return found.select(LINE, "_attempt").drop_nulls()
+
+
+def placement_rows(
+    good: pl.DataFrame, header: Header, cluster: str, dataset: str, attempts: pl.DataFrame
+) -> pl.DataFrame:
+    """One ``placements`` row per host of each good job and step line with a host list
+    (steps of a pending array range, which has run nothing, are left out); ``attempt``
+    is the run of a requeued job (0 otherwise), ``task`` from :func:`_task`.
+    """
+    listed = good.filter(pl.col("_node_count").is_not_null() & pl.col("_range").is_null())
     hosts = nodelist.hosts(listed.lazy().select(LINE, nodelist.NODES)).collect()
-    step = sv.STEP_ID
     state = _text("state", header)
     values = listed.select(
         LINE,
-        pl.when(pl.col("_is_step"))
-        .then(pl.col("_jobid").str.extract(step, 1))
-        .otherwise(pl.col("_jobid"))
-        .alias("job_id"),
-        pl.when(pl.col("_is_step")).then(pl.col("_jobid").str.extract(step, 2)).alias("task"),
+        pl.col("_key").alias("job_id"),
+        _task().alias("task"),
         "start_time",
         "end_time",
         (pl.col("_gpus").cast(pl.Float64) / pl.col("_node_count")).alias("gpu_count"),
         sv.status(state).alias("status"),
     )
+    if attempts.height:
+        runs = pl.concat([attempts, _step_attempts(listed, attempts)])
+        values = values.join(runs, on=LINE, how="left")
+    else:
+        values = values.with_columns(pl.lit(None, dtype=pl.Int32).alias("_attempt"))
     return hosts.join(values, on=LINE, how="left", maintain_order="left").select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
         pl.lit(cluster).alias("cluster"),
         "job_id",
-        pl.lit(0, dtype=pl.Int32).alias("attempt"),
+        pl.col("_attempt").fill_null(0).cast(pl.Int32).alias("attempt"),
         "task",
         "start_time",
         "end_time",
@@ -616,16 +920,22 @@ def placement_rows(good: pl.DataFrame, header: Header, cluster: str, dataset: st
 
 
 def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
-    """The ``jobs`` and ``placements`` batches of one sacct export."""
+    """The ``jobs`` and ``placements`` batches of one sacct export.
+
+    ``jobs`` records read = the lines without a dot in ``JobID``, each pending array
+    range counted as its tasks, the lines of one job (requeued runs, heterogeneous
+    components) counted once; the three figures are in the metadata (``job_lines``,
+    ``array_tasks_added``, ``lines_folded``).
+    """
     header = read_sacct_header(path)
     info = file_info(path, header_lines=1)
-    good, bad = parse(info, header, tz)
+    good, bad, added = parse(info, header, tz)
     name = cluster or path.stem
     cluster_name = slug(name)
     dataset = slug(f"{cluster}-{path.stem}") if cluster else slug(path.stem)
     step = pl.col("_is_step")
     jobs_good = good.filter(~step)
-    steps = int(good.get_column("_is_step").sum()) + int(bad.get_column("_is_step").sum())
+    steps = good.filter(step).height + int(bad.get_column("_is_step").sum())
     ambiguous = good.select(
         pl.sum_horizontal(
             (pl.col(f"_{k}_earliest") != pl.col(f"_{k}_latest")).fill_null(False) for k in TIMES
@@ -634,6 +944,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     elapsed_mismatch = jobs_good.select(
         (pl.col("_elapsed") != _seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
+    rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
     meta = {
         "time_basis": "absolute",
         "source_tz": tz,
@@ -641,6 +952,9 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         "parsable": "--parsable (trailing |)" if header.trailing else "--parsable2",
         "fields": ",".join(header.names),
         "step_lines": str(steps),
+        "job_lines": str(info.records - steps),
+        "array_tasks_added": str(added),
+        "lines_folded": str(folded),
         "ambiguous_local_times": str(ambiguous.item() or 0),
         "elapsed_mismatch_rows": str(elapsed_mismatch.item() or 0),
     }
@@ -654,13 +968,13 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         "jobs",
         dataset,
         info,
-        job_rows(jobs_good, header, cluster_name, dataset, tz),
+        rows,
         rejected(bad.filter(~step), "jobs"),
-        rows_read=info.records - steps,
+        rows_read=info.records - steps + added - folded,
         cluster=cluster_name,
         metadata=meta,
     )
-    placed = placement_rows(good, header, cluster_name, dataset)
+    placed = placement_rows(good, header, cluster_name, dataset, attempts)
     bad_steps = bad.filter(step)
     yield Batch(
         "placements",
@@ -709,8 +1023,21 @@ class SlurmLoader:
             )
             tz = DEFAULT_TZ
         check_tz(tz)
+        blind: list[Path] = []
         for file in discover(path):
+            header = read_sacct_header(file)
+            if not any(f in header.names for f in GPU_FIELDS):
+                blind.append(file)
             yield from export(file, cluster=cluster, tz=tz)
+        if blind:
+            warnings.warn(
+                InputWarning(
+                    f"{blind[0]}{f' and {len(blind) - 1} more export(s)' if len(blind) > 1 else ''}"
+                    ": no GPU field (AllocTRES, ReqTRES, AllocGRES or ReqGRES); gpus left "
+                    "unknown (add AllocTRES to sacct --format)"
+                ),
+                stacklevel=2,
+            )
 
 
 @dataclass(frozen=True)

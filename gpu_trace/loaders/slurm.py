@@ -118,9 +118,7 @@ REQUIRED = ("jobid", "state", "submit")
 GPU_FIELDS = ("alloctres", "reqtres", "allocgres", "reqgres")
 """Fields that can say how many GPUs a job has; an export with none of them gets one
 warning and ``gpus`` null (unknown), never 0."""
-TIME_SHAPE = (
-    r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$"
-)
+TIME_SHAPE = r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$"
 """What sacct prints for a time (``%Y-%m-%dT%H:%M:%S``, the ISO form of sacct's default
 ``SLURM_TIME_FORMAT=standard``): zero-padded fields, seconds below 60. ``2026-1-5T9:0:0``,
 ``09:00:60`` or ``25:00:00`` are damaged fields, not times a lenient parser may guess at."""
@@ -350,8 +348,12 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
     reqmem, reqmem_bad = sv.req_mem(
         _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), cpus
     )
+    gpus = pick("gpus")
+    if "allocgres" in header.names or "reqgres" in header.names:
+        # an empty GRES field is sacct's way of saying "no GRES": 0 GPUs, not unknown
+        gpus = pl.coalesce(gpus, pl.when(~(at | ag | rt)).then(pl.lit(0, dtype=pl.Int64)))
     return base.with_columns(
-        pick("gpus").alias("_gpus"),
+        gpus.alias("_gpus"),
         pick("gpu_type").alias("_gpu_type"),
         cpus.alias("_cpus"),
         pl.coalesce(pl.when(at).then(pl.col("_at_mem_bytes")), pl.col("_rt_mem_bytes")).alias(
@@ -366,7 +368,11 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
         reqmem.alias("_reqmem"),
         reqmem_bad.alias("_reqmem_bad"),
     ).drop(
-        [f"{n}_{k}" for n in ("_at", "_rt") for k in ("gpus", "gpu_type", "mem_bytes", "cpus", "bad")]
+        [
+            f"{n}_{k}"
+            for n in ("_at", "_rt")
+            for k in ("gpus", "gpu_type", "mem_bytes", "cpus", "bad")
+        ]
         + [f"{n}_{k}" for n in ("_ag", "_rg") for k in ("gpus", "gpu_type", "bad")]
     )
 
@@ -456,8 +462,7 @@ def _resolve(rows: pl.DataFrame) -> pl.DataFrame:
         pl.any_horizontal(full).alias("_any_full"), pl.any_horizontal(order).alias("_any_order")
     )
     valid = [
-        pl.when(pl.col("_any_full")).then(f).otherwise(o)
-        for f, o in zip(full, order, strict=True)
+        pl.when(pl.col("_any_full")).then(f).otherwise(o) for f, o in zip(full, order, strict=True)
     ]
     picked: list[pl.Expr] = []
     split: list[pl.Expr] = []
@@ -467,8 +472,9 @@ def _resolve(rows: pl.DataFrame) -> pl.DataFrame:
         e, lt = reads[key]
         picked.append(pl.when(~early & late).then(lt).otherwise(e).alias(f"{key}_time"))
         split.append(
-            pl.when(early & late & (e != lt).fill_null(False))
-            .then(pl.format(f"{key.capitalize()} {{}}", _quoted(pl.col(f"_{key}_text"))))
+            pl.when(early & late & (e != lt).fill_null(False)).then(
+                pl.format(f"{key.capitalize()} {{}}", _quoted(pl.col(f"_{key}_text")))
+            )
         )
     reason = pl.concat_str(split, separator=", ", ignore_nulls=True)
     why = pl.when(reason != "").then(
@@ -706,7 +712,9 @@ def _seconds(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
 
 
-def _line_jobs(jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str) -> pl.LazyFrame:
+def _line_jobs(
+    jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
+) -> pl.LazyFrame:
     """Canonical ``jobs`` columns of each good allocation line, plus ``_line``, ``_comp``
     and ``_lines`` (lines of the same job in this export).
 
@@ -860,7 +868,8 @@ def _task() -> pl.Expr:
 
 def _step_attempts(good: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
     """``_line`` -> ``_attempt`` for the steps of requeued jobs: the run that had
-    started last when the step started (steps carry no run number in sacct)."""
+    started last when the step started (steps carry no run number in sacct).
+    """
     runs = (
         good.join(attempts, on=LINE, how="inner")
         .select("_key", pl.col("_comp").fill_null(""), "start_time", "_attempt")

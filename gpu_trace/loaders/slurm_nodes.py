@@ -94,7 +94,7 @@ def check(lines: pl.LazyFrame, budget: int | None = None) -> pl.LazyFrame:
         .sort(LINE)
     )
     quoted = pl.lit("'") + text + pl.lit("'")
-    reason = (
+    reason: pl.Expr = (
         pl.when(pl.col("_node_count").is_null())
         .then(pl.format("NodeList {} is not a Slurm host list (e.g. gpu[01-04,07])", quoted))
         .when(pl.col("_backwards"))

@@ -219,7 +219,9 @@ def tres(text: pl.Expr, name: str) -> Staged:
     )
     one_count = pl.col(c["count"])
     typed_sum = pl.when(n_typed == 1).then(one_count).otherwise(many_counts.list.sum())
-    typed_bad = pl.when(n_typed == 1).then(one_count.is_null() | (one_count < 0)).otherwise(many_bad)
+    typed_bad = (
+        pl.when(n_typed == 1).then(one_count.is_null() | (one_count < 0)).otherwise(many_bad)
+    )
     untyped_text = pl.col(c["untyped"])
     untyped = untyped_text.cast(pl.Int64, strict=False)
     mem, mem_bad = mem_bytes(pl.col(c["mem"]))
@@ -386,7 +388,7 @@ such a line is quarantined with this reason instead of making millions of rows."
 _RANGE_PART = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?$")
 
 
-def array_tasks(body: str, cap: int = MAX_ARRAY_TASKS) -> tuple[list[int], str | None]:
+def array_tasks(body: str, cap: int | None = None) -> tuple[list[int], str | None]:
     """The task ids of the text between the brackets of a pending array id, or a reason.
 
     Grammar (Slurm job_array.html and sbatch ``--array``): comma-separated items, each
@@ -395,6 +397,7 @@ def array_tasks(body: str, cap: int = MAX_ARRAY_TASKS) -> tuple[list[int], str |
     ``1-21:4`` is 1, 5, 9, 13, 17, 21. Runs in Python, over the few lines that hold a
     range (never over the whole export).
     """
+    cap = MAX_ARRAY_TASKS if cap is None else cap
     items = body.split("%", 1)[0]
     if "%" in body and not body.split("%", 1)[1].isdigit():
         return [], "has a throttle after % that is not a number"

@@ -28,7 +28,9 @@ Per-format rules (``expect``):
 - Slurm sacct exports: every line after the header is one ``jobs`` record, except the
   lines whose ``JobID`` field (found by header name, counted from the right after a
   ``JobName``, one trailing ``|`` dropped under a ``--parsable`` header) holds a dot:
-  job steps, folded into ``placements`` (derived rows, not counted here).
+  job steps, folded into ``placements`` (derived rows, not counted here); the store's
+  jobs are adjusted by the loader's recorded ``lines_folded`` (runs and components of one
+  job) and ``array_tasks_added`` (a pending range is a job per task).
 - Prometheus ``query_range`` JSON (``prometheus-range``): JSON lines when the file has
   two or more non-blank lines and the first parses alone, else one document. A response
   (a line, or the document) that is not a JSON object with ``status`` ``success`` and a
@@ -71,6 +73,10 @@ class Expect:
     k: int = 1
     no_event: bool = False
     """Add the gpu_samples metadata's ``no_event_cells`` to the total."""
+    folds: bool = False
+    """Slurm: add the jobs metadata's ``lines_folded`` and subtract its
+    ``array_tasks_added`` (a pending array range is one line but a job per task; the
+    requeued runs and heterogeneous components of one job are several lines, one job)."""
     lo: int = 0
     hi: int = 0
     """``bound``: the total lies in [lo, hi]."""
@@ -277,7 +283,7 @@ def _slurm(lines: Sequence[bytes]) -> Expect:
         else:
             field = parts[at - n] if len(parts) >= n else ""
         steps += "." in field
-    return Expect(("jobs",), "exact", len(lines) - 1 - steps)
+    return Expect(("jobs",), "exact", len(lines) - 1 - steps, folds=True)
 
 
 def _json(blob: bytes) -> tuple[bool, Any]:
@@ -409,6 +415,8 @@ class StoreCounts:
     """(table, dataset, file) -> rows actually in ``quarantine``."""
     no_event: dict[str, int] = field(default_factory=dict)
     """dataset -> ``no_event_cells`` from the gpu_samples file's metadata."""
+    folds: dict[str, int] = field(default_factory=dict)
+    """dataset -> ``lines_folded - array_tasks_added`` from a Slurm jobs file's metadata."""
 
 
 def read_store(store: Path, source: str) -> StoreCounts:
@@ -438,7 +446,24 @@ def read_store(store: Path, source: str) -> StoreCounts:
     finally:
         con.close()
     out.no_event = _no_event_cells(store, source)
+    out.folds = _folds(store, source)
     return out
+
+
+def _folds(store: Path, source: str) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    root = store / "current" if (store / "current").is_dir() else store
+    found: dict[str, int] = {}
+    for f in root.glob(f"**/jobs/source={source}/*.parquet"):
+        if any(part.startswith(".") for part in f.relative_to(root).parts):
+            continue
+        meta = pq.read_metadata(f).metadata or {}
+        folded = meta.get(b"gpu_trace.lines_folded")
+        added = meta.get(b"gpu_trace.array_tasks_added")
+        if folded is not None and added is not None:
+            found[f.stem] = found.get(f.stem, 0) + int(folded) - int(added)
+    return found
 
 
 def _no_event_cells(store: Path, source: str) -> dict[str, int]:
@@ -466,6 +491,10 @@ def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
     read = sum(r["rows_read"] for r in mine)
     if exp.no_event:
         extra = sum(counts.no_event.get(d, 0) for d in {r["dataset"] for r in mine})
+        total += extra
+        read += extra
+    if exp.folds:
+        extra = sum(counts.folds.get(d, 0) for d in {r["dataset"] for r in mine})
         total += extra
         read += extra
     if exp.mode == "none":

@@ -15,36 +15,45 @@ lists: :mod:`gpu_trace.loaders.slurm_nodes`.
 
 Decisions on points the format leaves open:
 
-- **One record per line.** A line whose ``JobID`` is an allocation (``123``, ``123_7``,
-  ``123_[1-9%2]``, ``123+1``) is a ``jobs`` record; a line whose ``JobID`` has a dot
-  (``123.batch``, ``123.extern``, ``123.0``: a step, printed without ``-X``) is folded
-  into its job as ``placements`` rows (``task`` = the step name), never a job of its
-  own. So ``jobs`` rows read = lines without a dot in ``JobID``; the number of step
-  lines is recorded in the Parquet metadata (``step_lines``). Bad step lines are
-  quarantined under table ``placements``.
-- **Placements.** Each job with a ``NodeList`` gets one placement per host (attempt 0,
-  ``gpu_count`` = its GPUs split evenly over the hosts, since sacct gives only the
-  total); each step line one per host of its own list. ``placements`` rows read are
-  the rows derived plus the quarantined step lines.
-- **Repeated job ids** (``sacct -D`` prints every requeued incarnation; overlapping
-  exports repeat jobs): the last line of a job id is kept, with ``attempts`` = the
-  number of its lines; earlier lines are quarantined with the line they repeat on.
+- **Jobs.** A line whose ``JobID`` is an allocation (``123``, ``123_7``, ``123+1``) is a
+  ``jobs`` record; a pending array range (``123_[1-9%2]``, ``123_[1-21:4]``) is one
+  job per task (``123_1`` ...), each with the line's request (``sacct --array`` prints
+  them so; :func:`_expand_arrays`); the lines of one job, requeued runs under
+  ``sacct -D`` and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
+  job (:func:`_fold`). A line whose ``JobID`` has a dot (``123.batch``, ``123.extern``,
+  ``123.0``: a step, printed without ``-X``) is folded into its job as ``placements``
+  rows (``task`` = the step name), never a job of its own. So ``jobs`` records read =
+  lines without a dot in ``JobID`` (``job_lines``) + tasks a range adds
+  (``array_tasks_added``) - lines folded into another line's job (``lines_folded``),
+  all three in the Parquet metadata with ``step_lines``. Bad step lines are
+  quarantined under table ``placements``. A job's id is the one every export prints
+  for it (a task's ``123_13``, a heterogeneous job's ``123``), so overlapping exports
+  name it alike.
+- **Placements.** Each job line with a ``NodeList`` gets one placement per host
+  (``attempt`` = its run, 0 unless requeued; ``gpu_count`` = its GPUs split evenly over
+  the hosts, since sacct gives only the total); each step line one per host of its own
+  list. ``placements`` rows read are the rows derived plus the quarantined step lines.
+  Host lists are capped per line and per file (:mod:`gpu_trace.loaders.slurm_nodes`).
 - **Times** are local wall-clock times of the cluster (sacct prints no offset), read in
   ``--tz`` (default UTC, with a warning) and recorded in ``source_tz``. ``Unknown`` and
-  ``None`` are null. A local time that does not exist in the zone (inside a spring-
-  forward gap) is quarantined. An ambiguous one (inside a fall-back hour) takes the
-  earlier instant, unless that would put it before the time it must follow (submit <=
-  eligible, submit <= start <= end), then the later one: the only reading that keeps
-  the job's own order. Their number is recorded (``ambiguous_local_times``).
-- ``queue_s`` = start - submit; ``run_s`` = ``Elapsed`` (what Slurm measured; the running
-  time so far for a running job), else end - start; null for a job that never started.
-  Rows whose ``Elapsed`` differs from end - start are counted (``elapsed_mismatch_rows``),
-  not changed. Start before submit or end before start is quarantined.
+  ``None`` are null; any other text not shaped as sacct prints a time is quarantined. A
+  local time that does not exist in the zone (inside a spring-forward gap) is
+  quarantined. Ambiguous ones (inside a fall-back hour) are read by :func:`_resolve`
+  (End - Start = ``Elapsed``, Submit <= Eligible <= Start <= End); a line two readings
+  fit equally is quarantined. Their number is recorded (``ambiguous_local_times``).
+- ``queue_s`` = start - submit; ``run_s`` = end - start (the schema's definition), null
+  while a job has no end; ``as_of_time`` = end, or start + ``Elapsed`` for a started
+  job without an end (when sacct printed it). Rows whose ``Elapsed`` differs from
+  end - start are counted (``elapsed_mismatch_rows``), not changed. Start before submit
+  or end before start is quarantined.
 - **GPUs and memory** come from ``AllocTRES`` when it is not empty (what the job got),
-  else ``ReqTRES`` (a pending job), which is then the only one read and checked;
-  memory from ``ReqMem`` when that TRES list names none. ``gpus_raw`` is the same count (unit ``gpu``); ``gpu_type`` the models of
-  ``gres/gpu:<model>=`` entries joined with ``|``.
-- ``vc`` is ``Partition``; ``nodes`` is ``NNodes``; ``cpus`` is ``NCPUS``.
+  else the older ``AllocGRES``, else ``ReqTRES`` / ``ReqGRES`` (a pending job), which
+  are then read and checked; memory from ``ReqMem`` when the TRES list names none.
+  ``gpus_raw`` is the same count (unit ``gpu``); ``gpu_type`` the models joined with
+  ``|``. An export with none of the four fields warns once and keeps ``gpus`` null.
+- ``vc`` is ``Partition``; ``nodes`` is ``NNodes``; ``cpus`` is ``NCPUS`` (or the older
+  ``AllocCPUS``, else the TRES ``cpu=``); ``cancelled_by`` the uid of
+  ``CANCELLED by <uid>``.
 - ``JobName`` is the only free text: a line with more fields than the header (a ``|``
   inside a job name) is split from both ends around it, as for Helios.
 """

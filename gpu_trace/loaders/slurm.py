@@ -724,8 +724,8 @@ def _seconds(delta: pl.Expr) -> pl.Expr:
 def _line_jobs(
     jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
 ) -> pl.LazyFrame:
-    """Canonical ``jobs`` columns of each good allocation line, plus ``_line``, ``_comp``
-    and ``_lines`` (lines of the same job in this export).
+    """Canonical ``jobs`` columns of each good allocation line, plus ``_line`` and
+    ``_comp``.
 
     ``run_s`` is End - Start, so null while a job has no end (running, suspended); the
     instant the line describes, ``as_of_time``, is End for an ended job and Start +
@@ -774,11 +774,10 @@ def _line_jobs(
         pl.lit("absolute").alias("time_basis"),
         LINE,
         "_comp",
-        pl.len().over("_key").alias("_lines"),
     )
 
 
-HELPERS = (LINE, "_comp", "_lines")
+HELPERS = (LINE, "_comp")
 SUMMED = ("gpus", "gpus_raw", "cpus", "mem_bytes", "nodes")
 
 
@@ -851,11 +850,12 @@ def job_rows(
     a folded job (``_line``, ``_attempt``) and the number of lines folded away (lines
     minus jobs, over the jobs :func:`_fold` builds).
     """
-    lines = _line_jobs(jobs, header, cluster, dataset, tz)
-    multi = lines.filter(pl.col("_lines") > 1).collect()
-    single = lines.filter(pl.col("_lines") == 1).drop(HELPERS)
-    if multi.is_empty():
+    shared = jobs.get_column("_key").is_duplicated()
+    if not shared.any():
+        single = _line_jobs(jobs, header, cluster, dataset, tz).drop(HELPERS)
         return single, pl.DataFrame(schema={LINE: pl.Int64, "_attempt": pl.Int32}), 0
+    single = _line_jobs(jobs.filter(~shared), header, cluster, dataset, tz).drop(HELPERS)
+    multi = _line_jobs(jobs.filter(shared), header, cluster, dataset, tz).collect()
     folded, attempts = _fold(multi)
     return pl.concat([single, folded.lazy()]), attempts, multi.height - folded.height
 

@@ -356,3 +356,21 @@ def test_hostile_host_lists_bounded_memory(tmp_path: Path) -> None:
     (read, written, quarantined), rss_kib = json.loads(out.stdout)
     assert read == written + quarantined and quarantined > 0
     assert rss_kib * 1024 < 2**30  # ru_maxrss is in KiB on Linux
+
+
+def test_line_repeated_exactly_is_one_run(tmp_path: Path) -> None:
+    """Two overlapping exports pasted into one file repeat a job's lines verbatim: the
+    same run printed twice is one run (attempts 1, its hosts once), while a run that
+    differs (sacct -D) is another attempt."""
+    job = f"5|COMPLETED|{T0}|{T0}|2026-01-05T11:00:00|01:00:00|gres/gpu=2|n[1-2]\n"
+    step = f"5.batch|COMPLETED|{T0}|{T0}|2026-01-05T11:00:00|01:00:00|gres/gpu=2|n1\n"
+    text = "JobID|State|Submit|Start|End|Elapsed|AllocTRES|NodeList\n" + (job + step) * 2
+    jobs, placements, q = _load(tmp_path, text)
+    assert q == {}
+    assert jobs.select("job_id", "attempts", "run_s").rows() == [("5", 1, 3600.0)]
+    # n1, n2 for the job; n1 for its batch step
+    assert placements.select("attempt", "task", "machine_id").rows() == [
+        (0, "batch", "n1"),
+        (0, None, "n1"),
+        (0, None, "n2"),
+    ]

@@ -778,6 +778,8 @@ def _line_jobs(
 
 
 HELPERS = (LINE, "_comp")
+DUPLICATE = -1
+"""``_attempt`` of a line that repeats another line of its job exactly."""
 SUMMED = ("gpus", "gpus_raw", "cpus", "mem_bytes", "nodes")
 
 
@@ -795,15 +797,22 @@ def _fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
       the components' current lines, GPU models joined; status, user, limits and the
       other fields are those of the first component (the leader, ``+0``).
 
+    - A line repeated exactly (two exports pasted into one file) is one run: the copy is
+      folded away (its ``_attempt`` is :data:`DUPLICATE`, and it makes no placements).
+
     Polars over the few folded lines only.
     """
     ordered = lines.with_columns(pl.col("_comp").cast(pl.Int64).alias("_comp_n")).sort(
         "job_id", "_comp_n", LINE, nulls_last=False
     )
-    ordered = ordered.with_columns(
+    same = [c for c in ordered.columns if c != LINE]
+    dropped = ordered.filter(~pl.struct(same).is_last_distinct()).select(
+        LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt")
+    )
+    ordered = ordered.filter(pl.struct(same).is_last_distinct()).with_columns(
         pl.int_range(pl.len()).over("job_id", "_comp_n").cast(pl.Int32).alias("_attempt")
     )
-    attempts = ordered.select(LINE, "_attempt")
+    attempts = pl.concat([ordered.select(LINE, "_attempt"), dropped])
     first = ordered.group_by("job_id").agg(
         pl.col("submit_time").min(),
         pl.col("start_time").min(),
@@ -881,6 +890,7 @@ def _step_attempts(good: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
     """
     runs = (
         good.join(attempts, on=LINE, how="inner")
+        .filter(pl.col("_attempt") != DUPLICATE)
         .select("_key", pl.col("_comp").fill_null(""), "start_time", "_attempt")
         .drop_nulls("start_time")
         .sort("start_time")
@@ -919,10 +929,12 @@ def placement_rows(
     )
     if attempts.height:
         runs = pl.concat([attempts, _step_attempts(listed, attempts)])
-        values = values.join(runs, on=LINE, how="left")
+        values = values.join(runs, on=LINE, how="left").filter(
+            pl.col("_attempt").fill_null(0) != DUPLICATE
+        )
     else:
         values = values.with_columns(pl.lit(None, dtype=pl.Int32).alias("_attempt"))
-    return hosts.join(values, on=LINE, how="left", maintain_order="left").select(
+    placed = hosts.join(values, on=LINE, how="inner", maintain_order="left").select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
         pl.lit(cluster).alias("cluster"),
@@ -935,6 +947,9 @@ def placement_rows(
         "gpu_count",
         "status",
     )
+    # a job whose lines repeat (two exports pasted into one file) repeats its step lines
+    # too: the same step on the same host at the same times is one placement
+    return placed.unique(maintain_order=True) if attempts.height else placed
 
 
 def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:

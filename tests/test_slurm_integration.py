@@ -291,9 +291,11 @@ def test_synth_round_trip(tmp_path: Path) -> None:
     report = ingest(LOADERS["slurm"], files[0], tmp_path / "store", tz=TZ)
     assert report.totals[2] == 0
     jobs = scan(tmp_path / "store", "jobs", ["slurm"]).collect()
-    # each pending range 123_[1-K%2] is K jobs (the %2 is a throttle), K - 1 beyond its line
+    # each pending range 123_[A-B%2] is B - A + 1 jobs (the %2 is a throttle): B - A
+    # beyond its line
     ids = [ln.split("|")[0] for ln in files[0].read_text().splitlines()[1:]]
-    extra = sum(int(i.split("-")[1].split("%")[0]) - 1 for i in ids if "_[" in i)
+    bounds = [i.split("[")[1].split("%")[0].split("-") for i in ids if "_[" in i]
+    extra = sum(int(b) - int(a) for a, b in bounds)
     assert extra > 0 and jobs.height == 500 + extra
     assert {"running", "pending", "completed"} <= set(jobs["status"])
 

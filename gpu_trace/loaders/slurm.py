@@ -774,6 +774,7 @@ def _line_jobs(
         pl.lit("absolute").alias("time_basis"),
         LINE,
         "_comp",
+        "_shared",
     )
 
 
@@ -861,10 +862,16 @@ def job_rows(
     """
     shared = jobs.get_column("_key").is_duplicated()
     if not shared.any():
-        single = _line_jobs(jobs, header, cluster, dataset, tz).drop(HELPERS)
+        single = _line_jobs(
+            jobs.with_columns(pl.lit(False).alias("_shared")), header, cluster, dataset, tz
+        )
+        single = single.drop(*HELPERS, "_shared")
         return single, pl.DataFrame(schema={LINE: pl.Int64, "_attempt": pl.Int32}), 0
-    single = _line_jobs(jobs.filter(~shared), header, cluster, dataset, tz).drop(HELPERS)
-    multi = _line_jobs(jobs.filter(shared), header, cluster, dataset, tz).collect()
+    # lazily, so that each part reads only the columns it needs (no copy of the whole
+    # wide frame): the few shared lines now, the rest when the writer collects
+    lines = _line_jobs(jobs.with_columns(shared.alias("_shared")), header, cluster, dataset, tz)
+    single = lines.filter(~pl.col("_shared")).drop(*HELPERS, "_shared")
+    multi = lines.filter(pl.col("_shared")).drop("_shared").collect()
     folded, attempts = _fold(multi)
     return pl.concat([single, folded.lazy()]), attempts, multi.height - folded.height
 
@@ -908,6 +915,17 @@ def _step_attempts(good: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
     return found.select(LINE, "_attempt").drop_nulls()
 
 
+def _repeated_steps(good: pl.DataFrame) -> pl.DataFrame:
+    """``_line`` -> :data:`DUPLICATE` for step lines that repeat another step line
+    exactly (a job whose lines repeat, two exports pasted into one file, repeats its
+    steps too): the same step on the same hosts at the same times is one placement.
+    """
+    cols = ["_jobid", "start_time", "end_time", nodelist.NODES, "_gpus", "_t_state"]
+    steps = good.filter(pl.col("_is_step")).select(LINE, *(c for c in cols if c in good.columns))
+    again = steps.filter(~pl.struct(pl.exclude(LINE)).is_last_distinct())
+    return again.select(LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt"))
+
+
 def placement_rows(
     good: pl.DataFrame, header: Header, cluster: str, dataset: str, attempts: pl.DataFrame
 ) -> pl.DataFrame:
@@ -928,7 +946,11 @@ def placement_rows(
         sv.status(state).alias("status"),
     )
     if attempts.height:
-        runs = pl.concat([attempts, _step_attempts(listed, attempts)])
+        runs = (
+            pl.concat([attempts, _step_attempts(listed, attempts), _repeated_steps(listed)])
+            .group_by(LINE)
+            .agg(pl.col("_attempt").min())  # DUPLICATE (-1) wins over a run number
+        )
         values = values.join(runs, on=LINE, how="left").filter(
             pl.col("_attempt").fill_null(0) != DUPLICATE
         )
@@ -947,9 +969,7 @@ def placement_rows(
         "gpu_count",
         "status",
     )
-    # a job whose lines repeat (two exports pasted into one file) repeats its step lines
-    # too: the same step on the same host at the same times is one placement
-    return placed.unique(maintain_order=True) if attempts.height else placed
+    return placed
 
 
 def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:

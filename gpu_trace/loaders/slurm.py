@@ -268,9 +268,16 @@ def _by_value(
     """
     col = f"_t_{key}"
     if key not in header.names:
-        out = frame.with_columns(first).with_columns(e.alias(n) for n, e in outputs.items())
-        names = [e.meta.output_name() for e in first]
-        return out.drop([n for n in names if n not in outputs])
+        # the field is absent, so every output is one constant: computed on one row
+        # (outputs depend on the field's text only), not on a million rows of nulls
+        one = (
+            pl.DataFrame({"_": [None]})
+            .with_columns(first)
+            .select(e.alias(n) for n, e in outputs.items())
+        )
+        return frame.with_columns(
+            pl.lit(one.get_column(n).item(), dtype=one.schema[n]).alias(n) for n in outputs
+        )
     table = (
         frame.select(col)
         .unique()
@@ -647,14 +654,14 @@ def _ids() -> list[pl.Expr]:
 
 
 def _expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """Pending array ranges (``123_[13-20%4]``) as one line per task (``123_13`` ..
-    ``123_20``), each with the line's request, as ``sacct --array`` would print them;
-    (good lines, bad lines with ``_reason``, tasks added beyond one per range line).
+    """Pending array ranges (``123_[13-20%4]``: the good range lines given) as one line
+    per task (``123_13`` .. ``123_20``), each with the line's request, as
+    ``sacct --array`` would print them; (task lines, bad lines with ``_reason``, tasks
+    added beyond one per range line).
     A range that is malformed or names more than :data:`sv.MAX_ARRAY_TASKS` tasks is
     quarantined. Python runs over the range lines only.
     """
-    is_range = pl.col("_range").is_not_null() & ~pl.col("_is_step")
-    ranges = good.filter(is_range)
+    ranges = good
     empty = pl.DataFrame(schema={LINE: pl.Int64, REASON: pl.String})
     if ranges.is_empty():
         return good, empty, 0
@@ -684,7 +691,7 @@ def _expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]
         )
         .drop("_task", REASON)
     )
-    return pl.concat([good.filter(~is_range), expanded]), bad, added
+    return expanded, bad, added
 
 
 def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
@@ -707,8 +714,13 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     late = good.filter(pl.col("_node_reason").is_not_null()).select(
         LINE, pl.col("_node_reason").alias(REASON), "_is_step"
     )
-    good = good.filter(pl.col("_node_reason").is_null())
-    good, bad_ranges, added = _expand_arrays(good)
+    placed = pl.col("_node_reason").is_null()
+    is_range = pl.col("_range").is_not_null() & ~pl.col("_is_step")
+    tasks, bad_ranges, added = _expand_arrays(good.filter(placed & is_range))
+    # one filter of the wide frame, then the few task lines appended (no rechunk)
+    good = good.filter(placed & ~is_range)
+    if tasks.height:
+        good = pl.concat([good, tasks])
     late = pl.concat([late, bad_ranges.with_columns(pl.lit(False).alias("_is_step"))])
     bad = bad.select(LINE, RAW, REASON, "_is_step")
     if late.height:
@@ -988,7 +1000,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     dataset = slug(f"{cluster}-{path.stem}") if cluster else slug(path.stem)
     step = pl.col("_is_step")
     jobs_good = good.filter(~step)
-    steps = good.filter(step).height + int(bad.get_column("_is_step").sum())
+    steps = int(good.get_column("_is_step").sum()) + int(bad.get_column("_is_step").sum())
     ambiguous = good.select(
         pl.sum_horizontal(
             (pl.col(f"_{k}_earliest") != pl.col(f"_{k}_latest")).fill_null(False) for k in TIMES

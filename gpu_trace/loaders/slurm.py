@@ -18,9 +18,9 @@ Decisions on points the format leaves open:
 - **Jobs.** A line whose ``JobID`` is an allocation (``123``, ``123_7``, ``123+1``) is a
   ``jobs`` record; a pending array range (``123_[1-9%2]``, ``123_[1-21:4]``) is one
   job per task (``123_1`` ...), each with the line's request (``sacct --array`` prints
-  them so; :func:`_expand_arrays`); the lines of one job, requeued runs under
+  them so; :func:`gpu_trace.loaders.slurm_jobs.expand_arrays`); the lines of one job, requeued runs under
   ``sacct -D`` and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
-  job (:func:`_fold`). A line whose ``JobID`` has a dot (``123.batch``, ``123.extern``,
+  job (:func:`gpu_trace.loaders.slurm_jobs.fold`). A line whose ``JobID`` has a dot (``123.batch``, ``123.extern``,
   ``123.0``: a step, printed without ``-X``) is folded into its job as ``placements``
   rows (``task`` = the step name), never a job of its own. So ``jobs`` records read =
   lines without a dot in ``JobID`` (``job_lines``) + tasks a range adds
@@ -70,6 +70,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import InputError, InputWarning
+from gpu_trace.loaders import slurm_jobs as sj
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
 from gpu_trace.loaders.base import Batch
@@ -471,7 +472,7 @@ def _resolve(rows: pl.DataFrame) -> pl.DataFrame:
             & ok(v["submit"], v["start"])
             & ok(v["start"], v["end"])
         )
-        fits = (_seconds(v["end"] - v["start"]) == pl.col("_elapsed")).fill_null(True)
+        fits = (sv.seconds(v["end"] - v["start"]) == pl.col("_elapsed")).fill_null(True)
         order.append(kept)
         full.append(kept & fits)
     rows = rows.with_columns(
@@ -625,78 +626,9 @@ KEEP = ("jobname", "user", "account", "partition", "qos", "state")
 """Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
 
 
-def _ids() -> list[pl.Expr]:
-    """What a line's ``JobID`` says about where it belongs (sacct man page, ``JobID``:
-    ``<jobid>[_<arraytask>][+<hetoffset>][.<step>]``): ``_key`` (the job: the id without
-    a heterogeneous offset or step), ``_comp`` (the heterogeneous offset, ``+1`` ->
-    ``1``), ``_step`` (``batch``, ``extern``, ``0``) and ``_range`` (the text between
-    the brackets of a pending array range). The regexes run only on the lines that
-    hold a ``.``, ``+`` or ``[`` (the input is nulled elsewhere).
-    """
-    jid = pl.col("_jobid")
-    step = pl.col("_is_step")
-    alloc = pl.when(step).then(jid).str.extract(sv.STEP_ID, 1).fill_null(jid)
-    plus = pl.when(jid.str.contains("+", literal=True)).then(jid)
-    key = (
-        pl.when(alloc.str.contains("+", literal=True))
-        .then(alloc.str.replace(r"\+\d+$", ""))
-        .otherwise(alloc)
-    )
-    return [
-        key.alias("_key"),
-        plus.str.extract(r"\+(\d+)(?:\.|$)", 1).alias("_comp"),
-        pl.when(step).then(jid).str.extract(sv.STEP_ID, 2).alias("_step"),
-        pl.when(jid.str.contains("[", literal=True))
-        .then(key)
-        .str.extract(r"_\[([^\]]*)\]$", 1)
-        .alias("_range"),
-    ]
-
-
-def _expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """Pending array ranges (``123_[13-20%4]``: the good range lines given) as one line
-    per task (``123_13`` .. ``123_20``), each with the line's request, as
-    ``sacct --array`` would print them; (task lines, bad lines with ``_reason``, tasks
-    added beyond one per range line).
-    A range that is malformed or names more than :data:`sv.MAX_ARRAY_TASKS` tasks is
-    quarantined. Python runs over the range lines only.
-    """
-    ranges = good
-    empty = pl.DataFrame(schema={LINE: pl.Int64, REASON: pl.String})
-    if ranges.is_empty():
-        return good, empty, 0
-    tasks: list[list[int] | None] = []
-    reasons: list[str | None] = []
-    for jobid, body in ranges.select("_jobid", "_range").iter_rows():
-        found, why = sv.array_tasks(body)
-        tasks.append(found if why is None else None)
-        reasons.append(None if why is None else f"JobID {jobid!r} {why}")
-    ranges = ranges.with_columns(
-        pl.Series("_task", tasks, dtype=pl.List(pl.Int64)),
-        pl.Series(REASON, reasons, dtype=pl.String),
-    )
-    bad = ranges.filter(pl.col(REASON).is_not_null()).select(LINE, REASON)
-    ok = ranges.filter(pl.col(REASON).is_null())
-    added = int(ok.select(pl.col("_task").list.len().sum() - pl.len()).item() or 0)
-    prefix = pl.col("_key").str.replace(r"_\[[^\]]*\]$", "_")
-    expanded = (
-        ok.explode("_task")
-        .with_columns((prefix + pl.col("_task").cast(pl.String)).alias("_key"))
-        .with_columns(
-            pl.when(pl.col("_comp").is_null())
-            .then(pl.col("_key"))
-            .otherwise(pl.col("_key") + "+" + pl.col("_comp"))
-            .alias("_jobid"),
-            pl.lit(None, dtype=pl.String).alias("_range"),
-        )
-        .drop("_task", REASON)
-    )
-    return expanded, bad, added
-
-
 def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """(good, bad, array tasks added) of an export: good lines typed, with their
-    host-list size and job key (:func:`_ids`), pending array ranges expanded; bad lines
+    host-list size and job key (:func:`gpu_trace.loaders.slurm_jobs.ids`), pending array ranges expanded; bad lines
     with ``_line``, ``_raw`` and ``_reason``, host lists over their caps included.
     Reasons are worded only for the bad lines (formatting text for a million good ones
     would cost more than all the parsing).
@@ -707,7 +639,9 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     frame = frame.with_columns(bad_flag.alias("_bad"))
     bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
     keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
-    good = frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW]).with_columns(_ids())
+    good = (
+        frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW]).with_columns(sj.ids())
+    )
     del frame
     nodes = nodelist.check(good.lazy(), budget=nodelist.file_budget(info.records)).collect()
     good = good.join(nodes, on=LINE, how="left")
@@ -716,7 +650,7 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     )
     placed = pl.col("_node_reason").is_null()
     is_range = pl.col("_range").is_not_null() & ~pl.col("_is_step")
-    tasks, bad_ranges, added = _expand_arrays(good.filter(placed & is_range))
+    tasks, bad_ranges, added = sj.expand_arrays(good.filter(placed & is_range))
     # one filter of the wide frame, then the few task lines appended (no rechunk)
     good = good.filter(placed & ~is_range)
     if tasks.height:
@@ -727,10 +661,6 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
         late = with_raw(info, late)
         bad = pl.concat([bad, late.select(LINE, RAW, REASON, "_is_step")])
     return good, bad, added
-
-
-def _seconds(delta: pl.Expr) -> pl.Expr:
-    return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
 
 
 def _line_jobs(
@@ -762,8 +692,8 @@ def _line_jobs(
         "submit_time",
         "start_time",
         "end_time",
-        _seconds(start - pl.col("submit_time")).alias("queue_s"),
-        _seconds(end - start).alias("run_s"),
+        sv.seconds(start - pl.col("submit_time")).alias("queue_s"),
+        sv.seconds(end - start).alias("run_s"),
         gpus.alias("gpus"),
         gpus.alias("gpus_raw"),
         pl.when(gpus.is_not_null()).then(pl.lit("gpu")).alias("gpus_raw_unit"),
@@ -790,152 +720,27 @@ def _line_jobs(
     )
 
 
-HELPERS = (LINE, "_comp")
-DUPLICATE = -1
-"""``_attempt`` of a line that repeats another line of its job exactly."""
-SUMMED = ("gpus", "gpus_raw", "cpus", "mem_bytes", "nodes")
-
-
-def _fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One job of the lines that share a job key: (jobs, ``_line`` -> ``_attempt``).
-
-    - Requeued runs (``sacct -D``: one line per run of a job id, in the order sacct
-      prints them, the last being the job's current state) are attempts 0, 1, ...:
-      ``attempts`` is their number; ``submit_time``, ``start_time`` and
-      ``eligible_time`` are the first, ``end_time`` the last run's end (null while the
-      last run has none), so ``queue_s`` runs to the first start and ``run_s`` (End -
-      Start, gaps included, as the schema defines it) loses no run.
-    - Heterogeneous components (``123+0``, ``123+1``; sacct man page: "the job's
-      components") are one job ``123``: GPUs, CPUs, memory and nodes are summed over
-      the components' current lines, GPU models joined; status, user, limits and the
-      other fields are those of the first component (the leader, ``+0``).
-
-    - A line repeated exactly (two exports pasted into one file) is one run: the copy is
-      folded away (its ``_attempt`` is :data:`DUPLICATE`, and it makes no placements).
-
-    Polars over the few folded lines only.
-    """
-    ordered = lines.with_columns(pl.col("_comp").cast(pl.Int64).alias("_comp_n")).sort(
-        "job_id", "_comp_n", LINE, nulls_last=False
-    )
-    same = [c for c in ordered.columns if c != LINE]
-    dropped = ordered.filter(~pl.struct(same).is_last_distinct()).select(
-        LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt")
-    )
-    ordered = ordered.filter(pl.struct(same).is_last_distinct()).with_columns(
-        pl.int_range(pl.len()).over("job_id", "_comp_n").cast(pl.Int32).alias("_attempt")
-    )
-    attempts = pl.concat([ordered.select(LINE, "_attempt"), dropped])
-    first = ordered.group_by("job_id").agg(
-        pl.col("submit_time").min(),
-        pl.col("start_time").min(),
-        pl.col("eligible_time").min(),
-        (pl.col("_attempt").max() + 1).alias("attempts"),
-        pl.col("as_of_time").max().alias("_as_of_any"),
-    )
-    current = ordered.group_by("job_id", "_comp_n", maintain_order=True).agg(pl.all().last())
-    others = [
-        c
-        for c in lines.columns
-        if c not in (*SUMMED, *HELPERS, "job_id", "submit_time", "start_time", "eligible_time")
-        and c not in ("attempts", "end_time", "gpu_type", "as_of_time", "queue_s", "run_s")
-    ]
-    summed = [
-        pl.when(pl.col(c).is_null().all()).then(None).otherwise(pl.col(c).sum()).alias(c)
-        for c in SUMMED
-    ]
-    models = pl.col("gpu_type").drop_nulls().unique().sort().str.join("|")
-    ended = pl.col("end_time").is_not_null().all()
-    folded = (
-        current.group_by("job_id", maintain_order=True)
-        .agg(
-            *(pl.col(c).first() for c in others),
-            *summed,
-            pl.when(models == "").then(None).otherwise(models).alias("gpu_type"),
-            pl.when(ended).then(pl.col("end_time").max()).alias("end_time"),
-        )
-        .join(first, on="job_id", how="left")
-        .with_columns(
-            _seconds(pl.col("start_time") - pl.col("submit_time")).alias("queue_s"),
-            _seconds(pl.col("end_time") - pl.col("start_time")).alias("run_s"),
-            pl.coalesce("end_time", "_as_of_any").alias("as_of_time"),
-        )
-        .select(c for c in lines.columns if c not in HELPERS)
-    )
-    return folded, attempts
-
-
 def job_rows(
     jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
 ) -> tuple[pl.LazyFrame, pl.DataFrame, int]:
     """Canonical ``jobs`` rows of the good allocation lines, the attempt of each line of
     a folded job (``_line``, ``_attempt``) and the number of lines folded away (lines
-    minus jobs, over the jobs :func:`_fold` builds).
+    minus jobs, over the jobs :func:`gpu_trace.loaders.slurm_jobs.fold` builds).
     """
     shared = jobs.get_column("_key").is_duplicated()
     if not shared.any():
         single = _line_jobs(
             jobs.with_columns(pl.lit(False).alias("_shared")), header, cluster, dataset, tz
         )
-        single = single.drop(*HELPERS, "_shared")
+        single = single.drop(*sj.HELPERS, "_shared")
         return single, pl.DataFrame(schema={LINE: pl.Int64, "_attempt": pl.Int32}), 0
     # lazily, so that each part reads only the columns it needs (no copy of the whole
     # wide frame): the few shared lines now, the rest when the writer collects
     lines = _line_jobs(jobs.with_columns(shared.alias("_shared")), header, cluster, dataset, tz)
-    single = lines.filter(~pl.col("_shared")).drop(*HELPERS, "_shared")
+    single = lines.filter(~pl.col("_shared")).drop(*sj.HELPERS, "_shared")
     multi = lines.filter(pl.col("_shared")).drop("_shared").collect()
-    folded, attempts = _fold(multi)
+    folded, attempts = sj.fold(multi)
     return pl.concat([single, folded.lazy()]), attempts, multi.height - folded.height
-
-
-def _task() -> pl.Expr:
-    """A placement's ``task``: the step (``batch``, ``0``), the heterogeneous component
-    (``+1``), or both (``+1.0``); null for the allocation of a plain job.
-    """
-    comp = pl.lit("+") + pl.col("_comp")
-    step = pl.col("_step")
-    return (
-        pl.when(step.is_null())
-        .then(comp)
-        .when(pl.col("_comp").is_null())
-        .then(step)
-        .otherwise(comp + pl.lit(".") + step)
-    )
-
-
-def _step_attempts(good: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
-    """``_line`` -> ``_attempt`` for the steps of requeued jobs: the run that had
-    started last when the step started (steps carry no run number in sacct).
-    """
-    runs = (
-        good.join(attempts, on=LINE, how="inner")
-        .filter(pl.col("_attempt") != DUPLICATE)
-        .select("_key", pl.col("_comp").fill_null(""), "start_time", "_attempt")
-        .drop_nulls("start_time")
-        .sort("start_time")
-    )
-    keys = runs.get_column("_key").unique()
-    steps = (
-        good.filter(pl.col("_is_step") & pl.col("_key").is_in(keys.implode()))
-        .select(LINE, "_key", pl.col("_comp").fill_null(""), "start_time")
-        .drop_nulls("start_time")
-        .sort("start_time")
-    )
-    if steps.is_empty():
-        return attempts.clear()
-    found = steps.join_asof(runs, on="start_time", by=["_key", "_comp"], strategy="backward")
-    return found.select(LINE, "_attempt").drop_nulls()
-
-
-def _repeated_steps(good: pl.DataFrame) -> pl.DataFrame:
-    """``_line`` -> :data:`DUPLICATE` for step lines that repeat another step line
-    exactly (a job whose lines repeat, two exports pasted into one file, repeats its
-    steps too): the same step on the same hosts at the same times is one placement.
-    """
-    cols = ["_jobid", "start_time", "end_time", nodelist.NODES, "_gpus", "_t_state"]
-    steps = good.filter(pl.col("_is_step")).select(LINE, *(c for c in cols if c in good.columns))
-    again = steps.filter(~pl.struct(pl.exclude(LINE)).is_last_distinct())
-    return again.select(LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt"))
 
 
 def placement_rows(
@@ -951,7 +756,7 @@ def placement_rows(
     values = listed.select(
         LINE,
         pl.col("_key").alias("job_id"),
-        _task().alias("task"),
+        sj.task().alias("task"),
         "start_time",
         "end_time",
         (pl.col("_gpus").cast(pl.Float64) / pl.col("_node_count")).alias("gpu_count"),
@@ -959,12 +764,12 @@ def placement_rows(
     )
     if attempts.height:
         runs = (
-            pl.concat([attempts, _step_attempts(listed, attempts), _repeated_steps(listed)])
+            pl.concat([attempts, sj.step_attempts(listed, attempts), sj.repeated_steps(listed)])
             .group_by(LINE)
             .agg(pl.col("_attempt").min())  # DUPLICATE (-1) wins over a run number
         )
         values = values.join(runs, on=LINE, how="left").filter(
-            pl.col("_attempt").fill_null(0) != DUPLICATE
+            pl.col("_attempt").fill_null(0) != sj.DUPLICATE
         )
     else:
         values = values.with_columns(pl.lit(None, dtype=pl.Int32).alias("_attempt"))
@@ -1007,7 +812,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         ).sum()
     )
     elapsed_mismatch = jobs_good.select(
-        (pl.col("_elapsed") != _seconds(pl.col("end_time") - pl.col("start_time"))).sum()
+        (pl.col("_elapsed") != sv.seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
     rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
     meta = {

@@ -114,6 +114,11 @@ def duration_s(text: pl.Expr, name: str) -> Staged:
     return first, {"value": pl.when(bad).then(None).otherwise(value), "bad": bad}
 
 
+def seconds(delta: pl.Expr) -> pl.Expr:
+    """A polars duration as float seconds (microsecond exact)."""
+    return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
+
+
 def limit_s(text: pl.Expr, name: str) -> Staged:
     """``Timelimit`` in seconds (null for :data:`NO_LIMIT`) and whether it is malformed."""
     finite = pl.when(text.is_in(list(NO_LIMIT))).then(None).otherwise(text)

@@ -28,7 +28,10 @@ Per-format rules (``expect``):
 - Slurm sacct exports: every line after the header is one ``jobs`` record, except the
   lines whose ``JobID`` field (found by header name, counted from the right after a
   ``JobName``, one trailing ``|`` dropped under a ``--parsable`` header) holds a dot:
-  job steps, folded into ``placements`` (derived rows, not counted here).
+  job steps, folded into ``placements`` (derived rows, not counted here); the extra
+  lines of one job (requeued runs, components) are counted as merged by the loader, and
+  the count is adjusted by its recorded ``array_tasks_added`` (a pending range is one
+  line but a job per task).
 - Prometheus ``query_range`` JSON (``prometheus-range``): JSON lines when the file has
   two or more non-blank lines and the first parses alone, else one document. A response
   (a line, or the document) that is not a JSON object with ``status`` ``success`` and a
@@ -71,6 +74,10 @@ class Expect:
     k: int = 1
     no_event: bool = False
     """Add the gpu_samples metadata's ``no_event_cells`` to the total."""
+    folds: bool = False
+    """Slurm: subtract the jobs metadata's ``array_tasks_added`` (a pending array range
+    is one line but a job per task; the requeued runs and heterogeneous components of
+    one job are several lines, one job, counted by the loader as merged)."""
     lo: int = 0
     hi: int = 0
     """``bound``: the total lies in [lo, hi]."""
@@ -277,7 +284,7 @@ def _slurm(lines: Sequence[bytes]) -> Expect:
         else:
             field = parts[at - n] if len(parts) >= n else ""
         steps += "." in field
-    return Expect(("jobs",), "exact", len(lines) - 1 - steps)
+    return Expect(("jobs",), "exact", len(lines) - 1 - steps, folds=True)
 
 
 def _json(blob: bytes) -> tuple[bool, Any]:
@@ -409,6 +416,8 @@ class StoreCounts:
     """(table, dataset, file) -> rows actually in ``quarantine``."""
     no_event: dict[str, int] = field(default_factory=dict)
     """dataset -> ``no_event_cells`` from the gpu_samples file's metadata."""
+    folds: dict[str, int] = field(default_factory=dict)
+    """dataset -> ``-array_tasks_added`` from a Slurm jobs file's metadata."""
 
 
 def read_store(store: Path, source: str) -> StoreCounts:
@@ -439,7 +448,23 @@ def read_store(store: Path, source: str) -> StoreCounts:
     finally:
         con.close()
     out.no_event = _no_event_cells(store, source)
+    out.folds = _folds(store, source)
     return out
+
+
+def _folds(store: Path, source: str) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    root = store / "current" if (store / "current").is_dir() else store
+    found: dict[str, int] = {}
+    for f in root.glob(f"**/jobs/source={source}/*.parquet"):
+        if any(part.startswith(".") for part in f.relative_to(root).parts):
+            continue
+        meta = pq.read_metadata(f).metadata or {}
+        added = meta.get(b"gpu_trace.array_tasks_added")
+        if added is not None:
+            found[f.stem] = found.get(f.stem, 0) - int(added)
+    return found
 
 
 def _no_event_cells(store: Path, source: str) -> dict[str, int]:
@@ -457,6 +482,16 @@ def _no_event_cells(store: Path, source: str) -> dict[str, int]:
     return found
 
 
+def _adjustment(exp: Expect, counts: StoreCounts, datasets: set[str]) -> int:
+    """Records the loader counts in its metadata rather than as rows (see :class:`Expect`)."""
+    extra = 0
+    if exp.no_event:
+        extra += sum(counts.no_event.get(d, 0) for d in datasets)
+    if exp.folds:
+        extra += sum(counts.folds.get(d, 0) for d in datasets)
+    return extra
+
+
 def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
     """None when the store accounts for every record of ``file``, else the reason."""
     why = _inconsistent(counts)
@@ -465,10 +500,9 @@ def reconcile(exp: Expect, counts: StoreCounts, file: str) -> str | None:
     mine = [r for r in counts.ingests if r["file"] == file and r["table"] in exp.tables]
     total = sum(r["rows_written"] + r["rows_quarantined"] + r.get("rows_merged", 0) for r in mine)
     read = sum(r["rows_read"] for r in mine)
-    if exp.no_event:
-        extra = sum(counts.no_event.get(d, 0) for d in {r["dataset"] for r in mine})
-        total += extra
-        read += extra
+    extra = _adjustment(exp, counts, {r["dataset"] for r in mine})
+    total += extra
+    read += extra
     if exp.mode == "none":
         return None
     if not mine and exp.lines:

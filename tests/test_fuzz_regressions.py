@@ -73,8 +73,9 @@ def test_fuzz_reproducer(tmp_path: Path, case: str, name: str, code: int, shows:
     assert "Traceback" not in result.output
     assert shows in result.output
     if code == 0:
-        read, written, quarantined = (int(x) for x in result.stdout.splitlines()[-1].split()[1:4])
-        assert read == written + quarantined
+        total = result.stdout.splitlines()[-1].split()
+        read, written, quarantined, merged = (int(x) for x in total[1:5])
+        assert read == written + quarantined + merged
     else:
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:")

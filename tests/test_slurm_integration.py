@@ -35,7 +35,7 @@ def _ingest(path: Path, store: Path, **options: object) -> tuple[pl.DataFrame, p
     options.setdefault("tz", "UTC")
     report = ingest(LOADERS["slurm"], path, store, **options)
     read, written, quarantined = report.totals
-    assert read == written + quarantined
+    assert read == written + quarantined + report.merged
     jobs = scan(store, "jobs", ["slurm"]).collect().sort("job_id")
     placements = scan(store, "placements", ["slurm"]).collect().sort("job_id", "machine_id")
     return jobs, placements
@@ -77,24 +77,29 @@ def test_fields_by_name_any_order_parsable_trailing(tmp_path: Path) -> None:
 
 
 def test_bundled_sample_issue_format(tmp_path: Path) -> None:
-    """The bundled sample: 22 lines after the header, none bad (hand count)."""
+    """The bundled sample: 22 lines after the header, none bad (hand count): 22 lines,
+    + 8 for the pending range 41042_[1-9%2] (tasks 1..9, the %2 is a throttle), - 1 for
+    the two components 41020+0 / 41020+1 of one heterogeneous job = 29 jobs."""
     sample = Path("data/samples/slurm/jobs.psv")
     assert sample.read_text().splitlines()[0] == ISSUE_FIELDS
     jobs, placements = _ingest(sample, tmp_path / "store", cluster="mycluster", tz="Europe/Berlin")
-    assert jobs.height == 22
+    assert jobs.height == 29
     assert set(jobs["cluster"]) == {"mycluster"} and set(jobs["source_tz"]) == {"Europe/Berlin"}
     by = {r["job_id"]: r for r in jobs.iter_rows(named=True)}
     # 2026-01-05T09:12:03 in Berlin (CET, UTC+1) is 08:12:03Z; Elapsed 01:30:21 = 5421 s
     assert by["41001"]["submit_time"] == datetime(2026, 1, 5, 8, 12, 3, tzinfo=UTC)
     assert by["41001"]["run_s"] == 5421.0
-    assert by["41042_[1-9%2]"]["status"] == "pending"  # pending array tasks
-    assert by["41020+1"]["mem_bytes"] == round(187.5 * 2**30)  # mem=187.50G
+    tasks = [f"41042_{i}" for i in range(1, 10)]
+    assert all(by[t]["status"] == "pending" and by[t]["gpus"] == 1.0 for t in tasks)
+    # het job: mem=64G (+0) + mem=187.50G (+1); GPUs 8 + 0; CPUs 8 + 96
+    assert by["41020"]["mem_bytes"] == 64 * 2**30 + round(187.5 * 2**30)
+    assert (by["41020"]["gpus"], by["41020"]["cpus"]) == (8.0, 104.0)
     assert by["41043"]["start_time"] is None and by["41043"]["eligible_time"] is None
     assert by["41040"]["end_time"] is None and by["41040"]["status"] == "running"
     statuses = {k: by[k]["status"] for k in ("41007", "41008", "41009", "41010", "41011")}
     assert statuses == {
-        "41007": "failed",  # OUT_OF_MEMORY
-        "41008": "cancelled",  # PREEMPTED
+        "41007": "oom",  # OUT_OF_MEMORY
+        "41008": "preempted",  # PREEMPTED
         "41009": "pending",  # REQUEUED
         "41010": "node_fail",  # BOOT_FAIL
         "41011": "timeout",  # DEADLINE
@@ -166,8 +171,6 @@ def test_bad_lines_quarantined_line_exact(tmp_path: Path) -> None:
     assert jobs["status"].to_list() == ["failed"] and jobs["attempts"].to_list() == [2]
     q = {loc: why for _, loc, why in _quarantine(store)}
     assert q == {
-        "line 2": "JobID 1 repeats on line 11 (a requeued incarnation from sacct -D, or "
-        "overlapping exports); the last line is kept",
         "line 3": "Elapsed '1:75:00' is not a [D-]HH:MM:SS duration",
         "line 4": "JobID 'abc' is not a Slurm job or step id (123, 123_7, 123_[1-9%2], 123+1, "
         "123.batch)",
@@ -177,7 +180,7 @@ def test_bad_lines_quarantined_line_exact(tmp_path: Path) -> None:
         "line 8": "AllocTRES 'gres/gpu=two' has a gres/gpu count that is not a whole number",
         "line 9": "End 2025-12-31T00:00:00 is before Start 2026-01-01T00:00:05",
         "line 10": "empty line",
-    }
+    }  # line 2 and line 11 are two runs of job 1 (sacct -D): one job, attempts 2
 
 
 def test_time_zone_dst_rules(tmp_path: Path) -> None:
@@ -241,8 +244,9 @@ def test_fuzzed_lines_reconcile(
     trailing: bool,
 ) -> None:
     """Random splices into sample lines: the ingest either succeeds with every data
-    line written or quarantined (jobs read = lines without a dot in JobID) or fails
-    with a one-line InputError; never another exception."""
+    line written or quarantined (jobs read = lines without a dot in JobID, + tasks a
+    pending range adds, - lines folded into another line's job) or fails with a
+    one-line InputError; never another exception."""
     lines = [SAMPLE_LINES[i] for i in picks]
     for which, at, junk in edits:
         k = which % len(lines)
@@ -262,7 +266,18 @@ def test_fuzzed_lines_reconcile(
     by = {r.table: r for r in report.lines}
     steps = sum(1 for b in body if "." in b.split("|")[0])
     jobs = by["jobs"]
-    assert jobs.rows_read == len(body) - steps == jobs.rows_written + jobs.rows_quarantined
+    assert jobs.rows_read == jobs.rows_written + jobs.rows_quarantined + jobs.rows_merged
+    con = duckdb.connect()
+    meta = dict(
+        con.execute(
+            "SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata(?)",
+            [str(next((tmp / "store" / "current" / "jobs" / "source=slurm").glob("*.parquet")))],
+        ).fetchall()
+    )
+    added, folded = int(meta["gpu_trace.array_tasks_added"]), int(meta["gpu_trace.lines_folded"])
+    assert int(meta["gpu_trace.job_lines"]) == len(body) - steps
+    assert jobs.rows_read == len(body) - steps + added
+    assert jobs.rows_merged == folded
 
 
 def test_synth_round_trip(tmp_path: Path) -> None:
@@ -277,7 +292,12 @@ def test_synth_round_trip(tmp_path: Path) -> None:
     report = ingest(LOADERS["slurm"], files[0], tmp_path / "store", tz=TZ)
     assert report.totals[2] == 0
     jobs = scan(tmp_path / "store", "jobs", ["slurm"]).collect()
-    assert jobs.height == 500
+    # each pending range 123_[A-B%2] is B - A + 1 jobs (the %2 is a throttle): B - A
+    # beyond its line
+    ids = [ln.split("|")[0] for ln in files[0].read_text().splitlines()[1:]]
+    bounds = [i.split("[")[1].split("%")[0].split("-") for i in ids if "_[" in i]
+    extra = sum(int(b) - int(a) for a, b in bounds)
+    assert extra > 0 and jobs.height == 500 + extra
     assert {"running", "pending", "completed"} <= set(jobs["status"])
 
 

@@ -30,3 +30,31 @@ def test_duration_forms(d: int, h: int, m: int, s: int, ms: int) -> None:
     got = frame.with_columns(first).select(second["value"], second["bad"].alias("bad"))
     assert got["bad"].to_list() == [False] * 3
     assert got.to_series(0).to_list() == pytest.approx(list(forms.values()), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("body", "tasks"),
+    [
+        # job_array.html: "--array=0-31", "--array=1,3,5,7", "--array=1-7:2" (i.e. 1, 3,
+        # 5 and 7), "--array=0-15%4" (at most 4 running at once: a throttle, no task)
+        ("0-31", list(range(32))),
+        ("1,3,5,7", [1, 3, 5, 7]),
+        ("1-7:2", [1, 3, 5, 7]),
+        ("0-15%4", list(range(16))),
+        ("1-21:4", [1, 5, 9, 13, 17, 21]),
+    ],
+)
+def test_array_task_ranges(body: str, tasks: list[int]) -> None:
+    assert sv.array_tasks(body) == (tasks, None)
+
+
+@pytest.mark.parametrize("body", ["7-5", "1-7:0", "a", "1-3%x", "", "1,,2"])
+def test_array_task_ranges_malformed(body: str) -> None:
+    found, why = sv.array_tasks(body)
+    assert found == [] and why is not None
+
+
+def test_array_task_cap() -> None:
+    """More tasks than the cap is refused before any list is built."""
+    assert sv.array_tasks("1-11", cap=10) == ([], "names more than 10 array tasks")
+    assert sv.array_tasks("1-10", cap=10)[0] == list(range(1, 11))

@@ -15,42 +15,53 @@ lists: :mod:`gpu_trace.loaders.slurm_nodes`.
 
 Decisions on points the format leaves open:
 
-- **One record per line.** A line whose ``JobID`` is an allocation (``123``, ``123_7``,
-  ``123_[1-9%2]``, ``123+1``) is a ``jobs`` record; a line whose ``JobID`` has a dot
-  (``123.batch``, ``123.extern``, ``123.0``: a step, printed without ``-X``) is folded
-  into its job as ``placements`` rows (``task`` = the step name), never a job of its
-  own. So ``jobs`` rows read = lines without a dot in ``JobID``; the number of step
-  lines is recorded in the Parquet metadata (``step_lines``). Bad step lines are
-  quarantined under table ``placements``.
-- **Placements.** Each job with a ``NodeList`` gets one placement per host (attempt 0,
-  ``gpu_count`` = its GPUs split evenly over the hosts, since sacct gives only the
-  total); each step line one per host of its own list. ``placements`` rows read are
-  the rows derived plus the quarantined step lines.
-- **Repeated job ids** (``sacct -D`` prints every requeued incarnation; overlapping
-  exports repeat jobs): the last line of a job id is kept, with ``attempts`` = the
-  number of its lines; earlier lines are quarantined with the line they repeat on.
+- **Jobs.** A line whose ``JobID`` is an allocation (``123``, ``123_7``, ``123+1``) is a
+  ``jobs`` record; a pending array range (``123_[1-9%2]``, ``123_[1-21:4]``) is one
+  job per task (``123_1`` ...), each with the line's request (``sacct --array`` prints
+  them so; :func:`gpu_trace.loaders.slurm_jobs.expand_arrays`); the lines of one job, requeued runs under
+  ``sacct -D`` and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
+  job (:func:`gpu_trace.loaders.slurm_jobs.fold`). A line whose ``JobID`` has a dot (``123.batch``, ``123.extern``,
+  ``123.0``: a step, printed without ``-X``) is folded into its job as ``placements``
+  rows (``task`` = the step name), never a job of its own. So ``jobs`` records read =
+  lines without a dot in ``JobID`` (``job_lines``) + tasks a range adds
+  (``array_tasks_added``) = written + quarantined + merged, the lines folded into another
+  line's job (``lines_folded``) being the merged ones (``ingests.rows_merged``); all three
+  in the Parquet metadata with ``step_lines``. Bad step lines are
+  quarantined under table ``placements``. A job's id is the one every export prints
+  for it (a task's ``123_13``, a heterogeneous job's ``123``), so overlapping exports
+  name it alike.
+- **Placements.** Each job line with a ``NodeList`` gets one placement per host
+  (``attempt`` = its run, 0 unless requeued; ``gpu_count`` = its GPUs split evenly over
+  the hosts, since sacct gives only the total); each step line one per host of its own
+  list. ``placements`` rows read are the rows derived plus the quarantined step lines.
+  Host lists are capped per line and per file (:mod:`gpu_trace.loaders.slurm_nodes`).
 - **Times** are local wall-clock times of the cluster (sacct prints no offset), read in
   ``--tz`` (default UTC, with a warning) and recorded in ``source_tz``. ``Unknown`` and
-  ``None`` are null. A local time that does not exist in the zone (inside a spring-
-  forward gap) is quarantined. An ambiguous one (inside a fall-back hour) takes the
-  earlier instant, unless that would put it before the time it must follow (submit <=
-  eligible, submit <= start <= end), then the later one: the only reading that keeps
-  the job's own order. Their number is recorded (``ambiguous_local_times``).
-- ``queue_s`` = start - submit; ``run_s`` = ``Elapsed`` (what Slurm measured; the running
-  time so far for a running job), else end - start; null for a job that never started.
-  Rows whose ``Elapsed`` differs from end - start are counted (``elapsed_mismatch_rows``),
-  not changed. Start before submit or end before start is quarantined.
+  ``None`` are null; any other text not shaped as sacct prints a time is quarantined. A
+  local time that does not exist in the zone (inside a spring-forward gap) is
+  quarantined. Ambiguous ones (inside a fall-back hour) are read by :func:`_resolve`
+  (End - Start = ``Elapsed``, Submit <= Eligible <= Start <= End); a line two readings
+  fit equally is quarantined. Their number is recorded (``ambiguous_local_times``).
+- ``queue_s`` = start - submit; ``run_s`` = end - start (the schema's definition), null
+  while a job has no end; ``as_of_time`` = end, or start + ``Elapsed`` for a started
+  job without an end (when sacct printed it). Rows whose ``Elapsed`` differs from
+  end - start are counted (``elapsed_mismatch_rows``), not changed. Start before submit
+  or end before start is quarantined.
 - **GPUs and memory** come from ``AllocTRES`` when it is not empty (what the job got),
-  else ``ReqTRES`` (a pending job), which is then the only one read and checked;
-  memory from ``ReqMem`` when that TRES list names none. ``gpus_raw`` is the same count (unit ``gpu``); ``gpu_type`` the models of
-  ``gres/gpu:<model>=`` entries joined with ``|``.
-- ``vc`` is ``Partition``; ``nodes`` is ``NNodes``; ``cpus`` is ``NCPUS``.
+  else the older ``AllocGRES``, else ``ReqTRES`` / ``ReqGRES`` (a pending job), which
+  are then read and checked; memory from ``ReqMem`` when the TRES list names none.
+  ``gpus_raw`` is the same count (unit ``gpu``); ``gpu_type`` the models joined with
+  ``|``. An export with none of the four fields warns once and keeps ``gpus`` null.
+- ``vc`` is ``Partition``; ``nodes`` is ``NNodes``; ``cpus`` is ``NCPUS`` (or the older
+  ``AllocCPUS``, else the TRES ``cpu=``); ``cancelled_by`` the uid of
+  ``CANCELLED by <uid>``.
 - ``JobName`` is the only free text: a line with more fields than the header (a ``|``
   inside a job name) is split from both ends around it, as for Helios.
 """
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,6 +71,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import InputError, InputWarning
+from gpu_trace.loaders import slurm_jobs as sj
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
 from gpu_trace.loaders.base import Batch
@@ -109,9 +121,19 @@ FIELDS = {
     "alloctres": "alloctres",
     "nodelist": "nodelist",
     "reqmem": "reqmem",
+    "reqgres": "reqgres",
+    "allocgres": "allocgres",
+    "alloccpus": "alloccpus",
 }
 """sacct field names we read (lower case) -> our key. Others are ignored."""
 REQUIRED = ("jobid", "state", "submit")
+GPU_FIELDS = ("alloctres", "reqtres", "allocgres", "reqgres")
+"""Fields that can say how many GPUs a job has; an export with none of them gets one
+warning and ``gpus`` null (unknown), never 0."""
+TIME_SHAPE = r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d$"
+"""What sacct prints for a time (``%Y-%m-%dT%H:%M:%S``, the ISO form of sacct's default
+``SLURM_TIME_FORMAT=standard``): zero-padded fields, seconds below 60. ``2026-1-5T9:0:0``,
+``09:00:60`` or ``25:00:00`` are damaged fields, not times a lenient parser may guess at."""
 TIMES = ("submit", "eligible", "start", "end")
 HEADER_NAMES = {
     "jobid": "JobID",
@@ -219,7 +241,11 @@ def _local_times(header: Header) -> list[pl.Expr]:
     out: list[pl.Expr] = []
     for key in TIMES:
         text = _text(key, header, no_value=sv.NO_VALUE)
-        local = text.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
+        local = (
+            pl.when(text.str.contains(TIME_SHAPE))
+            .then(text)
+            .str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
+        )
         out += [text.alias(f"_{key}_text"), local.alias(f"_{key}_parsed")]
     return out
 
@@ -245,9 +271,16 @@ def _by_value(
     """
     col = f"_t_{key}"
     if key not in header.names:
-        out = frame.with_columns(first).with_columns(e.alias(n) for n, e in outputs.items())
-        names = [e.meta.output_name() for e in first]
-        return out.drop([n for n in names if n not in outputs])
+        # the field is absent, so every output is one constant: computed on one row
+        # (outputs depend on the field's text only), not on a million rows of nulls
+        one = (
+            pl.DataFrame({"_": [None]})
+            .with_columns(first)
+            .select(e.alias(n) for n, e in outputs.items())
+        )
+        return frame.with_columns(
+            pl.lit(one.get_column(n).item(), dtype=one.schema[n]).alias(n) for n in outputs
+        )
     table = (
         frame.select(col)
         .unique()
@@ -267,6 +300,7 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
     elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
+    alloccpus, alloccpus_bad = _int("alloccpus", header)
     base = (
         _split(lines, header)
         .with_columns(
@@ -278,6 +312,8 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
             nnodes_bad.alias("_nnodes_bad"),
             ncpus.alias("_ncpus"),
             ncpus_bad.alias("_ncpus_bad"),
+            alloccpus.alias("_alloccpus"),
+            alloccpus_bad.alias("_alloccpus_bad"),
             _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
         )
         .with_columns(elapsed["value"].alias("_elapsed"), elapsed["bad"].alias("_elapsed_bad"))
@@ -302,26 +338,62 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
             f"{name}_{k}": v for k, v in tres.items()
         }
         base = _by_value(base, header, key, first, outputs)
-    # ReqTRES only matters (and is only checked) where there is no AllocTRES
-    got = pl.col("_at_text").is_not_null()
-    reqmem, reqmem_bad = sv.req_mem(
-        _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), pl.col("_ncpus")
+    for key, name in (("allocgres", "_ag"), ("reqgres", "_rg")):
+        first, found = sv.gres(_text(key, header, no_value=sv.NO_VALUE), name)
+        outputs = {f"{name}_text": pl.col(f"{name}_text")} | {
+            f"{name}_{k}": v for k, v in found.items()
+        }
+        base = _by_value(base, header, key, first, outputs)
+    # What the job got (AllocTRES, else the older AllocGRES) is read and checked; what it
+    # asked for (ReqTRES, else ReqGRES) only where it got nothing yet (a pending job).
+    at, ag = pl.col("_at_text").is_not_null(), pl.col("_ag_text").is_not_null()
+    rt = pl.col("_rt_text").is_not_null()
+    got = at | ag
+
+    def pick(what: str) -> pl.Expr:
+        return (
+            pl.when(at)
+            .then(pl.col(f"_at_{what}"))
+            .when(ag)
+            .then(pl.col(f"_ag_{what}"))
+            .when(rt)
+            .then(pl.col(f"_rt_{what}"))
+            .otherwise(pl.col(f"_rg_{what}"))
+        )
+
+    cpus = pl.coalesce(
+        "_ncpus", "_alloccpus", pl.when(at).then(pl.col("_at_cpus")).otherwise(pl.col("_rt_cpus"))
     )
+    reqmem, reqmem_bad = sv.req_mem(
+        _text("reqmem", header, no_value=sv.NO_VALUE), pl.col("_nnodes"), cpus
+    )
+    gpus = pick("gpus")
+    if "allocgres" in header.names or "reqgres" in header.names:
+        # an empty GRES field is sacct's way of saying "no GRES": 0 GPUs, not unknown
+        gpus = pl.coalesce(gpus, pl.when(~(at | ag | rt)).then(pl.lit(0, dtype=pl.Int64)))
     return base.with_columns(
-        pl.when(got).then(pl.col("_at_gpus")).otherwise(pl.col("_rt_gpus")).alias("_gpus"),
-        pl.when(got)
-        .then(pl.col("_at_gpu_type"))
-        .otherwise(pl.col("_rt_gpu_type"))
-        .alias("_gpu_type"),
-        pl.coalesce(pl.when(got).then(pl.col("_at_mem_bytes")), pl.col("_rt_mem_bytes")).alias(
+        gpus.alias("_gpus"),
+        pick("gpu_type").alias("_gpu_type"),
+        cpus.alias("_cpus"),
+        pl.coalesce(pl.when(at).then(pl.col("_at_mem_bytes")), pl.col("_rt_mem_bytes")).alias(
             "_tres_mem"
         ),
         pl.col("_at_bad").alias("_alloc_bad"),
+        pl.col("_ag_bad").alias("_allocgres_bad"),
         pl.when(~got).then(pl.col("_rt_bad")).alias("_req_bad"),
+        pl.when(~got & ~rt).then(pl.col("_rg_bad")).alias("_reqgres_bad"),
         pl.when(~got).then(pl.col("_rt_text")).alias("_rt_text"),
+        pl.when(~got & ~rt).then(pl.col("_rg_text")).alias("_rg_text"),
         reqmem.alias("_reqmem"),
         reqmem_bad.alias("_reqmem_bad"),
-    ).drop([f"{n}_{k}" for n in ("_at", "_rt") for k in ("gpus", "gpu_type", "mem_bytes", "bad")])
+    ).drop(
+        [
+            f"{n}_{k}"
+            for n in ("_at", "_rt")
+            for k in ("gpus", "gpu_type", "mem_bytes", "cpus", "bad")
+        ]
+        + [f"{n}_{k}" for n in ("_ag", "_rg") for k in ("gpus", "gpu_type", "bad")]
+    )
 
 
 def _in_range(local: pl.Expr) -> pl.Expr:
@@ -331,7 +403,8 @@ def _in_range(local: pl.Expr) -> pl.Expr:
 def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
     """Each time's two UTC readings (``_<key>_earliest``, ``_<key>_latest``: equal except
     inside a fall-back hour; null inside a spring-forward gap), then the chosen instants
-    ``submit_time`` .. ``end_time`` (the rule of the module docstring).
+    ``submit_time`` .. ``end_time`` (:func:`_resolve`) and ``_dst_reason`` where no
+    single reading can be chosen.
 
     When the zone keeps one UTC offset over the whole span of the file (any zone
     without DST, or a file inside one DST period) the offset is subtracted from the
@@ -357,29 +430,80 @@ def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
                     tz, ambiguous=how, non_existent="null"
                 ).dt.convert_time_zone("UTC")
             readings.append(utc.alias(f"_{key}_{how}"))
-    submit = _pick("submit", None)
-    start = _pick("start", submit)
-    return (
-        frame.with_columns(readings)
-        .with_columns(
-            submit.alias("submit_time"),
-            _pick("eligible", submit).alias("eligible_time"),
-            start.alias("start_time"),
-        )
-        .with_columns(_pick("end", pl.coalesce("start_time", "submit_time")).alias("end_time"))
+    frame = frame.with_columns(readings).with_columns(
+        *(pl.col(f"_{k}_earliest").alias(f"{k}_time") for k in TIMES),
+        pl.lit(None, dtype=pl.String).alias("_dst_reason"),
+    )
+    if offset is not None:
+        return frame
+    two = pl.any_horizontal(
+        (pl.col(f"_{k}_earliest") != pl.col(f"_{k}_latest")).fill_null(False) for k in TIMES
+    )
+    where = frame.select(two.arg_true()).to_series()
+    if where.is_empty():
+        return frame
+    chosen = _resolve(frame[where])
+    return frame.with_columns(
+        frame.get_column(c).scatter(where, chosen.get_column(c))
+        for c in (*(f"{k}_time" for k in TIMES), "_dst_reason")
     )
 
 
-def _pick(key: str, lower: pl.Expr | None) -> pl.Expr:
-    """The earlier reading of an ambiguous local time, or the later one when only the
-    later keeps it at or after ``lower``.
+def _resolve(rows: pl.DataFrame) -> pl.DataFrame:
+    """The readings of times in a fall-back hour (a local time that happened twice):
+    of the 16 ways to read Submit, Eligible, Start and End, those for which End - Start
+    = ``Elapsed`` and Submit <= Eligible <= Start <= End (a pair with a null side holds);
+    when none fits ``Elapsed``, those that keep the order alone. A time is chosen when
+    every fitting reading agrees on it; when two fitting readings disagree the line is
+    ambiguous (``_dst_reason``), and when none fits the earlier readings stand and the
+    order checks quarantine the line. Runs only on the few lines with such a time.
     """
-    early, late = pl.col(f"_{key}_earliest"), pl.col(f"_{key}_latest")
-    if lower is None:
-        return early
-    return (
-        pl.when((early < lower) & (late >= lower) & lower.is_not_null()).then(late).otherwise(early)
+    reads = {k: (pl.col(f"_{k}_earliest"), pl.col(f"_{k}_latest")) for k in TIMES}
+    combos = list(itertools.product((0, 1), repeat=len(TIMES)))
+
+    def ok(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+        return (a <= b).fill_null(True)
+
+    full: list[pl.Expr] = []
+    order: list[pl.Expr] = []
+    for bits in combos:
+        v = {k: reads[k][b] for k, b in zip(TIMES, bits, strict=True)}
+        kept = (
+            ok(v["submit"], v["eligible"])
+            & ok(v["eligible"], v["start"])
+            & ok(v["submit"], v["start"])
+            & ok(v["start"], v["end"])
+        )
+        fits = (sv.seconds(v["end"] - v["start"]) == pl.col("_elapsed")).fill_null(True)
+        order.append(kept)
+        full.append(kept & fits)
+    rows = rows.with_columns(
+        pl.any_horizontal(full).alias("_any_full"), pl.any_horizontal(order).alias("_any_order")
     )
+    valid = [
+        pl.when(pl.col("_any_full")).then(f).otherwise(o) for f, o in zip(full, order, strict=True)
+    ]
+    picked: list[pl.Expr] = []
+    split: list[pl.Expr] = []
+    for i, key in enumerate(TIMES):
+        early = pl.any_horizontal(v for v, bits in zip(valid, combos, strict=True) if not bits[i])
+        late = pl.any_horizontal(v for v, bits in zip(valid, combos, strict=True) if bits[i])
+        e, lt = reads[key]
+        picked.append(pl.when(~early & late).then(lt).otherwise(e).alias(f"{key}_time"))
+        split.append(
+            pl.when(early & late & (e != lt).fill_null(False)).then(
+                pl.format(f"{key.capitalize()} {{}}", _quoted(pl.col(f"_{key}_text")))
+            )
+        )
+    reason = pl.concat_str(split, separator=", ", ignore_nulls=True)
+    why = pl.when(reason != "").then(
+        pl.format(
+            "{} falls in the repeated hour of a fall-back clock change, and no single "
+            "reading gives End - Start = Elapsed with Submit <= Eligible <= Start",
+            reason,
+        )
+    )
+    return rows.select(*picked, why.alias("_dst_reason"))
 
 
 Check = tuple[pl.Expr, pl.Expr | str]
@@ -426,7 +550,11 @@ def checks(header: Header) -> list[Check]:
         out += [
             (
                 text.is_not_null() & parsed.is_null(),
-                pl.format(f"{label} {{}} is not a time (YYYY-MM-DDTHH:MM:SS)", _quoted(text)),
+                pl.format(
+                    f"{label} {{}} is not a time (YYYY-MM-DDTHH:MM:SS, zero-padded, "
+                    "seconds below 60)",
+                    _quoted(text),
+                ),
             ),
             (
                 parsed.is_not_null() & ~_in_range(parsed),
@@ -442,6 +570,7 @@ def checks(header: Header) -> list[Check]:
         ("limit", "timelimit", "Timelimit", "a [D-]HH:MM:SS duration"),
         ("nnodes", "nnodes", "NNodes", "a count"),
         ("ncpus", "ncpus", "NCPUS", "a count"),
+        ("alloccpus", "alloccpus", "AllocCPUS", "a count"),
         ("exit", "exitcode", "ExitCode", "status:signal"),
         ("reqmem", "reqmem", "ReqMem", "a memory amount"),
     ):
@@ -458,9 +587,18 @@ def checks(header: Header) -> list[Check]:
             pl.format("AllocTRES {} {}", _quoted(pl.col("_at_text")), pl.col("_alloc_bad")),
         ),
         (
+            pl.col("_allocgres_bad").is_not_null(),
+            pl.format("AllocGRES {} {}", _quoted(pl.col("_ag_text")), pl.col("_allocgres_bad")),
+        ),
+        (
             pl.col("_req_bad").is_not_null(),
             pl.format("ReqTRES {} {}", _quoted(pl.col("_rt_text")), pl.col("_req_bad")),
         ),
+        (
+            pl.col("_reqgres_bad").is_not_null(),
+            pl.format("ReqGRES {} {}", _quoted(pl.col("_rg_text")), pl.col("_reqgres_bad")),
+        ),
+        (pl.col("_dst_reason").is_not_null(), pl.col("_dst_reason")),
         (
             pl.col("start_time") < pl.col("submit_time"),
             pl.format(
@@ -490,11 +628,12 @@ KEEP = ("jobname", "user", "account", "partition", "qos", "state")
 """Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
 
 
-def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(good, bad) lines of an export: good lines typed, with their host-list size; bad
-    lines with ``_line``, ``_raw`` and ``_reason``, host lists and repeated job ids
-    included. Reasons are worded only for the bad lines (formatting text for a million
-    good ones would cost more than all the parsing).
+def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """(good, bad, array tasks added) of an export: good lines typed, with their
+    host-list size and job key (:func:`gpu_trace.loaders.slurm_jobs.ids`), pending array ranges expanded; bad lines
+    with ``_line``, ``_raw`` and ``_reason``, host lists over their caps included.
+    Reasons are worded only for the bad lines (formatting text for a million good ones
+    would cost more than all the parsing).
     """
     frame = to_utc(typed(scan_lines(info, skip=1), header), tz)
     found = checks(header)
@@ -502,74 +641,69 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     frame = frame.with_columns(bad_flag.alias("_bad"))
     bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
     keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
-    good = frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW])
+    good = (
+        frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW]).with_columns(sj.ids())
+    )
     del frame
-    nodes = nodelist.check(good.lazy()).collect()
+    nodes = nodelist.check(good.lazy(), budget=nodelist.file_budget(info.records)).collect()
     good = good.join(nodes, on=LINE, how="left")
-    job = ~pl.col("_is_step") & pl.col("_node_reason").is_null()
-    last = pl.when(job).then(pl.col(LINE)).max().over("_jobid")
-    good = good.with_columns(
-        pl.when(job).then(last).alias("_last"),
-        pl.when(job).then(pl.len().over("_jobid")).alias("_incarnations"),
+    late = good.filter(pl.col("_node_reason").is_not_null()).select(
+        LINE, pl.col("_node_reason").alias(REASON), "_is_step"
     )
-    repeated = pl.col("_last").is_not_null() & (pl.col(LINE) != pl.col("_last"))
-    late = good.filter(pl.col("_node_reason").is_not_null() | repeated).with_columns(
-        pl.when(pl.col("_node_reason").is_not_null())
-        .then(pl.col("_node_reason"))
-        .otherwise(
-            pl.format(
-                "JobID {} repeats on line {} (a requeued incarnation from sacct -D, or "
-                "overlapping exports); the last line is kept",
-                pl.col("_jobid"),
-                pl.col("_last"),
-            )
-        )
-        .alias(REASON)
-    )
-    good = good.filter(pl.col("_node_reason").is_null() & ~repeated)
+    placed = pl.col("_node_reason").is_null()
+    is_range = pl.col("_range").is_not_null() & ~pl.col("_is_step")
+    tasks, bad_ranges, added = sj.expand_arrays(good.filter(placed & is_range))
+    # one filter of the wide frame, then the few task lines appended (no rechunk)
+    good = good.filter(placed & ~is_range)
+    if tasks.height:
+        good = pl.concat([good, tasks])
+    late = pl.concat([late, bad_ranges.with_columns(pl.lit(False).alias("_is_step"))])
+    bad = bad.select(LINE, RAW, REASON, "_is_step")
     if late.height:
-        late = with_raw(info, late.select(LINE, REASON, "_is_step"))
-        bad = pl.concat(
-            [bad.select(LINE, RAW, REASON, "_is_step"), late.select(LINE, RAW, REASON, "_is_step")]
-        )
-    else:
-        bad = bad.select(LINE, RAW, REASON, "_is_step")
-    return good, bad
+        late = with_raw(info, late)
+        bad = pl.concat([bad, late.select(LINE, RAW, REASON, "_is_step")])
+    return good, bad, added
 
 
-def _seconds(delta: pl.Expr) -> pl.Expr:
-    return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
-
-
-def job_rows(
-    good: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
+def _line_jobs(
+    jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
 ) -> pl.LazyFrame:
-    """Canonical ``jobs`` rows of the good allocation lines."""
-    started = pl.col("start_time").is_not_null()
-    run = pl.coalesce(pl.col("_elapsed"), _seconds(pl.col("end_time") - pl.col("start_time")))
+    """Canonical ``jobs`` columns of each good allocation line, plus ``_line`` and
+    ``_comp``.
+
+    ``run_s`` is End - Start, so null while a job has no end (running, suspended); the
+    instant the line describes, ``as_of_time``, is End for an ended job and Start +
+    ``Elapsed`` for a started one that has not ended (sacct computes Elapsed up to the
+    moment it prints, so that is when the export was made); null for a job that never
+    started.
+    """
+    start, end = pl.col("start_time"), pl.col("end_time")
+    elapsed = pl.duration(microseconds=(pl.col("_elapsed") * 1e6).round(0).cast(pl.Int64))
+    as_of = pl.when(end.is_not_null()).then(end).when(start.is_not_null()).then(start + elapsed)
     mem = pl.coalesce("_tres_mem", "_reqmem")
     state = _text("state", header)
-    return good.lazy().select(
+    gpus = pl.col("_gpus").cast(pl.Float64)
+    return jobs.lazy().select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
         pl.lit(cluster).alias("cluster"),
-        pl.col("_jobid").alias("job_id"),
+        pl.col("_key").alias("job_id"),
         _text("user", header).alias("user"),
         _text("partition", header).alias("vc"),
         _text("jobname", header).alias("name"),
         "submit_time",
         "start_time",
         "end_time",
-        _seconds(pl.col("start_time") - pl.col("submit_time")).alias("queue_s"),
-        pl.when(started).then(run).alias("run_s"),
-        pl.col("_gpus").cast(pl.Float64).alias("gpus"),
-        pl.col("_gpus").cast(pl.Float64).alias("gpus_raw"),
-        pl.when(pl.col("_gpus").is_not_null()).then(pl.lit("gpu")).alias("gpus_raw_unit"),
-        pl.col("_ncpus").cast(pl.Float64).alias("cpus"),
+        sv.seconds(start - pl.col("submit_time")).alias("queue_s"),
+        sv.seconds(end - start).alias("run_s"),
+        gpus.alias("gpus"),
+        gpus.alias("gpus_raw"),
+        pl.when(gpus.is_not_null()).then(pl.lit("gpu")).alias("gpus_raw_unit"),
+        pl.col("_cpus").cast(pl.Float64).alias("cpus"),
         mem.alias("mem_bytes"),
         pl.col("_gpu_type").alias("gpu_type"),
         pl.col("_nnodes").cast(pl.Int32).alias("nodes"),
-        pl.col("_incarnations").cast(pl.Int32).alias("attempts"),
+        pl.lit(1, dtype=pl.Int32).alias("attempts"),
         sv.status(state).alias("status"),
         state.alias("raw_status"),
         _text("qos", header).alias("qos"),
@@ -578,35 +712,75 @@ def job_rows(
         pl.col("_limit").alias("time_limit_s"),
         pl.col("_exit_code").cast(pl.Int32).alias("exit_code"),
         pl.col("_exit_signal").cast(pl.Int32).alias("exit_signal"),
+        sv.cancelled_by(state).alias("cancelled_by"),
+        as_of.alias("as_of_time"),
         pl.lit(tz).alias("source_tz"),
         pl.lit("absolute").alias("time_basis"),
+        LINE,
+        "_comp",
+        "_shared",
     )
 
 
-def placement_rows(good: pl.DataFrame, header: Header, cluster: str, dataset: str) -> pl.DataFrame:
-    """One ``placements`` row per host of each good job and step line with a host list."""
-    listed = good.filter(pl.col("_node_count").is_not_null())
+def job_rows(
+    jobs: pl.DataFrame, header: Header, cluster: str, dataset: str, tz: str
+) -> tuple[pl.LazyFrame, pl.DataFrame, int]:
+    """Canonical ``jobs`` rows of the good allocation lines, the attempt of each line of
+    a folded job (``_line``, ``_attempt``) and the number of lines folded away (lines
+    minus jobs, over the jobs :func:`gpu_trace.loaders.slurm_jobs.fold` builds).
+    """
+    shared = jobs.get_column("_key").is_duplicated()
+    if not shared.any():
+        single = _line_jobs(
+            jobs.with_columns(pl.lit(False).alias("_shared")), header, cluster, dataset, tz
+        )
+        single = single.drop(*sj.HELPERS, "_shared")
+        return single, pl.DataFrame(schema={LINE: pl.Int64, "_attempt": pl.Int32}), 0
+    # lazily, so that each part reads only the columns it needs (no copy of the whole
+    # wide frame): the few shared lines now, the rest when the writer collects
+    lines = _line_jobs(jobs.with_columns(shared.alias("_shared")), header, cluster, dataset, tz)
+    single = lines.filter(~pl.col("_shared")).drop(*sj.HELPERS, "_shared")
+    multi = lines.filter(pl.col("_shared")).drop("_shared").collect()
+    folded, attempts = sj.fold(multi)
+    return pl.concat([single, folded.lazy()]), attempts, multi.height - folded.height
+
+
+def placement_rows(
+    good: pl.DataFrame, header: Header, cluster: str, dataset: str, attempts: pl.DataFrame
+) -> pl.DataFrame:
+    """One ``placements`` row per host of each good job and step line with a host list
+    (steps of a pending array range, which has run nothing, are left out); ``attempt``
+    is the run of a requeued job (0 otherwise), ``task`` from :func:`_task`.
+    """
+    listed = good.filter(pl.col("_node_count").is_not_null() & pl.col("_range").is_null())
     hosts = nodelist.hosts(listed.lazy().select(LINE, nodelist.NODES)).collect()
-    step = sv.STEP_ID
     state = _text("state", header)
     values = listed.select(
         LINE,
-        pl.when(pl.col("_is_step"))
-        .then(pl.col("_jobid").str.extract(step, 1))
-        .otherwise(pl.col("_jobid"))
-        .alias("job_id"),
-        pl.when(pl.col("_is_step")).then(pl.col("_jobid").str.extract(step, 2)).alias("task"),
+        pl.col("_key").alias("job_id"),
+        sj.task().alias("task"),
         "start_time",
         "end_time",
         (pl.col("_gpus").cast(pl.Float64) / pl.col("_node_count")).alias("gpu_count"),
         sv.status(state).alias("status"),
     )
-    return hosts.join(values, on=LINE, how="left", maintain_order="left").select(
+    if attempts.height:
+        runs = (
+            pl.concat([attempts, sj.step_attempts(listed, attempts), sj.repeated_steps(listed)])
+            .group_by(LINE)
+            .agg(pl.col("_attempt").min())  # DUPLICATE (-1) wins over a run number
+        )
+        values = values.join(runs, on=LINE, how="left").filter(
+            pl.col("_attempt").fill_null(0) != sj.DUPLICATE
+        )
+    else:
+        values = values.with_columns(pl.lit(None, dtype=pl.Int32).alias("_attempt"))
+    placed = hosts.join(values, on=LINE, how="inner", maintain_order="left").select(
         pl.lit(SOURCE).alias("source"),
         pl.lit(dataset).alias("dataset"),
         pl.lit(cluster).alias("cluster"),
         "job_id",
-        pl.lit(0, dtype=pl.Int32).alias("attempt"),
+        pl.col("_attempt").fill_null(0).cast(pl.Int32).alias("attempt"),
         "task",
         "start_time",
         "end_time",
@@ -614,13 +788,20 @@ def placement_rows(good: pl.DataFrame, header: Header, cluster: str, dataset: st
         "gpu_count",
         "status",
     )
+    return placed
 
 
 def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
-    """The ``jobs`` and ``placements`` batches of one sacct export."""
+    """The ``jobs`` and ``placements`` batches of one sacct export.
+
+    ``jobs`` records read = the lines without a dot in ``JobID``, each pending array
+    range counted as its tasks; the extra lines of one job (requeued runs, heterogeneous
+    components) are merged into it (``rows_merged``); the three figures are in the
+    metadata (``job_lines``, ``array_tasks_added``, ``lines_folded``).
+    """
     header = read_sacct_header(path)
     info = file_info(path, header_lines=1)
-    good, bad = parse(info, header, tz)
+    good, bad, added = parse(info, header, tz)
     name = cluster or path.stem
     cluster_name = slug(name)
     dataset = slug(f"{cluster}-{path.stem}") if cluster else slug(path.stem)
@@ -633,8 +814,9 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         ).sum()
     )
     elapsed_mismatch = jobs_good.select(
-        (pl.col("_elapsed") != _seconds(pl.col("end_time") - pl.col("start_time"))).sum()
+        (pl.col("_elapsed") != sv.seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
+    rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
     meta = {
         "time_basis": "absolute",
         "source_tz": tz,
@@ -642,6 +824,9 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         "parsable": "--parsable (trailing |)" if header.trailing else "--parsable2",
         "fields": ",".join(header.names),
         "step_lines": str(steps),
+        "job_lines": str(info.records - steps),
+        "array_tasks_added": str(added),
+        "lines_folded": str(folded),
         "ambiguous_local_times": str(ambiguous.item() or 0),
         "elapsed_mismatch_rows": str(elapsed_mismatch.item() or 0),
     }
@@ -655,13 +840,14 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         "jobs",
         dataset,
         info,
-        job_rows(jobs_good, header, cluster_name, dataset, tz),
+        rows,
         rejected(bad.filter(~step), "jobs"),
-        rows_read=info.records - steps,
+        rows_read=info.records - steps + added,
         cluster=cluster_name,
         metadata=meta,
+        rows_merged=folded,
     )
-    placed = placement_rows(good, header, cluster_name, dataset)
+    placed = placement_rows(good, header, cluster_name, dataset, attempts)
     bad_steps = bad.filter(step)
     yield Batch(
         "placements",
@@ -711,8 +897,21 @@ class SlurmLoader:
             )
             tz = DEFAULT_TZ
         tz = parse_tz(tz)
+        blind: list[Path] = []
         for file in discover(path):
+            header = read_sacct_header(file)
+            if not any(f in header.names for f in GPU_FIELDS):
+                blind.append(file)
             yield from export(file, cluster=cluster, tz=tz)
+        if blind:
+            warnings.warn(
+                InputWarning(
+                    f"{blind[0]}{f' and {len(blind) - 1} more export(s)' if len(blind) > 1 else ''}"
+                    ": no GPU field (AllocTRES, ReqTRES, AllocGRES or ReqGRES); gpus left "
+                    "unknown (add AllocTRES to sacct --format)"
+                ),
+                stacklevel=2,
+            )
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,20 @@ MAX_NODES = 100_000
 """Most nodes one host list may name: a bound that keeps a damaged ``n[0-999999999]``
 from exploding into a billion rows (the largest Slurm systems have tens of thousands)."""
 
+FILE_HOSTS_FLOOR = 1_000_000
+"""Hosts every export may name in all, over its host lists together (job and step lines)."""
+FILE_HOSTS_PER_LINE = 16
+"""Hosts each line of an export adds to that budget. Real exports average one to a few
+hosts a line; a small file of ``node[1-100000]`` lines would otherwise make millions of
+placements (5 M from 5 KB). Lines past the budget, in file order, are quarantined with
+the reason, so memory stays bounded by the file's own size."""
+
+
+def file_budget(lines: int) -> int:
+    """Hosts an export of ``lines`` lines may name over all its host lists."""
+    return FILE_HOSTS_FLOOR + FILE_HOSTS_PER_LINE * lines
+
+
 NODES = "_nodes"
 """Column of the node list text."""
 
@@ -56,9 +70,11 @@ def ranges(lines: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def check(lines: pl.LazyFrame) -> pl.LazyFrame:
+def check(lines: pl.LazyFrame, budget: int | None = None) -> pl.LazyFrame:
     """Per line with a node list: ``_line``, ``_node_count`` (hosts it names) and
-    ``_node_reason`` (null when it can be expanded).
+    ``_node_reason`` (null when it can be expanded). With ``budget``, a line whose hosts
+    would take the running total (in line order, over the lines that can be expanded)
+    past it gets a reason too (:data:`FILE_HOSTS_FLOOR`).
     """
     count = pl.when(pl.col("_lo").is_null()).then(1).otherwise(pl.col("_hi") - pl.col("_lo") + 1)
     stats = (
@@ -71,9 +87,14 @@ def check(lines: pl.LazyFrame) -> pl.LazyFrame:
         )
     )
     text = pl.col(NODES)
-    listed = lines.select(LINE, NODES).filter(text.is_not_null()).join(stats, on=LINE, how="left")
+    listed = (
+        lines.select(LINE, NODES)
+        .filter(text.is_not_null())
+        .join(stats, on=LINE, how="left")
+        .sort(LINE)
+    )
     quoted = pl.lit("'") + text + pl.lit("'")
-    reason = (
+    reason: pl.Expr = (
         pl.when(pl.col("_node_count").is_null())
         .then(pl.format("NodeList {} is not a Slurm host list (e.g. gpu[01-04,07])", quoted))
         .when(pl.col("_backwards"))
@@ -81,6 +102,20 @@ def check(lines: pl.LazyFrame) -> pl.LazyFrame:
         .when(pl.col("_node_count") > MAX_NODES)
         .then(pl.format(f"NodeList {{}} names more than {MAX_NODES} nodes", quoted))
     )
+    if budget is not None:
+        fine = pl.when(reason.is_null()).then(pl.col("_node_count")).otherwise(0)
+        over = fine.cum_sum() > budget
+        reason = pl.coalesce(
+            reason,
+            pl.when(over).then(
+                pl.format(
+                    f"NodeList {{}} ({{}} hosts) takes the file past its budget of {budget} "
+                    "hosts over all host lists (a hostile or damaged export)",
+                    quoted,
+                    pl.col("_node_count"),
+                )
+            ),
+        )
     return listed.select(LINE, "_node_count", reason.alias("_node_reason"))
 
 

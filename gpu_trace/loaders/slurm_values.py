@@ -19,6 +19,8 @@ latter into quarantine reasons. Grammars follow the sacct and sbatch manuals:
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 NO_VALUE = ("", "Unknown", "None", "None assigned", "(null)", "N/A")
@@ -31,10 +33,10 @@ or none does); stored as a null ``time_limit_s``."""
 STATUS = {
     "COMPLETED": "completed",
     "FAILED": "failed",
-    "OUT_OF_MEMORY": "failed",
+    "OUT_OF_MEMORY": "oom",
     "SPECIAL_EXIT": "failed",
     "CANCELLED": "cancelled",
-    "PREEMPTED": "cancelled",
+    "PREEMPTED": "preempted",
     "REVOKED": "cancelled",
     "TIMEOUT": "timeout",
     "DEADLINE": "timeout",
@@ -56,9 +58,12 @@ STATUS = {
 """Slurm job states (sacct manual, "JOB STATE CODES") -> canonical status. Why each
 non-obvious one goes where it does:
 
-- ``OUT_OF_MEMORY`` and ``SPECIAL_EXIT`` ended by the job's own doing: ``failed``;
-- ``PREEMPTED`` and ``REVOKED`` were stopped by the scheduler before they finished, like a
-  cancellation by someone else: ``cancelled``;
+- ``OUT_OF_MEMORY`` (the job passed its memory limit) is ``oom``, ``PREEMPTED`` (stopped by
+  the scheduler for other work) ``preempted``: operators act on them differently from a
+  plain failure or a user's cancellation;
+- ``SPECIAL_EXIT`` ended by the job's own doing: ``failed``;
+- ``REVOKED`` (a federated sibling started elsewhere) was withdrawn by the scheduler:
+  ``cancelled``;
 - ``DEADLINE`` is a limit reached (``--deadline``): ``timeout``;
 - ``BOOT_FAIL`` is a node that could not be booted for the job: ``node_fail``;
 - ``SUSPENDED``, ``STOPPED`` and the transitional states still hold their nodes:
@@ -109,6 +114,11 @@ def duration_s(text: pl.Expr, name: str) -> Staged:
     return first, {"value": pl.when(bad).then(None).otherwise(value), "bad": bad}
 
 
+def seconds(delta: pl.Expr) -> pl.Expr:
+    """A polars duration as float seconds (microsecond exact)."""
+    return delta.dt.total_microseconds().cast(pl.Float64) / 1e6
+
+
 def limit_s(text: pl.Expr, name: str) -> Staged:
     """``Timelimit`` in seconds (null for :data:`NO_LIMIT`) and whether it is malformed."""
     finite = pl.when(text.is_in(list(NO_LIMIT))).then(None).otherwise(text)
@@ -153,6 +163,9 @@ GPU_MAX = 1_000_000
 _GPU_COUNT = r"(?:^|,)gres/gpu=([^,]*)"
 _GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
 _MEM = r"(?:^|,)mem=([^,]*)"
+_CPU = r"(?:^|,)cpu=([^,]*)"
+CPU_MAX = 2**31 - 1
+"""Most CPUs one TRES list may name (the canonical ``cpus`` is read as a 32-bit count)."""
 
 
 def tres(text: pl.Expr, name: str) -> Staged:
@@ -162,18 +175,26 @@ def tres(text: pl.Expr, name: str) -> Staged:
     Second-stage expressions: ``gpus`` (the ``gres/gpu=`` count, else the sum of the
     typed ``gres/gpu:<model>=`` counts, else 0 when the list names no GPU; null when
     the list is null), ``gpu_type`` (the models, sorted, joined with ``|``),
-    ``mem_bytes`` and ``bad`` (why the list is unreadable, or null). Capture-group work
+    ``mem_bytes``, ``cpus`` (``cpu=``) and ``bad`` (why the list is unreadable, or null).
+    Slurm lists a typed GPU request twice, ``gres/gpu:a100=2,gres/gpu=2`` (the typed TRES
+    and the generic one; sacct man page, ``AllocTRES``), so the untyped count is the
+    request when present, never the sum of both. A negative count, or one that does not
+    fit int64, is a damaged field (``bad``), never stored. Capture-group work
     runs only on the rows that need it: the input is nulled elsewhere
     (``pl.when(...).then(text)``), so a CPU job pays for no GPU parsing and only
     multi-model lists are listed out.
     """
     gpu_text = pl.when(text.str.contains("gres/gpu", literal=True)).then(text)
-    c = {k: f"{name}_{k}" for k in ("text", "ok", "untyped", "n", "model", "count", "many", "mem")}
+    c = {
+        k: f"{name}_{k}"
+        for k in ("text", "ok", "untyped", "n", "model", "count", "many", "mem", "cpu")
+    }
     first = [
         text.alias(c["text"]),
         text.str.contains(TRES).alias(c["ok"]),
         gpu_text.str.extract(_GPU_COUNT, 1).alias(c["untyped"]),
         text.str.extract(_MEM, 1).alias(c["mem"]),
+        text.str.extract(_CPU, 1).alias(c["cpu"]),
     ]
     n_expr = gpu_text.str.count_matches("gres/gpu:", literal=True).fill_null(0)
     one = pl.when(n_expr == 1).then(text)
@@ -187,8 +208,12 @@ def tres(text: pl.Expr, name: str) -> Staged:
     ]
     n_typed = pl.col(c["n"])
     many = pl.col(c["many"])
+    # each count clipped before the sum, so that huge counts cannot wrap int64 around
     many_counts = many.list.eval(
-        pl.element().str.extract(r"=([^,]*)$", 1).cast(pl.Int64, strict=False)
+        pl.element()
+        .str.extract(r"=([^,]*)$", 1)
+        .cast(pl.Int64, strict=False)
+        .clip(upper_bound=GPU_MAX + 1)
     )
     many_bad = many.list.eval(~pl.element().str.contains(r"=\d+$")).list.any()
     many_models = (
@@ -199,10 +224,15 @@ def tres(text: pl.Expr, name: str) -> Staged:
     )
     one_count = pl.col(c["count"])
     typed_sum = pl.when(n_typed == 1).then(one_count).otherwise(many_counts.list.sum())
-    typed_bad = pl.when(n_typed == 1).then(one_count.is_null()).otherwise(many_bad)
+    typed_bad = (
+        pl.when(n_typed == 1).then(one_count.is_null() | (one_count < 0)).otherwise(many_bad)
+    )
     untyped_text = pl.col(c["untyped"])
     untyped = untyped_text.cast(pl.Int64, strict=False)
     mem, mem_bad = mem_bytes(pl.col(c["mem"]))
+    cpu_text = pl.col(c["cpu"])
+    cpu = cpu_text.cast(pl.Int64, strict=False)
+    cpu_bad = cpu_text.is_not_null() & (cpu.is_null() | (cpu < 0) | (cpu > CPU_MAX))
     t = pl.col(c["text"])
     gpus = (
         pl.when(t.is_null())
@@ -222,6 +252,8 @@ def tres(text: pl.Expr, name: str) -> Staged:
         .then(pl.lit("has a gres/gpu count that is not a whole number"))
         .when(typed_bad.fill_null(False) & (n_typed > 0))
         .then(pl.lit("has a gres/gpu:<model> count that is not a whole number"))
+        .when(cpu_bad)
+        .then(pl.lit(f"has a cpu= count that is not a whole number from 0 to {CPU_MAX}"))
         .when(mem_bad)
         .then(
             pl.lit("has a mem= value that is not a memory amount (number, K/M/G/T/P unit, < 4 EiB)")
@@ -233,10 +265,62 @@ def tres(text: pl.Expr, name: str) -> Staged:
         pl.when(gpus > GPU_MAX).then(pl.lit(f"names more than {GPU_MAX} GPUs")),
     )
     return first, {
-        "gpus": pl.when(gpus <= GPU_MAX).then(gpus),
+        "gpus": pl.when(why.is_null()).then(gpus),
         "gpu_type": pl.when(models == "").then(None).otherwise(models),
         "mem_bytes": to_int_bytes(mem),
+        "cpus": pl.when(~cpu_bad).then(cpu),
         "bad": why,
+    }
+
+
+_GRES_GPU = r"(?:^|,)gpu(?::[^:,()]+)?(?::[^:,()]+)?(?:\([^)]*\))?"
+"""One GPU entry of an old-style GRES list: ``gpu``, ``gpu:4``, ``gpu:a100:8``,
+``gpu:tesla:2(IDX:0-1)`` (the index list in parentheses may hold commas)."""
+
+
+def gres(text: pl.Expr, name: str) -> Staged:
+    """GPUs and GPU models of an old-style GRES field (``ReqGRES``, ``AllocGRES``: what
+    sacct printed before TRES, and still prints on request), like :func:`tres`.
+
+    Entries are comma-separated ``name[:type][:count][(IDX:...)]`` (Slurm gres.conf and
+    sbatch ``--gres``: ``gpu:4`` is 4 GPUs of any type, ``gpu:a100:8`` 8 A100s, a bare
+    ``gpu`` one GPU); entries other than ``gpu`` (``mps``, ``shard``) are not GPUs. Outputs
+    ``gpus`` (0 when the list names no GPU), ``gpu_type`` and ``bad``.
+    """
+    entries = f"{name}_entries"
+    first = [
+        text.alias(f"{name}_text"),
+        pl.when(text.str.contains("gpu", literal=True))
+        .then(text)
+        .str.extract_all(_GRES_GPU)
+        .alias(entries),
+    ]
+    parts = pl.element().str.strip_chars_start(",").str.replace(r"\(.*$", "").str.split(":")
+    a = parts.list.get(1, null_on_oob=True)
+    b = parts.list.get(2, null_on_oob=True)
+    a_is_count = a.str.contains(r"^-?\d+$").fill_null(False)
+    count_text = pl.when(b.is_not_null()).then(b).when(a_is_count).then(a).otherwise(pl.lit("1"))
+    model = pl.when(b.is_not_null() | ~a_is_count).then(a)
+    e = pl.col(entries)
+    counts = e.list.eval(count_text.cast(pl.Int64, strict=False).clip(upper_bound=GPU_MAX + 1))
+    bad_count = e.list.eval(
+        count_text.cast(pl.Int64, strict=False).is_null() | (count_text.str.starts_with("-"))
+    ).list.any()
+    models = e.list.eval(model).list.drop_nulls().list.unique().list.sort().list.join("|")
+    t = pl.col(f"{name}_text")
+    total = pl.when(t.is_null()).then(None).otherwise(counts.list.sum().fill_null(0))
+    bad = (
+        pl.when(t.is_null())
+        .then(None)
+        .when(bad_count.fill_null(False))
+        .then(pl.lit("has a gpu count that is not a whole number"))
+        .when(total > GPU_MAX)
+        .then(pl.lit(f"names more than {GPU_MAX} GPUs"))
+    )
+    return first, {
+        "gpus": pl.when(bad.is_null()).then(total),
+        "gpu_type": pl.when(models == "").then(None).otherwise(models),
+        "bad": bad,
     }
 
 
@@ -283,9 +367,58 @@ def status(state: pl.Expr) -> pl.Expr:
     return word.replace_strict(STATUS, default="unknown", return_dtype=pl.String)
 
 
-ALLOC_ID = r"\d+(?:_(?:\d+|\[[0-9,%\-]+\]))?(?:\+\d+)?"
-"""A job allocation's id: ``123``, ``123_7`` (array task), ``123_[1-9%2]`` (pending array
-tasks), ``123+1`` (component of a heterogeneous job)."""
+def cancelled_by(state: pl.Expr) -> pl.Expr:
+    """The uid in ``CANCELLED by <uid>`` (sacct man page, JOB STATE CODES: "CANCELLED ...
+    Job was explicitly cancelled by the user or system administrator"; the uid is who),
+    as text: ``0`` is root, an administrator. Null for every other state.
+    """
+    # a prefix test and a slice, not a regex: this runs on every line (the State
+    # grammar, STATE_WORD, has already made sure a digit run follows)
+    return pl.when(state.str.starts_with("CANCELLED by ")).then(state.str.slice(13))
+
+
+ALLOC_ID = r"\d+(?:_(?:\d+|\[[0-9,:%\-]+\]))?(?:\+\d+)?"
+"""A job allocation's id: ``123``, ``123_7`` (array task), ``123_[1-9%2]`` or
+``123_[1-21:4]`` (pending array tasks: Slurm's array-task formatter prints ranges with a
+step after ``:`` and the throttle after ``%``), ``123+1`` (component of a heterogeneous
+job)."""
 STEP_ID = rf"^({ALLOC_ID})\.([A-Za-z]+|\d+)(?:\+\d+)?$"
 """A step's id: the allocation, a dot, ``batch`` / ``extern`` / ``interactive`` or the step
 number (``123.0``), optionally a heterogeneous component (``123.0+1``)."""
+
+MAX_ARRAY_TASKS = 100_000
+"""Most tasks one pending array range (``123_[1-99999]``) is expanded into. Slurm's own
+``MaxArraySize`` may be set as high as 4,000,001, but a range of more than this many
+pending tasks in one export line is far more likely a damaged field than a real queue;
+such a line is quarantined with this reason instead of making millions of rows."""
+
+_RANGE_PART = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?$")
+
+
+def array_tasks(body: str, cap: int | None = None) -> tuple[list[int], str | None]:
+    """The task ids of the text between the brackets of a pending array id, or a reason.
+
+    Grammar (Slurm job_array.html and sbatch ``--array``): comma-separated items, each
+    ``N``, ``N-M`` or ``N-M:S`` (every S-th from N to M), then optionally ``%T``: the most
+    tasks that may run at once, a throttle, not a task. ``1,3,5-7`` is 1, 3, 5, 6, 7;
+    ``1-21:4`` is 1, 5, 9, 13, 17, 21. Runs in Python, over the few lines that hold a
+    range (never over the whole export).
+    """
+    cap = MAX_ARRAY_TASKS if cap is None else cap
+    items = body.split("%", 1)[0]
+    if "%" in body and not body.split("%", 1)[1].isdigit():
+        return [], "has a throttle after % that is not a number"
+    out: list[int] = []
+    for item in items.split(","):
+        m = _RANGE_PART.match(item)
+        if m is None:
+            return [], f"has an item {item!r} that is not N, N-M or N-M:S"
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if hi < lo or step < 1:
+            return [], f"has a range {item!r} that runs backwards or has step 0"
+        if len(out) + (hi - lo) // step + 1 > cap:
+            return [], f"names more than {cap} array tasks"
+        out.extend(range(lo, hi + 1, step))
+    return out, None

@@ -13,7 +13,7 @@ states at the published completed / cancelled / failed shares. On top of that, w
 sacct export has and Helios does not: 8-GPU nodes named ``gpu0001``.. (A100 and V100
 partitions) and ``cpu001``.. listed as Slurm host lists (``gpu[0012-0015]``, sometimes
 split ``gpu[0003-0004,0009]``), array tasks (``123_4``), heterogeneous components
-(``123+0``), pending arrays (``123_[1-8%2]``), ``CANCELLED by <uid>``, ``TIMEOUT`` runs
+(``123+0``), pending arrays (``123_[8-15%2]``), ``CANCELLED by <uid>``, ``TIMEOUT`` runs
 just past their ``Timelimit``, ``OUT_OF_MEMORY`` / ``NODE_FAIL`` / ``PREEMPTED``, limits
 ``UNLIMITED`` and ``Partition_Limit``, and the newest jobs still ``RUNNING`` or
 ``PENDING`` at export time (``Unknown`` times, ``None assigned`` nodes).
@@ -213,7 +213,10 @@ def _fields() -> list[pl.Expr]:
         .when(het)
         .then(pl.format("{}+0", raw))
         .when(pending_array)
-        .then(pl.format("{}_[1-{}%2]", raw, (raw % 7) + 2))
+        # tasks from 8 on: the started array tasks above are <base>_0 .. <base>_7, and a
+        # pending range whose id is such a base must not name the same task ids twice
+        # (Slurm never prints one array task id for two jobs)
+        .then(pl.format("{}_[8-{}%2]", raw, (raw % 7) + 9))
         .otherwise(raw.cast(pl.String))
     )
     gpus = pl.col("_gpus")

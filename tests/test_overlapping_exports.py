@@ -433,3 +433,17 @@ def test_kubectl_bookkeeping_survives_snapshots_and_nodes(
     placements = lines.filter(pl.col("table") == "placements")
     assert sorted(placements["rows_quarantined"]) == [1, 1]
     _check_k8s(store)
+
+
+def test_folder_without_cluster_is_one_cluster(tmp_path: Path) -> None:
+    """Without --cluster, a folder of daily exports is one cluster named after the folder,
+    so the overlapping exports still merge into one row per job."""
+    folder = tmp_path / "prod-a"
+    _sacct(folder, "day1.psv", DAY1)
+    _sacct(folder, "day2.psv", DAY2)
+    store = tmp_path / "store"
+    _run("ingest", "slurm", folder, "--tz", "UTC", "--store", store)
+    jobs = _jobs(store)
+    assert dict(zip(jobs["job_id"], jobs["status"], strict=True)) == STATUS
+    assert _finished_gpu_hours(jobs) == pytest.approx(FINISHED_GPU_HOURS)
+    assert set(jobs["cluster"]) == {"prod-a"}

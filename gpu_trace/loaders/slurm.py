@@ -897,6 +897,7 @@ class SlurmLoader:
             )
             tz = DEFAULT_TZ
         tz = parse_tz(tz)
+        cluster = cluster or _default_cluster(path)
         blind: list[Path] = []
         for file in discover(path):
             header = read_sacct_header(file)
@@ -914,11 +915,24 @@ class SlurmLoader:
             )
 
 
+def _default_cluster(path: Path) -> str | None:
+    """Without ``--cluster``, a folder of exports is one cluster named after the folder,
+    so its overlapping exports merge; a lone file's jobs are named after the file (the
+    option's help says to name every export of one cluster alike).
+    """
+    return (path.resolve().name or None) if path.is_dir() else None
+
+
 @dataclass(frozen=True)
 class SlurmOptions:
     """`gpu-trace ingest slurm` options (passed to the loader as keyword arguments)."""
 
-    cluster: str | None = option(None, "Cluster name for jobs.cluster (default: the file name).")
+    cluster: str | None = option(
+        None,
+        "Cluster name for jobs.cluster (default: the folder's name for a folder, the file "
+        "name for a file). Exports merge by (cluster, JobID): give every export of one "
+        "cluster the same name.",
+    )
     tz: str | None = option(
         None,
         "IANA zone of the cluster's clock (sacct prints local times without an offset). Default UTC, with a warning. Recorded in jobs.source_tz.",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from typing import Annotated
 
 import typer
-import typer.rich_utils
 
 from gpu_trace import __version__
 from gpu_trace.cli._boundary import INTERRUPTED, alert, fail, set_verbosity
@@ -35,7 +35,19 @@ def _help_width() -> int:
     return max(HELP_WIDTH[0], min(HELP_WIDTH[1], columns))
 
 
-typer.rich_utils.MAX_WIDTH = _help_width()
+def _set_help_width() -> None:
+    """Hand :func:`_help_width` to typer's rich help. ``typer.rich_utils`` (rich's
+    Markdown, tracebacks: ~70 ms) loads only when help or a usage error is printed, and
+    reads ``$TERMINAL_WIDTH`` then; a command that runs never pays for it (#25).
+    """
+    width = _help_width()
+    if "typer.rich_utils" in sys.modules:
+        sys.modules["typer.rich_utils"].MAX_WIDTH = width  # type: ignore[attr-defined]
+    else:
+        os.environ["TERMINAL_WIDTH"] = str(width)
+
+
+_set_help_width()
 
 ROOT_COMMANDS: dict[str, str] = {
     "sql": "gpu_trace.cli.sql:sql",

@@ -235,3 +235,36 @@ def test_root_and_ingest_help_import_no_command_module_but_their_own() -> None:
     loaders = set().union(*_loader_modules().values())
     assert sorted(loaders & listing) == []
     assert _upper_layers(listing) == []
+
+
+def _complete(words: str) -> tuple[str, set[str]]:
+    """typer's zsh completion protocol (``_GPU_TRACE_COMPLETE=complete_zsh``, the words
+    typed in ``_TYPER_COMPLETE_ARGS``): the answer on stdout, and the modules loaded."""
+    env = {**_env(), "_GPU_TRACE_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": words}
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AT_EXIT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    return done.stdout, set(json.loads(line.removeprefix("MODULES ")))
+
+
+def test_completion_lists_commands_without_building_them() -> None:
+    """Completing a command name reads the listing, not the commands; completing an
+    option of ``ingest helios`` builds that one command (its ``--tz`` is offered)."""
+    top, modules = _complete("gpu-trace ")
+    for name in ("sql", "ingest", "analyze", "replay", "synth"):
+        assert f'"{name}":' in top
+    assert sorted(m for m in modules if m in COMMAND_MODULES) == []
+    loaders, modules = _complete("gpu-trace ingest he")
+    assert re.findall(r'"([a-z0-9-]+)":', loaders) == ["helios"]
+    assert sorted(m for m in modules if m.startswith("gpu_trace.loaders.")) == []
+    options, modules = _complete("gpu-trace ingest helios --")
+    assert '"--tz":' in options and '"--store":' in options
+    others = set().union(*(m for name, m in _loader_modules().items() if name != "helios"))
+    assert sorted(others & modules) == []

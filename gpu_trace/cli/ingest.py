@@ -39,6 +39,14 @@ class IngestGroup(LazyGroup):
             self._names = plugins.loader_names()
         return self._names
 
+    def known(self, name: str) -> bool:
+        """A built-in loader from the index, without reading installed plugins' entry
+        points (``ingest helios`` needs no other loader); else from the full list.
+        """
+        from gpu_trace import command_index
+
+        return name in command_index.INGEST_HELP or name in self.names()
+
     def build(self, name: str) -> Command:
         """The ``ingest NAME`` command generated from the loader's declaration."""
         holder = typer.Typer()

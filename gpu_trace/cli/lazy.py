@@ -62,7 +62,7 @@ class _Commands(MutableMapping[str, Command]):
 
     def __getitem__(self, name: str) -> Command:
         if name not in self._built:
-            if name not in self._group.names():
+            if not self._group.known(name):
                 raise KeyError(name)
             self._built[name] = self._group.build(name)
         return self._built[name]
@@ -82,7 +82,7 @@ class _Commands(MutableMapping[str, Command]):
         return sum(1 for _ in self)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._built or name in self._group.names()
+        return name in self._built or (isinstance(name, str) and self._group.known(name))
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -106,6 +106,10 @@ class LazyGroup(typer.core.TyperGroup):
     def build(self, name: str) -> Command:
         """The real command ``name`` (imports what it needs)."""
         raise NotImplementedError
+
+    def known(self, name: str) -> bool:
+        """Whether ``name`` is a subcommand (a subclass may answer without listing all)."""
+        return name in self.names()
 
     def listed(self, name: str) -> Command:
         """What a listing shows of ``name``: by default the real command."""

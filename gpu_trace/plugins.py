@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -326,6 +327,77 @@ def discover(group: Group) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _package_modules(group: Group) -> list[str]:
+    """The names of the built-in package's modules, read from its folder without
+    importing the package (importing ``gpu_trace.loaders`` loads polars and pyarrow).
+    """
+    folder = Path(__file__).parent.joinpath(*_BUILTIN_PACKAGES[group].split(".")[1:])
+    return sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg)
+
+
+def _loader_index() -> dict[str, tuple[str, ...]]:
+    """Built-in loader module -> the loader names it declares (``__init__``: the package
+    itself), from the generated :mod:`gpu_trace.command_index`.
+    """
+    from gpu_trace import command_index
+
+    return command_index.LOADER_MODULES
+
+
+def _unindexed_loaders() -> list[LoaderPlugin]:
+    """Loaders declared by built-in modules the generated index does not know (a loader
+    file just added): those modules are imported, so adding a loader stays adding a file.
+    """
+    index = _loader_index()
+    package = _BUILTIN_PACKAGES["loaders"]
+    found: list[LoaderPlugin] = []
+    for stem in _package_modules("loaders"):
+        if stem not in index:
+            module = importlib.import_module(f"{package}.{stem}")
+            found.extend(p for p in _declared(module) if isinstance(p, LoaderPlugin))
+    return found
+
+
+@cache
+def _installed(group: Group) -> tuple[Any, ...]:
+    """The installed (entry-point) declarations of ``group``, loaded once per process."""
+    return tuple(_third_party(group))
+
+
+def loader_names() -> list[str]:
+    """Every loader's name (the ``gpu-trace ingest`` commands), built-in or installed, in
+    name order. Imports no built-in loader module the generated index knows: listing the
+    commands must not cost loading every format's parser.
+    """
+    index = _loader_index()
+    present = set(_package_modules("loaders"))
+    names = {n for stem, declared in index.items() if stem in present for n in declared}
+    names.update(index.get("__init__", ()))
+    names.update(p.name for p in _unindexed_loaders())
+    names.update(p.name for p in _installed("loaders") if isinstance(p, LoaderPlugin))
+    return sorted(names)
+
+
+def loader(name: str) -> LoaderPlugin:
+    """The declaration of the loader ``name``, importing only its own module when it is
+    a built-in the index knows; otherwise (a new file, an installed plugin, an unknown
+    name) as :func:`loaders` finds it, unknown names failing in :func:`lookup`.
+    """
+    package = _BUILTIN_PACKAGES["loaders"]
+    present = {*_package_modules("loaders"), "__init__"}
+    for stem, declared in _loader_index().items():
+        if name in declared and stem in present:
+            module = package if stem == "__init__" else f"{package}.{stem}"
+            for plugin in _declared(importlib.import_module(module)):
+                if isinstance(plugin, LoaderPlugin) and plugin.name == name:
+                    return plugin
+    for plugin in (*_unindexed_loaders(), *_installed("loaders")):
+        if isinstance(plugin, LoaderPlugin) and plugin.name == name:
+            return plugin
+    found: LoaderPlugin = lookup("loader", name, {p.name: p for p in loaders()})
+    return found
+
+
 def loaders() -> tuple[LoaderPlugin, ...]:
     """Every declared loader (the ``gpu-trace ingest`` commands), built-ins first."""
     return tuple(p for p in discover("loaders") if isinstance(p, LoaderPlugin))
@@ -364,6 +436,8 @@ __all__ = [
     "analyses",
     "builtins",
     "discover",
+    "loader",
+    "loader_names",
     "loaders",
     "lookup",
     "option",

@@ -7,6 +7,10 @@ running a command needs: SciPy (sweep statistics), Altair and vl-convert (the re
 scikit-learn (the runtime estimator), Ray (sweeps), DuckDB (queries). Each of those
 costs 0.3-1.5 s of start-up and belongs inside the function that uses it.
 
+Issue #25 goes further: the tree is built on demand (``gpu_trace.cli.lazy``), so
+``--version`` and ``--help`` import no command's module, and ``ingest helios`` imports
+the Helios loader's module and no other loader's, analysis, replay or report module.
+
 A behaviour test, not a timing test: it checks which modules a fresh interpreter
 loaded, read from ``python -X importtime`` (one line per module imported, on stderr)
 and from ``sys.modules``. polars and pyarrow do load: the plugin modules declare
@@ -26,6 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DEFERRED = ("scipy", "altair", "vl_convert", "sklearn", "ray", "duckdb")
 """Top-level packages the command line must not import until a command runs."""
+
+
+COMMAND_MODULES = {
+    f"gpu_trace.cli.{m}"
+    for m in ("ingest", "sql", "schema", "report", "synth", "datasets", "telemetry", "analyze")
+} | {"gpu_trace.cli.replay"}
+"""The modules of the top-level commands (``gpu_trace.cli.ROOT_COMMANDS``, spelled out)."""
 
 
 def _env() -> dict[str, str]:
@@ -60,9 +71,12 @@ def test_version_imports_no_heavy_library() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("gpu-trace ")
     modules = _importtime_modules(done.stderr)
-    # The parse saw the command tree being built (else an empty set would pass).
-    assert {"gpu_trace.cli", "gpu_trace.cli.ingest", "gpu_trace.cli.replay"} <= modules
+    # The parse saw gpu-trace's own modules load (else an empty set would pass).
+    assert {"gpu_trace.cli", "gpu_trace.cli._boundary"} <= modules
     assert _heavy(modules) == []
+    # Issue #25: the version needs no command, so no command's module and no data library.
+    assert sorted(m for m in modules if m in COMMAND_MODULES) == []
+    assert sorted(m for m in modules if m.split(".")[0] in ("polars", "pyarrow", "numpy")) == []
 
 
 # Run in one fresh interpreter: every group's and command's --help through typer's
@@ -128,3 +142,129 @@ def test_the_check_sees_a_heavy_import() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "duckdb" in {m.split(".")[0] for m in _heavy(_importtime_modules(done.stderr))}
+
+
+# Issue #25: a command loads its own modules only. Run as the console script does
+# (``cli.main``), the loaded modules read from ``sys.modules`` when the process exits
+# (``--help`` exits through SystemExit, so at exit, not after ``main()``).
+_MODULES_AT_EXIT = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+sys.argv = ["gpu-trace", *sys.argv[1:]]
+from gpu_trace.cli import main
+main()
+"""
+
+
+def _modules_of(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AT_EXIT, *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    return set(json.loads(line.removeprefix("MODULES ")))
+
+
+def _loader_modules() -> dict[str, set[str]]:
+    """Loader name -> the module declaring it, read from the modules themselves (every
+    module of ``gpu_trace.loaders`` imported here, in the test process), not from the
+    generated index the command line uses.
+    """
+    import importlib
+    import pkgutil
+
+    from gpu_trace.plugins import LoaderPlugin
+
+    out: dict[str, set[str]] = {}
+    for info in pkgutil.iter_modules([str(ROOT / "gpu_trace" / "loaders")]):
+        module = importlib.import_module(f"gpu_trace.loaders.{info.name}")
+        declared = [getattr(module, "PLUGIN", None), *getattr(module, "PLUGINS", ())]
+        for plugin in declared:
+            if isinstance(plugin, LoaderPlugin):
+                out.setdefault(plugin.name, set()).add(module.__name__)
+    return out
+
+
+def _upper_layers(modules: set[str]) -> list[str]:
+    """Analyses, replay and reports modules: above the loaders, never needed to ingest."""
+    tops = ("gpu_trace.analyses", "gpu_trace.replay", "gpu_trace.reports")
+    return sorted(m for m in modules if m.split(".")[:2] in [t.split(".") for t in tops])
+
+
+def test_ingest_helios_help_imports_no_other_loader() -> None:
+    """``gpu-trace ingest helios --help`` builds the helios command only: its own loader
+    module, no other loader's, no analysis, replay or report module, no other command."""
+    modules = _modules_of("ingest", "helios", "--help")
+    declared = _loader_modules()
+    assert declared["helios"] <= modules  # the check sees the command being built
+    others = set().union(*(m for name, m in declared.items() if name != "helios"))
+    assert len(others) > 10
+    assert sorted(others & modules) == []
+    assert _upper_layers(modules) == []
+    assert sorted(m for m in modules if m in COMMAND_MODULES) == ["gpu_trace.cli.ingest"]
+    assert _heavy(modules) == []
+
+
+def test_ingest_helios_run_imports_no_other_loader(tmp_path: Path) -> None:
+    """Running ``gpu-trace ingest helios FILE`` (the bundled sample, a real ingest) loads
+    no other loader's module and nothing above the loaders either."""
+    sample = ROOT / "data" / "samples" / "helios" / "Venus_cluster_gpu_number.csv"
+    assert sample.is_file()
+    modules = _modules_of("-q", "ingest", "helios", str(sample), "--store", str(tmp_path / "s"))
+    assert (tmp_path / "s").is_dir()  # it did ingest
+    declared = _loader_modules()
+    others = set().union(*(m for name, m in declared.items() if name != "helios"))
+    assert declared["helios"] <= modules
+    assert sorted(others & modules) == []
+    assert _upper_layers(modules) == []
+
+
+def test_root_and_ingest_help_import_no_command_module_but_their_own() -> None:
+    """``gpu-trace --help`` lists the commands without importing any of them, and
+    ``gpu-trace ingest --help`` lists the loaders without importing any loader module."""
+    root = _modules_of("--help")
+    assert "gpu_trace.cli._boundary" in root
+    assert sorted(m for m in root if m in COMMAND_MODULES) == []
+    listing = _modules_of("ingest", "--help")
+    assert sorted(m for m in listing if m in COMMAND_MODULES) == ["gpu_trace.cli.ingest"]
+    loaders = set().union(*_loader_modules().values())
+    assert sorted(loaders & listing) == []
+    assert _upper_layers(listing) == []
+
+
+def _complete(words: str) -> tuple[str, set[str]]:
+    """typer's zsh completion protocol (``_GPU_TRACE_COMPLETE=complete_zsh``, the words
+    typed in ``_TYPER_COMPLETE_ARGS``): the answer on stdout, and the modules loaded."""
+    env = {**_env(), "_GPU_TRACE_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": words}
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AT_EXIT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    return done.stdout, set(json.loads(line.removeprefix("MODULES ")))
+
+
+def test_completion_lists_commands_without_building_them() -> None:
+    """Completing a command name reads the listing, not the commands; completing an
+    option of ``ingest helios`` builds that one command (its ``--tz`` is offered)."""
+    top, modules = _complete("gpu-trace ")
+    for name in ("sql", "ingest", "analyze", "replay", "synth"):
+        assert f'"{name}":' in top
+    assert sorted(m for m in modules if m in COMMAND_MODULES) == []
+    loaders, modules = _complete("gpu-trace ingest he")
+    assert re.findall(r'"([a-z0-9-]+)":', loaders) == ["helios"]
+    assert sorted(m for m in modules if m.startswith("gpu_trace.loaders.")) == []
+    options, modules = _complete("gpu-trace ingest helios --")
+    assert '"--tz":' in options and '"--store":' in options
+    others = set().union(*(m for name, m in _loader_modules().items() if name != "helios"))
+    assert sorted(others & modules) == []

@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from typing import Annotated
 
 import typer
-import typer.rich_utils
 
 from gpu_trace import __version__
-from gpu_trace.cli import analyze as analyze_cli
-from gpu_trace.cli import datasets as datasets_cli
-from gpu_trace.cli import ingest as ingest_cli
-from gpu_trace.cli import replay as replay_cli
-from gpu_trace.cli import telemetry as telemetry_cli
 from gpu_trace.cli._boundary import INTERRUPTED, alert, fail, set_verbosity
-from gpu_trace.cli.report import report
-from gpu_trace.cli.schema import schema
-from gpu_trace.cli.sql import sql
-from gpu_trace.cli.synth import synth
+from gpu_trace.cli.lazy import table_group
 
 HELP_WIDTH = (100, 120)
 """Narrowest and widest help (columns): below 100 columns typer's option tables cut
@@ -43,9 +35,45 @@ def _help_width() -> int:
     return max(HELP_WIDTH[0], min(HELP_WIDTH[1], columns))
 
 
-typer.rich_utils.MAX_WIDTH = _help_width()
+def _set_help_width() -> None:
+    """Hand :func:`_help_width` to typer's rich help. ``typer.rich_utils`` (rich's
+    Markdown, tracebacks: ~70 ms) loads only when help or a usage error is printed, and
+    reads ``$TERMINAL_WIDTH`` then; a command that runs never pays for it (#25).
+    """
+    width = _help_width()
+    if "typer.rich_utils" in sys.modules:
+        sys.modules["typer.rich_utils"].MAX_WIDTH = width  # type: ignore[attr-defined]
+    else:
+        os.environ["TERMINAL_WIDTH"] = str(width)
+
+
+_set_help_width()
+
+ROOT_COMMANDS: dict[str, str] = {
+    "sql": "gpu_trace.cli.sql:sql",
+    "schema": "gpu_trace.cli.schema:schema",
+    "report": "gpu_trace.cli.report:report",
+    "synth": "gpu_trace.cli.synth:synth",
+    "ingest": "gpu_trace.cli.ingest:app",
+    "datasets": "gpu_trace.cli.datasets:app",
+    "telemetry": "gpu_trace.cli.telemetry:app",
+    "analyze": "gpu_trace.cli.analyze:app",
+    "replay": "gpu_trace.cli.replay:app",
+}
+"""The top-level commands in listing order (typer's: single commands, then groups):
+name -> ``module:attribute`` (a ``Typer`` group or a command function). Each module is imported only when its command runs or is
+asked for its own help; ``gpu-trace --help`` lists them from :mod:`gpu_trace.command_index`.
+"""
+
+
+def _root_help() -> dict[str, str]:
+    from gpu_trace import command_index
+
+    return command_index.ROOT_HELP
+
 
 app = typer.Typer(
+    cls=table_group(lambda: ROOT_COMMANDS, _root_help),
     name="gpu-trace",
     help="Load, query, analyse and replay GPU-cluster traces and GPU telemetry.\n\n"
     "Global options (-q, -v, -V) go before the command: gpu-trace -q ingest openb DIR.",
@@ -95,21 +123,6 @@ def _root(
         msg = "give --quiet or --verbose, not both"
         raise fail(msg, 2)
     set_verbosity(-1 if quiet else verbose)
-
-
-def _group(help_text: str) -> typer.Typer:
-    return typer.Typer(help=help_text, no_args_is_help=True)
-
-
-app.add_typer(ingest_cli.app, name="ingest")
-app.command("sql")(sql)
-app.command("schema")(schema)
-app.command("report")(report)
-app.add_typer(datasets_cli.app, name="datasets")
-app.add_typer(telemetry_cli.app, name="telemetry")
-app.add_typer(analyze_cli.app, name="analyze")
-app.add_typer(replay_cli.app, name="replay")
-app.command("synth")(synth)
 
 
 def main() -> None:

@@ -11,20 +11,58 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+import typer.main
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from gpu_trace import plugins
 from gpu_trace.cli._boundary import detail, err
 from gpu_trace.cli.generated import add_command, path_parameter
+from gpu_trace.cli.lazy import Command, LazyGroup, stub
 from gpu_trace.cli.options import StoreOpt
-from gpu_trace.loaders import Batch, IngestReport, ingest
-from gpu_trace.loaders import get as get_loader
 from gpu_trace.settings import resolve_store
 
+if TYPE_CHECKING:
+    from gpu_trace.loaders import Batch, IngestReport
+
+
+class IngestGroup(LazyGroup):
+    """``gpu-trace ingest``: one command per declared loader, in name order, each built
+    (its loader module imported) only when it is used; listed from the generated index.
+    """
+
+    def names(self) -> list[str]:
+        """Every loader's name, read once per group (installed plugins load here)."""
+        if not hasattr(self, "_names"):
+            self._names = plugins.loader_names()
+        return self._names
+
+    def known(self, name: str) -> bool:
+        """A built-in loader from the index, without reading installed plugins' entry
+        points (``ingest helios`` needs no other loader); else from the full list.
+        """
+        from gpu_trace import command_index
+
+        return name in command_index.INGEST_HELP or name in self.names()
+
+    def build(self, name: str) -> Command:
+        """The ``ingest NAME`` command generated from the loader's declaration."""
+        holder = typer.Typer()
+        _generate(holder, plugins.loader(name))
+        return typer.main.get_group(holder).commands[name]
+
+    def listed(self, name: str) -> Command:
+        """A built-in loader's stand-in from the index; an installed one as built."""
+        from gpu_trace import command_index
+
+        text = command_index.INGEST_HELP.get(name)
+        return self.commands[name] if text is None else stub(name, text)
+
+
 app = typer.Typer(
+    cls=IngestGroup,
     help="Read raw trace or telemetry files into the store (re-ingesting replaces).",
     no_args_is_help=True,
 )
@@ -34,6 +72,9 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
     """Run one loader with a progress display on stderr and print the reconciliation
     (rows read = written + quarantined + merged) on stdout.
     """
+    from gpu_trace.loaders import get as get_loader
+    from gpu_trace.loaders import ingest
+
     root = resolve_store(store)
     with Progress(
         SpinnerColumn(),
@@ -85,27 +126,21 @@ def print_report(report: IngestReport) -> None:
     )
 
 
-def _generate() -> None:
-    """Add an ``ingest NAME`` command for every declared loader, built-in or installed,
-    in name order (so ``ingest --help`` lists them alphabetically).
+def _generate(target: typer.Typer, plugin: plugins.LoaderPlugin) -> None:
+    """Add the ``ingest NAME`` command of one declared loader, built-in or installed, to
+    ``target``: PATH (or PATHS...), ``--store``, then the declaration's options.
     """
     store = inspect.Parameter(
         "store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt
     )
-    for plugin in sorted(plugins.loaders(), key=lambda p: p.name):
 
-        def body(
-            given: dict[str, Any], options: Any, plugin: plugins.LoaderPlugin = plugin
-        ) -> None:
-            kwargs = plugin.loader_kwargs(options)
-            if plugin.many_paths:
-                first, *more = given["paths"]
-                run_ingest(plugin.name, first, given["store"], more=tuple(more), **kwargs)
-            else:
-                run_ingest(plugin.name, given["path"], given["store"], **kwargs)
+    def body(given: dict[str, Any], options: Any) -> None:
+        kwargs = plugin.loader_kwargs(options)
+        if plugin.many_paths:
+            first, *more = given["paths"]
+            run_ingest(plugin.name, first, given["store"], more=tuple(more), **kwargs)
+        else:
+            run_ingest(plugin.name, given["path"], given["store"], **kwargs)
 
-        path = path_parameter(plugin.path_help, many=plugin.many_paths)
-        add_command(app, plugin.name, plugin.help, [path, store], plugin.options, body)
-
-
-_generate()
+    path = path_parameter(plugin.path_help, many=plugin.many_paths)
+    add_command(target, plugin.name, plugin.help, [path, store], plugin.options, body)

@@ -23,16 +23,20 @@ import os
 import socket
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from gpu_trace import __version__
 from gpu_trace.datasets.registry import DataFile, Dataset
 from gpu_trace.errors import DatasetError
+
+if TYPE_CHECKING:
+    # Imported where a download starts: ``urllib.request`` costs ~50 ms, and every loader
+    # that opens archives imports this package (``ingest`` must not pay for HTTP, #25).
+    import urllib.request
 
 CHUNK = 1 << 20
 """Most bytes read from the socket and written to the ``.part`` at a time."""
@@ -126,6 +130,8 @@ class _Transfer:
         return offset
 
     def _request(self, offset: int) -> urllib.request.Request:
+        import urllib.request
+
         headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
         if offset:
             headers["Range"] = f"bytes={offset}-"
@@ -135,6 +141,8 @@ class _Transfer:
         """Request and receive until the ``.part`` is complete, or raise :class:`_Failed`
         (this URL will not serve it) or :class:`_Unreachable` (no answer from the host).
         """
+        import urllib.request
+
         opener = urllib.request.build_opener()
         while True:
             offset = self._offset()

@@ -21,11 +21,13 @@ def _all() -> dict[str, Loader]:
     return {p.name: p.loader() for p in plugins.loaders()}
 
 
+@cache
 def get(name: str) -> Loader:
-    """The loader declared as ``name``; an unknown name is a usage error with "did you
-    mean" (:func:`gpu_trace.plugins.lookup`).
+    """The loader declared as ``name``, importing only its own module when it is a
+    built-in (:func:`gpu_trace.plugins.loader`); an unknown name is a usage error with
+    "did you mean" (:func:`gpu_trace.plugins.lookup`).
     """
-    loader: Loader = plugins.lookup("loader", name, _all())
+    loader: Loader = plugins.loader(name).loader()
     return loader
 
 

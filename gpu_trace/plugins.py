@@ -317,7 +317,7 @@ def discover(group: Group) -> tuple[Any, ...]:
             raise PluginError(msg)
         seen.add(key)
         out.append(plugin)
-    for plugin in _third_party(group):  # an installed one never replaces a name in use
+    for plugin in _installed(group):  # an installed one never replaces a name in use
         key = (getattr(plugin, "kind", group), plugin.name)
         if key in seen:
             _warn(f"installed {group} plugin {plugin.name!r} is already declared: skipped")

@@ -230,15 +230,20 @@ def test_a_broken_installed_plugin_is_skipped_with_a_warning(
         EntryPoint("wrong", "os.path:join", group),
         EntryPoint("openb2", "gpu_trace.loaders.openb:PLUGIN", group),
     ]
+    import gpu_trace.loaders  # noqa: F401  (importing it lists the loaders: not under the patch)
+
+    capsys.readouterr()
     monkeypatch.setattr(plugins, "entry_points", lambda group: fake)
     plugins.discover.cache_clear()
+    plugins._installed.cache_clear()
     try:
         names = [p.name for p in plugins.loaders()]
+        assert "opneb" not in LOADERS  # a plain mapping: `in` does not raise
+        lines = capsys.readouterr().err.splitlines()
     finally:
         plugins.discover.cache_clear()
+        plugins._installed.cache_clear()
     assert names.count("openb") == 1 and "broken" not in names
-    assert "opneb" not in LOADERS  # a plain mapping: `in` does not raise
-    lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines)
     assert "'broken' (no_such_module_xyz:PLUGIN" in lines[0] and "does not load" in lines[0]
     assert "'wrong'" in lines[1] and "is not a LoaderPlugin" in lines[1]

@@ -99,9 +99,11 @@ from gpu_trace.loaders.pai2020_files import (
 )
 from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_hash
 from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
+from gpu_trace.loaders.store_order import in_store_order
 from gpu_trace.loaders.textfile import LINE, REASON
 from gpu_trace.loaders.units import per
 from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.schemas import TABLES
 from gpu_trace.values import split_list
 
 AMOUNT_MAX = 1e6
@@ -160,10 +162,19 @@ def _good(frame: pl.DataFrame) -> pl.LazyFrame:
     return frame.lazy().filter(pl.col(REASON).is_null())
 
 
+def _ordered(table: str, rows: pl.LazyFrame) -> tuple[pl.DataFrame, bool]:
+    """``rows`` collected, in the store's order for ``table`` when an integer sort can
+    vouch for it (``store_order``), and whether the writer must still sort them.
+    """
+    frame = rows.collect()
+    ordered = in_store_order(frame, TABLES[table].sort_by)
+    return (frame, True) if ordered is None else (ordered, False)
+
+
 def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
     """The canonical ``tasks`` rows of the good task lines, and the rejects."""
     inst = pl.col("inst_num")
-    rows = _good(tasks).select(
+    lazy_rows = _good(tasks).select(
         *provenance(TRACE),
         pl.col("job_name").alias("job_id"),
         pl.col("task_name").alias("task"),
@@ -185,6 +196,7 @@ def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
         pl.col("gpu_type"),
         *time_columns(),
     )
+    rows, sort = _ordered("tasks", lazy_rows)
     return Batch(
         "tasks",
         TRACE,
@@ -192,6 +204,7 @@ def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
         rows,
         rejects(tasks, inp, "tasks", TRACE),
         cluster=CLUSTER,
+        sort=sort,
         metadata=metadata(
             inp,
             units=(
@@ -281,7 +294,7 @@ def jobs_batch(
     submit = seconds("start_time")
     start = pl.coalesce("_task_start_s", "inst_start_s")
     end = seconds("end_time")
-    rows = frame.select(
+    lazy_rows = frame.select(
         *provenance(TRACE),
         pl.col("job_name").alias("job_id"),
         pl.col("user"),
@@ -303,6 +316,7 @@ def jobs_batch(
         pl.col("status").alias("raw_status"),
         *time_columns(),
     )
+    rows, sort = _ordered("jobs", lazy_rows)
     return Batch(
         "jobs",
         TRACE,
@@ -310,6 +324,7 @@ def jobs_batch(
         rows,
         rejects(jobs, inp, "jobs", TRACE),
         cluster=CLUSTER,
+        sort=sort,
         metadata=metadata(inp, **notes),
     )
 

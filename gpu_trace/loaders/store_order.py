@@ -18,8 +18,9 @@ from collections.abc import Sequence
 import polars as pl
 
 PREFIX_BYTES = 8
-STRING_PREFIXES = 3
-"""Prefixes taken of each string key: 24 bytes, the length of a PAI job name."""
+MAX_PREFIXES = 6
+"""At most this many prefixes of a string key (48 bytes: a PAI job name has 24, a YARN
+application id such as Philly's ~30); longer keys are still checked."""
 
 
 def _prefix(col: str, at: int) -> pl.Expr:
@@ -31,7 +32,13 @@ def _prefix(col: str, at: int) -> pl.Expr:
     return chunk.cast(pl.Binary).bin.reinterpret(dtype=pl.UInt64, endianness="big")
 
 
-def _int_keys(frame: pl.DataFrame, keys: Sequence[str], prefixes: int) -> list[pl.Expr]:
+def _prefixes(column: pl.Series) -> int:
+    longest = column.str.len_bytes().max()
+    longest = longest if isinstance(longest, int) else 0
+    return max(1, min(MAX_PREFIXES, -(-longest // PREFIX_BYTES)))
+
+
+def _int_keys(frame: pl.DataFrame, keys: Sequence[str]) -> list[pl.Expr]:
     """Integer sort keys, none null: a key column with nulls gets a null flag first (so
     nulls sort last without ``nulls_last``, which makes polars' multi-column sort ~8x
     slower).
@@ -41,8 +48,7 @@ def _int_keys(frame: pl.DataFrame, keys: Sequence[str], prefixes: int) -> list[p
         if frame.get_column(k).null_count():
             out.append(pl.col(k).is_null().alias(f"_n{i}"))
         if frame.schema[k] == pl.String:
-            # the last key needs fewer prefixes: it only orders rows within a tie
-            n = prefixes if i < len(keys) - 1 else 1
+            n = _prefixes(frame.get_column(k))
             parts = [_prefix(k, PREFIX_BYTES * j) for j in range(n)]
         else:
             parts = [pl.col(k).to_physical()]
@@ -66,19 +72,25 @@ def is_ordered(frame: pl.DataFrame, keys: Sequence[str]) -> bool:
     return bool(frame.select(_not_after(keys).all()).item())
 
 
-def in_store_order(
-    frame: pl.DataFrame, keys: Sequence[str], *, prefixes: int = STRING_PREFIXES
-) -> pl.DataFrame | None:
+def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | None:
     """``frame`` in the order of a stable sort by ``keys`` with nulls last, or None when
     the integer prefixes cannot vouch for it (the writer then sorts).
     """
     if frame.height < 2 or is_ordered(frame, keys):
         return frame
     try:
-        ints = frame.select(_int_keys(frame, keys, prefixes))
+        ints = frame.select(_int_keys(frame, keys))
     except pl.exceptions.PolarsError:
         return None
     order = ints.select(pl.arg_sort_by(ints.columns, maintain_order=True).alias("_at"))
     # gathering from one chunk per column is ~5x cheaper than from many
     out = frame.rechunk()[order.get_column("_at")]
     return out if is_ordered(out, keys) else None
+
+
+def store_sorted(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """``frame`` sorted as the store writer sorts it: :func:`in_store_order` where it can
+    vouch for the order, else polars' stable sort (nulls last).
+    """
+    ordered = in_store_order(frame, keys)
+    return frame.sort(keys, nulls_last=True, maintain_order=True) if ordered is None else ordered

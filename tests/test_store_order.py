@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.loaders.store_order import in_store_order
+from gpu_trace.schemas import TABLES
 
 KEYS = ["job_id", "task"]
 
@@ -64,3 +67,29 @@ def test_ids_equal_in_the_first_24_bytes_still_sort_right() -> None:
     got = in_store_order(frame, KEYS)
     if got is not None:
         assert got["job_id"].to_list() == ["a", "p" * 24 + "a", "p" * 24 + "b"]
+
+
+def test_pai_tables_written_unsorted_are_in_the_store_order(tmp_path: Path) -> None:
+    """PAI's jobs and tasks skip the writer's sort: their files must still be in
+    ``sort_by`` order. Job names here are random hex, submit times repeat, and a task
+    line is moved so that the file is out of order.
+    """
+    rng = random.Random(11)
+    names = ["".join(rng.choice("0123456789abcdef") for _ in range(24)) for _ in range(300)]
+    folder = tmp_path / "pai"
+    folder.mkdir()
+    jobs = [
+        f"{n},i{i},u{i % 7},Terminated,{1000 + i // 3}.0,{2000 + i}.0" for i, n in enumerate(names)
+    ]
+    jobs.append(f"{names[5]}x,ix,u1,Waiting,0.0,0.0")  # unknown submit time: sorts last
+    tasks = [f"{n},{t},1.0,Terminated,{1000 + i // 3}.0,{2000 + i}.0,100.0,1.0,50.0,T4"
+             for i, n in enumerate(names) for t in ("worker", "ps")]  # fmt: skip
+    tasks.insert(0, tasks.pop())
+    (folder / "pai_job_table.csv").write_text("\n".join(jobs) + "\n")
+    (folder / "pai_task_table.csv").write_text("\n".join(tasks) + "\n")
+    ingest(LOADERS["pai2020"], folder, tmp_path / "store")
+    for table in ("jobs", "tasks"):
+        (written,) = (tmp_path / "store" / "current").glob(f"{table}/source=pai2020/*.parquet")
+        frame = pl.read_parquet(written)
+        assert frame.height == len(jobs if table == "jobs" else tasks)
+        assert frame.equals(frame.sort(TABLES[table].sort_by, nulls_last=True, maintain_order=True))

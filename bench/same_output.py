@@ -1,13 +1,14 @@
 """Check that two versions of gpu-trace write the same store from the same inputs.
 
-``python -m bench.same_output OLD_TREE NEW_TREE [OUT_DIR] [FAMILY=PATH ...]`` ingests the
-bundled Helios, Philly and PAI 2020 samples (``data/samples/<family>`` and their ``synthetic/``
-folders, plus any ``FAMILY=PATH`` given, e.g. a synthetic trace with broken lines
-injected) once with each tree's code (each in its own process, ``PYTHONPATH`` set to
-the tree; each input into a store of its own), then compares every table of the
-stores: the same datasets, and for each the same frame (polars equality, in file order
-and, to tell the two apart, after sorting by every column), Parquet key-value metadata included except the ingest's own wall-clock
-fields. Prints one line per table and exits 1 on the first difference.
+``python -m bench.same_output OLD_TREE NEW_TREE [OUT_DIR] [FAMILY=PATH ...]`` ingests
+the bundled Helios, Philly and PAI 2020 samples (``data/samples/<family>`` and their
+``synthetic/`` folders), plus any ``FAMILY=PATH`` given (e.g. a synthetic trace with
+broken lines injected), once with each tree's code (each in its own process,
+``PYTHONPATH`` set to the tree; each input into a store of its own), then compares
+every table of the stores: the same datasets, and for each the same frame (polars
+equality in file order and, to tell the two apart, after sorting by every column),
+Parquet key-value metadata included except the ingest's own wall-clock fields. Prints
+one line per table and exits 1 when anything differs.
 
 Used for performance work (issue 25): a faster ingest must not change what is stored.
 Make the old tree with ``git worktree add /tmp/base <commit>``.

@@ -93,3 +93,20 @@ def test_pai_tables_written_unsorted_are_in_the_store_order(tmp_path: Path) -> N
         frame = pl.read_parquet(written)
         assert frame.height == len(jobs if table == "jobs" else tasks)
         assert frame.equals(frame.sort(TABLES[table].sort_by, nulls_last=True, maintain_order=True))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rows_in_order_of_the_first_key_only(seed: int) -> None:
+    """Submit times already in order, ids within a second not (a PAI job table): only
+    the tie groups move, and the result is still the writer's order.
+    """
+    frame = _random_frame(seed).sort("t", nulls_last=True, maintain_order=True)
+    keys = ["t", "job_id", "task"]
+    got = in_store_order(frame, keys)
+    if got is not None:
+        assert got.equals(frame.sort(keys, nulls_last=True, maintain_order=True))
+    # ASCII ids, no unknown times: the integer prefixes must vouch for this one
+    without_nulls = frame.drop_nulls("t").filter(~pl.col("job_id").str.contains("é"))
+    got = in_store_order(without_nulls, keys)
+    assert got is not None
+    assert got.equals(without_nulls.sort(keys, nulls_last=True, maintain_order=True))

@@ -72,19 +72,50 @@ def is_ordered(frame: pl.DataFrame, keys: Sequence[str]) -> bool:
     return bool(frame.select(_not_after(keys).all()).item())
 
 
+def _positions(frame: pl.DataFrame, keys: Sequence[str]) -> pl.Series | None:
+    """Row positions of ``frame`` in integer-prefix order (None: a key cannot be cut)."""
+    try:
+        ints = frame.select(_int_keys(frame, keys))
+    except pl.exceptions.PolarsError:
+        return None
+    return ints.select(pl.arg_sort_by(ints.columns, maintain_order=True)).to_series()
+
+
+def _tie_groups(frame: pl.DataFrame, keys: Sequence[str]) -> pl.Series | None:
+    """Where the first key is already in order (PAI's submit times), the positions of
+    the rows whose first-key value has rows out of order: only those need sorting.
+    None when the first key itself is out of order or such a value is null.
+    """
+    if len(keys) < 2 or not is_ordered(frame, keys[:1]):
+        return None
+    first = keys[0]
+    broken = frame.filter(~_not_after(keys)).get_column(first).unique()
+    if broken.null_count():
+        return None
+    at = frame.select(pl.arg_where(pl.col(first).is_in(broken.implode()))).to_series()
+    return at.cast(pl.UInt32)
+
+
 def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | None:
     """``frame`` in the order of a stable sort by ``keys`` with nulls last, or None when
     the integer prefixes cannot vouch for it (the writer then sorts).
     """
     if frame.height < 2 or is_ordered(frame, keys):
         return frame
-    try:
-        ints = frame.select(_int_keys(frame, keys))
-    except pl.exceptions.PolarsError:
-        return None
-    order = ints.select(pl.arg_sort_by(ints.columns, maintain_order=True).alias("_at"))
+    ties = _tie_groups(frame, keys)
+    if ties is not None:
+        # re-sort the tie groups alone; the other rows keep their places
+        within = _positions(frame.select(keys)[ties], keys)
+        if within is None:
+            return None
+        everything = pl.int_range(frame.height, dtype=pl.UInt32, eager=True)
+        order = everything.scatter(ties, ties.gather(within))
+    else:
+        order = _positions(frame, keys)
+        if order is None:
+            return None
     # gathering from one chunk per column is ~5x cheaper than from many
-    out = frame.rechunk()[order.get_column("_at")]
+    out = frame.rechunk()[order]
     return out if is_ordered(out, keys) else None
 
 

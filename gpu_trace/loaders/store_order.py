@@ -103,6 +103,7 @@ def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | N
     if frame.height < 2 or is_ordered(frame, keys):
         return frame
     ties = _tie_groups(frame, keys)
+    order: pl.Series | None
     if ties is not None:
         # re-sort the tie groups alone; the other rows keep their places
         within = _positions(frame.select(keys)[ties], keys)
@@ -112,16 +113,8 @@ def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | N
         order = everything.scatter(ties, ties.gather(within))
     else:
         order = _positions(frame, keys)
-        if order is None:
-            return None
+    if order is None:
+        return None
     # gathering from one chunk per column is ~5x cheaper than from many
     out = frame.rechunk()[order]
     return out if is_ordered(out, keys) else None
-
-
-def store_sorted(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
-    """``frame`` sorted as the store writer sorts it: :func:`in_store_order` where it can
-    vouch for the order, else polars' stable sort (nulls last).
-    """
-    ordered = in_store_order(frame, keys)
-    return frame.sort(keys, nulls_last=True, maintain_order=True) if ordered is None else ordered

@@ -99,12 +99,15 @@ from gpu_trace.loaders.pai2020_files import (
 )
 from gpu_trace.loaders.pai2020_instances import job_hash, read_instances, task_hash
 from gpu_trace.loaders.pai2020_usage import machine_metric, sensor
+from gpu_trace.loaders.store_order import in_store_order
 from gpu_trace.loaders.textfile import LINE, REASON
 from gpu_trace.loaders.units import per
 from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.schemas import TABLES
 from gpu_trace.values import split_list
 
 AMOUNT_MAX = 1e6
+PLANS = ("plan_gpu", "plan_cpu", "plan_mem")
 GPU_MEM_GIB = {"V100M32": 32, "V100": 16, "T4": 16}
 """GPU memory where the model name fixes it; P100 (12 or 16 GiB) and MISC (K40m, K80,
 M60) stay null rather than guessed."""
@@ -160,10 +163,19 @@ def _good(frame: pl.DataFrame) -> pl.LazyFrame:
     return frame.lazy().filter(pl.col(REASON).is_null())
 
 
+def _ordered(table: str, rows: pl.LazyFrame) -> tuple[pl.DataFrame, bool]:
+    """``rows`` collected, in the store's order for ``table`` when an integer sort can
+    vouch for it (``store_order``), and whether the writer must still sort them.
+    """
+    frame = rows.collect()
+    ordered = in_store_order(frame, TABLES[table].sort_by)
+    return (frame, True) if ordered is None else (ordered, False)
+
+
 def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
     """The canonical ``tasks`` rows of the good task lines, and the rejects."""
     inst = pl.col("inst_num")
-    rows = _good(tasks).select(
+    lazy_rows = _good(tasks).select(
         *provenance(TRACE),
         pl.col("job_name").alias("job_id"),
         pl.col("task_name").alias("task"),
@@ -185,6 +197,7 @@ def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
         pl.col("gpu_type"),
         *time_columns(),
     )
+    rows, sort = _ordered("tasks", lazy_rows)
     return Batch(
         "tasks",
         TRACE,
@@ -192,6 +205,7 @@ def tasks_batch(inp: Input, tasks: pl.DataFrame) -> Batch:
         rows,
         rejects(tasks, inp, "tasks", TRACE),
         cluster=CLUSTER,
+        sort=sort,
         metadata=metadata(
             inp,
             units=(
@@ -214,14 +228,34 @@ def task_gpus(tasks: pl.DataFrame) -> pl.DataFrame:
 def _task_totals(tasks: pl.DataFrame) -> pl.DataFrame:
     """Per job (keyed by the job-name hashes ``_j1, _j2``, which group twice as fast as
     the strings): summed requests in source units, GPU types, earliest task start.
+
+    Most jobs have one task (70 % of the rows of a synthetic trace). Their totals are
+    the row's own values, exactly what the aggregation gives a group of one row (a sum
+    of one value is that value, its only GPU type the type), so only the rows whose
+    ``_j1`` repeats are grouped: ~0.4 s less per million tasks.
     """
 
     def total(plan: str) -> pl.Expr:
         amount = pl.col("inst_num") * pl.col(plan)
         return pl.when(amount.count() > 0).then(amount.sum())
 
-    good = _good(tasks).with_columns(job_hash()).collect()
     keys = ["_j1", "_j2"]
+    good = (
+        _good(tasks)
+        .select(
+            *job_hash(), "inst_num", "plan_gpu", "plan_cpu", "plan_mem", "start_time", "gpu_type"
+        )
+        .collect()
+    )
+    repeated = good.get_column("_j1").is_duplicated()
+    out = ["_gpu_pct", "_cpu_pct", "_mem_gb", "gpu_type", "_task_start_s"]
+    alone = good.filter(~repeated).select(
+        *keys,
+        *((pl.col("inst_num") * pl.col(p)).alias(a) for p, a in zip(PLANS, out[:3], strict=True)),
+        pl.col("gpu_type"),
+        seconds("start_time").alias("_task_start_s"),
+    )
+    good = good.filter(repeated)
     types = pl.col("gpu_type").drop_nulls()
     totals = good.group_by(keys).agg(
         total("plan_gpu").alias("_gpu_pct"),
@@ -242,7 +276,7 @@ def _task_totals(tasks: pl.DataFrame) -> pl.DataFrame:
         totals = totals.join(joined, on=keys, how="left").with_columns(
             pl.coalesce("_joined", "gpu_type").alias("gpu_type")
         )
-    return totals.select(*keys, "_gpu_pct", "_cpu_pct", "_mem_gb", "gpu_type", "_task_start_s")
+    return pl.concat([alone, totals.select(*keys, *out)])
 
 
 def jobs_batch(
@@ -281,7 +315,7 @@ def jobs_batch(
     submit = seconds("start_time")
     start = pl.coalesce("_task_start_s", "inst_start_s")
     end = seconds("end_time")
-    rows = frame.select(
+    lazy_rows = frame.select(
         *provenance(TRACE),
         pl.col("job_name").alias("job_id"),
         pl.col("user"),
@@ -303,6 +337,7 @@ def jobs_batch(
         pl.col("status").alias("raw_status"),
         *time_columns(),
     )
+    rows, sort = _ordered("jobs", lazy_rows)
     return Batch(
         "jobs",
         TRACE,
@@ -310,6 +345,7 @@ def jobs_batch(
         rows,
         rejects(jobs, inp, "jobs", TRACE),
         cluster=CLUSTER,
+        sort=sort,
         metadata=metadata(inp, **notes),
     )
 

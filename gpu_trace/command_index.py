@@ -70,6 +70,7 @@ LOADER_MODULES: dict[str, tuple[str, ...]] = {
     "slurm_nodes": (),
     "slurm_values": (),
     "smi": ("nvidia-smi",),
+    "store_order": (),
     "telemetry_common": (),
     "telemetry_fields": (),
     "telemetry_options": (),

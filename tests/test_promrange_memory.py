@@ -1,0 +1,59 @@
+"""``ingest prometheus-range`` memory is bounded by design: a large single answer costs a
+small multiple of its size, not ~70x (issue 25: a 100 MB single-line answer cost 5.8 GB).
+
+The answer is written as Prometheus' HTTP API documents a range query's result
+(prometheus docs/querying/api.md, "Range queries": ``{"status": "success", "data":
+{"resultType": "matrix", "result": [{"metric": {<labels>}, "values": [[<unix_time>,
+"<sample_value>"], ...]}]}}``, sample values as strings) with dcgm-exporter's label set,
+on one line, as ``curl`` saves it. Measured in a fresh process with getrusage.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.promrange_big import write
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PEAK = """
+import resource, sys
+from typer.testing import CliRunner
+from gpu_trace.cli import app
+import gpu_trace.loaders.promrange  # imports done before the baseline
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r = CliRunner().invoke(app, sys.argv[1:])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(r.exit_code, (after - before) * 1024)
+print(r.stderr)
+"""
+
+
+def test_a_40_mb_answer_costs_a_small_multiple_of_its_size(tmp_path: Path) -> None:
+    """Before: json.loads of the whole answer, a Python list, float and str per sample,
+    then one polars query over every sample: ~70x the answer (an 18 MB answer peaked at
+    1.28 GB). Now the samples are read as text runs and checked in batches."""
+    f = tmp_path / "answer.json"
+    samples = write(f, 2_000_000)
+    size = f.stat().st_size
+    assert 35e6 < size < 45e6 and b"\n" not in f.read_bytes()[:1_000_000]
+    args = ["ingest", "prometheus-range", str(f), "--store", str(tmp_path / "s")]
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.splitlines()
+    code, grown = (int(x) for x in out[0].split())
+    assert code == 0, out
+    # every sample accounted for: 4 of the 5 families are gpu_samples rows; an XID series
+    # (runs of 1000 "0" then 1000 "79", bench/promrange_big.py) fires one event where
+    # it changes to 79, the rest are "no event"
+    points = samples // (5 * 32)
+    events = 32 * sum(1 for i in range(points) if i % 2000 == 1000)
+    rows = samples * 4 // 5 + events
+    assert f"read {rows} = written {rows} + quarantined 0" in "\n".join(out[1:]), out
+    assert grown < 8 * size, f"peak grew by {grown / 1e6:.0f} MB for a {size / 1e6:.0f} MB answer"

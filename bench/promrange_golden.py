@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,9 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.loaders import promrange
+
+_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/")
+"""pytest's temporary folder, which differs between two runs (paths in error lines)."""
 
 
 def _frame(df: pl.LazyFrame | pl.DataFrame | None) -> list[str]:
@@ -91,7 +95,7 @@ def compare(a: str, b: str) -> int:
 
     def load(p: str) -> dict[str, str]:
         return {
-            (r := json.loads(line))["key"]: json.dumps(r, sort_keys=True)
+            (r := json.loads(line))["key"]: _TMP.sub("<tmp>/", json.dumps(r, sort_keys=True))
             for line in Path(p).read_text().splitlines()
         }
 

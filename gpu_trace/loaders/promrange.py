@@ -46,10 +46,14 @@ has no gpu_samples column: the models seen are recorded in the file metadata
 (``gpu_models``). Times are unix seconds (UTC by definition): ``time_basis = file``,
 ``source_tz = UTC``.
 
-Only the walk over the JSON structure (responses and series) is Python; the samples of
-a well-formed series are moved into columns with C-level ``map`` calls and every check,
-conversion and the accounting run as polars expressions. A series with a damaged element
-is walked element by element (the cost a damaged file pays).
+Memory is bounded by design (issue 25: a 100 MB answer cost 5.8 GB through
+``json.loads``): an answer is walked in place by :mod:`.promrange_stream` (runs of
+well-formed samples kept as text and split into columns by polars; only the structure,
+the labels and damaged elements become Python objects, the cost a damaged file pays),
+and the samples are checked in batches (:data:`BATCH_SAMPLES`) whose rows go to
+temporary Parquet files in the store's order. Every check, conversion and the
+accounting run as polars expressions; a Python loop runs per series, per run of
+samples or per batch, never per sample of a well-formed series.
 """
 
 from __future__ import annotations
@@ -496,7 +500,7 @@ def _times(values: list[Any]) -> pl.Series:
     return _strings(values)
 
 
-CHUNK_CHARS = 4 << 20
+CHUNK_CHARS = 1 << 20
 """Characters of sample runs gathered before they are split into columns."""
 CHUNK_ELEMENTS = 100_000
 """Elements parsed one by one (damaged or unusual samples) gathered before the same."""
@@ -629,42 +633,31 @@ def _batch_ids(
             .alias("_dev")
         )
     )
-    dev = samples.select(
-        pl.col("_sid").replace_strict(devices["_sid"], devices["_dev"], return_dtype=pl.Int32)
-    ).to_series()
-    sizes = dev.value_counts(sort=False).sort(dev.name)
-    # a big device is cut into spans of time (its windows); small ones keep one window
-    window = pl.Series("_w", [0] * samples.height, dtype=pl.Int32)
-    big = sizes.filter(pl.col("count") > BATCH_SAMPLES)
-    if big.height:
-        us = samples.select(_unix_us(pl.col("_t")).fill_null(-1).alias("_us")).to_series()
-        for d, n in big.iter_rows():  # one loop per big device (at most samples / batch)
-            mine = dev == d
-            times = us.filter(mine)
-            k = -(-n // BATCH_SAMPLES)
-            bounds = (
-                pl.Series([times.quantile(i / k, "lower") for i in range(1, k)], dtype=pl.Float64)
-                .cast(pl.Int64)  # any bounds cut exactly: a sample's window is by its time
-                .unique()
-                .sort()
-            )
-            w = bounds.search_sorted(us, side="right").cast(pl.Int32)
-            window = pl.select(pl.when(mine).then(w).otherwise(window)).to_series()
-    # pack consecutive (device, window) groups into batches of about BATCH_SAMPLES
-    groups = (
-        pl.DataFrame({"_dev": dev, "_w": window}).group_by("_dev", "_w").len().sort("_dev", "_w")
+    n, rank = pl.len().over("_dev"), pl.col("_us").rank("min").over("_dev")
+    groups = samples.select(
+        pl.col("_sid")
+        .replace_strict(devices["_sid"], devices["_dev"], return_dtype=pl.Int32)
+        .alias("_dev"),
+        _unix_us(pl.col("_t")).alias("_us"),
+    ).select(
+        "_dev",
+        # a device's k spans of time, equal times in one span (rank "min"); k = 1 for
+        # a device of at most BATCH_SAMPLES samples
+        ((rank - 1) * ((n + BATCH_SAMPLES - 1) // BATCH_SAMPLES) // n)
+        .fill_null(0)
+        .cast(pl.Int32)
+        .alias("_w"),
     )
+    sizes = groups.group_by("_dev", "_w").len().sort("_dev", "_w")
     batch, filled, ids = 0, 0, []
-    for n in groups.get_column("len").to_list():  # one loop per group
-        if filled and filled + n > BATCH_SAMPLES:
+    for count in sizes.get_column("len").to_list():  # one loop per span, not per sample
+        if filled and filled + count > BATCH_SAMPLES:
             batch, filled = batch + 1, 0
         ids.append(batch)
-        filled += n
-    keyed = groups.with_columns(pl.Series("_batch", ids, dtype=pl.Int32))
-    return (
-        pl.DataFrame({"_dev": dev, "_w": window})
-        .join(keyed, on=["_dev", "_w"], how="left", maintain_order="left")
-        .get_column("_batch")
+        filled += count
+    keyed = sizes.select("_dev", "_w", pl.Series("_batch", ids, dtype=pl.Int32))
+    return groups.join(keyed, on=["_dev", "_w"], how="left", maintain_order="left").get_column(
+        "_batch"
     )
 
 

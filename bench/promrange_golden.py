@@ -27,8 +27,8 @@ import polars as pl
 
 from gpu_trace.loaders import promrange
 
-_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/")
-"""pytest's temporary folder, which differs between two runs (paths in error lines)."""
+_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/[^/\s\"]+/")
+"""pytest's temporary folders, which differ between two runs (paths in error lines)."""
 
 
 def _frame(df: pl.LazyFrame | pl.DataFrame | None) -> list[str]:

@@ -10,11 +10,17 @@ on one line, as ``curl`` saves it. Measured in a fresh process with getrusage.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
 
 from bench.promrange_big import write
+from gpu_trace.loaders import promrange
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,3 +65,65 @@ def test_a_40_mb_answer_costs_a_small_multiple_of_its_size(tmp_path: Path) -> No
     # measured: ~10x at 40 MB (the text held twice while decoded, ~30 bytes of columns
     # per sample, a batch's query and polars' allocator), ~8.5x at 100 MB; before: ~70x
     assert grown < 12 * size, f"peak grew by {grown / 1e6:.0f} MB for a {size / 1e6:.0f} MB answer"
+
+
+def test_chunks_and_batches_change_no_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answers read with tiny chunks and batches (every run, element and device
+    span cut apart) give the same rows, events, quarantine and counts: the cuts are
+    invisible. Shapes from the Prometheus HTTP API (docs/querying/api.md); values and
+    damage as Prometheus and dcgm-exporter may write them (NaN, +Inf, escaped strings,
+    bare numbers, a non-pair element, repeated XIDs, duplicate times of one series)."""
+    t0 = 1767225600
+    util = [[t0 + 15 * i, v] for i, v in enumerate(["1", "NaN", "+Inf", 7, 'a"b', "3"])]
+    util += [[t0], "x", [t0 + 15, "9"]]  # damaged elements, a duplicate time
+    xid = [[t0 + 15 * i, v] for i, v in enumerate(["0", "43", "43", "0", "79", "79", "13"])]
+    fb = [[t0 + 15 * i, str(100 * i)] for i in range(6)]
+    total = [[t0 + 15 * i, "250"] for i in range(6)]
+
+    def series(name: str, values: list[Any], **labels: str) -> dict[str, Any]:
+        return {"metric": {"__name__": name, **labels}, "values": values}
+
+    doc = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                series("DCGM_FI_DEV_GPU_UTIL", util, gpu="0", Hostname="n1"),
+                series("DCGM_FI_DEV_XID_ERRORS", xid, gpu="0", Hostname="n1"),
+                series("DCGM_FI_DEV_FB_USED", fb, gpu="1", Hostname="n1"),
+                series("DCGM_FI_DEV_FB_TOTAL", total, gpu="1", Hostname="n1"),
+                series("DCGM_FI_DEV_GPU_UTIL", util[:3], gpu="0", Hostname="n2"),
+            ],
+        },
+    }
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(doc))
+    lines = tmp_path / "many.jsonl"
+    lines.write_text(json.dumps(doc) + "\n" + json.dumps(doc) + "\n")
+
+    def outcome(path: Path) -> list[Any]:
+        out = []
+        for b in promrange.range_file(path, "d"):
+            rows = b.rows.lazy().collect()
+            rejected = b.rejected.lazy().collect() if b.rejected is not None else None
+            out.append(
+                (
+                    b.table,
+                    b.rows_read,
+                    b.metadata,
+                    rows.sort(pl.all()).rows(),
+                    None if rejected is None else rejected.sort(pl.all()).rows(),
+                )
+            )
+        return out
+
+    default = [outcome(single), outcome(lines)]
+    monkeypatch.setattr(promrange, "CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(promrange, "CHUNK_CHARS", 10)
+    monkeypatch.setattr(promrange, "BATCH_SAMPLES", 2)
+    assert [outcome(single), outcome(lines)] == default
+    # and the cut answers were really read: rows, events and quarantine all present
+    tables = {t[0]: t for t in default[0]}
+    assert tables["events"][3] and tables["gpu_samples"][3] and tables["gpu_samples"][4]

@@ -343,7 +343,7 @@ class Walk:
             )
 
         before = self.chunk.count
-        stream.values(s, at["values"], sid, self.chunk, reject)
+        stream.values(s, at["values"], sid, self.chunk, reject, lambda: self.flush(final=False))
         self.samples += self.chunk.count - before
         self.flush(final=False)
         return end
@@ -357,7 +357,7 @@ class Walk:
             frame = _chunk_frame(c)
             self.mixed_times |= frame.get_column("_tkind").eq(stream.T_TEXT).any()
             self.frames.append(frame)
-        self.chunk = stream.Samples()
+        c.clear()
 
     def add_series(self, sid: int, labels: dict[str, str], line: int, i: int) -> None:
         """Keep one series' labels, with the host and GPU they name."""

@@ -205,14 +205,36 @@ class Samples:
     count: int = 0
     """Samples (well-formed pairs) gathered."""
 
+    def clear(self) -> None:
+        """Empty the chunk (its samples were turned into columns); ``count`` stays."""
+        for part in (
+            self.run_sid,
+            self.run_first,
+            self.run_text,
+            self.one_sid,
+            self.one_no,
+            self.one_time,
+            self.one_value,
+        ):
+            part.clear()
+        self.chars = 0
+
     def __len__(self) -> int:
         return len(self.run_sid) + len(self.one_sid)
 
 
-def values(s: str, i: int, sid: int, into: Samples, reject: Callable[[int, object], None]) -> int:
+def values(
+    s: str,
+    i: int,
+    sid: int,
+    into: Samples,
+    reject: Callable[[int, object], None],
+    flush: Callable[[], None],
+) -> int:
     """Walk one series' ``values`` array at ``i`` into ``into``; an element that is not
-    a ``[time, value]`` pair goes to ``reject(sample_no, element)``. Returns the
-    number of elements.
+    a ``[time, value]`` pair goes to ``reject(sample_no, element)``; ``flush()`` after
+    each run or element lets the caller empty a full chunk (one series may be the whole
+    answer). Returns the number of elements.
     """
     n = 0
 
@@ -228,6 +250,7 @@ def values(s: str, i: int, sid: int, into: Samples, reject: Callable[[int, objec
             pairs = text.count('"') // 2  # no quote inside a run's strings: two per sample
             n += pairs
             into.count += pairs
+            flush()
             return m.end()
         p, end = value(s, j)
         n += 1
@@ -239,6 +262,7 @@ def values(s: str, i: int, sid: int, into: Samples, reject: Callable[[int, objec
             into.count += 1
         else:
             reject(n, p)
+        flush()
         return end
 
     array(s, i, element)

@@ -197,29 +197,6 @@ class Walk:
         self.bad_reason.append(reason)
         self.bad_raw.append(_raw(raw) if text is None else text)
 
-    def response(self, line: int, doc: object) -> str | None:
-        """Walk one response; returns why it is unusable as a whole (None: walked)."""
-        self.responses += 1
-        if not isinstance(doc, dict):
-            return "response is not a JSON object"
-        status = doc.get("status")
-        if status == "error":
-            return f"Prometheus error {_text(doc.get('errorType'))}: {_text(doc.get('error'))}"
-        if status != "success":
-            return f"status is {_text(status)}, not success"
-        data = doc.get("data")
-        if not isinstance(data, dict):
-            return "data is not an object"
-        kind = data.get("resultType")
-        if kind not in ("matrix", "vector"):
-            return f"resultType {_text(kind)} is not matrix (a query_range answer) or vector"
-        result = data.get("result")
-        if not isinstance(result, list):
-            return "data.result is not a list"
-        for i, s in enumerate(result, start=1):
-            self.one_series(line, i, s, kind == "vector")
-        return None
-
     def one_series(self, line: int, i: int, s: object, vector: bool) -> None:
         """Walk one series of a response, rejecting it when its shape is wrong."""
         here = self.where(line, f"series {i}")

@@ -46,16 +46,21 @@ has no gpu_samples column: the models seen are recorded in the file metadata
 (``gpu_models``). Times are unix seconds (UTC by definition): ``time_basis = file``,
 ``source_tz = UTC``.
 
-Only the walk over the JSON structure (responses and series) is Python; the samples of
-a well-formed series are moved into columns with C-level ``map`` calls and every check,
-conversion and the accounting run as polars expressions. A series with a damaged element
-is walked element by element (the cost a damaged file pays).
+Memory is bounded by design (issue 25: a 100 MB answer cost 5.8 GB through
+``json.loads``): an answer is walked in place by :mod:`.promrange_stream` (runs of
+well-formed samples kept as text and split into columns by polars; only the structure,
+the labels and damaged elements become Python objects, the cost a damaged file pays),
+and the samples are checked in batches (:data:`BATCH_SAMPLES`) whose rows go to
+temporary Parquet files in the store's order. Every check, conversion and the
+accounting run as polars expressions; a Python loop runs per series, per run of
+samples or per batch, never per sample of a well-formed series.
 """
 
 from __future__ import annotations
 
 import json
 import operator
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -65,6 +70,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import InputError
+from gpu_trace.loaders import promrange_stream as stream
 from gpu_trace.loaders.base import Batch, ReconciliationError
 from gpu_trace.loaders.prometheus import FIELDS
 from gpu_trace.loaders.telemetry_common import (
@@ -87,10 +93,13 @@ from gpu_trace.loaders.textfile import (
     read_lines,
 )
 from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.schemas.telemetry import GPU_SAMPLES
 from gpu_trace.store.parquet import slug
 from gpu_trace.values import size_bytes
 
 SOURCE = "prometheus-range"
+SORTED_BY = GPU_SAMPLES.sort_by
+"""The store's order of gpu_samples rows, which the batches' rows are written in."""
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
 """The largest answer read (a whole single-answer file, or one line of a JSON-lines
 file): ``telemetry pull``'s ``--max-body-bytes`` default, so anything pull saved reads.
@@ -154,10 +163,13 @@ class Walk:
     """
 
     jsonl: bool
-    s_sid: list[int] = field(default_factory=list)
-    s_no: list[int] = field(default_factory=list)
-    s_time: list[Any] = field(default_factory=list)
-    s_value: list[Any] = field(default_factory=list)
+    chunk: stream.Samples = field(default_factory=stream.Samples)
+    """Samples of the chunk being gathered (runs as text, other elements parsed)."""
+    frames: list[pl.DataFrame] = field(default_factory=list)
+    """Samples of the chunks done, as columns (:func:`_chunk_frame`)."""
+    samples: int = 0
+    mixed_times: bool = False
+    """A time that is not a JSON number was seen (times are then printed as text)."""
     series: dict[str, list[Any]] = field(default_factory=dict)
     bad_locator: list[str] = field(default_factory=list)
     bad_reason: list[str] = field(default_factory=list)
@@ -171,7 +183,7 @@ class Walk:
     @property
     def records(self) -> int:
         """Records walked: good-shaped samples plus records rejected whole."""
-        return len(self.s_sid) + len(self.bad_reason)
+        return self.samples + len(self.bad_reason)
 
     def where(self, line: int, *parts: str) -> str:
         """A locator: the line (in JSON lines) and the parts inside the response."""
@@ -184,29 +196,6 @@ class Walk:
         self.bad_locator.append(locator)
         self.bad_reason.append(reason)
         self.bad_raw.append(_raw(raw) if text is None else text)
-
-    def response(self, line: int, doc: object) -> str | None:
-        """Walk one response; returns why it is unusable as a whole (None: walked)."""
-        self.responses += 1
-        if not isinstance(doc, dict):
-            return "response is not a JSON object"
-        status = doc.get("status")
-        if status == "error":
-            return f"Prometheus error {_text(doc.get('errorType'))}: {_text(doc.get('error'))}"
-        if status != "success":
-            return f"status is {_text(status)}, not success"
-        data = doc.get("data")
-        if not isinstance(data, dict):
-            return "data is not an object"
-        kind = data.get("resultType")
-        if kind not in ("matrix", "vector"):
-            return f"resultType {_text(kind)} is not matrix (a query_range answer) or vector"
-        result = data.get("result")
-        if not isinstance(result, list):
-            return "data.result is not a list"
-        for i, s in enumerate(result, start=1):
-            self.one_series(line, i, s, kind == "vector")
-        return None
 
     def one_series(self, line: int, i: int, s: object, vector: bool) -> None:
         """Walk one series of a response, rejecting it when its shape is wrong."""
@@ -236,24 +225,116 @@ class Walk:
                     h,
                 )
         n = len(values)
+        c = self.chunk
         if set(map(type, values)) <= {list} and set(map(len, values)) <= {2}:
-            self.s_sid.extend(repeat(sid, n))
-            self.s_no.extend(range(1, n + 1))
-            self.s_time.extend(map(_FIRST, values))
-            self.s_value.extend(map(_SECOND, values))
+            c.one_sid.extend(repeat(sid, n))
+            c.one_no.extend(range(1, n + 1))
+            c.one_time.extend(map(_FIRST, values))
+            c.one_value.extend(map(_SECOND, values))
+            self.samples += n
+            self.flush(final=False)
             return
         for m, p in enumerate(values, start=1):  # damaged series: element by element
             if isinstance(p, list) and len(p) == 2:
-                self.s_sid.append(sid)
-                self.s_no.append(m)
-                self.s_time.append(p[0])
-                self.s_value.append(p[1])
+                c.one_sid.append(sid)
+                c.one_no.append(m)
+                c.one_time.append(p[0])
+                c.one_value.append(p[1])
+                self.samples += 1
             else:
                 self.reject(
                     self.where(line, f"series {i}", f"sample {m}"),
                     "sample is not a [time, value] pair",
                     p,
                 )
+        self.flush(final=False)
+
+    def stream_response(self, line: int, s: str) -> str | None:
+        """Walk one response's text (the streaming walk of :mod:`.promrange_stream`);
+        returns why it is unusable as a whole (None: walked). Raises json.loads' own
+        error (or RecursionError) when the text is not JSON.
+        """
+        try:
+            top, data = stream.document(s)
+        except stream.Unmodelled:
+            self.responses += 1
+            return "response is not a JSON object"
+        self.responses += 1
+
+        def get(where: stream.Where, key: str, default: object = None) -> object:
+            return stream.value(s, where[key][0])[0] if key in where else default
+
+        status = get(top, "status")
+        if status == "error":
+            error_type, error = get(top, "errorType"), get(top, "error")
+            return f"Prometheus error {_text(error_type)}: {_text(error)}"
+        if status != "success":
+            return f"status is {_text(status)}, not success"
+        if data is None:
+            return "data is not an object"
+        kind = get(data, "resultType")
+        if kind not in ("matrix", "vector"):
+            return f"resultType {_text(kind)} is not matrix (a query_range answer) or vector"
+        if "result" not in data or not s.startswith("[", data["result"][0]):
+            return "data.result is not a list"
+        number = 0
+
+        def series(s: str, j: int) -> int:
+            nonlocal number
+            number += 1
+            return self.stream_series(line, number, s, j, kind == "vector")
+
+        stream.array(s, data["result"][0], series)
+        return None
+
+    def stream_series(self, line: int, i: int, s: str, j: int, vector: bool) -> int:
+        """Walk series ``i`` at ``s[j]``; returns its end. A series the fast path does
+        not model (not a plain ``metric`` + ``values`` object) is parsed and walked as
+        an object by :meth:`one_series`.
+        """
+        if not s.startswith("{", j):
+            whole, end = stream.value(s, j)
+            self.one_series(line, i, whole, vector)
+            return end
+        keys, end = stream.obj(s, j, lambda _k, x: stream.skip(s, x))
+        at = {k: v[0] for k, v in keys.items()}
+        if (
+            vector
+            or "histograms" in at
+            or "values" not in at
+            or not s.startswith("[", at["values"])
+            or ("metric" in at and not s.startswith("{", at["metric"]))
+        ):
+            self.one_series(line, i, stream.value(s, j)[0], vector)
+            return end
+        metric = stream.value(s, at["metric"])[0] if "metric" in at else {}
+        labels = {_clean(str(k)): _text(v) for k, v in metric.items()}
+        sid = len(self.series.get("_sid", []))
+        self.add_series(sid, labels, line, i)
+
+        def reject(m: int, p: object) -> None:
+            self.reject(
+                self.where(line, f"series {i}", f"sample {m}"),
+                "sample is not a [time, value] pair",
+                p,
+            )
+
+        before = self.chunk.count
+        stream.values(s, at["values"], sid, self.chunk, reject, lambda: self.flush(final=False))
+        self.samples += self.chunk.count - before
+        self.flush(final=False)
+        return end
+
+    def flush(self, *, final: bool) -> None:
+        """Turn the chunk gathered so far into columns once it is large (or at the end)."""
+        c = self.chunk
+        if not final and c.chars < CHUNK_CHARS and len(c.one_sid) < CHUNK_ELEMENTS:
+            return
+        if len(c):
+            frame = _chunk_frame(c)
+            self.mixed_times |= frame.get_column("_tkind").eq(stream.T_TEXT).any()
+            self.frames.append(frame)
+        c.clear()
 
     def add_series(self, sid: int, labels: dict[str, str], line: int, i: int) -> None:
         """Keep one series' labels, with the host and GPU they name."""
@@ -298,12 +379,11 @@ def _documents(info: FileInfo, max_answer: int) -> Walk:
             f"({max_answer}); not read",
         )
     try:
-        doc = json.loads(path.read_bytes())
+        why = walk.stream_response(1, _decode(path.read_bytes()))
     except (ValueError, RecursionError) as exc:
         raise InputError(
             path, f"not a Prometheus query_range JSON document: {_json_error(exc)}"
         ) from None
-    why = walk.response(1, doc)
     if why is not None:
         raise InputError(path, why)
     return walk
@@ -336,17 +416,21 @@ def _json_line(walk: Walk, n: int, line: bytes) -> None:
         walk.blank += 1
         return
     try:
-        doc = json.loads(line)
+        why = walk.stream_response(n, _decode(line))
     except (ValueError, RecursionError) as exc:
         raw = line[: RAW_LIMIT + 1].decode("utf-8", "replace").rstrip("\r\n")
         walk.reject(f"line {n}", f"not JSON: {_json_error(exc)}", None, raw)
         return
-    why = walk.response(n, doc)
-    if why is not None:
-        raw = _raw(doc)
+    if why is not None:  # rejected whole: parsed again, to print it (the rare path)
+        raw = _raw(json.loads(line))
         if raw == TOO_DEEP:  # parsed, but too deep to print again: keep the line as written
             raw = line[: RAW_LIMIT + 1].decode("utf-8", "replace").rstrip()
         walk.reject(f"line {n}", why, None, raw)
+
+
+def _decode(data: bytes) -> str:
+    """The text of an answer, decoded exactly as ``json.loads`` decodes bytes."""
+    return data.decode(json.detect_encoding(data), "surrogatepass")
 
 
 def _json_error(exc: Exception) -> str:
@@ -393,14 +477,87 @@ def _times(values: list[Any]) -> pl.Series:
     return _strings(values)
 
 
+CHUNK_CHARS = 1 << 20
+"""Characters of sample runs gathered before they are split into columns."""
+CHUNK_ELEMENTS = 100_000
+"""Elements parsed one by one (damaged or unusual samples) gathered before the same."""
+_CHUNK_SCHEMA = {
+    "_sid": pl.Int64,
+    "_sample_no": pl.Int64,
+    "_t": pl.String,
+    "_tkind": pl.Int8,
+    "_v": pl.String,
+}
+
+
+def _time_texts(values: list[Any]) -> tuple[list[str | None], list[int]]:
+    """Times parsed one by one, as text and kind: an int's digits, a float's repr (read
+    back as Float64), anything else as :func:`_strings` prints it.
+    """
+    texts: list[str | None] = []
+    kinds: list[int] = []
+    others = [v for v in values if type(v) not in (int, float)]
+    printed = iter(_strings(others).to_list()) if others else iter(())
+    for v in values:  # only elements parsed one by one (damaged or unusual) come here
+        if type(v) is int:
+            texts.append(str(v))
+            kinds.append(stream.T_INT)
+        elif type(v) is float:
+            texts.append(repr(v))
+            kinds.append(stream.T_FLOAT)
+        else:
+            texts.append(next(printed))
+            kinds.append(stream.T_TEXT)
+    return texts, kinds
+
+
+def _chunk_frame(c: stream.Samples) -> pl.DataFrame:
+    """One chunk's samples as columns, in file order (series, then sample number)."""
+    parts: list[pl.DataFrame] = []
+    if c.run_sid:
+        try:
+            runs = pl.DataFrame({"_sid": c.run_sid, "_first": c.run_first, "_run": c.run_text})
+        except UnicodeEncodeError:  # raw surrogates (only in damaged files)
+            runs = pl.DataFrame(
+                {"_sid": c.run_sid, "_first": c.run_first, "_run": list(map(_clean, c.run_text))}
+            )
+        parts.append(stream.run_columns(runs))
+    if c.one_sid:
+        texts, kinds = _time_texts(c.one_time)
+        parts.append(
+            pl.DataFrame(
+                {
+                    "_sid": pl.Series(c.one_sid, dtype=pl.Int64),
+                    "_sample_no": pl.Series(c.one_no, dtype=pl.Int64),
+                    "_t": pl.Series(texts, dtype=pl.String),
+                    "_tkind": pl.Series(kinds, dtype=pl.Int8),
+                    "_v": _strings(c.one_value),
+                }
+            )
+        )
+    frame = pl.concat(parts) if len(parts) > 1 else parts[0]
+    return frame.sort("_sid", "_sample_no") if len(parts) > 1 else frame
+
+
 def _frames(walk: Walk) -> tuple[pl.DataFrame, pl.DataFrame]:
-    samples = pl.DataFrame(
-        {
-            "_sid": pl.Series(walk.s_sid, dtype=pl.Int64),
-            "_sample_no": pl.Series(walk.s_no, dtype=pl.Int64),
-            "_t": _times(walk.s_time),
-            "_v": _strings(walk.s_value),
-        }
+    walk.flush(final=True)
+    chunks = pl.concat(walk.frames) if walk.frames else pl.DataFrame(schema=_CHUNK_SCHEMA)
+    walk.frames = []
+    text, kind = pl.col("_t"), pl.col("_tkind")
+    whole = text.str.replace(r"^-0$", "0")  # the int 0, as json.loads reads "-0"
+    number = pl.col("_t").cast(pl.Float64, strict=False).cast(pl.String)
+    samples = chunks.select(
+        "_sid",
+        "_sample_no",
+        # as before: numbers read as Float64 and printed, unless the file has a time that
+        # is no number, where integers print as integers (polars' any-value printing)
+        pl.when(kind == stream.T_INT)
+        .then(whole if walk.mixed_times else whole.cast(pl.Float64, strict=False).cast(pl.String))
+        .when(kind == stream.T_FLOAT)
+        .then(number)
+        .otherwise(text)
+        .alias("_t"),
+        "_v",
     )
     series = pl.DataFrame(
         {k: walk.series.get(k, []) for k in _SERIES_SCHEMA}, schema=_SERIES_SCHEMA
@@ -408,11 +565,156 @@ def _frames(walk: Walk) -> tuple[pl.DataFrame, pl.DataFrame]:
     return samples, series
 
 
+BATCH_SAMPLES = 100_000
+"""Samples checked and typed together (one polars query). A batch holds whole devices
+(host and GPU index), or, for a device with more samples, every sample of that device
+in a span of times, so the checks that compare samples (a series' duplicates, memory
+used vs total on the same line) see all they need; only the repeat of an event spans
+batches, and is decided over all event samples at the end (:func:`_repeats`). Batches
+follow the store's sort order (host, GPU, time), so their rows need no sort at the end."""
+
+
+def _unix_us(t: pl.Expr) -> pl.Expr:
+    """Unix seconds text -> microseconds (null outside 1970-9999 or not a number)."""
+    t_num = t.str.strip_chars().cast(pl.Float64, strict=False)
+    return (
+        (pl.when(t_num.is_between(0, MAX_UNIX_S, closed="left")).then(t_num) * 1e6)
+        .round()
+        .cast(pl.Int64)
+    )
+
+
+def _device(host: str | None, default_host: str) -> list[pl.Expr]:
+    """A series' host and GPU index as its rows will carry them (the store's sort keys)."""
+    return [
+        pl.coalesce(
+            pl.lit(host, dtype=pl.String),
+            pl.col("host"),
+            pl.col("_instance_host"),
+            pl.lit(default_host),
+        ).alias("_host"),
+        pl.col("gpu_index").cast(pl.Int16, strict=False).alias("_gpu"),
+    ]
+
+
+def _batch_ids(
+    samples: pl.DataFrame, series: pl.DataFrame, host: str | None, default_host: str
+) -> pl.Series:
+    """A batch number per sample (see :data:`BATCH_SAMPLES`), in the store's order."""
+    devices = (
+        series.select("_sid", *_device(host, default_host))
+        .sort("_host", "_gpu", nulls_last=True, maintain_order=True)
+        .with_columns(
+            (pl.struct("_host", "_gpu").is_first_distinct().cum_sum() - 1)
+            .cast(pl.Int32)
+            .alias("_dev")
+        )
+    )
+    n, rank = pl.len().over("_dev"), pl.col("_us").rank("min").over("_dev")
+    groups = samples.select(
+        pl.col("_sid")
+        .replace_strict(devices["_sid"], devices["_dev"], return_dtype=pl.Int32)
+        .alias("_dev"),
+        _unix_us(pl.col("_t")).alias("_us"),
+    ).select(
+        "_dev",
+        # a device's k spans of time, equal times in one span (rank "min"); k = 1 for
+        # a device of at most BATCH_SAMPLES samples
+        ((rank - 1) * ((n + BATCH_SAMPLES - 1) // BATCH_SAMPLES) // n)
+        .fill_null(0)
+        .cast(pl.Int32)
+        .alias("_w"),
+    )
+    sizes = groups.group_by("_dev", "_w").len().sort("_dev", "_w")
+    batch, filled, ids = 0, 0, []
+    for count in sizes.get_column("len").to_list():  # one loop per span, not per sample
+        if filled and filled + count > BATCH_SAMPLES:
+            batch, filled = batch + 1, 0
+        ids.append(batch)
+        filled += count
+    keyed = sizes.select("_dev", "_w", pl.Series("_batch", ids, dtype=pl.Int32))
+    return groups.join(keyed, on=["_dev", "_w"], how="left", maintain_order="left").get_column(
+        "_batch"
+    )
+
+
+_SPILLED: list[tempfile.TemporaryDirectory[str]] = []
+"""Folders of the checked sample rows, one Parquet file per batch; they live until the
+process exits (the store writer scans them after the loader returns)."""
+
+
+def _spill_dir() -> Path:
+    tmp = tempfile.TemporaryDirectory(prefix="gpu-trace-promrange-")
+    _SPILLED.append(tmp)
+    return Path(tmp.name)
+
+
 def parse(
     walk: Walk, *, host: str | None, default_host: str, dataset: str, file: Path
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
-    """Samples, events, quarantine and the "no event" count of a walked file."""
+) -> tuple[pl.LazyFrame, int, pl.DataFrame, pl.DataFrame, int]:
+    """Samples (and how many), events, quarantine and the "no event" count of a walked
+    file, checked in batches of about :data:`BATCH_SAMPLES` samples; each batch's
+    sample rows go to a Parquet file at once, so memory is bounded by the batch, not
+    by the answer.
+    """
     samples, series = _frames(walk)
+    ids = _batch_ids(samples, series, host, default_host)
+    spill = _spill_dir()
+    out_samples: list[Path] = []
+    rows = 0
+    out_events: list[pl.DataFrame] = []
+    out_bad: list[pl.DataFrame] = []
+    event_keys: list[pl.DataFrame] = []
+    numbers = ids.unique().sort().to_list() or [0]  # no sample: one empty batch
+    for b in numbers:
+        part = samples if len(numbers) == 1 else samples.filter(ids == b)
+        typed = _typed(part, series, host=host, default_host=default_host)
+        good = typed.filter(pl.col(REASON).is_null())
+        is_event = pl.col("metric").str.starts_with("event:")
+        event_keys.append(good.filter(is_event).select("_kid", "time", "value"))
+        good_samples, events, bad, _ = split_rows(
+            good.with_columns(pl.lit(None, pl.String).alias(RAW), pl.lit(False).alias("_repeat")),
+            source=SOURCE,
+            dataset=dataset,
+            file=file,
+            keep=("_kid",),
+        )
+        assert bad.height == 0  # every rejected row was taken out before split_rows
+        out_samples.append(spill / f"{len(out_samples)}.parquet")
+        good_samples.sort(*SORTED_BY, nulls_last=True, maintain_order=True).write_parquet(
+            out_samples[-1], compression="lz4", statistics=False
+        )
+        rows += good_samples.height
+        out_events.append(events)
+        out_bad.append(_rejected(typed, walk.jsonl, dataset, file))
+        del typed, good
+    repeats = _repeats(pl.concat(event_keys) if event_keys else None)
+    fired = (
+        pl.concat(out_events)
+        .join(repeats, on=["_kid", "time"], how="anti", maintain_order="left")
+        .drop("_kid")
+    )
+    no_event = sum(k.height for k in event_keys) - fired.height
+    quarantine = pl.concat(
+        [
+            *out_bad,
+            _quarantine(
+                pl.DataFrame(
+                    {"_locator": walk.bad_locator, REASON: walk.bad_reason, RAW: walk.bad_raw},
+                    schema={"_locator": pl.String, REASON: pl.String, RAW: pl.String},
+                ),
+                dataset,
+                file,
+            ),
+        ]
+    )
+    return pl.scan_parquet(out_samples), rows, fired, quarantine, no_event
+
+
+def _typed(
+    samples: pl.DataFrame, series: pl.DataFrame, *, host: str | None, default_host: str
+) -> pl.DataFrame:
+    """One batch of samples checked and typed (``cells_to_rows``), with ``_reason``."""
     t = pl.col("_t").str.strip_chars()
     t_num = t.cast(pl.Float64, strict=False)
     v = pl.col("_v").str.strip_chars()
@@ -491,64 +793,43 @@ def parse(
             pl.struct(*keys).hash().alias(LINE),
         )
     )
-    typed = cells_to_rows(frame, FIELDS)
-    typed = _mark_repeats(typed)
-    good_samples, events, bad, no_event = split_rows(
-        typed.filter(pl.col(REASON).is_null()).with_columns(pl.lit(None, pl.String).alias(RAW)),
-        source=SOURCE,
-        dataset=dataset,
-        file=file,
-    )
-    prefix = pl.format("line {}, ", pl.col("_resp_line")) if walk.jsonl else pl.lit("")
-    quarantine = pl.concat(
-        [
-            _quarantine(
-                typed.filter(pl.col(REASON).is_not_null()).select(
-                    pl.format(
-                        "{}series {}, sample {}", prefix, pl.col("_series_no"), pl.col("_sample_no")
-                    ).alias("_locator"),
-                    pl.col(REASON),
-                    pl.format(
-                        '{}{} [{}, "{}"]',
-                        pl.col(FIELD).fill_null(""),
-                        pl.col("_labels"),
-                        pl.col("_t").fill_null("null"),
-                        pl.col("_v").fill_null("null"),
-                    ).alias(RAW),
-                ),
-                dataset,
-                file,
-            ),
-            _quarantine(
-                pl.DataFrame(
-                    {"_locator": walk.bad_locator, REASON: walk.bad_reason, RAW: walk.bad_raw},
-                    schema={"_locator": pl.String, REASON: pl.String, RAW: pl.String},
-                ),
-                dataset,
-                file,
-            ),
-        ]
-    )
-    assert bad.height == 0  # every rejected row was taken out before split_rows
-    return good_samples, events, quarantine, no_event
+    return cells_to_rows(frame, FIELDS)
 
 
-def _mark_repeats(typed: pl.DataFrame) -> pl.DataFrame:
-    """``_repeat``: a good event row whose value equals the previous good event row of
-    the same series in time order (the same error reported again at the next step).
+def _rejected(typed: pl.DataFrame, jsonl: bool, dataset: str, file: Path) -> pl.DataFrame:
+    """The quarantine rows of one batch's rejected samples."""
+    prefix = pl.format("line {}, ", pl.col("_resp_line")) if jsonl else pl.lit("")
+    return _quarantine(
+        typed.filter(pl.col(REASON).is_not_null()).select(
+            pl.format(
+                "{}series {}, sample {}", prefix, pl.col("_series_no"), pl.col("_sample_no")
+            ).alias("_locator"),
+            pl.col(REASON),
+            pl.format(
+                '{}{} [{}, "{}"]',
+                pl.col(FIELD).fill_null(""),
+                pl.col("_labels"),
+                pl.col("_t").fill_null("null"),
+                pl.col("_v").fill_null("null"),
+            ).alias(RAW),
+        ),
+        dataset,
+        file,
+    )
+
+
+def _repeats(keys: pl.DataFrame | None) -> pl.DataFrame:
+    """``_kid, time`` of every good event sample whose value equals the previous good
+    event sample of the same series in time order (the same error reported again at the
+    next step): no event. Over the whole file, so batching and chunking do not matter.
     """
-    is_event = pl.col(REASON).is_null() & pl.col("metric").str.starts_with("event:")
-    events = (
-        typed.filter(is_event)
-        .sort("_kid", "time")
-        .with_columns(
-            (pl.col("value") == pl.col("value").shift(1).over("_kid"))
-            .fill_null(False)
-            .alias("_repeat")
-        )
+    if keys is None or keys.height == 0:
+        return pl.DataFrame(schema={"_kid": pl.Int64, "time": pl.Datetime("us", "UTC")})
+    return (
+        keys.sort("_kid", "time")
+        .filter((pl.col("value") == pl.col("value").shift(1).over("_kid")).fill_null(False))
+        .select("_kid", "time")
     )
-    rest = typed.filter(~is_event).with_columns(pl.lit(False).alias("_repeat"))
-    return pl.concat([rest, events], how="vertical")
 
 
 def _quarantine(bad: pl.DataFrame, dataset: str, file: Path) -> pl.DataFrame:
@@ -581,14 +862,14 @@ def range_file(
     walk = _documents(info, max_answer_bytes)
     if walk.records == 0:
         raise InputError(path, "no samples in the response(s) (empty result)")
-    samples, events, quarantine, no_event = parse(
+    samples, n_samples, events, quarantine, no_event = parse(
         walk, host=host, default_host=slug(path.stem), dataset=dataset, file=path
     )
-    accounted = samples.height + events.height + quarantine.height + no_event
+    accounted = n_samples + events.height + quarantine.height + no_event
     if accounted != walk.records:
         msg = (
             f"{path}: {walk.records} records but {accounted} were accounted for "
-            f"(samples {samples.height}, events {events.height}, quarantined "
+            f"(samples {n_samples}, events {events.height}, quarantined "
             f"{quarantine.height}, no event {no_event})"
         )
         raise ReconciliationError(msg)
@@ -602,6 +883,8 @@ def range_file(
         info=info,
         dataset=dataset,
         samples=samples,
+        samples_rows=n_samples,
+        samples_sorted=True,
         events=events,
         quarantine=quarantine,
         no_event=no_event,

@@ -232,11 +232,17 @@ def cells_to_rows(cells: pl.LazyFrame, fields: dict[str, Field]) -> pl.DataFrame
 
 
 def split_rows(
-    typed: pl.DataFrame, *, source: str, dataset: str, file: Path
+    typed: pl.DataFrame,
+    *,
+    source: str,
+    dataset: str,
+    file: Path,
+    keep: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
     """Good sample rows, event rows, quarantine rows and the count of "no event" cells
     (value 0, or, where the frame has a ``_repeat`` column, a repeat of the series'
-    previous error).
+    previous error). ``keep``: columns carried into the event rows as they are (a
+    caller that decides repeats later, over several batches).
     """
     bad = typed.filter(pl.col(REASON).is_not_null())
     good = typed.filter(pl.col(REASON).is_null())
@@ -270,6 +276,7 @@ def split_rows(
         pl.col("metric").str.strip_prefix("event:").alias("kind"),
         pl.coalesce(code, pl.col("value").cast(pl.Int64)).alias("code"),
         pl.format("{}={}", pl.col(FIELD), pl.col(CELL).str.strip_chars()).alias("detail"),
+        *keep,
     )
     quarantine = quarantine_frame(bad, source=source, dataset=dataset, file=file)
     return samples_out, events_out, quarantine, events_all.height - events.height
@@ -295,17 +302,25 @@ def batches(
     *,
     info: FileInfo,
     dataset: str,
-    samples: pl.DataFrame,
+    samples: pl.DataFrame | pl.LazyFrame,
     events: pl.DataFrame,
     quarantine: pl.DataFrame,
     no_event: int,
     basis: TimeBasis,
     extra: dict[str, str] | None = None,
+    samples_rows: int | None = None,
+    samples_sorted: bool = False,
 ) -> list[Batch]:
     """The ``gpu_samples`` batch (carrying every quarantined cell) and, when any event
     cell fired, an ``events`` batch. ``rows_read`` is the number of cells that were meant
     for each table, so ingest's check (read = written + quarantined) holds per table.
+    ``samples_rows``: the number of sample rows, when ``samples`` is lazy (rows a loader
+    wrote to disk batch by batch); ``samples_sorted``: they are in the store's order
+    already (the writer then streams them instead of sorting them all in memory).
     """
+    if samples_rows is None:
+        assert isinstance(samples, pl.DataFrame)
+        samples_rows = samples.height
     meta = {**basis.metadata(), "no_event_cells": str(no_event), **(extra or {})}
     out = [
         Batch(
@@ -314,8 +329,9 @@ def batches(
             info,
             samples,
             quarantine,
-            rows_read=samples.height + quarantine.height,
+            rows_read=samples_rows + quarantine.height,
             metadata=meta,
+            sort=not samples_sorted,
         )
     ]
     if events.height:

@@ -61,6 +61,7 @@ LOADER_MODULES: dict[str, tuple[str, ...]] = {
     "philly_util": (),
     "prometheus": ("prometheus",),
     "promrange": ("prometheus-range",),
+    "promrange_stream": (),
     "provenance": (),
     "scontrol": ("scontrol",),
     "sinfo": ("sinfo",),

@@ -27,7 +27,10 @@ E_ACUTE = "é".encode()  # 0xC3 0xA9
 )
 def test_sequence_across_a_chunk_boundary(tmp_path: Path, tail: bytes, valid: bool) -> None:
     path = tmp_path / "x.csv"
-    path.write_bytes(b"a" * (_CHUNK - 1) + tail)
+    # short lines (under the 1 MiB line cap) filling chunk 1 up to its last byte
+    line = b"a" * 1023 + b"\n"
+    head = line * ((_CHUNK - 1) // len(line))
+    path.write_bytes(head + b"a" * (_CHUNK - 1 - len(head)) + tail)
     assert file_info(path, 0).utf8 is valid
     assert utf8_valid(path) is valid
 

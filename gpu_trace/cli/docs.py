@@ -9,15 +9,13 @@ plain formatter (rich's panels and colours off) at a fixed width, whatever ``COL
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from typer.main import get_command
 
 from gpu_trace.cli import app
+from gpu_trace.generated_text import write_or_check
 
 WIDTH = 88
 """Fixed wrap width of the rendered help, so the file is the same on every machine."""
@@ -69,23 +67,14 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the reference to the path given (``docs/cli.md``); ``--check`` only compares."""
-    parser = argparse.ArgumentParser(
-        prog="python -m gpu_trace.cli.docs", description="Write docs/cli.md from --help."
+    return write_or_check(
+        argv,
+        prog="python -m gpu_trace.cli.docs",
+        description="Write docs/cli.md from --help.",
+        default="docs/cli.md",
+        render=render,
+        stale=" with --help",
     )
-    parser.add_argument("target", nargs="?", default="docs/cli.md", type=Path)
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
-    args = parser.parse_args(argv)
-    target: Path = args.target
-    text = render()
-    if args.check:
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{target} is out of date with --help: run `make docs`\n")
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    sys.stderr.write(f"wrote {target}\n")
-    return 0
 
 
 if __name__ == "__main__":

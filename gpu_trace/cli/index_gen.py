@@ -11,15 +11,13 @@ renders it and fails when the committed file differs. Run ``make docs``
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
-import sys
-from pathlib import Path
 
 from typer.main import get_command
 
 from gpu_trace import plugins
+from gpu_trace.generated_text import write_or_check
 
 HEADER = '''\
 """Command names and one-line help for listings, and where each built-in loader is
@@ -97,23 +95,14 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the index to the path given; ``--check`` only compares."""
-    parser = argparse.ArgumentParser(
-        prog="python -m gpu_trace.cli.index_gen", description="Write gpu_trace/command_index.py."
+    return write_or_check(
+        argv,
+        prog="python -m gpu_trace.cli.index_gen",
+        description="Write gpu_trace/command_index.py.",
+        default="gpu_trace/command_index.py",
+        render=render,
+        stale="",
     )
-    parser.add_argument("target", nargs="?", default="gpu_trace/command_index.py", type=Path)
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
-    args = parser.parse_args(argv)
-    target: Path = args.target
-    text = render()
-    if args.check:
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{target} is out of date: run `make docs`\n")
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    sys.stderr.write(f"wrote {target}\n")
-    return 0
 
 
 if __name__ == "__main__":

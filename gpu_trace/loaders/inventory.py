@@ -266,6 +266,23 @@ def long_lines() -> pl.Expr:
     )
 
 
+def split_checked(
+    frame: pl.DataFrame, checks: list[tuple[pl.Expr, str | pl.Expr]]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(lines that pass every check, rejected lines with ``_line``, ``_raw`` and the
+    reason of the first check they fail): ``checks`` are (failed?, reason) pairs in the
+    order their reasons should win.
+    """
+    flag = pl.any_horizontal(c.fill_null(False) for c, _ in checks)
+    reason = pl.coalesce(
+        pl.when(c.fill_null(False)).then(w if isinstance(w, pl.Expr) else pl.lit(w))
+        for c, w in checks
+    )
+    frame = frame.with_columns(flag.alias("_bad"))
+    bad = frame.filter(pl.col("_bad")).select(LINE, RAW, reason.alias(REASON))
+    return frame.filter(~pl.col("_bad")), bad
+
+
 def one_per_node(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """(machines, contradicting lines, lines merged): good lines (``_line``,
     ``machine_id``, :data:`VALUES`, ``partition``) folded to one row per node, partitions

@@ -212,14 +212,8 @@ def parse(info: FileInfo, names: tuple[str, ...]) -> tuple[pl.DataFrame, pl.Data
             pl.format("available {} is not true or false", _quoted(_col("available", names))),
         ),
     ]
-    flag = pl.any_horizontal(c.fill_null(False) for c, _ in checks)
-    reason = pl.coalesce(
-        pl.when(c.fill_null(False)).then(w if isinstance(w, pl.Expr) else pl.lit(w))
-        for c, w in checks
-    )
-    frame = frame.with_columns(flag.alias("_bad"))
-    bad = frame.filter(pl.col("_bad")).select(LINE, RAW, reason.alias(REASON))
-    good = frame.filter(~pl.col("_bad")).select(
+    kept, bad = inv.split_checked(frame, checks)
+    good = kept.select(
         LINE,
         node.alias("machine_id"),
         gpus.alias("gpus"),

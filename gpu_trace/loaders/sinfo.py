@@ -47,7 +47,6 @@ from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
-    REASON,
     FileInfo,
     file_info,
     read_header,
@@ -213,14 +212,8 @@ def parse(info: FileInfo, header: Header) -> tuple[pl.DataFrame, pl.DataFrame]:
             ),
         ),
     ]
-    flag = pl.any_horizontal(c.fill_null(False) for c, _ in checks)
-    reason = pl.coalesce(
-        pl.when(c.fill_null(False)).then(w if isinstance(w, pl.Expr) else pl.lit(w))
-        for c, w in checks
-    )
-    frame = frame.with_columns(flag.alias("_bad"))
-    bad = frame.filter(pl.col("_bad")).select(LINE, RAW, reason.alias(REASON))
-    good = frame.filter(~pl.col("_bad")).select(
+    kept, bad = inv.split_checked(frame, checks)
+    good = kept.select(
         LINE,
         node.alias("machine_id"),
         pl.col("_gpus").alias("gpus"),

@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from bench.promrange_synth import dcgm_labels
+
 FAMILIES = (
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_FB_USED",
@@ -31,15 +33,7 @@ def write(out: Path, samples: int, *, hosts: int = 4, gpus: int = 8) -> int:
     for fam_no, fam in enumerate(FAMILIES):
         for h in range(hosts):
             for g in range(gpus):
-                labels = {
-                    "__name__": fam,
-                    "gpu": str(g),
-                    "UUID": f"GPU-{h:04d}-{g:04d}",
-                    "Hostname": f"node{h:03d}",
-                    "modelName": "NVIDIA H100 80GB HBM3",
-                    "instance": f"10.0.0.{h}:9400",
-                    "job": "dcgm",
-                }
+                labels = dcgm_labels(fam, h, g)
                 if fam == "DCGM_FI_DEV_XID_ERRORS":
                     vals = (("79" if (i // 1000) % 2 else "0") for i in range(points))
                 elif fam.startswith("DCGM_FI_DEV_FB"):

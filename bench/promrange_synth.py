@@ -24,6 +24,19 @@ FAMILIES = (
 T0 = 1767225600
 
 
+def dcgm_labels(family: str, host: int, gpu: int) -> dict[str, str]:
+    """The labels dcgm-exporter puts on one GPU's series (as Prometheus returns them)."""
+    return {
+        "__name__": family,
+        "gpu": str(gpu),
+        "UUID": f"GPU-{host:04d}-{gpu:04d}",
+        "Hostname": f"node{host:03d}",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "instance": f"10.0.{host // 256}.{host % 256}:9400",
+        "job": "dcgm",
+    }
+
+
 def write(
     out: Path,
     *,
@@ -45,15 +58,7 @@ def write(
                 result = []
                 for h in range(hosts):
                     for g in range(gpus):
-                        labels = {
-                            "__name__": fam,
-                            "gpu": str(g),
-                            "UUID": f"GPU-{h:04d}-{g:04d}",
-                            "Hostname": f"node{h:03d}",
-                            "modelName": "NVIDIA H100 80GB HBM3",
-                            "instance": f"10.0.{h // 256}.{h % 256}:9400",
-                            "job": "dcgm",
-                        }
+                        labels = dcgm_labels(fam, h, g)
                         if fam == "DCGM_FI_DEV_XID_ERRORS":
                             vals = ["79" if rng.random() < 0.001 else "0" for _ in range(n)]
                         elif fam == "DCGM_FI_DEV_FB_USED":

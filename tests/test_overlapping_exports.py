@@ -525,3 +525,27 @@ def test_kubectl_snapshots_in_one_ingest_keep_their_rejects(tmp_path: Path) -> N
     assert sorted(ingests["rows_quarantined"]) == [1, 1]
     assert content["ingests"].filter(pl.col("table") == "machines").height == 2
     _check_k8s(store)
+
+
+def test_kubectl_snapshot_with_only_rejected_pods_keeps_the_cluster(tmp_path: Path) -> None:
+    """A later snapshot whose only pod is quarantined ("4 GiB" is no Kubernetes
+    quantity: the API reference's quantity grammar has no blank) holds no job; it must
+    not wipe the jobs the earlier snapshots recorded (it did: its empty file replaced
+    the cluster's dataset), alone or beside another snapshot."""
+    bad = _pod("z-1", "z", 1, created="2026-01-07T00:00:00Z")
+    bad["spec"]["containers"][0]["resources"] = {"requests": {"memory": "4 GiB"}}  # type: ignore[index]
+    s1, s2, s3 = _named_snapshots(tmp_path / "snaps", SNAP1, SNAP2, [bad])
+    reference, store = tmp_path / "reference", tmp_path / "store"
+    for snap in (s1, s2):
+        _k8s(snap, reference)
+        _k8s(snap, store)
+    lines = _k8s(s3, store)
+    assert lines[("pods-1800.json", "placements")] == (1, 0, 1, 0)
+    _check_k8s(store)
+    content = _content(store)
+    expected = _content(reference)
+    for table in ("jobs", "placements"):
+        assert content[table].equals(expected[table]), table
+    one = tmp_path / "one"
+    _k8s_many([s1, s3, s2], one)
+    _check_k8s(one)

@@ -394,7 +394,10 @@ def reconcile(
     places = _sources(tx, source, PLACEMENTS, pending)
     keys = _new_keys((jobs, places), key)
     parted = any(p.staged.part for p in pending)
-    if not parted and (keys.is_empty() or _nothing_to_merge(jobs, places, key)):
+    # No key to merge is no reason to skip: a staged file (even an empty one, from an
+    # export whose records were all quarantined) replaces its dataset's prior file,
+    # whose rows must be carried over.
+    if not parted and _nothing_to_merge(jobs, places, key):
         for p in pending:
             p.kept = p.staged.rows
             _count_staged(p, outcome, p.table)

@@ -324,6 +324,30 @@ def test_duplicate_keys_in_a_list_document_are_quarantined(tmp_path: Path) -> No
     }
 
 
+def test_duplicate_keys_among_many_records_are_each_found(tmp_path: Path) -> None:
+    """Records are checked for repeated keys many at a time (k8s_json.duplicate_keys):
+    every duplicate among 600 pods must still be found on its own line, with its own
+    key, also next to a record nested deeper than Python's json can follow."""
+    records: list[object] = [pod(f"p{n}") for n in range(1, 601)]
+    # an unread field nested 3,000 arrays deep: valid JSON (RFC 8259 section 9 lets a
+    # parser limit depth; Python's json stops near 1,000, DuckDB reads it)
+    deep = json.dumps(pod("deep", spec={"x": "DEEP"})).replace('"DEEP"', "[" * 3000 + "]" * 3000)
+    records[254] = deep
+    for n in (256, 257, 513):
+        records[n - 1] = _DUP_GPU.replace("dup-gpu", f"dup-{n}")
+    records[599] = _DUP_LABELS
+    store = load(tmp_path, records)
+    dup = "duplicate JSON key {!r} in one object (ambiguous: which value?)"
+    found = {k: v for k, v in reasons(store).items() if v.startswith("duplicate")}
+    assert found == {
+        "line 256": dup.format("nvidia.com/gpu"),
+        "line 257": dup.format("nvidia.com/gpu"),
+        "line 513": dup.format("nvidia.com/gpu"),
+        "line 600": dup.format("labels"),
+    }
+    assert table(store, "placements").height + len(reasons(store)) == 600
+
+
 _SURROGATE_POD = json.dumps(pod("PLACEHOLDER")).replace("PLACEHOLDER", "\\ud800")
 
 

@@ -204,11 +204,22 @@ def test_truncated_document_names_the_record(tmp_path: Path) -> None:
     )
 
 
-def test_two_pod_files_are_refused(tmp_path: Path) -> None:
+def test_the_same_pod_export_twice_is_refused(tmp_path: Path) -> None:
+    """Several pod snapshots merge (tests/test_overlapping_exports.py); one export given
+    twice (a copy) is refused in one line rather than counted as two snapshots."""
     other = tmp_path / "more-pods.json"
     other.write_bytes(PODS.read_bytes())
-    with pytest.raises(InputError, match=r"holds pods, and so does pods\.json"):
+    with pytest.raises(InputError, match=r"is the same export as pods\.json"):
         ingest(LOADERS["kubernetes"], PODS, tmp_path / "store", more=(other,))
+    with pytest.raises(InputError, match=r"is the same export as pods\.json"):
+        ingest(LOADERS["kubernetes"], PODS, tmp_path / "store", more=(PODS,))
+
+
+def test_two_nodes_files_are_refused(tmp_path: Path) -> None:
+    other = tmp_path / "more-nodes.json"
+    other.write_bytes(NODES.read_bytes())
+    with pytest.raises(InputError, match=r"holds nodes, and so does nodes\.json"):
+        ingest(LOADERS["kubernetes"], NODES, tmp_path / "store", more=(other,))
 
 
 VALUE = st.one_of(

@@ -447,3 +447,105 @@ def test_folder_without_cluster_is_one_cluster(tmp_path: Path) -> None:
     assert dict(zip(jobs["job_id"], jobs["status"], strict=True)) == STATUS
     assert _finished_gpu_hours(jobs) == pytest.approx(FINISHED_GPU_HOURS)
     assert set(jobs["cluster"]) == {"prod-a"}
+
+
+def _named_snapshots(folder: Path, *snaps: list[dict[str, object]]) -> list[Path]:
+    """Snapshots saved as operators do (`kubectl get pods -A -o json > pods-HHMM.json`)."""
+    folder.mkdir()
+    return [_pods(folder / f"pods-{6 * (k + 1):02d}00.json", s) for k, s in enumerate(snaps)]
+
+
+def _k8s_many(paths: list[Path], store: Path) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+    stdout, _ = _run("ingest", "kubernetes", *paths, "--cluster", "c2", "--store", store)
+    return _lines(stdout)
+
+
+def test_kubectl_snapshots_in_one_ingest(tmp_path: Path) -> None:
+    """Several snapshots in one ingest are one truth too: one row per job, each file's
+    own counted line, and the store holds what ingesting the files one after another
+    holds (in either order: the snapshots never tie)."""
+    s1, s2 = _named_snapshots(tmp_path / "snaps", SNAP1, SNAP2)
+    sequential = []
+    for order in ((s1, s2), (s2, s1)):
+        store = tmp_path / f"seq-{order[0].stem}"
+        for snap in order:
+            _k8s(snap, store)
+        sequential.append(_content(store))
+    _same(*sequential)
+    for order in ((s1, s2), (s2, s1)):
+        store = tmp_path / f"one-{order[0].stem}"
+        lines = _k8s_many(list(order), store)
+        # the older snapshot's a (running) and b (pending) lose, whatever the order
+        assert lines[("pods-0600.json", "jobs")] == (3, 1, 0, 2)
+        assert lines[("pods-0600.json", "placements")] == (3, 1, 0, 2)
+        assert lines[("pods-1200.json", "jobs")] == (3, 3, 0, 0)
+        _check_k8s(store)
+        _same(_content(store), sequential[0])
+        # the same call again, then one of its files alone: nothing changes
+        _k8s_many(list(order), store)
+        _same(_content(store), sequential[0])
+        _k8s(order[1], store)
+        _same(_content(store), sequential[0])
+
+
+def test_kubectl_tied_snapshots_in_one_ingest_follow_file_order(tmp_path: Path) -> None:
+    """Job c finished before both snapshots and is listed, unchanged, in both: a tie,
+    which the later export wins: the later file of one ingest, as the later of two
+    ingests."""
+    s1, s2 = _named_snapshots(tmp_path / "snaps", SNAP1, [*SNAP2, SNAP1[2]])
+    seq = tmp_path / "seq"
+    _k8s(s1, seq)
+    _k8s(s2, seq)
+    one = tmp_path / "one"
+    lines = _k8s_many([s1, s2], one)
+    assert lines[("pods-0600.json", "jobs")] == (3, 0, 0, 3)
+    assert lines[("pods-1200.json", "jobs")] == (4, 4, 0, 0)
+    _same(_content(one), _content(seq))
+    _check_k8s(one)
+
+
+def test_kubectl_snapshots_in_one_ingest_keep_their_rejects(tmp_path: Path) -> None:
+    """Each snapshot holds a Service (kubectl get all prints them beside pods): each
+    file's quarantined record stays, counted on its own line, through a re-ingest."""
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}
+    s1, s2 = _named_snapshots(tmp_path / "snaps", [*SNAP1, service], [service, *SNAP2])
+    store = tmp_path / "store"
+    nodes = Path("data/samples/kubernetes/nodes.json")
+    lines = _k8s_many([s1, nodes, s2], store)
+    assert lines[("pods-0600.json", "placements")] == (4, 1, 1, 2)
+    assert lines[("pods-1200.json", "placements")] == (4, 3, 1, 0)
+    _k8s_many([s2, s1], store)
+    content = _content(store)
+    q = content["quarantine"].filter(pl.col("table") == "placements")
+    assert sorted(zip(q["file"], q["locator"], strict=True)) == [
+        ("pods-0600.json", "record 4"),
+        ("pods-1200.json", "record 1"),
+    ]
+    ingests = content["ingests"].filter(pl.col("table") == "placements")
+    assert sorted(ingests["rows_quarantined"]) == [1, 1]
+    assert content["ingests"].filter(pl.col("table") == "machines").height == 2
+    _check_k8s(store)
+
+
+def test_kubectl_snapshot_with_only_rejected_pods_keeps_the_cluster(tmp_path: Path) -> None:
+    """A later snapshot whose only pod is quarantined ("4 GiB" is no Kubernetes
+    quantity: the API reference's quantity grammar has no blank) holds no job; it must
+    not wipe the jobs the earlier snapshots recorded (it did: its empty file replaced
+    the cluster's dataset), alone or beside another snapshot."""
+    bad = _pod("z-1", "z", 1, created="2026-01-07T00:00:00Z")
+    bad["spec"]["containers"][0]["resources"] = {"requests": {"memory": "4 GiB"}}  # type: ignore[index]
+    s1, s2, s3 = _named_snapshots(tmp_path / "snaps", SNAP1, SNAP2, [bad])
+    reference, store = tmp_path / "reference", tmp_path / "store"
+    for snap in (s1, s2):
+        _k8s(snap, reference)
+        _k8s(snap, store)
+    lines = _k8s(s3, store)
+    assert lines[("pods-1800.json", "placements")] == (1, 0, 1, 0)
+    _check_k8s(store)
+    content = _content(store)
+    expected = _content(reference)
+    for table in ("jobs", "placements"):
+        assert content[table].equals(expected[table]), table
+    one = tmp_path / "one"
+    _k8s_many([s1, s3, s2], one)
+    _check_k8s(one)

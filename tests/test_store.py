@@ -94,6 +94,20 @@ def test_failed_ingest_leaves_previous_data_intact(store: Path) -> None:
     assert leftovers == []
 
 
+def test_a_part_never_merged_is_never_published(store: Path) -> None:
+    """Parts of one dataset (several snapshots in one ingest) exist only until the merge
+    joins them; a transaction that commits with one left over publishes nothing."""
+    with StoreTransaction(store) as tx:
+        tx.write("machines", machines_frame(), source="test", dataset="d")
+    path = dataset_path(store, "machines", "test", "d")
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="never merged"), StoreTransaction(store) as tx:
+        tx.write("machines", machines_frame(5), source="test", dataset="d")
+        tx.write("machines", machines_frame(2), source="test", dataset="d", part=1)
+    assert path.read_bytes() == before
+    assert not [p for p in store.rglob("*") if ".part-" in p.name]
+
+
 def test_interrupted_write_cleans_temp(store: Path) -> None:
     """A frame that fails while streaming (strict cast) leaves no temp file behind."""
     frame = machines_frame().with_columns(pl.Series("gpus", ["8", "x", "8"]))

@@ -64,6 +64,10 @@ class Loader(Protocol):
     A loader whose exports overlap (the same job in several files or ingests) also sets
     ``merge_key`` (e.g. ``("cluster", "job_id")``): its ``jobs`` rows are then merged to
     one per key and its ``placements`` follow the winner (:mod:`gpu_trace.loaders.merge`).
+    Such a loader may also set ``shared_datasets = True``: several input files of one
+    ingest may then yield ``jobs`` / ``placements`` of the same dataset (snapshots of
+    one cluster, which successive ingests also merge into one dataset); each is staged
+    as a part and the merge joins them, as if the files were ingested one after another.
     """
 
     name: str
@@ -204,12 +208,21 @@ def ingest(
     merge_key: tuple[str, ...] | None = getattr(loader, "merge_key", None)
     report = IngestReport(source, store)
     module = type(loader).__module__
+    shared = merge_key is not None and bool(getattr(loader, "shared_datasets", False))
     seen: dict[tuple[str, str], Path] = {}
+    parts: dict[tuple[str, str], int] = {}
     entries: list[_Entry] = []
     manifests = Manifests()  # generated inputs (gpu-trace synth): loaders/provenance.py
     with StoreTransaction(store) as tx:
         for index, batch in enumerate(loader.batches(path, **options)):
-            refuse_collision(seen, batch)
+            merging = merge_key is not None and batch.table in MERGED_TABLES
+            part = 0
+            if shared and merging:
+                # further snapshots of the dataset: staged apart, joined by the merge
+                part = parts.setdefault((batch.table, batch.dataset), -1) + 1
+                parts[(batch.table, batch.dataset)] = part
+            else:
+                refuse_collision(seen, batch)
             if on_batch is not None:
                 on_batch(batch)
             generator = manifests.generator(batch.file)
@@ -222,7 +235,6 @@ def ingest(
             }
             if generator is not None:
                 meta["generator"] = generator
-            merging = merge_key is not None and batch.table in MERGED_TABLES
             rows = batch.rows
             if merging:
                 rows = rows.lazy().with_columns(pl.lit(batch.file.sha256).alias(ORIGIN))
@@ -233,6 +245,7 @@ def ingest(
                 dataset=batch.dataset,
                 metadata=meta,
                 sort=batch.sort,
+                part=part,
             )
             rejected = (
                 batch.rejected.lazy().collect() if batch.rejected is not None else pl.DataFrame()

@@ -71,8 +71,16 @@ Reconciliation: a pod file's records are counted on the ``placements`` line (pod
 JSON, are quarantined there too); ``jobs`` are derived from the good pods. A node
 file's records are counted on each ``machines`` line.
 
-Datasets are named after ``--cluster`` (default ``kubernetes``), so re-ingesting a
-cluster replaces it. Records of other kinds, and pods or nodes that break a rule, are
+Datasets are named after ``--cluster`` (default ``kubernetes``). Pods are merged
+(:mod:`gpu_trace.loaders.merge`): one ``jobs`` row per job however many snapshots list
+it, whether the snapshots come one per ingest or several in one ingest
+(``ingest kubernetes pods-0600.json pods-1200.json``). All of them live in the one
+dataset ``<cluster>`` (``jobs.file_sha256`` names the snapshot a row comes from), so
+several files of one ingest give the store exactly what ingesting them one after
+another in the same order gives; each file keeps its own ``ingests`` lines (read =
+written + quarantined + merged). The same bytes twice in one ingest are refused. Nodes
+are not merged: one nodes file per ingest, and a later one replaces the cluster's
+``machines``. Records of other kinds, and pods or nodes that break a rule, are
 quarantined with the reason (``record N`` / ``line N``).
 """
 
@@ -1204,6 +1212,8 @@ class KubernetesLoader:
     name = SOURCE
     version = "1"
     merge_key = ("cluster", "job_id")
+    shared_datasets = True
+    """Several pod snapshots of one ingest share the dataset ``<cluster>`` (merged)."""
 
     def batches(
         self,
@@ -1214,8 +1224,9 @@ class KubernetesLoader:
         user_keys: Sequence[str] = USER_KEYS,
         **_: Any,
     ) -> Iterator[Batch]:
-        """Yield ``jobs`` + ``placements`` for the file holding the pods and two
-        ``machines`` batches for the file holding the nodes (one file may hold both).
+        """Yield ``jobs`` + ``placements`` for each file holding pods (snapshots, in the
+        order given: all of dataset ``<cluster>``, merged) and two ``machines`` batches
+        for the one file holding the nodes (one file may hold both kinds).
         """
         read = _read_inputs([path, *more])
         pod_files = [o for o in read if _count(o, "Pod")]
@@ -1257,16 +1268,24 @@ def _read_inputs(files: list[Path]) -> list[Objects]:
 
 
 def _check_kinds(read: list[Objects], pod_files: list[Objects], node_files: list[Objects]) -> None:
-    """At most one file of pods and one of nodes (two would give two datasets of the
-    same name), and every file holds one of the two kinds.
+    """Pods in any number of files (snapshots, merged), each export once; nodes in at
+    most one file (two would replace each other's ``machines`` datasets); every file
+    holds one of the two kinds.
     """
-    for group, what in ((pod_files, "pods"), (node_files, "nodes")):
-        if len(group) > 1:
+    if len(node_files) > 1:
+        raise InputError(
+            node_files[1].info.path,
+            f"holds nodes, and so does {node_files[0].info.path.name}: give one nodes file "
+            "per ingest (each later nodes ingest replaces the cluster's machines)",
+        )
+    exports: dict[str, Path] = {}
+    for objs in pod_files:
+        same = exports.get(objs.info.sha256)
+        if same is not None:
             raise InputError(
-                group[1].info.path,
-                f"holds {what}, and so does {group[0].info.path.name}: give all {what} "
-                "in one file (one kubectl get, or JSON lines concatenated)",
+                objs.info.path, f"is the same export as {same.name} (same bytes); give it once"
             )
+        exports[objs.info.sha256] = objs.info.path
     used = {id(o) for o in pod_files} | {id(o) for o in node_files}
     for objs in read:
         if id(objs) not in used:

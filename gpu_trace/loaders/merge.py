@@ -279,7 +279,8 @@ def _rewrite(
     outcome: Outcome,
 ) -> None:
     """Write each dataset the merge changes: its prior rows and this ingest's rows,
-    less the rows that lost. A file of this ingest nothing changed stays as staged.
+    less the rows that lost. A file of this ingest nothing changed stays as staged; the
+    parts of a dataset staged by several files of this ingest become one file.
     """
     by_ds: dict[str, list[int]] = {}
     for i, ds in enumerate(src.datasets):
@@ -287,15 +288,13 @@ def _rewrite(
     for ds, numbers in sorted(by_ds.items()):
         prior = [i for i in numbers if i not in src.new]
         new = [i for i in numbers if i in src.new]
-        if not prior and not any(i in drops for i in new):
-            for i in new:
-                _count_staged(src.new[i], outcome, table)
-            continue
         if not new and not any(i in drops for i in prior):
             continue
-        if new and _replaces_all(src, prior, new, drops):
-            for i in new:
-                _count_staged(src.new[i], outcome, table)
+        # several staged parts of one dataset (snapshots in one ingest) are always joined
+        if len(new) == 1 and (
+            (not prior and new[0] not in drops) or _replaces_all(src, prior, new, drops)
+        ):
+            _count_staged(src.new[new[0]], outcome, table)
             continue
         staged = _write_dataset(tx, source, table, ds, numbers, src, drops)
         for i in new:
@@ -394,7 +393,11 @@ def reconcile(
     jobs = _sources(tx, source, JOBS, pending)
     places = _sources(tx, source, PLACEMENTS, pending)
     keys = _new_keys((jobs, places), key)
-    if keys.is_empty() or _nothing_to_merge(jobs, places, key):
+    parted = any(p.staged.part for p in pending)
+    # No key to merge is no reason to skip: a staged file (even an empty one, from an
+    # export whose records were all quarantined) replaces its dataset's prior file,
+    # whose rows must be carried over.
+    if not parted and _nothing_to_merge(jobs, places, key):
         for p in pending:
             p.kept = p.staged.rows
             _count_staged(p, outcome, p.table)

@@ -234,6 +234,9 @@ class Staged:
     dest: PurePosixPath
     """Path inside a generation."""
     rows: int
+    part: int = 0
+    """Non-zero for one of several staged parts of a dataset that the ingest's merge
+    joins into one file before commit (never published as such)."""
 
 
 @dataclass
@@ -275,15 +278,21 @@ class StoreTransaction:
         dataset: str,
         metadata: Mapping[str, str | None] | None = None,
         sort: bool = True,
+        part: int = 0,
     ) -> Staged:
         """Validate ``frame`` against the canonical table and stage it as
         ``<table>/source=<source>/<dataset>.parquet``. Returns the staged file with its
         row count (read back from the Parquet footer, not trusted from the frame).
+        ``part`` > 0 stages a further part of a dataset already staged (several
+        snapshots of one cluster in one ingest); the merge must join the parts into one
+        file (:meth:`withdraw` each, write the whole) before commit, which refuses a part.
         """
         _check_slug("source", source)
         _check_slug("dataset", dataset)
         table = TABLES[table_name]
         dest = dataset_relpath(table.name, source, dataset)
+        if part:
+            dest = dest.with_name(f".part-{part}-{dest.name}")
         if any(s.dest == dest for s in self.staged):
             msg = (
                 f"{dest} is written twice in one transaction: two inputs map to dataset "
@@ -312,7 +321,7 @@ class StoreTransaction:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        staged = Staged(table.name, source, dataset, tmp, dest, rows)
+        staged = Staged(table.name, source, dataset, tmp, dest, rows, part)
         self.staged.append(staged)
         return staged
 
@@ -330,6 +339,10 @@ class StoreTransaction:
     def commit(self) -> None:
         """Publish the staged files (nothing to publish: no new generation)."""
         try:
+            parts = [str(s.dest) for s in self.staged if s.part]
+            if parts:
+                msg = f"staged parts were never merged into their dataset: {', '.join(parts)}"
+                raise StoreError(msg)
             if self.staged:
                 commit_generation(self.store, {s.dest: s.tmp for s in self.staged})
         finally:

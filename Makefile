@@ -32,6 +32,7 @@ demo: $(DEMO_NEEDS) ## Ingest every bundled sample into data/store and build the
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020/synthetic --store $(STORE)
 	$(BIN)/gpu-trace ingest kubernetes data/samples/kubernetes/pods.json data/samples/kubernetes/nodes.json --cluster sample --store $(STORE)
 	$(BIN)/gpu-trace ingest slurm data/samples/slurm/jobs.psv --cluster mycluster --tz Europe/Berlin --store $(STORE)
+	$(BIN)/gpu-trace ingest sinfo data/samples/slurm/sinfo-2026-01-05T0000Z.txt --cluster mycluster --store $(STORE)
 	$(BIN)/gpu-trace ingest nvidia-smi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest dcgmi data/samples/telemetry --store $(STORE)
 	$(BIN)/gpu-trace ingest prometheus data/samples/telemetry --store $(STORE)

@@ -101,3 +101,28 @@ def test_report_has_slurm_page(store: Path, tmp_path: Path) -> None:
     result = run("report", "--store", store, "--out", tmp_path / "site")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "site" / "slurm.html").is_file()
+
+
+def test_bundled_inventory_is_the_denominator(tmp_path: Path) -> None:
+    """The demo's sinfo snapshot (``sinfo -N -o "%N|%P|%T|%c|%m|%G"``: gpu01-08 with GRES
+    gpu:a100:8, node1-3 with gpu:v100:2, each listed under two partitions) gives the
+    cluster 8 x 8 + 3 x 2 = 70 GPUs. In the hour from 2026-01-05 12:00 UTC only 41002
+    runs (40 GPUs, 09:35:12 Berlin = 08:35:12 UTC to the next day; 41001 ended 09:43 UTC,
+    41004 10:40 UTC), so allocation is 40 / 70 = 57.14 %."""
+    store = tmp_path / "store"
+    tz = ("--tz", "Europe/Berlin")
+    assert (
+        run("ingest", "slurm", SAMPLE, "--cluster", "mycluster", *tz, "--store", store).exit_code
+        == 0
+    )
+    inventory = SAMPLE.parent / "sinfo-2026-01-05T0000Z.txt"
+    result = run("ingest", "sinfo", inventory, "--cluster", "mycluster", "--store", store)
+    assert result.exit_code == 0, result.output
+    assert "22    11       0            11" in result.stdout  # 22 lines, 11 nodes, 11 folded
+    result = run("analyze", "utilization", "--source", "slurm", "--store", store, "-f", "json")
+    assert result.exit_code == 0, result.output
+    rows = {r["time"][:16]: r for r in json.loads(result.stdout)}
+    assert {r["capacity_gpus"] for r in rows.values()} == {70}
+    noon = rows["2026-01-05T12:00"]
+    assert noon["allocated_gpus"] == pytest.approx(40)
+    assert noon["allocation_pct"] == pytest.approx(100 * 40 / 70)

@@ -9,7 +9,7 @@ ROOT_HELP: dict[str, str] = {
     "schema": "List the canonical tables, or one table's columns with type, unit and meaning.",
     "report": "Build a self-contained HTML report site (works offline, from a file:// URL).",
     "synth": "Write a synthetic trace in FAMILY's raw format (the loaders read it unchanged),\nand beside it OUT/gpu-trace-synth-FAMILY.json naming the generator, seed, size and\neach file's sha256: ingest records it, so reports label the data synthetic.",
-    "ingest": "Read raw trace or telemetry files into the store (re-ingesting replaces).",
+    "ingest": "Read raw trace or telemetry files into the store (re-ingesting replaces; slurm and kubernetes exports merge, one row per job).",
     "datasets": "Public trace registry: list, fetch and verify the official downloads.",
     "telemetry": "Live GPU telemetry: NVML sampling, dcgm-exporter scraping, per-job GPU usage.",
     "analyze": "Characterization analyses over the store.",

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Test stores are thrown away: skip the ~100 fsyncs of each commit (the suite makes
 # hundreds), which only matter across a power cut (gpu_trace.store.generations.FSYNC_ENV;
@@ -15,6 +16,11 @@ import pytest
 os.environ.setdefault("GPU_TRACE_FSYNC", "0")
 
 from gpu_trace.loaders import LOADERS, ingest
+
+# Same input, same output: property tests draw the same examples on every run (a failure
+# they find is then reproducible, and a green suite stays green on an unchanged tree).
+settings.register_profile("deterministic", derandomize=True)
+settings.load_profile("deterministic")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"

@@ -549,3 +549,22 @@ def test_kubectl_snapshot_with_only_rejected_pods_keeps_the_cluster(tmp_path: Pa
     one = tmp_path / "one"
     _k8s_many([s1, s3, s2], one)
     _check_k8s(one)
+
+
+def test_store_written_before_jobs_v3_still_merges(tmp_path: Path) -> None:
+    """A jobs file written before ``as_of_time`` and ``file_sha256`` existed (jobs v2)
+    is read with those columns as nulls: the next export merges into it instead of
+    failing with a traceback."""
+    import pyarrow.parquet as pq
+
+    store = tmp_path / "store"
+    _slurm(_sacct(tmp_path / "in", "day1.psv", DAY1), store)
+    (old,) = (store / "current" / "jobs" / "source=slurm").glob("c1-day1.parquet")
+    table = pq.read_table(old)
+    older = table.drop_columns(["as_of_time", "file_sha256", "cancelled_by"])
+    old.unlink()  # a hard link shared with earlier generations: replace, never rewrite
+    pq.write_table(older.replace_schema_metadata(table.schema.metadata), old)
+    _slurm(_sacct(tmp_path / "in", "day2.psv", DAY2), store)
+    jobs = _jobs(store)
+    assert dict(zip(jobs["job_id"], jobs["status"], strict=True)) == STATUS
+    assert _finished_gpu_hours(jobs) == pytest.approx(FINISHED_GPU_HOURS)

@@ -122,7 +122,12 @@ def test_changed_file_is_not_the_generators(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "why"),
-    [("{not json", "not JSON"), ('{"generator": "someone else"}', "not a manifest")],
+    [
+        ("{not json", "not JSON"),
+        ('{"generator": "someone else"}', "not a manifest"),
+        ("[" * 200_000, "not JSON"),  # nested past Python's recursion limit, under 1 MiB
+    ],
+    ids=["broken", "other-generator", "deep-nesting"],
 )
 def test_a_broken_manifest_is_ignored_with_a_warning(tmp_path: Path, text: str, why: str) -> None:
     out = tmp_path / "raw"

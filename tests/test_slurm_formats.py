@@ -374,3 +374,52 @@ def test_line_repeated_exactly_is_one_run(tmp_path: Path) -> None:
         (0, None, "n1"),
         (0, None, "n2"),
     ]
+
+
+def test_gres_names_that_start_with_gpu_are_not_gpus(tmp_path: Path) -> None:
+    """A GRES name is matched whole (gres.conf ``Name=``): ``gpumem:16G`` or
+    ``gpu_mem:100`` are other resources, not one GPU; ``mps:100,gpu:2`` is 2 GPUs."""
+    text = (
+        "JobID|State|Submit|AllocCPUS|ReqGRES|AllocGRES\n"
+        f"1|COMPLETED|{T0}|4|gpumem:16G|gpumem:16G\n"
+        f"2|COMPLETED|{T0}|4|gpu_mem:100,mps:100|gpu_mem:100,mps:100\n"
+        f"3|COMPLETED|{T0}|4|mps:100,gpu:2|mps:100,gpu:2\n"
+        f"4|COMPLETED|{T0}|4|gpu:a100:4,gpu:v100:2|gpu:a100:4,gpu:v100:2\n"
+    )
+    jobs, _, q = _load(tmp_path, text)
+    assert q == {}
+    assert jobs.select("job_id", "gpus").rows() == [("1", 0.0), ("2", 0.0), ("3", 2.0), ("4", 6.0)]
+
+
+def test_pending_range_with_a_host_list_gets_no_placements(tmp_path: Path) -> None:
+    """A pending array range has run nothing: even when a (damaged) export gives it a
+    host list, its 3 tasks are 3 jobs and no placements (not tasks x hosts)."""
+    text = (
+        "JobID|State|Submit|Start|End|ReqTRES|AllocTRES|NodeList\n"
+        f"5_[1-3]|PENDING|{T0}|Unknown|Unknown|cpu=1,gres/gpu=1||n[1-2]\n"
+        f"6|COMPLETED|{T0}|{T0}|2026-01-05T11:00:00|cpu=1|cpu=1,gres/gpu=1|n[1-2]\n"
+    )
+    jobs, placements, q = _load(tmp_path, text)
+    assert q == {}
+    assert sorted(jobs["job_id"]) == ["5_1", "5_2", "5_3", "6"]
+    assert placements.select("job_id", "machine_id").rows() == [("6", "n1"), ("6", "n2")]
+
+
+def test_array_tasks_capped_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Array ranges share the file's budget (as host lists do): with a budget of
+    10 + 1 x 3 lines = 13 tasks, 5_[1-10] (10) fits, 6_[1-5] would take 15 and is
+    quarantined, 7_[1-3] (13) still fits."""
+    monkeypatch.setattr(nodelist, "FILE_HOSTS_FLOOR", 10)
+    monkeypatch.setattr(nodelist, "FILE_HOSTS_PER_LINE", 1)
+    text = (
+        "JobID|State|Submit|Start|End|ReqTRES|AllocTRES|NodeList\n"
+        f"5_[1-10]|PENDING|{T0}|Unknown|Unknown|cpu=1||None assigned\n"
+        f"6_[1-5]|PENDING|{T0}|Unknown|Unknown|cpu=1||None assigned\n"
+        f"7_[1-3]|PENDING|{T0}|Unknown|Unknown|cpu=1||None assigned\n"
+    )
+    jobs, _, q = _load(tmp_path, text)
+    assert jobs.height == 13
+    assert q == {
+        "line 3": "JobID '6_[1-5]' takes the file past its budget of 13 array tasks "
+        "(a hostile export)"
+    }

@@ -63,7 +63,10 @@ class IngestGroup(LazyGroup):
 
 app = typer.Typer(
     cls=IngestGroup,
-    help="Read raw trace or telemetry files into the store (re-ingesting replaces).",
+    help=(
+        "Read raw trace or telemetry files into the store (re-ingesting replaces; slurm and "
+        "kubernetes exports merge, one row per job)."
+    ),
     no_args_is_help=True,
 )
 

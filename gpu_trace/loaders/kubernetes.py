@@ -1386,7 +1386,8 @@ class KubernetesOptions:
     """
 
     cluster: str = option(
-        "kubernetes", "Cluster name: the datasets' name (re-ingesting replaces it)."
+        "kubernetes",
+        "Cluster name: the datasets' name (later snapshots of it merge, one row per job).",
     )
     # A list, so the flag repeats (typer's own); option() returns a dataclasses.field.
     user_keys: list[str] | None = option(

@@ -42,8 +42,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.schemas import TABLES
 from gpu_trace.store.generations import snapshot_root
-from gpu_trace.store.parquet import Staged, StoreTransaction
+from gpu_trace.store.parquet import Staged, StoreTransaction, conform
 
 JOBS = "jobs"
 PLACEMENTS = "placements"
@@ -134,10 +135,11 @@ def prior_quarantine(tx: StoreTransaction, source: str, dataset: str) -> pl.Data
 def _scan(path: Path, fill: str | None) -> pl.LazyFrame:
     """One file with its row numbers and its export sha (a file written before the
     column existed, or by a loader that did not merge, takes its dataset's only export).
+    A file written under an older schema version (before ``as_of_time`` or ``file_sha256``
+    existed) is read with the columns it lacks as nulls, as the writer would fill them.
     """
-    lf = pl.scan_parquet(path).with_row_index("_row")
-    if ORIGIN not in lf.collect_schema().names():
-        lf = lf.with_columns(pl.lit(None, dtype=pl.String).alias(ORIGIN))
+    table = TABLES[path.parent.parent.name]
+    lf = conform(pl.scan_parquet(path), table).with_row_index("_row")
     return lf.with_columns(pl.col(ORIGIN).fill_null(pl.lit(fill, dtype=pl.String)))
 
 

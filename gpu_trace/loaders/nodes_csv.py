@@ -229,7 +229,9 @@ def parse(info: FileInfo, names: tuple[str, ...]) -> tuple[pl.DataFrame, pl.Data
         .cast(pl.Boolean)
         .alias("available"),
         _col("partition", names).str.replace_all(";", ",", literal=True).alias("partition"),
-        when.alias("_time"),
+        # snapshots are named to the second (inventory.stamp): times within one second
+        # are one snapshot, not two datasets of one name
+        when.dt.truncate("1s").alias("_time"),
     )
     return good, bad
 

@@ -83,7 +83,7 @@ def _parse(path: Path) -> dict[str, Any] | str:
         return f"larger than {MAX_BYTES} bytes"
     try:
         doc = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return f"not JSON ({str(exc)[:80]})"
     if not isinstance(doc, dict) or doc.get("generator") != GENERATOR:
         return f'not a manifest of "{GENERATOR}" (no such "generator" field)'

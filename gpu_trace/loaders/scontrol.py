@@ -42,7 +42,7 @@ from gpu_trace.errors import InputError
 from gpu_trace.loaders import inventory as inv
 from gpu_trace.loaders import slurm_node_values as nv
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.textfile import LINE, RAW, REASON, FileInfo, file_info, scan_lines
+from gpu_trace.loaders.textfile import LINE, RAW, FileInfo, file_info, scan_lines
 from gpu_trace.plugins import LoaderPlugin
 
 SOURCE = "slurm"
@@ -147,15 +147,9 @@ def parse(info: FileInfo) -> tuple[pl.DataFrame, pl.DataFrame]:
             ),
         ),
     ]
-    flag = pl.any_horizontal(c.fill_null(False) for c, _ in checks)
-    reason = pl.coalesce(
-        pl.when(c.fill_null(False)).then(w if isinstance(w, pl.Expr) else pl.lit(w))
-        for c, w in checks
-    )
-    frame = frame.with_columns(flag.alias("_bad"))
-    bad = frame.filter(pl.col("_bad")).select(LINE, RAW, reason.alias(REASON))
+    kept, bad = inv.split_checked(frame, checks)
     partitions = pl.col("_t_Partitions")
-    good = frame.filter(~pl.col("_bad")).select(
+    good = kept.select(
         LINE,
         node.alias("machine_id"),
         pl.col("_gpus").alias("gpus"),

@@ -655,7 +655,8 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     )
     placed = pl.col("_node_reason").is_null()
     is_range = pl.col("_range").is_not_null() & ~pl.col("_is_step")
-    tasks, bad_ranges, added = sj.expand_arrays(good.filter(placed & is_range))
+    budget = nodelist.file_budget(info.records)
+    tasks, bad_ranges, added = sj.expand_arrays(good.filter(placed & is_range), budget)
     # one filter of the wide frame, then the few task lines appended (no rechunk)
     good = good.filter(placed & ~is_range)
     if tasks.height:

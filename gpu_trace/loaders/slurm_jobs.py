@@ -45,13 +45,17 @@ def ids() -> list[pl.Expr]:
     ]
 
 
-def expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def expand_arrays(
+    good: pl.DataFrame, budget: int = sv.MAX_ARRAY_TASKS
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Pending array ranges (``123_[13-20%4]``: the good range lines given) as one line
     per task (``123_13`` .. ``123_20``), each with the line's request, as
     ``sacct --array`` would print them; (task lines, bad lines with ``_reason``, tasks
     added beyond one per range line).
     A range that is malformed or names more than :data:`sv.MAX_ARRAY_TASKS` tasks is
-    quarantined. Python runs over the range lines only.
+    quarantined, and so is every range past the file's ``budget`` of tasks (a hostile
+    export of many huge ranges). Python runs over the range lines only. A pending range
+    has run nothing: its tasks carry no host list, so they get no placements.
     """
     ranges = good
     empty = pl.DataFrame(schema={LINE: pl.Int64, REASON: pl.String})
@@ -59,8 +63,12 @@ def expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
         return good, empty, 0
     tasks: list[list[int] | None] = []
     reasons: list[str | None] = []
+    left = budget
     for jobid, body in ranges.select("_jobid", "_range").iter_rows():
-        found, why = sv.array_tasks(body)
+        found, why = sv.array_tasks(body, cap=min(sv.MAX_ARRAY_TASKS, left))
+        if why is not None and left < sv.MAX_ARRAY_TASKS and sv.array_tasks(body)[1] is None:
+            why = f"takes the file past its budget of {budget} array tasks (a hostile export)"
+        left -= len(found) if why is None else 0
         tasks.append(found if why is None else None)
         reasons.append(None if why is None else f"JobID {jobid!r} {why}")
     ranges = ranges.with_columns(
@@ -80,6 +88,7 @@ def expand_arrays(good: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
             .otherwise(pl.col("_key") + "+" + pl.col("_comp"))
             .alias("_jobid"),
             pl.lit(None, dtype=pl.String).alias("_range"),
+            pl.lit(None, dtype=ok.schema["_node_count"]).alias("_node_count"),
         )
         .drop("_task", REASON)
     )

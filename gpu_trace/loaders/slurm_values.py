@@ -273,9 +273,12 @@ def tres(text: pl.Expr, name: str) -> Staged:
     }
 
 
-_GRES_GPU = r"(?:^|,)gpu(?::[^:,()]+)?(?::[^:,()]+)?(?:\([^)]*\))?"
-"""One GPU entry of an old-style GRES list: ``gpu``, ``gpu:4``, ``gpu:a100:8``,
-``gpu:tesla:2(IDX:0-1)`` (the index list in parentheses may hold commas)."""
+_GRES_GPU = r"(?:^|,)gpu(?::[^:,()]+)?(?::[^:,()]+)?(?:\([^)]*\))?(?:,|$)"
+"""One GPU entry of an old-style GRES list whose commas are doubled: ``gpu``, ``gpu:4``,
+``gpu:a100:8``, ``gpu:tesla:2(IDX:0-1)`` (the index list in parentheses may hold commas),
+ending at a comma or the end, so ``gpumem:16G`` or ``gpu_mem:100`` is no GPU entry (the
+regex engine has no look-ahead; doubling the commas lets one entry's closing comma and
+the next one's opening comma both match)."""
 
 
 def gres(text: pl.Expr, name: str) -> Staged:
@@ -291,11 +294,11 @@ def gres(text: pl.Expr, name: str) -> Staged:
     first = [
         text.alias(f"{name}_text"),
         pl.when(text.str.contains("gpu", literal=True))
-        .then(text)
+        .then(text.str.replace_all(",", ",,", literal=True))
         .str.extract_all(_GRES_GPU)
         .alias(entries),
     ]
-    parts = pl.element().str.strip_chars_start(",").str.replace(r"\(.*$", "").str.split(":")
+    parts = pl.element().str.strip_chars(",").str.replace(r"\(.*$", "").str.split(":")
     a = parts.list.get(1, null_on_oob=True)
     b = parts.list.get(2, null_on_oob=True)
     a_is_count = a.str.contains(r"^-?\d+$").fill_null(False)

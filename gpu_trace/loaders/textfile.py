@@ -229,11 +229,6 @@ def with_utf8(info: FileInfo) -> FileInfo:
     return info if info.utf8 is not None else replace(info, utf8=utf8_valid(info.path))
 
 
-def sha256_of(path: Path) -> str:
-    """The SHA-256 of a file's bytes (recorded with every ingest)."""
-    return file_info(path, 0).sha256
-
-
 def read_header(path: Path) -> str:
     """The first line of a file, decoded leniently, without a byte-order mark; an
     empty file or a first line over :data:`MAX_LINE_BYTES` is an error.

@@ -18,11 +18,15 @@ Every expected figure is worked by hand in the comment beside it.
 from __future__ import annotations
 
 import json
+import statistics
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
@@ -330,3 +334,75 @@ def test_a_source_without_the_column_is_refused_in_one_line(
     # the Slurm jobs alone group fine
     ok = runner.invoke(app, ["analyze", *args, "-s", "slurm", "--store", str(store)])
     assert ok.exit_code == 0, ok.output
+
+
+def _hms(seconds: int) -> str:
+    """A duration as sacct's _elapsed_time prints it with no milliseconds (print.c):
+    D-HH:MM:SS from a day, else HH:MM:SS, else 00:MM:SS.
+    """
+    d, rest = divmod(seconds, 86400)
+    h, rest = divmod(rest, 3600)
+    m, s = divmod(rest, 60)
+    return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    jobs=st.lists(
+        st.tuples(
+            st.sampled_from(["a1", "a2", "a3"]),  # Account
+            st.integers(0, 16),  # GPUs (0: a CPU job)
+            st.integers(0, 3 * 86400),  # wait, s
+            st.integers(1, 86400),  # run, s
+            st.integers(0, 2 * 86400),  # Timelimit, s (0: 00:00:00, no usable limit)
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_accounting_matches_a_plain_python_count(
+    tmp_path_factory: pytest.TempPathFactory, jobs: list[tuple[str, int, int, int, int]]
+) -> None:
+    """Random ended jobs written as sacct -X -P lines; GPU-weighted queue hours, GPU
+    hours and time-limit shares per account recomputed here with integers and the
+    standard library, from the values the lines were written from.
+    """
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    lines = ["JobID|Account|State|Submit|Start|End|Timelimit|AllocTRES"]
+    for i, (acct, gpus, wait, run, limit) in enumerate(jobs):
+        sub = start + timedelta(seconds=i)
+        beg, end = sub + timedelta(seconds=wait), sub + timedelta(seconds=wait + run)
+        fmt = "%Y-%m-%dT%H:%M:%S"
+        lines.append(
+            f"{100 + i}|{acct}|COMPLETED|{sub:{fmt}}|{beg:{fmt}}|{end:{fmt}}|{_hms(limit)}|"
+            f"cpu=1,gres/gpu={gpus},node=1"
+        )
+    store = _store(tmp_path_factory.mktemp("acct"), "\n".join(lines))
+    usage = _by(analyze(store, "accounting", "--by", "account"), "account")
+    limits = _by(analyze(store, "accounting", "--by", "account", "--limits"), "account")
+    for acct in {j[0] for j in jobs}:
+        mine = [j for j in jobs if j[0] == acct]
+        gpu_jobs = [j for j in mine if j[1] > 0]
+        assert usage[acct]["gpu_queue_hours"] == pytest.approx(
+            sum(g * w for _, g, w, _, _ in gpu_jobs) / 3600
+        )
+        assert usage[acct]["gpu_hours"] == pytest.approx(
+            sum(g * r for _, g, _, r, _ in gpu_jobs) / 3600
+        )
+        limited = [(r, lim) for _, _, _, r, lim in mine if lim > 0]
+        row = limits[acct]
+        assert row["jobs_with_limit_data"] == len(limited)
+        assert row["jobs_without_limit_data"] == len(mine) - len(limited)
+        if limited:
+            # r / lim < 0.1  <=>  10 r < lim (integers: no rounding)
+            under10 = sum(10 * r < lim for r, lim in limited) / len(limited)
+            under50 = sum(2 * r < lim for r, lim in limited) / len(limited)
+            assert row["under_10pct_share"] == pytest.approx(under10)
+            assert row["under_50pct_share"] == pytest.approx(under50)
+            assert row["median_limit_used"] == pytest.approx(
+                statistics.median(r / lim for r, lim in limited)
+            )
+        else:
+            assert row["median_limit_used"] is None

@@ -246,7 +246,7 @@ def test_accounting_usage_by_account_qos_partition(tmp_path: Path) -> None:
 
 
 def test_time_limit_accuracy(tmp_path: Path) -> None:
-    rows = _by(analyze(_store(tmp_path), "accounting", "--limits"), "user")
+    rows = _by(analyze(_store(tmp_path), "accounting", "--by", "user", "--limits"), "user")
     alice, bob = rows["alice"], rows["bob"]
     # alice: 7200/86400 = 0.0833 and 1800/7200 = 0.25 -> one of two under 10 %, both
     # under 50 %, median (0.0833 + 0.25) / 2 = 0.1667
@@ -262,7 +262,7 @@ def test_time_limit_accuracy(tmp_path: Path) -> None:
 
 
 def test_seff_efficiency_per_user(tmp_path: Path) -> None:
-    rows = _by(analyze(_store(tmp_path), "accounting", "--efficiency"), "user")
+    rows = _by(analyze(_store(tmp_path), "accounting", "--by", "user", "--efficiency"), "user")
     alice, bob = rows["alice"], rows["bob"]
     # alice: (57600 + 1800) / (115200 + 7200) = 59400 / 122400; median of 0.5, 0.25
     assert alice["finished_jobs"] == 2 and alice["jobs_with_cpu_data"] == 2
@@ -282,7 +282,9 @@ def test_efficiency_counts_jobs_lacking_the_data(tmp_path: Path) -> None:
     and the table says so instead of showing 0 % efficiency.
     """
     text = "\n".join(line for line in EXPORT.splitlines() if "." not in line.split("|")[0])
-    rows = _by(analyze(_store(tmp_path, text), "accounting", "--efficiency"), "user")
+    rows = _by(
+        analyze(_store(tmp_path, text), "accounting", "--efficiency", "--by", "user"), "user"
+    )
     assert rows["alice"]["finished_jobs"] == 2
     assert rows["alice"]["jobs_without_cpu_data"] == 2
     assert rows["alice"]["jobs_without_mem_data"] == 2
@@ -334,6 +336,18 @@ def test_a_source_without_the_column_is_refused_in_one_line(
     # the Slurm jobs alone group fine
     ok = runner.invoke(app, ["analyze", *args, "-s", "slurm", "--store", str(store)])
     assert ok.exit_code == 0, ok.output
+
+
+def test_accounting_defaults_to_accounts_where_every_source_has_them(tmp_path: Path) -> None:
+    """Without --by: accounts for the Slurm export (every job has an Account), users once
+    openb (no account column) is in the selection, so the default view never refuses.
+    """
+    store = _store(tmp_path)
+    rows = analyze(store, "accounting")
+    assert {r["account"] for r in rows} == {"vision", "nlp"}
+    ingest(LOADERS["openb"], OPENB, store)
+    rows = analyze(store, "accounting")
+    assert "account" not in rows[0] and {"alice", "bob"} <= {r["user"] for r in rows}
 
 
 def _hms(seconds: int) -> str:

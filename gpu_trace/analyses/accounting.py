@@ -140,22 +140,42 @@ def efficiency(jobs: pl.LazyFrame, by: str, base: Sequence[str] = BASE) -> pl.La
 class AccountingOptions:
     """`gpu-trace analyze accounting` options."""
 
-    by: str = option("user", "Group by account, qos, partition, user or vc.")
+    by: str | None = option(
+        None,
+        "Group by account, qos, partition, user or vc (default: account where every "
+        "selected source records one, else user).",
+    )
     limits: bool = option(False, "Time-limit accuracy: requested vs used.", flag="--limits")
     efficiency: bool = option(False, "seff-style CPU and memory efficiency.", flag="--efficiency")
 
 
+def default_by(jobs: pl.LazyFrame) -> str:
+    """``account`` when every source in ``jobs`` records one (sreport's default view),
+    else ``user``: the report's section needs a view every source can show.
+    """
+    has = jobs.group_by("source").agg(pl.col("account").is_not_null().any()).collect()
+    return "account" if has.height and has.get_column("account").all() else "user"
+
+
 def _run(inputs: Any, options: AccountingOptions) -> pl.LazyFrame:
-    choose("--by value", options.by, GROUP_BY)
+    by = default_by(inputs.jobs) if options.by is None else options.by
+    choose("--by value", by, GROUP_BY)
     if options.limits and options.efficiency:
         msg = "--limits and --efficiency are two tables: pass one of them"
         raise UsageError(msg)
-    jobs = with_group(inputs.jobs, options.by)
+    jobs = with_group(inputs.jobs, by)
     if options.limits:
-        return time_limits(jobs, options.by)
+        return time_limits(jobs, by)
     if options.efficiency:
-        return efficiency(jobs, options.by)
-    return usage(jobs, options.by)
+        return efficiency(jobs, by)
+    return usage(jobs, by)
+
+
+def _chart(frame: pl.DataFrame) -> Any:
+    from gpu_trace.reports import charts  # altair is loaded only for a report
+
+    key = next(k for k in GROUP_BY if k in frame.columns)
+    return charts.accounting_usage(frame, key)
 
 
 #: Header label and meaning of the columns (docs/metrics.md, "Accounting").
@@ -212,5 +232,6 @@ PLUGIN = AnalysisPlugin(
     options=AccountingOptions,
     title="Accounting",
     glossary=GLOSSARY,
+    chart=_chart,
     rank=75,
 )

@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from gpu_trace.analyses import accounting as acc
 from gpu_trace.cli import app
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.loaders import slurm_values as sv
@@ -420,3 +421,16 @@ def test_accounting_matches_a_plain_python_count(
             )
         else:
             assert row["median_limit_used"] is None
+
+
+def test_efficiency_on_a_store_written_before_jobs_v5(tmp_path: Path) -> None:
+    """A jobs table without cpu_used_s / mem_peak_bytes (written by an older gpu-trace):
+    the finished jobs are counted as lacking the data, no ColumnNotFoundError.
+    """
+    store = _store(tmp_path)
+    old = scan(store, "jobs", ["slurm"]).drop("cpu_used_s", "mem_peak_bytes")
+    rows = _by(acc.efficiency(old, "user").collect().to_dicts(), "user")
+    # alice: 201 and 202 ended; bob: 203 ended (204 pending)
+    assert (rows["alice"]["finished_jobs"], rows["alice"]["jobs_without_cpu_data"]) == (2, 2)
+    assert (rows["bob"]["finished_jobs"], rows["bob"]["jobs_without_mem_data"]) == (1, 1)
+    assert rows["alice"]["cpu_efficiency"] is None

@@ -97,10 +97,20 @@ def time_limits(jobs: pl.LazyFrame, by: str, base: Sequence[str] = BASE) -> pl.L
     )
 
 
+USAGE_COLUMNS = {"cpu_used_s": pl.Float64, "mem_peak_bytes": pl.Int64}
+"""Jobs columns added in schema v5: a store written before has none, and its first scan
+by a reader (which does not rewrite the store's placeholders) lacks them."""
+
+
 def efficiency(jobs: pl.LazyFrame, by: str, base: Sequence[str] = BASE) -> pl.LazyFrame:
     """``seff`` per group over finished jobs (module docstring): pooled and median CPU
-    and memory efficiency, and how many finished jobs lacked each one's inputs.
+    and memory efficiency, and how many finished jobs lacked each one's inputs (all of
+    them in a store written before jobs v5).
     """
+    names = jobs.collect_schema().names()
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in USAGE_COLUMNS.items() if c not in names]
+    if missing:
+        jobs = jobs.with_columns(missing)
     done = pl.col("end_time").is_not_null()
     core_s = pl.col("run_s") * pl.col("cpus")
     cpu_ok = (pl.col("cpu_used_s").is_not_null() & (core_s > 0)).fill_null(False)

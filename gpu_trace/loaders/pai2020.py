@@ -60,6 +60,7 @@ A job's summed memory beyond int64 (only reachable with absurd plans) is null.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -551,26 +552,37 @@ class Pai2020Loader:
         tasks = read_tasks(task_in) if task_in else None
         tags = read_tags(tag_in) if tag_in else None
         task_rows = TaskRows.of(tasks) if tasks is not None else None
-        if task_in and tasks is not None and task_rows is not None:
-            yield tasks_batch(task_in, tasks, task_rows)
-        per_job = None
-        if inst_in:
-            instances = read_instances(inst_in, task_gpus(tasks) if tasks is not None else None)
-            per_job = instances.per_job
-            yield instances.batch
-        if job_in and jobs is not None:
-            notes = {
-                "requests": _note(
-                    task_in, "pai_task_table.csv", "gpus, cpus, mem_bytes, gpu_type null"
-                ),
-                "start_time": (
-                    "earliest task start_time, else earliest instance start_time "
-                    f"[{_note(task_in, 'tasks', 'no task starts')}; "
-                    f"{_note(inst_in, 'instances', 'no instance starts, nodes null')}]"
-                ),
-                "vc": _note(tag_in, "group", "user (no group tags)"),
-            }
-            yield jobs_batch(job_in, jobs, task_rows, per_job, tags, notes)
+        notes = {
+            "requests": _note(
+                task_in, "pai_task_table.csv", "gpus, cpus, mem_bytes, gpu_type null"
+            ),
+            "start_time": (
+                "earliest task start_time, else earliest instance start_time "
+                f"[{_note(task_in, 'tasks', 'no task starts')}; "
+                f"{_note(inst_in, 'instances', 'no instance starts, nodes null')}]"
+            ),
+            "vc": _note(tag_in, "group", "user (no group tags)"),
+        }
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # without instances, the jobs rows need nothing the tasks batch's write
+            # produces: they are built in a thread (polars releases the GIL) while the
+            # store writes the tasks
+            early = (
+                pool.submit(jobs_batch, job_in, jobs, task_rows, None, tags, notes)
+                if job_in and jobs is not None and not inst_in
+                else None
+            )
+            if task_in and tasks is not None and task_rows is not None:
+                yield tasks_batch(task_in, tasks, task_rows)
+            per_job = None
+            if inst_in:
+                instances = read_instances(inst_in, task_gpus(tasks) if tasks is not None else None)
+                per_job = instances.per_job
+                yield instances.batch
+            if early is not None:
+                yield early.result()
+            elif job_in and jobs is not None:
+                yield jobs_batch(job_in, jobs, task_rows, per_job, tags, notes)
         if tag_in and tags is not None:
             yield tags_batch(tag_in, tags, jobs)
         del jobs, tasks, task_rows, tags, per_job

@@ -132,6 +132,9 @@ def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | N
     """
     if frame.height < 2 or is_ordered(frame, keys):
         return frame
+    # gathering from one chunk per column is ~3-5x cheaper than from many (the CSV
+    # reader and the line parse give one chunk per thread or batch)
+    frame = frame.rechunk()
     ties = _tie_groups(frame, keys)
     order: pl.Series | None
     if ties is not None:
@@ -145,6 +148,5 @@ def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | N
         order = _positions(frame, keys)
     if order is None:
         return None
-    # gathering from one chunk per column is ~5x cheaper than from many
-    out = frame.rechunk()[order]
+    out = frame[order]
     return out if is_ordered(out, keys) else None

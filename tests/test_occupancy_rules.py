@@ -139,3 +139,12 @@ def test_helios_rule_counts_a_job_within_one_minute_and_caps_at_installed() -> N
     assert at_11["allocated_gpus"].to_list() == [16.0]
     assert at_11["allocation_pct"].to_list() == [100.0]
     assert w.filter(pl.col("time").dt.strftime("%H:%M") == "11:02")["allocated_gpus"][0] == 20.0
+
+
+@pytest.mark.parametrize("rule", list(occ.Rule))
+def test_no_gpu_job_gives_an_empty_series(rule: occ.Rule) -> None:
+    jobs = _jobs([(_at(10, 0, 0), _at(11, 0, 0), 0.0)])  # a CPU job only
+    got = occ.occupancy(jobs, _capacity(16, [_at(0, 0, 0)]), NO_MACHINES, by="vc", rule=rule)
+    frame = got.collect()
+    assert frame.height == 0
+    assert {"time", "allocated_gpus", "allocation_pct"} <= set(frame.columns)

@@ -100,9 +100,16 @@ def allocation(
 
 def _sweep(iv: pl.DataFrame, groups: pl.DataFrame, step: int, rule: Rule) -> pl.DataFrame:
     """The bins of every group with their value (see :func:`allocation`)."""
+    keys = [c for c in groups.columns if c not in ("gid", "lo", "hi")]
+    if groups.height == 0:  # no GPU job with a start and an end: no bins
+        return groups.select(
+            *keys,
+            pl.lit(None, pl.Datetime("us", "UTC")).alias("time"),
+            pl.lit(None, pl.Float64).alias("allocated_gpus"),
+        )
     n = (groups["hi"] - groups["lo"] + 1).to_numpy()
     slots = n + 1
-    first = np.concatenate([[0], np.cumsum(slots)[:-1]])  # each group's first slot
+    first = np.concatenate([[0], np.cumsum(slots)[:-1]]).astype(np.int64)  # group starts
     total = int(slots.sum())
     gid = iv["gid"].to_numpy()
     base = first[gid] - groups["lo"].to_numpy()[gid]
@@ -132,7 +139,6 @@ def _sweep(iv: pl.DataFrame, groups: pl.DataFrame, step: int, rule: Rule) -> pl.
             "allocated_gpus": np.clip(value[keep], 0.0, None),
         }
     )
-    keys = [c for c in groups.columns if c not in ("gid", "lo", "hi")]
     return (
         groups.select(*keys, "gid")
         .join(bins, on="gid", how="right", maintain_order="right")

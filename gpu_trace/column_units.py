@@ -1,0 +1,167 @@
+"""The declared unit of every named column a table shows: where number formatting comes
+from (:mod:`gpu_trace.display`), so that no unit is ever guessed from part of a name.
+
+A column's unit is looked up by its **exact** name, in this order:
+
+1. the units the code that made the frame passes along (``readable(frame, units)``,
+   ``emit(..., units=...)``): an analysis' own declaration (:func:`analysis_units`:
+   ``AnalysisPlugin.units``, a mapping or a function of the command's options, then
+   :data:`BUILTIN` for the built-in analyses), or a producer of computed names
+   (``job_usage.usage_units``);
+2. the canonical schemas' columns (``Column.unit``, ``gpu-trace schema``) and
+   :data:`COMMON`, names that mean one thing wherever they appear;
+3. nothing: a plain number. A computed SQL column such as ``sum(gpus*run_s)/3600``
+   has no declared unit and is shown as ``4,054.5``, never as a duration because
+   ``run_s`` appears inside it.
+
+Units (:data:`DISPLAY_UNITS` lists those with their own form; any other unit, e.g.
+``gpu``, ``gpu_h``, ``kWh``, ``count``, is a plain number):
+
+- ``s``: seconds, shown as a duration (``2 h 03 min``); ``ms``: milliseconds, likewise;
+- ``bytes`` / ``mib``: a binary size (``1.5 TiB``);
+- ``fraction``: a 0-1 share, rate or ratio, shown as a percentage with one decimal
+  computed from the exact value (``0.1434`` -> ``14.3 %``);
+- ``pct``: already 0-100, a plain number (the header says "%");
+- ``id``: an identifier, digits as they are (no thousands separators);
+- ``gpu_s``: GPU-seconds, a plain number (a quantity of GPU time, not a duration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from gpu_trace.schemas import TABLES
+from gpu_trace.schemas.telemetry import GPU_METRICS, HOST_METRICS
+
+DISPLAY_UNITS = ("s", "ms", "bytes", "mib", "fraction", "id")
+"""The units shown in a form of their own; every other unit is a plain number."""
+
+STATUS_CLASSES = ("completed", "cancelled", "failed", "preempted", "unfinished")
+
+_DURATIONS = ("mean", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "max")
+
+COMMON: dict[str, str] = {
+    # queueing delays (``analyze queueing``, report tables)
+    **{f"{stat}_s": "s" for stat in ("mean", "median", "p90", "p99", "max")},
+    # summary
+    **{
+        f"{a}_{b}_s_{c}": "s"
+        for a in ("avg", "med")
+        for b in ("run", "queue")
+        for c in ("gpu", "cpu")
+    },
+    **{f"{s}_gpu_job_share": "fraction" for s in STATUS_CLASSES},
+    **{f"{s}_gpu_hours_share": "fraction" for s in STATUS_CLASSES},
+    **{f"{s}_gpu_time_share": "fraction" for s in STATUS_CLASSES},
+    **{f"{s}_rate{c}": "fraction" for s in STATUS_CLASSES for c in ("", "_cpu", "_gpu")},
+    "gpu_job_share": "fraction",
+    "gpu_hours": "gpu_h",
+    "jobs": "count",
+    "gpu_jobs": "count",
+    "cpu_jobs": "count",
+    "unfinished_jobs": "count",
+    "users": "count",
+    "samples": "count",
+    # shares of a group (jobs --view sizes, failures, sharing, provisioning, users)
+    "job_share": "fraction",
+    "gpu_share": "fraction",
+    "gpu_time_share": "fraction",
+    "cum_job_share": "fraction",
+    "cum_gpu_time_share": "fraction",
+    "zero_wait_share": "fraction",
+    "lost_share": "fraction",
+    "share_of_gpu_hours": "fraction",
+    "over_share": "fraction",
+    "under_share": "fraction",
+    "idle_share": "fraction",
+    "saturated_share": "fraction",
+    "user_share": "fraction",
+    "value_share": "fraction",
+    **{f"top{p}pct_share": "fraction" for p in (1, 5, 10, 20)},
+    "cdf": "fraction",
+    "coverage": "fraction",
+    "lost_gpu_hours": "gpu_h",
+    "failed_gpu_hours": "gpu_h",
+    "cancelled_gpu_hours": "gpu_h",
+    "preempted_gpu_hours": "gpu_h",
+    # durations and GPU time
+    "x_s": "s",
+    "gpu_time_s": "gpu_s",
+    "covered_gpu_s": "gpu_s",
+    "gap_gpu_s": "gpu_s",
+    "covered_s": "s",
+    "gap_s": "s",
+    "median_interval_s": "s",
+    "allocation_pct": "pct",
+    "mean_allocation_pct": "pct",
+    "median_allocation_pct": "pct",
+    "fragmented_pct": "pct",
+    "hour": "id",
+    "weekday": "id",
+}
+"""Output columns that mean the same thing in every analysis and report table."""
+
+BUILTIN: dict[str, Mapping[str, str]] = {
+    "jobs": {**dict.fromkeys(_DURATIONS, "s"), "n": "count"},
+}
+"""Per built-in analysis: its columns whose unit is its own (``jobs``' ``p50`` is a run
+time; ``per-job``'s is the metric's unit, see :func:`_per_job_units`)."""
+
+
+def metric_unit(metric: str) -> str | None:
+    """The canonical unit of a telemetry metric (``mem_used_bytes`` -> ``bytes``)."""
+    found = GPU_METRICS.get(metric) or HOST_METRICS.get(metric)
+    return found[0] if found else None
+
+
+def metric_stats_units(metric: str, stats: tuple[str, ...], prefix: str = "") -> dict[str, str]:
+    """Units of statistics of one metric: the metric's own unit for each of ``stats``
+    (named ``prefix + stat``); counts of samples are counts, not bytes.
+    """
+    unit = metric_unit(metric)
+    return {f"{prefix}{s}": unit for s in stats if unit is not None}
+
+
+def _per_job_units(options: Any) -> Mapping[str, str]:
+    metric = str(getattr(options, "metric", "gpu_util_pct"))
+    return {**metric_stats_units(metric, ("mean", "p50", "p95")), "samples": "count"}
+
+
+BUILTIN_BY_OPTIONS: dict[str, Callable[[Any], Mapping[str, str]]] = {
+    "per-job": _per_job_units,
+}
+
+
+@cache
+def schema_units() -> dict[str, str]:
+    """Every canonical column with a declared unit (first table wins on a shared name;
+    the schemas give one unit per name).
+    """
+    out: dict[str, str] = {}
+    for table in TABLES.values():
+        for col in table.columns:
+            if col.unit:
+                out.setdefault(col.name, col.unit)
+    return out
+
+
+def known_unit(name: str) -> str | None:
+    """A column's unit from the schemas and :data:`COMMON` (no analysis context)."""
+    return COMMON.get(name) or schema_units().get(name)
+
+
+def analysis_units(plugin: Any, options: Any) -> dict[str, str]:
+    """The units an ``analyze`` command's output declares: the plugin's own
+    ``units`` (mapping, or function of the options), else the built-in table.
+    """
+    declared = getattr(plugin, "units", None)
+    if callable(declared):
+        declared = declared(options)
+    name = getattr(plugin, "name", "")
+    out: dict[str, str] = dict(BUILTIN.get(name, {}))
+    if name in BUILTIN_BY_OPTIONS:
+        out.update(BUILTIN_BY_OPTIONS[name](options))
+    out.update(declared or {})
+    return out

@@ -102,3 +102,29 @@ def test_a_result_with_rows_prints_nothing_on_stderr(openb_store: Path) -> None:
     code, out, err = _run(openb_store, "queueing")
     assert code == 0 and len(out) > 2
     assert err == []
+
+
+@pytest.fixture(scope="module")
+def slurm_dcgm_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sacct export (hosts gpu01...) beside the dcgm-exporter answer, whose
+    series carry other hostnames (its ``Hostname`` labels), so nothing overlaps."""
+    store = tmp_path_factory.mktemp("slurm_dcgm") / "store"
+    ingest(LOADERS["slurm"], SAMPLES / "slurm" / "jobs.psv", store, tz="UTC")
+    ingest(LOADERS["prometheus-range"], DCGM, store)
+    return store
+
+
+def test_missing_metric_is_named(slurm_dcgm_store: Path) -> None:
+    code, out, err = _run(slurm_dcgm_store, "per-job", "--metric", "fan_pct")
+    assert code == 0 and len(out) == 2
+    assert len(err) == 1
+    assert "no GPU telemetry of metric fan_pct in this store (it has " in err[0]
+    assert "gpu_util_pct" in err[0]  # among the metrics the store does hold
+
+
+def test_telemetry_that_misses_the_jobs_says_so(slurm_dcgm_store: Path) -> None:
+    code, out, err = _run(slurm_dcgm_store, "per-job")
+    assert code == 0 and len(out) == 2
+    assert len(err) == 1
+    assert err[0].startswith("analyze per-job: no rows: the placements (")
+    assert err[0].endswith("share no host")

@@ -164,5 +164,32 @@ def _missing(name: str, needs: tuple[str, ...], inputs: Any, options: Any) -> st
             jobs = _count(frame)
             if _count(frame.filter(pl.col("gpus") > 0)) == 0:
                 return f"no GPU job (gpus > 0) among the {jobs:,} jobs {_where(inputs)}"
+    if {"placements", "gpu_samples"} <= set(needs):
+        return _no_overlap(inputs)
     what = ", ".join(WHAT.get(t, t) for t in needs)
     return f"the {what} {_where(inputs)} hold nothing that {name} counts with these options"
+
+
+def _span(frame: pl.LazyFrame, host: str, start: str, end: str) -> str:
+    row = frame.select(
+        pl.col(host).n_unique().alias("hosts"),
+        pl.col(start).min().alias("first"),
+        pl.col(end).max().alias("last"),
+    ).collect()
+    hosts, first, last = row.row(0)
+    return f"{hosts} host(s), {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
+
+
+def _no_overlap(inputs: Any) -> str:
+    """Placements and telemetry both present, but no sample on a held GPU while held."""
+    held = inputs.placements.filter(pl.col("start_time").is_not_null())
+    samples = inputs.gpu_samples
+    shared = (
+        held.select(pl.col("machine_id").alias("host"))
+        .unique()
+        .join(samples.select("host").unique(), on="host")
+    )
+    where = "share no host" if _count(shared) == 0 else "overlap on no GPU and time"
+    jobs = _span(held, "machine_id", "start_time", "end_time")
+    telemetry = _span(samples, "host", "time", "time")
+    return f"the placements ({jobs}) and the GPU telemetry ({telemetry}) {where}"

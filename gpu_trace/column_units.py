@@ -10,14 +10,21 @@ A column's unit is looked up by its **exact** name, in this order:
    (``job_usage.usage_units``);
 2. the canonical schemas' columns (``Column.unit``, ``gpu-trace schema``) and
    :data:`COMMON`, names that mean one thing wherever they appear;
-3. nothing: a plain number. A computed SQL column such as ``sum(gpus*run_s)/3600``
-   has no declared unit and is shown as ``4,054.5``, never as a duration because
-   ``run_s`` appears inside it.
+3. the project's naming convention ("units in column names"), for a name that is a
+   plain identifier (``[a-z][a-z0-9_]*``) only, by its **last** part alone
+   (:data:`SUFFIX_UNITS`: ``wait_s`` seconds, ``idle_gpu_s`` GPU-seconds,
+   ``vram_bytes`` bytes, ``backlog_share`` a fraction), so a new analysis column named
+   by the convention is shown right before anyone lists it;
+4. nothing: a plain number. A computed SQL column such as ``sum(gpus*run_s)/3600``
+   (not an identifier) has no unit and is shown as ``4054.5``, never as a duration
+   because ``run_s`` appears inside it; ``mem_used_bytes_samples`` ends in
+   ``samples``, so it is never bytes.
 
 Units (:data:`DISPLAY_UNITS` lists those with their own form; any other unit, e.g.
 ``gpu``, ``gpu_h``, ``kWh``, ``count``, is a plain number):
 
-- ``s``: seconds, shown as a duration (``2 h 03 min``); ``ms``: milliseconds, likewise;
+- ``s``: seconds, shown as a duration (``2 h 03 min``); ``ms`` stays a plain number
+  (sub-millisecond overheads would read ``0.0 s``);
 - ``bytes`` / ``mib``: a binary size (``1.5 TiB``);
 - ``fraction``: a 0-1 share, rate or ratio, shown as a percentage with one decimal
   computed from the exact value (``0.1434`` -> ``14.3 %``);
@@ -28,6 +35,7 @@ Units (:data:`DISPLAY_UNITS` lists those with their own form; any other unit, e.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -35,7 +43,7 @@ from typing import Any
 from gpu_trace.schemas import TABLES
 from gpu_trace.schemas.telemetry import GPU_METRICS, HOST_METRICS
 
-DISPLAY_UNITS = ("s", "ms", "bytes", "mib", "fraction", "id")
+DISPLAY_UNITS = ("s", "bytes", "mib", "fraction", "id")
 """The units shown in a form of their own; every other unit is a plain number."""
 
 STATUS_CLASSES = ("completed", "cancelled", "failed", "preempted", "unfinished")
@@ -81,6 +89,7 @@ COMMON: dict[str, str] = {
     "value_share": "fraction",
     **{f"top{p}pct_share": "fraction" for p in (1, 5, 10, 20)},
     "cdf": "fraction",
+    "queue_share": "fraction",
     "coverage": "fraction",
     "lost_gpu_hours": "gpu_h",
     "failed_gpu_hours": "gpu_h",
@@ -100,6 +109,11 @@ COMMON: dict[str, str] = {
     "fragmented_pct": "pct",
     "hour": "id",
     "weekday": "id",
+    # replay ratios (0-1) the schemas declare without a unit
+    "goodput_ratio": "fraction",
+    "alloc_mean_ratio": "fraction",
+    "alloc_ratio": "fraction",
+    **{f"estimator_within_{p}_ratio": "fraction" for p in (10, 50, 100)},
 }
 """Output columns that mean the same thing in every analysis and report table."""
 
@@ -108,6 +122,29 @@ BUILTIN: dict[str, Mapping[str, str]] = {
 }
 """Per built-in analysis: its columns whose unit is its own (``jobs``' ``p50`` is a run
 time; ``per-job``'s is the metric's unit, see :func:`_per_job_units`)."""
+
+
+SUFFIX_UNITS: tuple[tuple[str, str], ...] = (
+    ("_gpu_s", "gpu_s"),
+    ("_s", "s"),
+    ("_bytes", "bytes"),
+    ("_mib", "mib"),
+    ("_share", "fraction"),
+)
+"""The naming convention's unit suffixes, most specific first. ``_rate`` and
+``_ratio`` are not among them: a rate may be per hour and a ratio above 1 (finish-time
+fairness), so those are declared by name."""
+
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def convention_unit(name: str) -> str | None:
+    """The unit a plain identifier's last part names (:data:`SUFFIX_UNITS`), else None;
+    None for anything that is not a plain identifier (a SQL expression).
+    """
+    if not _IDENTIFIER.fullmatch(name):
+        return None
+    return next((unit for suffix, unit in SUFFIX_UNITS if name.endswith(suffix)), None)
 
 
 def metric_unit(metric: str) -> str | None:
@@ -148,8 +185,10 @@ def schema_units() -> dict[str, str]:
 
 
 def known_unit(name: str) -> str | None:
-    """A column's unit from the schemas and :data:`COMMON` (no analysis context)."""
-    return COMMON.get(name) or schema_units().get(name)
+    """A column's unit from :data:`COMMON`, the schemas, then the naming convention
+    (no analysis context).
+    """
+    return COMMON.get(name) or schema_units().get(name) or convention_unit(name)
 
 
 def analysis_units(plugin: Any, options: Any) -> dict[str, str]:

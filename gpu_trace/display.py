@@ -4,8 +4,9 @@ csv / json / parquet keep the raw, exact values; this module is only the reading
 
 - each column is shown in the form of its **declared unit**
   (:mod:`gpu_trace.column_units`: the producer's declaration, the canonical schemas,
-  then the common output names; looked up by the exact column name, never guessed from
-  part of it): ``s`` as a duration (``2 h 03 min``), ``bytes`` / ``mib`` as a binary
+  the common output names, looked up by the exact column name; then the naming
+  convention's unit suffix of a plain identifier; never a unit found inside a computed
+  name such as ``sum(gpus*run_s)/3600``): ``s`` as a duration (``2 h 03 min``), ``bytes`` / ``mib`` as a binary
   size (``1.5 TiB``), ``fraction`` (0-1) as a percentage (``22.9 %``, one decimal from
   the exact value), ``id`` as its digits; every other column, declared or not (a count,
   GPUs, GPU hours, a computed SQL expression), is a plain number;
@@ -50,8 +51,9 @@ ID_COLUMNS = frozenset(
 
 def unit_of(name: str, units: Mapping[str, str] | None = None) -> str | None:
     """The declared unit of column ``name``: ``units`` (the producer's), else the
-    schemas' and common output names' (:func:`gpu_trace.column_units.known_unit`), else
-    ``id`` for :data:`ID_COLUMNS`, else None (a plain number).
+    schemas', the common output names' and the naming convention's
+    (:func:`gpu_trace.column_units.known_unit`), else ``id`` for :data:`ID_COLUMNS`,
+    else None (a plain number).
     """
     if units and name in units:
         return units[name]
@@ -187,8 +189,6 @@ def readable(frame: pl.DataFrame, units: Mapping[str, str] | None = None) -> pl.
         unit = unit_of(name, units)
         if unit == "s":
             exprs.append(duration(col).alias(name))
-        elif unit == "ms":
-            exprs.append(duration(col.cast(pl.Float64) / 1000).alias(name))
         elif unit == "bytes":
             exprs.append(size(col).alias(name))
         elif unit == "mib":

@@ -163,3 +163,24 @@ def test_relative_time_allocation_axis_is_elapsed(openb_store: Path) -> None:
     assert upper["encoding"]["x"]["field"] == "elapsed_d"
     assert upper["encoding"]["x"]["type"] == "quantitative"
     assert "days since trace start" in text
+
+
+def test_a_name_by_the_convention_declares_its_unit_an_expression_does_not(
+    openb_store: Path,
+) -> None:
+    """An alias ending in ``_s`` follows the project's naming convention (units in
+    column names) and is a duration; the bare expression ``avg(queue_s)`` is not an
+    identifier and stays a number, though ``queue_s`` appears inside it."""
+    query = "select avg(run_s), avg(run_s) as mean_run_s from jobs"
+    runner = CliRunner()
+    raw = runner.invoke(app, ["sql", query, "--store", str(openb_store), "-f", "csv"])
+    value = float(raw.stdout.splitlines()[1].split(",")[0])
+    row = _table(runner.invoke(app, ["sql", query, "--store", str(openb_store)]).stdout)[0]
+    whole = round(value)
+    assert row[0] == _plain(value) or row[0] == f"{value:.2f}"
+    days, hours = whole // 86400, (whole // 3600) % 24
+    assert row[1] == (
+        f"{days} d {hours:02d} h"
+        if whole >= 86400
+        else f"{whole // 3600} h {(whole // 60) % 60:02d} min"
+    )

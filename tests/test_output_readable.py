@@ -52,9 +52,7 @@ def test_durations_and_sizes_humanized() -> None:
             "memory_mib": [16384, 1, 0, 1024, None],
         }
     )
-    # run_s and mem_bytes declare their units in the jobs schema; memory_mib is no
-    # canonical column, so its producer declares it (as any computed column must)
-    text = table_text(frame, 0, {"memory_mib": "mib"})
+    text = table_text(frame, 0)
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[2:]]
     # 7380 s = 2 h 3 min; 245 s = 4 min 5 s; 3 d 2 h; 16384 MiB = 16 GiB; 1 MiB
     assert rows[0] == ["2 h 03 min", "1.5 TiB", "16.0 GiB"]

@@ -141,9 +141,8 @@ def occupancy_artifact() -> dict[str, object]:
     from gpu_trace.synth.helios import write
 
     where = os.environ.get("HELIOS_ARTIFACT")
-    if not where:
-        msg = "set HELIOS_ARTIFACT to a clone of S-Lab-System-Group/HeliosArtifact"
-        raise SystemExit(msg)
+    if not where:  # `make bench` runs every case: say why this one did not run
+        return {"skipped": "set HELIOS_ARTIFACT to a clone of S-Lab-System-Group/HeliosArtifact"}
     limit = os.environ.get("ARTIFACT_LIMIT_S", "120")
     with tempfile.TemporaryDirectory() as tmp:
         raw, earth, store = Path(tmp) / "raw", Path(tmp) / "earth", Path(tmp) / "store"

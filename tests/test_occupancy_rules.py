@@ -148,3 +148,61 @@ def test_no_gpu_job_gives_an_empty_series(rule: occ.Rule) -> None:
     frame = got.collect()
     assert frame.height == 0
     assert {"time", "allocated_gpus", "allocation_pct"} <= set(frame.columns)
+
+
+def _oracle(
+    spans: list[tuple[str, int, int, float]], step: int, rule: occ.Rule
+) -> dict[tuple[str, int], float]:
+    """Each group's bins from first start to last end, by the rules' definitions, one
+    job and one bin at a time (seconds since 2020-05-14 00:00)."""
+    out: dict[tuple[str, int], float] = {}
+    for group in {g for g, _, _, _ in spans}:
+        mine = [(s, e, n) for g, s, e, n in spans if g == group]
+        lo = min(s for s, _, _ in mine) // step
+        hi = max(e for _, e, _ in mine) // step
+        for k in range(lo, hi + 1):
+            a, b = k * step, (k + 1) * step
+            if rule is occ.Rule.time_weighted:
+                value = sum(n * max(0, min(e, b) - max(s, a)) for s, e, n in mine) / step
+            else:
+                value = sum(n for s, e, n in mine if s // step <= k <= e // step)
+            out[(group, k)] = value
+    return out
+
+
+@pytest.mark.parametrize("rule", list(occ.Rule))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sweep_matches_a_job_by_job_count_across_groups(rule: occ.Rule, seed: int) -> None:
+    """Several VCs side by side: an event in a group's last bin (or, for the helios rule,
+    the bin after a job's end) must not spill into the next group's bins."""
+    import random
+
+    rng = random.Random(seed)
+    spans = []
+    for _ in range(40):
+        group = rng.choice(["vcA", "vcB", "vcC"])
+        start = rng.randrange(0, 4 * 3600)
+        spans.append((group, start, start + rng.randrange(1, 5400), float(rng.choice([1, 2, 8]))))
+    base = dt.datetime(2020, 5, 14, tzinfo=U)
+    jobs = pl.LazyFrame(
+        {
+            "source": ["helios"] * len(spans),
+            "cluster": ["earth"] * len(spans),
+            "vc": [g for g, _, _, _ in spans],
+            "start_time": [base + dt.timedelta(seconds=s) for _, s, _, _ in spans],
+            "end_time": [base + dt.timedelta(seconds=e) for _, _, e, _ in spans],
+            "gpus": [n for _, _, _, n in spans],
+        },
+        schema_overrides={
+            "start_time": pl.Datetime("us", "UTC"),
+            "end_time": pl.Datetime("us", "UTC"),
+        },
+    )
+    for freq, step in (("1min", 60), ("10min", 600)):
+        got = occ.allocation(jobs, freq=freq, by=["vc"], rule=rule).collect()
+        seconds = (got["time"] - base).dt.total_seconds()
+        keys = [(g, int(s) // step) for g, s in zip(got["vc"], seconds, strict=True)]
+        want = _oracle(spans, step, rule)
+        assert sorted(keys) == sorted(want)
+        for key, value in zip(keys, got["allocated_gpus"], strict=True):
+            assert value == pytest.approx(want[key], abs=1e-9), (freq, key)

@@ -109,6 +109,9 @@ COMMON: dict[str, str] = {
     "fragmented_pct": "pct",
     "hour": "id",
     "weekday": "id",
+    # accounting (sreport / seff views): seff prints efficiencies as percentages
+    **{f"{m}{k}_efficiency": "fraction" for m in ("", "median_") for k in ("cpu", "mem")},
+    "median_limit_used": "fraction",
     # replay ratios (0-1) the schemas declare without a unit
     "goodput_ratio": "fraction",
     "alloc_mean_ratio": "fraction",

@@ -12,16 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+if TYPE_CHECKING:
+    from rich.console import Console
 
 QUIET_ENV = "GPU_TRACE_QUIET"
 """Set to anything but empty / ``0`` to silence progress (``--quiet`` sets it to 1)."""
@@ -53,6 +47,19 @@ def task(
     """A progress bar for the ``with`` block, erased when it ends; yields its updater
     (a no-op when progress is not shown).
     """
+    if quiet():  # before rich is imported: a quiet run (scripts, benchmarks) never pays for it
+        yield _noop
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     console = console or Console(stderr=True)
     if not shown(console):
         yield _noop

@@ -372,5 +372,6 @@ def test_bad_by_is_one_line_error(hand_store: Path) -> None:
     )
     assert result.exit_code == 2  # a usage mistake
     assert result.output.strip() == (
-        "error: unknown --by value 'colour'; known: cause, gpus, size, user, vc, status"
+        "error: unknown --by value 'colour'; known: cause, gpus, size, user, vc, status, "
+        "account, qos, partition"
     )

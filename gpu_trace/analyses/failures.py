@@ -21,10 +21,11 @@ from gpu_trace.analyses.definitions import (
     size_rank,
     status_class,
 )
+from gpu_trace.analyses.grouping import GROUP_BY, with_group
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
-BY_CHOICES = ("gpus", "size", "user", "vc", "status")
+BY_CHOICES = ("gpus", "size", "user", "vc", "status", "account", "qos", "partition")
 LOST_CLASSES = ("failed", "cancelled", "preempted")
 """Final-status classes whose GPU time produced no result: it is counted as lost."""
 
@@ -32,8 +33,8 @@ LOST_CLASSES = ("failed", "cancelled", "preempted")
 def status_mix(
     jobs: pl.LazyFrame, by: str = "status", base: Sequence[str] = ("source", "cluster")
 ) -> pl.LazyFrame:
-    """Per group (and ``by``: size bucket, user or vc) and final-status class: jobs,
-    GPU hours, and their shares within the group.
+    """Per group (and ``by``: size bucket or an accounting key, a column of ``jobs``)
+    and final-status class: jobs, GPU hours, and their shares within the group.
     """
     if by not in BY_CHOICES:
         msg = f"by must be one of {BY_CHOICES}"
@@ -45,7 +46,7 @@ def status_mix(
     if by == "gpus":
         lf = lf.with_columns(size_bucket())
         keys.append("size_bucket")
-    elif by in ("user", "vc"):
+    elif by in GROUP_BY:
         keys.append(by)
     out = (
         lf.group_by([*keys, "status_class"])
@@ -73,7 +74,7 @@ def lost_gpu_time(
     column), per ``by`` group, with their sum's share of all GPU hours of the group.
     """
     mix = status_mix(jobs, by=by, base=base)
-    keys = [c for c in mix.collect_schema().names() if c in (*base, "size_bucket", "user", "vc")]
+    keys = [c for c in mix.collect_schema().names() if c in (*base, "size_bucket", *GROUP_BY)]
     return (
         mix.group_by(keys)
         .agg(
@@ -403,7 +404,7 @@ def mtbf(
 class FailuresOptions:
     """`gpu-trace analyze failures` options."""
 
-    by: str = option("status", "status, cause, size (= gpus), user or vc.")
+    by: str = option("status", "status, cause, size (= gpus), account, qos, partition, user or vc.")
     lost: bool = option(False, "GPU hours lost to failed/cancelled/preempted jobs.")
     mtbf: bool = option(False, "Node-attributed failures, MTBF per node-hour and GPU-hour.")
 
@@ -414,9 +415,10 @@ def _run(inputs: Any, options: FailuresOptions) -> pl.LazyFrame:
         return mtbf(inputs.jobs, inputs.events, inputs.gpu_samples)
     if options.by == "cause":
         return by_cause(inputs.jobs, inputs.placements, inputs.events)
+    jobs = with_group(inputs.jobs, options.by) if options.by in GROUP_BY else inputs.jobs
     if options.lost:
-        return lost_gpu_time(inputs.jobs, options.by)
-    return status_mix(inputs.jobs, options.by)
+        return lost_gpu_time(jobs, options.by)
+    return status_mix(jobs, options.by)
 
 
 def lost_by_cause_chart(frame: pl.DataFrame) -> Any:

@@ -12,11 +12,12 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, size_bucket, size_rank
+from gpu_trace.analyses.grouping import GROUP_BY, with_group
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
-BY_CHOICES = ("gpus", "vc", "gpu_type", "hour")
+BY_CHOICES = ("gpus", "vc", "gpu_type", "hour", "account", "qos", "partition", "user")
 
 
 def _stats(col: str) -> list[pl.Expr]:
@@ -40,8 +41,10 @@ def queue_by(
     tz_by_source: dict[str, str | None] | None = None,
     gpu_only: bool = True,
 ) -> pl.LazyFrame:
-    """Queueing-delay statistics per group. ``by``: ``gpus`` (size bucket), ``vc``,
-    ``gpu_type`` or ``hour`` (local hour of submission, in each source's time zone).
+    """Queueing-delay statistics per group. ``by``: ``gpus`` (size bucket),
+    ``gpu_type``, ``hour`` (local hour of submission, in each source's time zone) or an
+    accounting key (``account``, ``qos``, ``partition``, ``user``, ``vc``: a column of
+    ``jobs``, see :func:`gpu_trace.analyses.grouping.with_group`).
     """
     if by not in BY_CHOICES:
         msg = f"by must be one of {BY_CHOICES}"
@@ -127,7 +130,7 @@ def requeue_gaps(jobs: pl.LazyFrame, placements: pl.LazyFrame) -> pl.LazyFrame:
 class QueueingOptions:
     """`gpu-trace analyze queueing` options."""
 
-    by: str = option("gpus", "gpus, vc, gpu_type or hour.")
+    by: str = option("gpus", "gpus, gpu_type, hour, account, qos, partition, user or vc.")
     requeue: bool = option(False, "Per-attempt waits (Philly requeue gaps).")
 
 
@@ -141,8 +144,9 @@ def _run(inputs: Any, options: QueueingOptions) -> pl.LazyFrame:
             pl.col("wait_s").median().alias("median_s"),
         )
         return frame.sort("source", "cluster", "vc", "kind", nulls_last=True)
+    jobs = with_group(inputs.jobs, options.by) if options.by in GROUP_BY else inputs.jobs
     try:
-        return queue_by(inputs.jobs, options.by, tz_by_source=inputs.tz)
+        return queue_by(jobs, options.by, tz_by_source=inputs.tz)
     except ValueError as exc:
         raise GpuTraceError(str(exc)) from None
 
@@ -155,7 +159,8 @@ def _chart(frame: pl.DataFrame) -> Any:
 
 PLUGIN = AnalysisPlugin(
     name="queueing",
-    help="Queueing delay of GPU jobs by requested GPUs, VC, GPU type or hour of submission.",
+    help="Queueing delay of GPU jobs by requested GPUs, GPU type, hour of submission, or "
+    "account / QoS / partition / user / VC.",
     run=_run,
     options=QueueingOptions,
     title="Queueing",

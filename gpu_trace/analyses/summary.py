@@ -15,7 +15,9 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, STATUS_CLASSES, gpu_time_s, status_class
+from gpu_trace.analyses.grouping import GROUP_BY, with_group
 from gpu_trace.plugins import AnalysisPlugin, option
+from gpu_trace.values import choose
 
 DEFAULT_BY = ("source", "cluster")
 
@@ -77,11 +79,19 @@ class SummaryOptions:
     """`gpu-trace analyze summary` options."""
 
     by_dataset: bool = option(False, "One row per dataset, not per cluster.")
+    by: str | None = option(
+        None, "Also one row per account, qos, partition, user or vc of each cluster."
+    )
 
 
 def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
-    by = ("source", "dataset") if options.by_dataset else DEFAULT_BY
-    return summary(inputs.jobs, by=by)
+    by: tuple[str, ...] = ("source", "dataset") if options.by_dataset else DEFAULT_BY
+    jobs = inputs.jobs
+    if options.by is not None:
+        choose("--by value", options.by, GROUP_BY)
+        jobs = with_group(jobs, options.by)
+        by = (*by, options.by)
+    return summary(jobs, by=by)
 
 
 def _chart(frame: pl.DataFrame) -> Any:

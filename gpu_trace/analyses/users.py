@@ -1,5 +1,6 @@
 """Users: how concentrated GPU time and queueing are (Lorenz curve, top-k shares, Gini),
-and each user's GPU-job completion rate (Helios Figs. 8-9).
+and each user's GPU-job completion rate (Helios Figs. 8-9). ``--by`` groups by account,
+QoS, partition or VC instead of user (:mod:`gpu_trace.analyses.grouping`).
 """
 
 from __future__ import annotations
@@ -10,29 +11,35 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses.accounting import gpu_queue_hours
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
+from gpu_trace.analyses.grouping import GROUP_BY, with_group
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
 TOP_FRACTIONS = (0.01, 0.05, 0.1, 0.2)
 
 
-def per_user(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) -> pl.LazyFrame:
-    """One row per user: jobs, GPU jobs, GPU hours, GPU-job queue hours, completion rate
-    of finished GPU jobs.
+def per_user(
+    jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster"), by: str = "user"
+) -> pl.LazyFrame:
+    """One row per user (or per ``by`` group, a column of ``jobs``): jobs, GPU jobs, GPU
+    hours, GPU-weighted queue hours (sum of ``gpus x queue_s`` / 3600 over GPU jobs: an
+    8-GPU job waiting 1 h is 8 GPU-hours of queueing, a 1-GPU job waiting 2 h 2),
+    completion rate of finished GPU jobs.
     """
     gpu = GPU_JOB.fill_null(False)
     sc = pl.col("status_class")
     finished_gpu = gpu & (sc != "unfinished")
     return (
-        jobs.filter(pl.col("user").is_not_null())
+        jobs.filter(pl.col(by).is_not_null())
         .with_columns(status_class(), gpu_time_s())
-        .group_by([*base, "user"])
+        .group_by([*base, by])
         .agg(
             pl.len().alias("jobs"),
             gpu.sum().alias("gpu_jobs"),
             (pl.col("gpu_time_s").filter(gpu).sum() / 3600).alias("gpu_hours"),
-            (pl.col("queue_s").filter(gpu).sum() / 3600).alias("gpu_queue_hours"),
+            gpu_queue_hours(),
             ((sc == "completed") & finished_gpu)
             .sum()
             .truediv(finished_gpu.sum())
@@ -43,7 +50,10 @@ def per_user(jobs: pl.LazyFrame, base: Sequence[str] = ("source", "cluster")) ->
 
 
 def lorenz(
-    users: pl.LazyFrame, value: str = "gpu_hours", base: Sequence[str] = ("source", "cluster")
+    users: pl.LazyFrame,
+    value: str = "gpu_hours",
+    base: Sequence[str] = ("source", "cluster"),
+    by: str = "user",
 ) -> pl.LazyFrame:
     """Users sorted by descending ``value``: cumulative share of users vs cumulative share
     of ``value`` (every user counts, including those with zero).
@@ -57,15 +67,19 @@ def lorenz(
                 "value_share"
             ),
         )
-        .select(*keys, "user", "user_share", "value_share")
+        .select(*keys, by, "user_share", "value_share")
     )
 
 
 def concentration(
-    users: pl.LazyFrame, value: str = "gpu_hours", base: Sequence[str] = ("source", "cluster")
+    users: pl.LazyFrame,
+    value: str = "gpu_hours",
+    base: Sequence[str] = ("source", "cluster"),
+    count: str = "users",
 ) -> pl.LazyFrame:
-    """Per group: number of users, share of ``value`` held by the top 1/5/10/20 % of
-    users (rounded up to whole users), and the Gini coefficient.
+    """Per group: number of users (column ``count``; ``groups`` for another ``--by``),
+    share of ``value`` held by the top 1/5/10/20 % of users (rounded up to whole users),
+    and the Gini coefficient.
     """
     keys = list(base)
     ranked = users.sort([*keys, value], descending=[False] * len(keys) + [True]).with_columns(
@@ -83,21 +97,26 @@ def concentration(
     gini = (2 * (asc_rank * pl.col(value)).sum() / (pl.col("n").first() * total)) - (
         (pl.col("n").first() + 1) / pl.col("n").first()
     )
-    return ranked.group_by(keys).agg(pl.len().alias("users"), *tops, gini.alias("gini")).sort(keys)
+    return ranked.group_by(keys).agg(pl.len().alias(count), *tops, gini.alias("gini")).sort(keys)
 
 
 @dataclass(frozen=True)
 class UsersOptions:
     """`gpu-trace analyze users` options."""
 
-    per_user: bool = option(False, "One row per user instead.", flag="--per-user")
-    value: str = option("gpu_hours", "gpu_hours or gpu_queue_hours.")
+    per_user: bool = option(False, "One row per user (or --by group) instead.", flag="--per-user")
+    value: str = option("gpu_hours", "gpu_hours or gpu_queue_hours (GPU-weighted).")
+    by: str = option("user", "Group by user, account, qos, partition or vc.")
 
 
 def _run(inputs: Any, options: UsersOptions) -> pl.LazyFrame:
     choose("--value", options.value, ("gpu_hours", "gpu_queue_hours"))
-    table = per_user(inputs.jobs)
-    return table if options.per_user else concentration(table, options.value)
+    choose("--by value", options.by, GROUP_BY)
+    jobs = inputs.jobs if options.by == "user" else with_group(inputs.jobs, options.by)
+    table = per_user(jobs, by=options.by)
+    if options.per_user:
+        return table
+    return concentration(table, options.value, count="users" if options.by == "user" else "groups")
 
 
 def lorenz_chart(frame: pl.DataFrame) -> Any:
@@ -115,7 +134,10 @@ GLOSSARY = {
         for k in (1, 5, 10, 20)
     },
     "gini": ("Gini", "Gini coefficient over all users (0 = equal, 1 = one user holds all)"),
-    "gpu_queue_hours": ("GPU queue hours", "sum of queue_s / 3600 over the user's GPU jobs"),
+    "gpu_queue_hours": (
+        "GPU queue hours",
+        "sum of gpus x queue_s / 3600 over the user's GPU jobs (GPU-weighted)",
+    ),
     "completion_rate": ("completed (rate)", "completed / finished GPU jobs of the user"),
 }
 

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 import typer.main
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from gpu_trace import plugins
+from gpu_trace import plugins, progress
 from gpu_trace.cli._boundary import detail, err
 from gpu_trace.cli.generated import add_command, path_parameter
 from gpu_trace.cli.lazy import Command, LazyGroup, stub
@@ -79,17 +78,12 @@ def run_ingest(source: str, path: Path, store: Path | None, **options: Any) -> I
     from gpu_trace.loaders import ingest
 
     root = resolve_store(store)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(f"ingest {source}", total=None)
+    # the shared progress helper: nothing drawn (and rich's progress not even imported)
+    # when quiet or when stderr is not a terminal
+    with progress.task(f"ingest {source}", console=err) as update:
 
         def on_batch(batch: Batch) -> None:
-            progress.update(task, description=f"{batch.file.path.name} -> {batch.table}")
+            update(0, None, f"{batch.file.path.name} -> {batch.table}")
             detail(f"{batch.file.path} -> {batch.table} (dataset {batch.dataset})")  # -v
 
         report = ingest(get_loader(source), path, root, on_batch=on_batch, **options)

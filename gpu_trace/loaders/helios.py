@@ -76,7 +76,6 @@ from typing import Any
 
 import polars as pl
 
-from gpu_trace.datasets.extract import ArchiveTooLarge, ExtractLimits, UnsafeArchive, extract_zip
 from gpu_trace.errors import DatasetError, InputError
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.textfile import (
@@ -172,6 +171,15 @@ def _extract_zip(path: Path, max_extract_bytes: int | None = None) -> list[Helio
     overrides), so a zip bomb stops at the cap with one error line. Then the
     ``<Cluster>/cluster_*.csv`` members are picked out.
     """
+    # imported here: the datasets package (downloads, registry) costs ~50 ms of start-up
+    # that a plain-CSV ingest does not need
+    from gpu_trace.datasets.extract import (
+        ArchiveTooLarge,
+        ExtractLimits,
+        UnsafeArchive,
+        extract_zip,
+    )
+
     tmp = tempfile.TemporaryDirectory(prefix="gpu-trace-helios-")
     _EXTRACTED.append(tmp)
     root = Path(tmp.name)

@@ -55,6 +55,10 @@ Decisions on points the format leaves open:
 - ``vc`` is ``Partition``; ``nodes`` is ``NNodes``; ``cpus`` is ``NCPUS`` (or the older
   ``AllocCPUS``, else the TRES ``cpu=``); ``cancelled_by`` the uid of
   ``CANCELLED by <uid>``.
+- **Usage**: ``cpu_used_s`` is ``TotalCPU`` of the allocation line (sacct's sum over
+  the job's steps) when the export lists the job's steps, else null (``sacct -X``
+  prints 0); ``mem_peak_bytes`` the largest ``MaxRSS`` over the job's step lines
+  (:func:`with_step_usage`). Both are the ``seff`` inputs.
 - ``JobName`` is the only free text: a line with more fields than the header (a ``|``
   inside a job name) is split from both ends around it, as for Helios.
 """
@@ -124,6 +128,8 @@ FIELDS = {
     "reqgres": "reqgres",
     "allocgres": "allocgres",
     "alloccpus": "alloccpus",
+    "totalcpu": "totalcpu",
+    "maxrss": "maxrss",
 }
 """sacct field names we read (lower case) -> our key. Others are ignored."""
 REQUIRED = ("jobid", "state", "submit")
@@ -301,6 +307,8 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
     distinct value (:func:`_by_value`).
     """
     elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
+    cpu_1, cpu = sv.duration_s(_text("totalcpu", header, no_value=sv.NO_VALUE), "_tc")
+    rss, rss_bad = sv.rss_bytes(_text("maxrss", header, no_value=sv.NO_VALUE))
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
     alloccpus, alloccpus_bad = _int("alloccpus", header)
@@ -311,6 +319,9 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
             _text("jobid", header).alias("_jobid"),
             *_local_times(header),
             *elapsed_1,
+            *cpu_1,
+            rss.alias("_maxrss"),
+            rss_bad.alias("_maxrss_bad"),
             nnodes.alias("_nnodes"),
             nnodes_bad.alias("_nnodes_bad"),
             ncpus.alias("_ncpus"),
@@ -319,8 +330,13 @@ def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
             alloccpus_bad.alias("_alloccpus_bad"),
             _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
         )
-        .with_columns(elapsed["value"].alias("_elapsed"), elapsed["bad"].alias("_elapsed_bad"))
-        .drop(e.meta.output_name() for e in elapsed_1)
+        .with_columns(
+            elapsed["value"].alias("_elapsed"),
+            elapsed["bad"].alias("_elapsed_bad"),
+            cpu["value"].alias("_totalcpu"),
+            cpu["bad"].alias("_totalcpu_bad"),
+        )
+        .drop(e.meta.output_name() for e in (*elapsed_1, *cpu_1))
         .collect()
     )
     limit_1, limit = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE), "_tl")
@@ -576,6 +592,8 @@ def checks(header: Header) -> list[Check]:
         ("alloccpus", "alloccpus", "AllocCPUS", "a count"),
         ("exit", "exitcode", "ExitCode", "status:signal"),
         ("reqmem", "reqmem", "ReqMem", "a memory amount"),
+        ("totalcpu", "totalcpu", "TotalCPU", "a [D-]HH:MM:SS[.mmm] duration"),
+        ("maxrss", "maxrss", "MaxRSS", "a memory amount"),
     ):
         if src in header.names:
             out.append(
@@ -716,6 +734,8 @@ def _line_jobs(
         pl.col("_limit").alias("time_limit_s"),
         pl.col("_exit_code").cast(pl.Int32).alias("exit_code"),
         pl.col("_exit_signal").cast(pl.Int32).alias("exit_signal"),
+        pl.col("_totalcpu").alias("cpu_used_s"),
+        pl.col("_maxrss").alias("mem_peak_bytes"),
         sv.cancelled_by(state).alias("cancelled_by"),
         as_of.alias("as_of_time"),
         pl.lit(tz).alias("source_tz"),
@@ -747,6 +767,36 @@ def job_rows(
     multi = lines.filter(pl.col("_shared")).drop("_shared").collect()
     folded, attempts = sj.fold(multi)
     return pl.concat([single, folded.lazy()]), attempts, multi.height - folded.height
+
+
+def with_step_usage(rows: pl.LazyFrame, good: pl.DataFrame, header: Header) -> pl.LazyFrame:
+    """``cpu_used_s`` and ``mem_peak_bytes`` of each job, from its step lines.
+
+    sacct fills an allocation line's ``TotalCPU`` by summing the job's completed steps
+    (src/sacct/options.c, "aggregate the aggregatable"), and does not fetch steps under
+    ``-X`` (``JOBCOND_FLAG_NO_STEP``), where it prints ``00:00:00`` for every job. So
+    the allocation line's value is kept only for a job whose steps the export lists
+    (never added to the steps' own, which it already holds), else null. ``MaxRSS`` is
+    printed on step lines (the step's largest task, sacct man page): the job's peak is
+    the largest over its steps and its own line. Without either field the rows are
+    returned as they are.
+    """
+    if "totalcpu" not in header.names and "maxrss" not in header.names:
+        return rows
+    steps = (
+        good.lazy()
+        .filter(pl.col("_is_step"))
+        .group_by("_key")
+        .agg(pl.col("_maxrss").max().alias("_step_rss"), pl.lit(True).alias("_has_steps"))
+    )
+    return (
+        rows.join(steps, left_on="job_id", right_on="_key", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_has_steps")).then(pl.col("cpu_used_s")).alias("cpu_used_s"),
+            pl.max_horizontal("mem_peak_bytes", "_step_rss").alias("mem_peak_bytes"),
+        )
+        .drop("_step_rss", "_has_steps")
+    )
 
 
 def placement_rows(
@@ -821,6 +871,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         (pl.col("_elapsed") != sv.seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
     rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
+    rows = with_step_usage(rows, good, header)
     meta = {
         "time_basis": "absolute",
         "source_tz": tz,

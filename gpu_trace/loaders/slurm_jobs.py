@@ -99,8 +99,10 @@ HELPERS = (LINE, "_comp")
 """Columns of the per-line job rows that are not canonical (dropped once folded)."""
 DUPLICATE = -1
 """``_attempt`` of a line that repeats another line of its job exactly."""
-SUMMED = ("gpus", "gpus_raw", "cpus", "mem_bytes", "nodes")
+SUMMED = ("gpus", "gpus_raw", "cpus", "mem_bytes", "nodes", "cpu_used_s")
 """Columns added up over a heterogeneous job's components."""
+PEAKED = ("mem_peak_bytes",)
+"""Columns whose largest value over a heterogeneous job's components is the job's."""
 
 
 def fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -114,7 +116,8 @@ def fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
       Start, gaps included, as the schema defines it) loses no run.
     - Heterogeneous components (``123+0``, ``123+1``; sacct man page: "the job's
       components") are one job ``123``: GPUs, CPUs, memory and nodes are summed over
-      the components' current lines, GPU models joined; status, user, limits and the
+      the components' current lines (so is ``cpu_used_s``; ``mem_peak_bytes`` is their
+      largest), GPU models joined; status, user, limits and the
       other fields are those of the first component (the leader, ``+0``).
 
     - A line repeated exactly (two exports pasted into one file) is one run: the copy is
@@ -144,7 +147,8 @@ def fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     others = [
         c
         for c in lines.columns
-        if c not in (*SUMMED, *HELPERS, "job_id", "submit_time", "start_time", "eligible_time")
+        if c
+        not in (*SUMMED, *PEAKED, *HELPERS, "job_id", "submit_time", "start_time", "eligible_time")
         and c not in ("attempts", "end_time", "gpu_type", "as_of_time", "queue_s", "run_s")
     ]
     summed = [
@@ -158,6 +162,7 @@ def fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .agg(
             *(pl.col(c).first() for c in others),
             *summed,
+            *(pl.col(c).max() for c in PEAKED),
             pl.when(models == "").then(None).otherwise(models).alias("gpu_type"),
             pl.when(ended).then(pl.col("end_time").max()).alias("end_time"),
         )

@@ -5,7 +5,7 @@ one of sacct's "no value" words) and returns the typed value plus, where the tex
 be malformed, a boolean expression that is true when it is. The loader turns the
 latter into quarantine reasons. Grammars follow the sacct and sbatch manuals:
 
-- durations (``Elapsed``, ``Timelimit``): ``[days-]hours:minutes:seconds[.fraction]``
+- durations (``Elapsed``, ``Timelimit``, ``TotalCPU``): ``[days-]hours:minutes:seconds[.fraction]``
   and ``minutes:seconds[.fraction]``, the forms sacct prints (the sbatch-only input
   forms ``minutes``, ``days-hours`` are not output and are rejected);
   ``UNLIMITED``, ``Partition_Limit``, ``INVALID`` and ``Unknown`` mean no limit known;
@@ -136,19 +136,35 @@ MEM_MAX = 2.0**62
 canonical int64, so the value is rejected as damaged, not wrapped around."""
 
 
-def mem_bytes(amount: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+def mem_bytes(amount: pl.Expr, bare_power: int = 2) -> tuple[pl.Expr, pl.Expr]:
     """Bytes of a memory amount (``64G`` -> 64 GiB; ``4000`` -> 4000 MiB) as a float,
     rounded to a whole byte (sacct prints fractions such as ``187.50G``), and whether
     it is malformed or out of range. Callers cast to int64 after their own scaling.
+    ``bare_power``: the power of 1024 of a number without a unit letter (2, MiB, for
+    requests; 0, bytes, for :func:`rss_bytes`).
     """
     shaped = amount.str.contains(MEM_VALUE)
     ok = pl.when(shaped).then(amount)
     unit = pl.when(ok.str.contains("[KMGTP]$")).then(ok.str.slice(-1)).otherwise(pl.lit(""))
     number = ok.str.strip_chars_end("KMGTP").cast(pl.Float64, strict=False)
-    power = unit.replace_strict(_UNIT_POWER, default=None, return_dtype=pl.Int64)
+    powers = _UNIT_POWER | {"": bare_power}
+    power = unit.replace_strict(powers, default=None, return_dtype=pl.Int64)
     value = (number * pl.lit(1024.0).pow(power)).round(0)
     bad = amount.is_not_null() & (~shaped.fill_null(False) | (value >= MEM_MAX).fill_null(False))
     return pl.when(~bad).then(value), bad
+
+
+def rss_bytes(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """``MaxRSS`` in bytes (int64) and whether it is malformed.
+
+    sacct keeps the value in bytes and prints it through ``convert_num_unit`` with
+    ``UNIT_NONE`` (src/sacct/print.c, ``PRINT_MAXRSS``): scaled down by 1024 with a
+    ``K M G T P`` letter (``10452K``, ``5.02G``), ``0`` for zero, and a bare number of
+    bytes under ``--noconvert`` (no scaling, no letter). So a bare number is bytes here,
+    not MiB as in ``ReqMem``.
+    """
+    value, bad = mem_bytes(text, bare_power=0)
+    return to_int_bytes(value), bad
 
 
 def to_int_bytes(value: pl.Expr) -> pl.Expr:

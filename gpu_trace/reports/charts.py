@@ -508,3 +508,38 @@ def energy_by_group(table: pl.DataFrame, key: str) -> alt.Chart:
         )
         .properties(width=WIDTH, title=f"Energy by {key}")
     )
+
+
+TOP_GROUPS = 15
+"""Groups shown per panel of :func:`accounting_usage` (the largest by GPU hours)."""
+
+
+def accounting_usage(frame: pl.DataFrame, key: str) -> alt.Chart:
+    """GPU hours and GPU-weighted queue hours per account / user / ... group
+    (``analyze accounting``), the :data:`TOP_GROUPS` largest per source and cluster.
+    """
+    top = (
+        _label(frame, "source", "cluster")
+        .with_columns(pl.col(key).cast(pl.String).fill_null("(none)").alias("group"))
+        .sort("gpu_hours", descending=True, nulls_last=True)
+        .group_by("series", maintain_order=True)
+        .head(TOP_GROUPS)
+    )
+    long = top.select("series", "group", "gpu_hours", "gpu_queue_hours").unpivot(
+        index=["series", "group"], variable_name="measure", value_name="hours"
+    )
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("group:N", title=key, sort="-x"),
+            x=alt.X("hours:Q", title="GPU hours"),
+            yOffset="measure:N",
+            color=alt.Color("measure:N", title=None),
+            facet=alt.Facet("series:N", title=None, columns=FACET_COLUMNS, header=top_header()),
+            tooltip=["series:N", "group:N", "measure:N", alt.Tooltip("hours:Q", format=",.1f")],
+        )
+        .properties(
+            width=FACET_WIDTH, title=f"GPU hours and GPU queue hours by {key} (top {TOP_GROUPS})"
+        )
+    )

@@ -43,7 +43,7 @@ TIME_BASES = ("absolute", "hidden_epoch", "relative")
 
 JOBS = Table(
     name="jobs",
-    version=4,
+    version=5,
     description="One row per submitted job (pod for openb), normalized across traces.",
     sort_by=("submit_time", "job_id"),
     columns=(
@@ -113,6 +113,22 @@ JOBS = Table(
             "Wall-time limit the job asked for (Slurm `Timelimit`); null when unlimited or "
             "unknown.",
             unit="s",
+        ),
+        Column(
+            "cpu_used_s",
+            pa.float64(),
+            "CPU time the job used, user + system, over all its CPUs (Slurm `TotalCPU` of "
+            "the allocation line, which sacct sums over the job's completed steps); null "
+            "where the source does not say, or the export lists no step of the job (sacct "
+            "-X prints 0 there).",
+            unit="s",
+        ),
+        Column(
+            "mem_peak_bytes",
+            pa.int64(),
+            "Peak resident memory of the job: the largest `MaxRSS` over its steps (each "
+            "step's MaxRSS is its largest task's); null where the source does not say.",
+            unit="bytes",
         ),
         Column(
             "exit_code",

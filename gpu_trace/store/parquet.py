@@ -188,14 +188,19 @@ def _empty_is_current(root: Path, table: Table) -> bool:
     return version == table.version
 
 
-def ensure_layout(store: Path) -> None:
+def ensure_layout(store: Path, *, publish: bool = True) -> list[Table]:
     """Make ``store`` readable: migrate an old layout, remove what killed runs left, and
     make sure the current generation has one zero-row ``_empty`` file per table (so views
     bind with the right types). Commits a generation only when one of those files is
     missing or has an old schema version; otherwise it only reads.
+
+    With ``publish=False`` it commits nothing and returns the tables whose ``_empty``
+    file is missing or old: a :class:`StoreTransaction` publishes them in its own
+    generation, so the first ingest into a new store commits once, not twice (a
+    generation's folders, links and fsyncs are most of a small ingest's cost).
     """
     if is_generation(store):
-        return
+        return []
     store.mkdir(parents=True, exist_ok=True)
     if needs_repair(store):
         with store_lock(store):
@@ -203,8 +208,8 @@ def ensure_layout(store: Path) -> None:
     clean_leftovers(store)
     root = snapshot_root(store)
     stale = [t for t in TABLES.values() if not _empty_is_current(root, t)]
-    if not stale:
-        return
+    if not stale or not publish:
+        return stale
     tx_dir = _new_tx_dir(store)
     try:
         files = {}
@@ -215,6 +220,7 @@ def ensure_layout(store: Path) -> None:
         commit_generation(store, files)
     finally:
         shutil.rmtree(tx_dir, ignore_errors=True)
+    return []
 
 
 def _new_tx_dir(store: Path) -> Path:
@@ -253,9 +259,12 @@ class StoreTransaction:
     store: Path
     staged: list[Staged] = field(default_factory=list)
     _dir: Path | None = None
+    _stale: list[Table] = field(default_factory=list)
+    """Tables whose ``_empty`` file the store lacks (a new store): published with the
+    staged files in the one generation this transaction commits."""
 
     def __enter__(self) -> StoreTransaction:
-        ensure_layout(self.store)
+        self._stale = ensure_layout(self.store, publish=False)
         return self
 
     def __exit__(
@@ -343,8 +352,16 @@ class StoreTransaction:
             if parts:
                 msg = f"staged parts were never merged into their dataset: {', '.join(parts)}"
                 raise StoreError(msg)
-            if self.staged:
-                commit_generation(self.store, {s.dest: s.tmp for s in self.staged})
+            files = {s.dest: s.tmp for s in self.staged}
+            if self._stale:
+                if self._dir is None:
+                    self._dir = _new_tx_dir(self.store)
+                for table in self._stale:
+                    rel = dataset_relpath(table.name, EMPTY_SOURCE, "empty")
+                    _write_empty(table, self._dir / rel)
+                    files.setdefault(rel, self._dir / rel)
+            if files:
+                commit_generation(self.store, files)
         finally:
             self.abort()
 

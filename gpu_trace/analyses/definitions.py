@@ -87,7 +87,10 @@ SIZE_EDGES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def size_bucket() -> pl.Expr:
-    """Human-readable GPU-count bucket for a job."""
+    """Human-readable GPU-count bucket for a job, as an ordered ``Enum`` of
+    :func:`size_labels`: every sort, table and chart axis keeps the buckets in size
+    order (1, 2, 3-4, 5-8, ..., not "33-64" before "5-8"); CSV / JSON get the labels.
+    """
     g = pl.col("gpus")
     expr = pl.when(g.is_null()).then(pl.lit("unknown")).when(g == 0).then(pl.lit("0 (CPU)"))
     expr = expr.when(g < 1).then(pl.lit("<1 (shared)"))
@@ -96,7 +99,8 @@ def size_bucket() -> pl.Expr:
         label = str(edge) if low == edge else f"{low}-{edge}"
         expr = expr.when(g <= edge).then(pl.lit(label))
         low = edge + 1
-    return expr.otherwise(pl.lit(f">{SIZE_EDGES[-1]}")).alias("size_bucket")
+    last = expr.otherwise(pl.lit(f">{SIZE_EDGES[-1]}"))
+    return last.cast(pl.Enum(size_labels())).alias("size_bucket")
 
 
 def size_labels() -> list[str]:
@@ -111,8 +115,10 @@ def size_labels() -> list[str]:
 
 def size_rank() -> pl.Expr:
     """Sort key of the ``size_bucket`` column (0 = CPU jobs)."""
-    return pl.col("size_bucket").replace_strict(
-        {label: i for i, label in enumerate(size_labels())}, return_dtype=pl.Int32
+    return (
+        pl.col("size_bucket")
+        .cast(pl.String)
+        .replace_strict({label: i for i, label in enumerate(size_labels())}, return_dtype=pl.Int32)
     )
 
 

@@ -114,6 +114,11 @@ class UtilizationOptions:
         "series (allocation per bin), diurnal (weekday x hour profile), monthly, "
         "or measured (device activity from gpu_samples).",
     )
+    rule: occ.Rule = option(
+        occ.Rule.time_weighted,
+        "time-weighted (each bin's mean GPUs held) or helios (HeliosArtifact's count: a job "
+        "in every bin from its start to its end bin, capped at the installed GPUs).",
+    )
 
 
 def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
@@ -122,7 +127,12 @@ def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
         return sample_distribution(inputs.gpu_samples)
     try:
         series = occ.occupancy(
-            inputs.jobs, inputs.capacity, inputs.machines, freq=options.freq, by=options.by
+            inputs.jobs,
+            inputs.capacity,
+            inputs.machines,
+            freq=options.freq,
+            by=options.by,
+            rule=options.rule,
         )
     except ValueError as exc:
         raise GpuTraceError(str(exc)) from None

@@ -18,10 +18,13 @@ import polars as pl
 import typer
 
 from gpu_trace import plugins
+from gpu_trace.analyses.empty import why_empty
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.cli._boundary import err
 from gpu_trace.cli.generated import add_command
 from gpu_trace.cli.options import ReadStoreOpt, check_sources, number
 from gpu_trace.cli.output import Format, emit
+from gpu_trace.column_units import analysis_units
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
 from gpu_trace.values import split_list
@@ -56,9 +59,21 @@ def _inputs(store: Path | None, source: list[str] | None, needs_jobs: bool = Tru
 
 
 def _run(
-    frame: pl.LazyFrame | pl.DataFrame, fmt: Format, output: Path | None, max_rows: int
+    frame: pl.LazyFrame | pl.DataFrame,
+    fmt: Format,
+    output: Path | None,
+    max_rows: int,
+    shown: tuple[plugins.AnalysisPlugin, Inputs, Any] | None = None,
 ) -> None:
-    emit(frame.lazy().collect(), fmt, output, max_rows)
+    """Collect and write ``frame``; with ``shown`` (the analysis, its inputs and
+    options) the table gets the analysis' declared units and an empty result prints one
+    stderr line saying why (:mod:`gpu_trace.analyses.empty`), still exit 0.
+    """
+    result = frame.lazy().collect()
+    units = analysis_units(shown[0], shown[2]) if shown else None
+    if shown and result.height == 0:
+        err.print(why_empty(*shown), markup=False)
+    emit(result, fmt, output, max_rows, units)
 
 
 def _parameters(plugin: plugins.AnalysisPlugin) -> tuple[list[Any], list[Any]]:
@@ -82,7 +97,7 @@ def add_analysis(plugin: plugins.AnalysisPlugin) -> None:
     def body(given: dict[str, Any], options: Any) -> None:
         inputs = _inputs(given["store"], given.get("source"), plugin.needs_jobs)
         frame = plugin.run(inputs, options)
-        _run(frame, given["fmt"], given["output"], given["max_rows"])
+        _run(frame, given["fmt"], given["output"], given["max_rows"], (plugin, inputs, options))
 
     add_command(app, plugin.name, plugin.help, head, plugin.options, body, after=tail)
 

@@ -7,6 +7,8 @@ that could receive long series thin them first (:func:`thin`).
 
 from __future__ import annotations
 
+import datetime as dt
+
 import altair as alt
 import polars as pl
 
@@ -96,6 +98,18 @@ def thin(frame: pl.DataFrame, max_points: int = MAX_POINTS, by: str = "series") 
     return frame.gather_every(step)
 
 
+def ordered(values: pl.Series) -> list[str]:
+    """The distinct values of a category column in their declared order: an ``Enum``'s
+    own order (size buckets 1, 2, 3-4, 5-8, ...), else first appearance. Not first
+    appearance for an ``Enum``: with two traces, the second one's extra buckets would
+    be appended after the first one's largest.
+    """
+    present = set(values.drop_nulls().cast(pl.String).to_list())
+    if isinstance(values.dtype, pl.Enum):
+        return [c for c in values.dtype.categories.to_list() if c in present]
+    return values.cast(pl.String).unique(maintain_order=True).drop_nulls().to_list()
+
+
 def _label(frame: pl.DataFrame, *cols: str) -> pl.DataFrame:
     present = [c for c in cols if c in frame.columns]
     return frame.with_columns(
@@ -164,32 +178,64 @@ def status_shares(summary: pl.DataFrame) -> alt.Chart:
     )
 
 
+CALENDAR_FROM = dt.datetime(1980, 1, 1, tzinfo=dt.UTC)
+"""Series whose times all fall before this are offsets from their trace's start stored
+on 1970-01-01 (``time_basis`` relative, e.g. openb, or hidden_epoch, PAI 2020): their
+dates mean nothing, so they are drawn on an elapsed-time axis, never a calendar one."""
+
+
+def split_clock(frame: pl.DataFrame, by: str = "series") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(calendar series, elapsed-time series with ``elapsed_d``: days since the trace's
+    start), split per ``by`` group (:data:`CALENDAR_FROM`).
+    """
+    if frame.height == 0 or "time" not in frame.columns:
+        return frame, frame.clear()
+    last = pl.col("time").max().over(by) if by in frame.columns else pl.col("time").max()
+    relative = (last < CALENDAR_FROM).fill_null(False)  # no time: constant, calendar
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    elapsed = (pl.col("time") - pl.lit(epoch)).dt.total_seconds(fractional=True) / 86400
+    return (
+        frame.filter(~relative),
+        frame.filter(relative).with_columns(elapsed.alias("elapsed_d")),
+    )
+
+
 def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart:
-    """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom."""
+    """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom;
+    traces with relative times on their own chart, in days since their start.
+    """
     labelled = _label(series, "source", group if group in series.columns else "cluster")
     labelled, note = cap_series(labelled, "allocated_gpus")
-    frame = thin(labelled)
-    title = None
-    if "source" in frame.columns and "time" in frame.columns and frame.height:
-        # relative-time traces start at 1970-01-01: say so rather than show a 1970 date
-        first = frame.select(pl.col("time").min()).item()
-        if first is not None and first.year == 1970:
-            title = "time since trace start (shown from 1970-01-01)"
+    calendar, relative = split_clock(thin(labelled))
+    charts = []
+    if calendar.height or not relative.height:
+        charts.append(_allocation_chart(calendar, "time:T", None, note))
+    if relative.height:
+        charts.append(_allocation_chart(relative, "elapsed_d:Q", "days since trace start", note))
+    return charts[0] if len(charts) == 1 else alt.vconcat(*charts)  # type: ignore[return-value]
+
+
+def _allocation_chart(frame: pl.DataFrame, x: str, title: str | None, note: str) -> alt.Chart:
     brush = alt.selection_interval(encodings=["x"])
+    when = (
+        alt.Tooltip("elapsed_d:Q", format=",.2f", title="days since start")
+        if x.startswith("elapsed")
+        else "time:T"
+    )
     base = alt.Chart(frame).encode(
-        x=alt.X("time:T", title=title),
+        x=alt.X(x, title=title),
         y=alt.Y("allocation_pct:Q", title="GPUs allocated (%)"),
         color=alt.Color("series:N", title=None),
         tooltip=[
             "series:N",
-            "time:T",
+            when,
             alt.Tooltip("allocation_pct:Q", format=".1f"),
             alt.Tooltip("allocated_gpus:Q", format=",.1f"),
         ],
     )
     upper = (
         base.mark_line()
-        .encode(x=alt.X("time:T", title=None, scale=alt.Scale(domain=brush)))
+        .encode(x=alt.X(x, title=None, scale=alt.Scale(domain=brush)))
         .properties(width=WIDTH, height=220, title="GPU allocation over time" + note)
     )
     lower = base.mark_area(opacity=0.4).add_params(brush).properties(width=WIDTH, height=60)
@@ -259,7 +305,7 @@ def size_shares(sizes: pl.DataFrame) -> alt.Chart:
         )
         .unpivot(index=["series", "size_bucket"], variable_name="measure", value_name="share")
     )
-    order = sizes["size_bucket"].unique(maintain_order=True).to_list()
+    order = ordered(sizes["size_bucket"])
     return (
         alt.Chart(long)
         .mark_bar()
@@ -287,7 +333,7 @@ def queue_by(frame: pl.DataFrame, key: str) -> alt.Chart:
         .select("series", pl.col(key).cast(pl.String).alias("group"), "median_s", "p90_s")
         .unpivot(index=["series", "group"], variable_name="stat", value_name="seconds")
     )
-    order = frame[key].cast(pl.String).unique(maintain_order=True).to_list()
+    order = ordered(frame[key])
     return (
         alt.Chart(long)
         .mark_bar()
@@ -393,14 +439,26 @@ def fragmentation(by_type: pl.DataFrame) -> alt.Chart:
 
 
 def capacity(cap: pl.DataFrame) -> alt.Chart:
-    """Installed GPUs over time per cluster (step line)."""
+    """Installed GPUs over time per cluster (step line); relative-time traces in days
+    since their start (:func:`split_clock`).
+    """
     labelled, note = cap_series(_label(cap, "source", "cluster"), "gpus")
-    frame = thin(labelled)
+    calendar, relative = split_clock(thin(labelled))
+    charts = []
+    if calendar.height or not relative.height:
+        charts.append(_capacity_chart(calendar, alt.X("time:T", title=None), note))
+    if relative.height:
+        x = alt.X("elapsed_d:Q", title="days since trace start")
+        charts.append(_capacity_chart(relative, x, note))
+    return charts[0] if len(charts) == 1 else alt.vconcat(*charts)  # type: ignore[return-value]
+
+
+def _capacity_chart(frame: pl.DataFrame, x: alt.X, note: str) -> alt.Chart:
     return (
         alt.Chart(frame)
         .mark_line(interpolate="step-after")
         .encode(
-            x=alt.X("time:T", title=None),
+            x=x,
             y=alt.Y("gpus:Q", title="GPUs installed"),
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "time:T", "gpus:Q", "basis:N"],

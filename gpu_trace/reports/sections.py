@@ -11,7 +11,7 @@ chart through the analysis module that declares it, so a chart is defined once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import duckdb
@@ -30,6 +30,8 @@ from gpu_trace.analyses import summary as smy
 from gpu_trace.analyses import users as usr
 from gpu_trace.analyses import utilization as utl
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.column_units import analysis_units
+from gpu_trace.display import unit_of
 from gpu_trace.reports import charts
 from gpu_trace.reports.page import Section, table_html
 
@@ -58,8 +60,19 @@ apart: the Helios-style rates over finished jobs alone (``analyze summary``) rea
 "91 % failed" on openb, where three in four pods are still running or pending."""
 
 
-def _rounded(frame: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
-    return frame.with_columns(pl.selectors.float().round(digits))
+def _rounded(
+    frame: pl.DataFrame, digits: int = 3, units: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """Floats rounded to ``digits`` for the table, except 0-1 shares (declared unit
+    ``fraction``): those are shown as percentages with one decimal from the exact value
+    (0.143 rounded to one digit first was shown as 10.0 %).
+    """
+    floats = [
+        name
+        for name, dtype in frame.schema.items()
+        if dtype.is_float() and unit_of(name, units) != "fraction"
+    ]
+    return frame.with_columns(pl.col(floats).round(digits)) if floats else frame
 
 
 def _empty(title: str, why: str) -> Section:
@@ -322,7 +335,8 @@ def plugin_section(
         if frame.height == 0:
             return _empty(title, empty)
         text = caption if caption is not None else plugin.help.split("\n")[0]
-        sec = Section(title, table_html(_rounded(frame), caption=text))
+        units = analysis_units(plugin, chosen)
+        sec = Section(title, table_html(_rounded(frame, units=units), caption=text, units=units))
         if plugin.chart is not None and options is None:  # the chart is of the defaults
             sec.charts.append(plugin.chart(frame))
         return sec

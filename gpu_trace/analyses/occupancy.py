@@ -10,9 +10,22 @@ Definition note: Helios counts a job in every minute with start <= t <= end (bot
 floored to the minute), which slightly over-counts short jobs; the time-weighted mean is
 exact and equals Helios' figure for jobs spanning whole minutes.
 
-Capacity comes from the ``capacity`` table (vc null = the cluster total; preferred
-basis: published, then inferred_util, inferred_jobs, machine_list) as of each bin, else
-from the largest ``machines`` inventory of the cluster.
+Capacity (the denominator, :func:`occupancy`) comes from, in order:
+
+1. the ``capacity`` table (vc null = the cluster total; the most trusted basis of
+   :data:`BASIS_PREFERENCE`), as a step function: each bin takes the last row at or
+   before its start, and bins before the first row take the first row (an operator who
+   exports ``sinfo`` today to read last month's jobs has no older snapshot; the
+   installed GPUs of today are the best known, rather than no denominator at all);
+2. else the largest ``machines`` inventory of the cluster (a static node list, e.g.
+   a Kubernetes nodes export), as a constant;
+3. else the **peak concurrent GPUs allocated** over the whole series, labelled
+   ``inferred``: allocation can then never exceed 100 %, and reads as "share of the
+   busiest moment", which the table and the chart say.
+
+``capacity_basis`` names which: ``inventory`` (an operator's node inventory: sinfo,
+scontrol, nodes CSV, Kubernetes nodes, or a ``machines`` list), ``trace`` (the trace's own
+capacity file: Helios' published totals, Philly / PAI machine lists) or ``inferred``.
 """
 
 from __future__ import annotations
@@ -34,6 +47,16 @@ BASIS_PREFERENCE = (
 """Capacity bases, most trusted first: a trace's own totals, then an operator's node
 inventory snapshots (sinfo / scontrol / nodes CSV), then inferred ones."""
 DEFAULT_BY = ("source", "cluster")
+BASIS_LABEL = {
+    "published": "trace",
+    "machine_list": "trace",
+    "inventory": "inventory",
+    "inferred_util": "inferred",
+    "inferred_jobs": "inferred",
+}
+"""``capacity.basis`` -> the ``capacity_basis`` the analyses show (unknown bases: trace)."""
+INFERRED = "inferred"
+"""``capacity_basis`` of the fallback denominator (peak concurrent GPUs allocated)."""
 
 
 def allocation(
@@ -94,7 +117,8 @@ def allocation(
 
 
 def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyFrame:
-    """Cluster GPU totals over time: ``source, cluster, vc, time, capacity_gpus``.
+    """Cluster GPU totals over time: ``source, cluster, vc, time, capacity_gpus,
+    capacity_basis``.
 
     Per (source, cluster) the capacity rows of the most preferred basis are used; for
     clusters with no capacity rows, the largest machine inventory is used as a constant
@@ -114,6 +138,9 @@ def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyF
             "vc",
             "time",
             pl.col("gpus").cast(pl.Float64).alias("capacity_gpus"),
+            pl.col("basis")
+            .replace_strict(BASIS_LABEL, default="trace", return_dtype=pl.String)
+            .alias("capacity_basis"),
         )
     )
     inv = (
@@ -128,9 +155,40 @@ def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyF
             pl.lit(None, dtype=pl.String).alias("vc"),
             pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("time"),
             "capacity_gpus",
+            pl.lit("inventory").alias("capacity_basis"),
         )
     )
     return pl.concat([cap, inv])
+
+
+def peak_allocated(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
+    """Most GPUs held at once per group (``*by, peak_gpus``): the maximum of the step
+    function :func:`allocation` averages (the same jobs: GPU jobs with a start and an end
+    after it), not of its bin means, which a short burst would flatten.
+    """
+    keys = list(by)
+    iv = jobs.filter(
+        (pl.col("gpus") > 0)
+        & pl.col("start_time").is_not_null()
+        & pl.col("end_time").is_not_null()
+        & (pl.col("end_time") > pl.col("start_time"))
+    )
+    events = pl.concat(
+        [
+            iv.select(*keys, pl.col("start_time").alias("t"), pl.col("gpus").alias("d")),
+            iv.select(*keys, pl.col("end_time").alias("t"), (-pl.col("gpus")).alias("d")),
+        ]
+    )
+    # ends and starts at one instant are netted first: a job that starts as another
+    # ends does not count both
+    return (
+        events.group_by([*keys, "t"])
+        .agg(pl.col("d").sum())
+        .sort([*keys, "t"])
+        .with_columns(pl.col("d").cum_sum().over(keys).alias("level"))
+        .group_by(keys)
+        .agg(pl.col("level").max().cast(pl.Float64).alias("peak_gpus"))
+    )
 
 
 OCCUPANCY_BY = ("cluster", "vc", "gpu_type")
@@ -145,7 +203,8 @@ def occupancy(
     by: str = "cluster",
 ) -> pl.LazyFrame:
     """Allocation with capacity: ``source, cluster, [vc | gpu_type,] time,
-    allocated_gpus, capacity_gpus, allocation_pct`` (null where capacity is unknown).
+    allocated_gpus, capacity_gpus, allocation_pct, capacity_basis`` (the capacity rules:
+    module docstring).
 
     ``by='vc'`` uses the per-VC capacity rows (Helios publishes them daily);
     ``by='gpu_type'`` groups jobs by the GPU type they requested and capacity by the GPU
@@ -158,13 +217,7 @@ def occupancy(
     alloc = allocation(jobs, freq=freq, by=keys)
     if by == "gpu_type":
         caps = _capacity_by_type(machines)
-        return (
-            alloc.join(caps, on=keys, how="left")
-            .with_columns(
-                (100 * pl.col("allocated_gpus") / pl.col("capacity_gpus")).alias("allocation_pct")
-            )
-            .sort([*keys, "time"])
-        )
+        return _with_share(alloc.join(caps, on=keys, how="left", nulls_equal=True), jobs, keys)
     caps = cluster_capacity(capacity, machines)
     caps = (
         caps.filter(pl.col("vc").is_not_null())
@@ -173,16 +226,57 @@ def occupancy(
     )
     dated = caps.filter(pl.col("time").is_not_null()).sort([*keys, "time"])
     constant = caps.filter(pl.col("time").is_null()).drop("time")
-    with_dated = alloc.sort([*keys, "time"]).join_asof(
-        dated, on="time", by=keys, strategy="backward", check_sortedness=False
+    alloc = alloc.sort([*keys, "time"])
+    # step function: the last row at or before the bin; bins before the first row take
+    # the first row (module docstring)
+    before = alloc.join_asof(dated, on="time", by=keys, strategy="backward", check_sortedness=False)
+    after = alloc.join_asof(
+        dated, on="time", by=keys, strategy="forward", check_sortedness=False
+    ).select(
+        *keys,
+        "time",
+        pl.col("capacity_gpus").alias("capacity_gpus_next"),
+        pl.col("capacity_basis").alias("capacity_basis_next"),
     )
-    out = with_dated.join(constant, on=keys, how="left", suffix="_const").with_columns(
-        pl.coalesce("capacity_gpus", "capacity_gpus_const").alias("capacity_gpus")
-    )
-    return (
-        out.drop("capacity_gpus_const")
+    out = (
+        before.join(after, on=[*keys, "time"], how="left", nulls_equal=True)
+        .join(constant, on=keys, how="left", suffix="_const", nulls_equal=True)
         .with_columns(
-            (100 * pl.col("allocated_gpus") / pl.col("capacity_gpus")).alias("allocation_pct")
+            pl.coalesce("capacity_gpus", "capacity_gpus_next", "capacity_gpus_const"),
+            pl.coalesce("capacity_basis", "capacity_basis_next", "capacity_basis_const"),
+        )
+        .drop("capacity_gpus_next", "capacity_basis_next", "capacity_gpus_const")
+        .drop("capacity_basis_const")
+    )
+    return _with_share(out, jobs, keys)
+
+
+def _with_share(out: pl.LazyFrame, jobs: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``allocation_pct``, with the inferred capacity (peak concurrent GPUs allocated)
+    where no capacity is known; null where the capacity is 0 (every node down: a share
+    of nothing is no number).
+    """
+    peak = peak_allocated(jobs, keys)
+    known = pl.col("capacity_gpus").is_not_null()
+    cap = pl.col("capacity_gpus")
+    return (
+        out.join(peak, on=keys, how="left", nulls_equal=True)
+        .with_columns(
+            pl.when(known).then(cap).otherwise(pl.col("peak_gpus")).alias("capacity_gpus"),
+            pl.when(known)
+            .then(pl.col("capacity_basis"))
+            .otherwise(pl.lit(INFERRED))
+            .alias("capacity_basis"),
+        )
+        .drop("peak_gpus")
+        .with_columns(
+            pl.when(cap > 0)
+            .then(100 * pl.col("allocated_gpus") / cap)
+            .otherwise(None)
+            .alias("allocation_pct")
+        )
+        .select(
+            *keys, "time", "allocated_gpus", "capacity_gpus", "allocation_pct", "capacity_basis"
         )
         .sort([*keys, "time"])
     )
@@ -201,7 +295,10 @@ def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
     return (
         machines.join(best, on=["source", "cluster", "dataset"])
         .group_by("source", "cluster", "gpu_type")
-        .agg(pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"))
+        .agg(
+            pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"),
+            pl.lit("inventory").alias("capacity_basis"),
+        )
     )
 
 

@@ -19,6 +19,7 @@ import polars as pl
 
 from gpu_trace import plugins
 from gpu_trace.analyses import arrivals as arr
+from gpu_trace.analyses import backlog as blg
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -123,6 +124,7 @@ def utilization_section(inp: Inputs) -> Section:
             pl.col("allocation_pct").median().alias("median_allocation_pct"),
             pl.col("allocated_gpus").max().alias("peak_allocated_gpus"),
             pl.col("capacity_gpus").max().alias("capacity_gpus"),
+            pl.col("capacity_basis").drop_nulls().unique().sort().str.join(", "),
         )
         .sort("source", "cluster")
     )
@@ -130,6 +132,7 @@ def utilization_section(inp: Inputs) -> Section:
         "Utilization (allocation)",
         "<p>GPUs held by running jobs as a share of installed GPUs, time-weighted per "
         f"{freq} bin (allocation, not kernel activity; see the metric glossary).</p>"
+        + charts.inferred_note_html(series)
         + table_html(_rounded(stats, 2)),
     )
     sec.charts.append(declared_chart(utl.UTILIZATION, series))
@@ -160,6 +163,35 @@ def queueing_section(inp: Inputs) -> Section:
         sec.html += table_html(
             _rounded(top, 1), caption=f"Queueing delay by virtual cluster (top {TOP_N} by jobs)"
         )
+    return sec
+
+
+def backlog_section(inp: Inputs) -> Section:
+    """Pending GPU jobs: GPUs demanded over time (the exact step series, binned when
+    long), the backlog at the as-of instant by partition, and the longest current waits.
+    """
+    title = blg.PLUGIN.title
+    series = blg.backlog_series(inp.jobs).collect()
+    if series.height == 0:
+        return _empty(title, "No GPU job waited to start (every job started as submitted).")
+    if series.height > charts.MAX_POINTS:
+        series = blg.backlog_series(inp.jobs, freq=choose_freq(inp)).collect()
+    now = blg.backlog_now(inp.jobs, "partition").collect()
+    sec = Section(
+        title,
+        "<p>GPU jobs submitted and not yet started, up to each cluster's as-of instant (its "
+        "latest recorded time); waits of jobs still pending are waits so far.</p>",
+    )
+    sec.charts.append(blg.series_chart(series))
+    if now.height:
+        sec.html += table_html(
+            _rounded(now, 1), caption="Pending at the as-of instant, by partition"
+        )
+        sec.charts.append(declared_chart(blg.PLUGIN, now))
+        top = blg.longest_waits(inp.jobs).collect()
+        sec.html += table_html(_rounded(top, 1), caption=f"Longest current waits (top {blg.TOP_N})")
+    else:
+        sec.html += "<p>No GPU job pending at the as-of instant.</p>"
     return sec
 
 
@@ -341,7 +373,7 @@ failures_section = plugin_section(
 --by gpus``."""
 
 COMPOSED = frozenset(
-    {"summary", "utilization", "queueing", "failures", "energy", "jobs", "users"}
+    {"summary", "utilization", "queueing", "backlog", "failures", "energy", "jobs", "users"}
     | {"arrivals", "sharing", "fragmentation"}
 )
 """Analyses the sections above already show: their declared sections would repeat them."""
@@ -351,6 +383,7 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
     summary_section,
     utilization_section,
     queueing_section,
+    backlog_section,
     failures_section,
     failures_energy_section,
     jobs_users_section,

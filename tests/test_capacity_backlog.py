@@ -138,6 +138,36 @@ def test_inventory_taken_after_the_jobs_is_the_denominator(tmp_path: Path) -> No
     )
 
 
+NODES_CSV = """\
+node,gpus,gpu_type,cpus,mem,partition,available,time
+gpu01,4,a100,64,512G,gpu,true,2026-03-02T00:00:00Z
+gpu02,4,a100,64,512G,gpu;debug,true,2026-03-02T00:00:00Z
+gpu03,4,a100,64,512G,gpu,false,2026-03-02T00:00:00Z
+cpu01,0,,32,256G,cpu,true,2026-03-02T00:00:00Z
+"""
+"""The same nodes as a hand-kept CSV (the ``nodes-csv`` loader's documented columns):
+gpu03 unavailable, so 8 GPUs."""
+
+
+@pytest.mark.parametrize("sources", [(), ("--source", "slurm")])
+def test_nodes_csv_inventory_is_the_denominator_of_slurm_jobs(
+    tmp_path: Path, sources: tuple[str, ...]
+) -> None:
+    """``ingest nodes-csv`` writes source ``nodes-csv``; its cluster ``tiny`` is the
+    denominator of the Slurm jobs of cluster ``tiny`` (was: inferred / none), also when
+    the analysis is restricted to ``--source slurm``. Same figures as the sinfo case."""
+    store = slurm_store(tmp_path)
+    (tmp_path / "nodes.csv").write_text(NODES_CSV)
+    r = run("ingest", "nodes-csv", tmp_path / "nodes.csv", "--cluster", "tiny", "--store", store)
+    assert r.exit_code == 0, r.output
+    rows = [x for x in analyze(store, "utilization", *sources) if x["source"] == "slurm"]
+    assert set(hours(rows, "capacity_gpus").values()) == {8}
+    assert set(hours(rows, "capacity_basis").values()) == {"inventory"}
+    assert hours(rows, "allocation_pct") == pytest.approx(
+        {"08": 50.0, "09": 62.5, "10": 0.0, "11": 12.5, "12": 0.0}
+    )
+
+
 def test_capacity_is_a_step_function_of_the_snapshots(tmp_path: Path) -> None:
     """Snapshots at 09:00 (gpu03 still idle: 4 + 4 + 4 = 12 GPUs) and 11:00 (gpu03
     drained: 8). 08:00 is before the first snapshot (takes it: 12); 09:00 and 10:00
@@ -385,3 +415,70 @@ def test_every_chart_of_a_slurm_only_report_has_marks(tmp_path: Path) -> None:
         assert counts, f"{name}: no charts rendered"
         empty = [cid for cid, n in counts.items() if n == 0]
         assert not empty, f"{name}: charts without marks: {empty} of {counts}"
+
+
+# --------------------------------------------------------------------------- kubernetes
+
+
+def _k8s_pod(name: str, node: str, gpus: str, start: str, end: str) -> dict[str, Any]:
+    """A finished Pod as ``kubectl get pods -o json`` prints it (Kubernetes API reference,
+    Pod v1: ``spec.nodeName``, ``spec.containers[].resources.requests``,
+    ``status.phase``, ``status.conditions[]`` with ``type`` / ``status`` /
+    ``lastTransitionTime``, ``status.containerStatuses[].state.terminated`` with
+    ``startedAt`` / ``finishedAt``; RFC 3339 UTC times)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": start},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": gpus}}}],
+        },
+        "status": {
+            "phase": "Succeeded",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": start}],
+            "containerStatuses": [
+                {
+                    "name": "main",
+                    "state": {"terminated": {"exitCode": 0, "startedAt": start, "finishedAt": end}},
+                }
+            ],
+        },
+    }
+
+
+def _k8s_node(name: str, ready: str) -> dict[str, Any]:
+    """A Node (Node v1: ``status.capacity`` / ``allocatable`` quantities, the ``Ready``
+    condition ``True`` / ``False``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "NVIDIA-A100"}},
+        "spec": {},
+        "status": {
+            "capacity": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi"},
+            "allocatable": {"nvidia.com/gpu": "8", "cpu": "63", "memory": "500Gi"},
+            "conditions": [{"type": "Ready", "status": ready}],
+        },
+    }
+
+
+def test_kubernetes_nodes_are_the_denominator(tmp_path: Path) -> None:
+    """Nodes n1, n2 Ready (8 GPUs each), n3 NotReady (not counted, as a drained Slurm
+    node is not): 16 GPUs (was 24). Pods: a on n1, 4 GPUs 10:00-12:00; b on n2, 8 GPUs
+    11:00-12:00. Hourly: 10:00 4/16 = 25 %, 11:00 12/16 = 75 %, 12:00 (the last end) 0."""
+    pods = [
+        _k8s_pod("a", "n1", "4", "2026-03-01T10:00:00Z", "2026-03-01T12:00:00Z"),
+        _k8s_pod("b", "n2", "8", "2026-03-01T11:00:00Z", "2026-03-01T12:00:00Z"),
+    ]
+    nodes = [_k8s_node("n1", "True"), _k8s_node("n2", "True"), _k8s_node("n3", "False")]
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "List", "items": nodes}))
+    store = tmp_path / "store"
+    r = run("ingest", "kubernetes", tmp_path / "pods.json", tmp_path / "nodes.json",
+            "--cluster", "prod", "--store", store)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = analyze(store, "utilization", "--source", "kubernetes")
+    assert set(hours(rows, "capacity_gpus").values()) == {16}
+    assert set(hours(rows, "capacity_basis").values()) == {"inventory"}
+    assert hours(rows, "allocation_pct") == pytest.approx({"10": 25.0, "11": 75.0, "12": 0.0})

@@ -18,7 +18,8 @@ Capacity (the denominator, :func:`occupancy`) comes from, in order:
    exports ``sinfo`` today to read last month's jobs has no older snapshot; the
    installed GPUs of today are the best known, rather than no denominator at all);
 2. else the largest ``machines`` inventory of the cluster (a static node list, e.g.
-   a Kubernetes nodes export), as a constant;
+   a Kubernetes nodes export: its nodes not unavailable, as for snapshots), as a
+   constant;
 3. else the **peak concurrent GPUs allocated** over the whole series, labelled
    ``inferred``: allocation can then never exceed 100 %, and reads as "share of the
    busiest moment", which the table and the chart say.
@@ -55,6 +56,11 @@ BASIS_LABEL = {
     "inferred_jobs": "inferred",
 }
 """``capacity.basis`` -> the ``capacity_basis`` the analyses show (unknown bases: trace)."""
+INVENTORY_SOURCES = ("nodes-csv",)
+"""Sources that hold only node inventories (``ingest nodes-csv`` writes source
+``nodes-csv``): their capacity rows are the denominator of the jobs of any source with a
+cluster of the same name and no capacity of its own (``sinfo`` and ``scontrol`` write
+under ``slurm``, beside the jobs, so they need no such match)."""
 INFERRED = "inferred"
 """``capacity_basis`` of the fallback denominator (peak concurrent GPUs allocated)."""
 
@@ -144,7 +150,8 @@ def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyF
         )
     )
     inv = (
-        machines.group_by("source", "cluster", "dataset")
+        machines.filter(_not_unavailable(machines))
+        .group_by("source", "cluster", "dataset")
         .agg(pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"))
         .group_by("source", "cluster")
         .agg(pl.col("capacity_gpus").max())
@@ -159,6 +166,16 @@ def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyF
         )
     )
     return pl.concat([cap, inv])
+
+
+def _not_unavailable(machines: pl.LazyFrame) -> pl.Expr:
+    """Nodes that count in a static inventory's capacity: ``available`` true or unknown,
+    the rule of the snapshots' ``capacity`` rows (:mod:`gpu_trace.loaders.inventory`), so
+    a NotReady or cordoned Kubernetes node is left out as a drained Slurm node is.
+    """
+    if "available" not in machines.collect_schema().names():
+        return pl.lit(True)
+    return pl.col("available").fill_null(True)
 
 
 def peak_allocated(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
@@ -218,7 +235,7 @@ def occupancy(
     if by == "gpu_type":
         caps = _capacity_by_type(machines)
         return _with_share(alloc.join(caps, on=keys, how="left", nulls_equal=True), jobs, keys)
-    caps = cluster_capacity(capacity, machines)
+    caps = _shared_inventories(cluster_capacity(capacity, machines), alloc)
     caps = (
         caps.filter(pl.col("vc").is_not_null())
         if by == "vc"
@@ -249,6 +266,22 @@ def occupancy(
         .drop("capacity_basis_const")
     )
     return _with_share(out, jobs, keys)
+
+
+def _shared_inventories(caps: pl.LazyFrame, alloc: pl.LazyFrame) -> pl.LazyFrame:
+    """``caps`` plus, for each (source, cluster) with jobs and no capacity of its own,
+    the rows of an :data:`INVENTORY_SOURCES` inventory of the same cluster under the
+    jobs' source.
+    """
+    own = caps.select("source", "cluster").unique()
+    lacking = (
+        alloc.select("source", "cluster")
+        .unique()
+        .join(own, on=["source", "cluster"], how="anti", nulls_equal=True)
+    )
+    shared = caps.filter(pl.col("source").is_in(INVENTORY_SOURCES)).drop("source")
+    borrowed = lacking.join(shared, on="cluster", how="inner", nulls_equal=True)
+    return pl.concat([caps, borrowed.select(caps.collect_schema().names())])
 
 
 def _with_share(out: pl.LazyFrame, jobs: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
@@ -283,7 +316,10 @@ def _with_share(out: pl.LazyFrame, jobs: pl.LazyFrame, keys: list[str]) -> pl.La
 
 
 def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
-    """GPUs per (source, cluster, gpu_type) in each cluster's largest inventory."""
+    """GPUs per (source, cluster, gpu_type) in each cluster's largest inventory (nodes
+    not unavailable).
+    """
+    machines = machines.filter(_not_unavailable(machines))
     per_inv = machines.group_by("source", "cluster", "dataset").agg(
         pl.col("gpus").sum().alias("total")
     )

@@ -253,7 +253,8 @@ def test_report_says_when_capacity_is_inferred(tmp_path: Path) -> None:
     cells = re.findall(r"<td>([^<]*)</td>", section)
     assert numbers(cells[:7]) == ["slurm", "tiny", 41.49, 16.67, 6, 6, "inferred"]
     assert "slurm/tiny: capacity inferred (no inventory)" in section
-    assert '"subtitle": "slurm/tiny: capacity inferred (no inventory)' in page
+    # both charts of the section (allocation over time, diurnal profile) say so
+    assert page.count('"subtitle": "slurm/tiny: capacity inferred (no inventory)') == 2
 
 
 # --------------------------------------------------------------------------- backlog
@@ -316,6 +317,23 @@ def test_backlog_now_by_group(tmp_path: Path) -> None:
     assert [(x["size_bucket"], x["pending_gpus"]) for x in sizes] == [("1", 1.0), ("5-8", 8.0)]
     (part,) = analyze(store, "backlog", "--by", "partition")
     assert (part["partition"], part["pending_jobs"]) == ("gpu", 2)
+
+
+def test_backlog_python_api(tmp_path: Path) -> None:
+    """``gt.open(store).backlog(...)``: the same table as the command (12:00: carol 8
+    GPUs, alice 1; at 09:30: 103 and 105, 10 GPUs)."""
+    import datetime as dt
+
+    import gpu_trace as gt
+
+    s = gt.open(slurm_store(tmp_path))
+    users = s.backlog(by="user").sort("user")
+    assert users["user"].to_list() == ["alice", "carol"]
+    assert users["pending_gpus"].to_list() == [1.0, 8.0]
+    early = s.backlog(as_of=dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC))
+    assert early["pending_gpus"].to_list() == [10.0]
+    with pytest.raises(ValueError, match="by must be one of"):
+        s.backlog(by="queue")
 
 
 def test_backlog_as_of_option(tmp_path: Path) -> None:

@@ -33,8 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from gpu_trace.analyses.definitions import GPU_JOB, size_bucket, size_rank
-from gpu_trace.analyses.occupancy import allocation
+from gpu_trace.analyses.definitions import GPU_JOB, freq_to_polars, size_bucket, size_rank
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
@@ -58,6 +57,9 @@ def parse_as_of(text: str) -> dt.datetime:
 
 def _group(by: str) -> tuple[list[pl.Expr], list[str]]:
     """The column(s) ``by`` adds to the source and cluster, as expressions and names."""
+    if by not in BY_CHOICES:
+        msg = f"by must be one of {', '.join(BY_CHOICES)}"
+        raise ValueError(msg)
     if by == "cluster":
         return [], []
     if by == "partition":
@@ -121,29 +123,13 @@ def backlog_series(
     Without ``freq``, the exact step series: one row per instant the backlog changes,
     holding until the next row; the last row of each group is its as-of instant (the
     backlog then). With ``freq`` (``1h``, ``10min``, ...), each bin's time-weighted mean
-    (the allocation sweep of :func:`gpu_trace.analyses.occupancy.allocation` over the
-    pending intervals), for charts of long series.
+    (:func:`_binned`), for charts of long series.
     """
     _, names = _group(by)
     keys = [*BASE, *names]
     iv = pending_intervals(jobs, as_of, by)
     if freq is not None:
-        as_jobs = iv.select(
-            *keys,
-            pl.col("submit_time").alias("start_time"),
-            pl.col("pending_end").alias("end_time"),
-            "gpus",
-            pl.lit(1.0).alias("one"),
-        )
-        gpus = allocation(as_jobs, freq=freq, by=keys).rename({"allocated_gpus": "pending_gpus"})
-        count = allocation(
-            as_jobs.with_columns(pl.col("one").alias("gpus")), freq=freq, by=keys
-        ).rename({"allocated_gpus": "pending_jobs"})
-        return (
-            count.join(gpus, on=[*keys, "time"], how="left", nulls_equal=True)
-            .select(*keys, "time", "pending_jobs", "pending_gpus")
-            .sort([*keys, "time"], nulls_last=True)
-        )
+        return _binned(iv, keys, freq)
     ended = iv.filter(~pl.col("still_pending"))
     events = pl.concat(
         [
@@ -168,6 +154,60 @@ def backlog_series(
         )
         .select(*keys, "time", "pending_jobs", "pending_gpus")
     )
+
+
+def _binned(iv: pl.LazyFrame, keys: list[str], freq: str) -> pl.LazyFrame:
+    """Time-weighted mean pending jobs and GPUs per ``freq`` bin, in one sweep of the
+    pending intervals (the method of :func:`gpu_trace.analyses.occupancy.allocation`:
+    +1 / +gpus at submission, -1 / -gpus when the wait ends, bin edges as zero events,
+    each step weighted by its length within the bin). Bins run from the first submission
+    to the as-of instant.
+    """
+    every, seconds = freq_to_polars(freq)
+    zero = [pl.lit(0.0).alias("dj"), pl.lit(0.0).alias("dg")]
+    events = pl.concat(
+        [
+            iv.select(*keys, pl.col("submit_time").alias("t"), pl.lit(1.0).alias("dj"),
+                      pl.col("gpus").cast(pl.Float64).alias("dg")),
+            iv.select(*keys, pl.col("pending_end").alias("t"), pl.lit(-1.0).alias("dj"),
+                      (-pl.col("gpus")).cast(pl.Float64).alias("dg")),
+            iv.group_by(keys)
+            .agg(
+                pl.col("submit_time").min().dt.truncate(every).alias("lo"),
+                pl.col("pending_end").max().alias("hi"),
+            )
+            .select(
+                *keys,
+                pl.datetime_ranges("lo", "hi", every, time_unit="us", time_zone="UTC").alias("t"),
+            )
+            .explode("t")
+            .with_columns(zero),
+        ]
+    )  # fmt: skip
+    steps = (
+        events.group_by([*keys, "t"])
+        .agg(pl.col("dj").sum(), pl.col("dg").sum())
+        .sort([*keys, "t"], nulls_last=True)
+        .with_columns(
+            pl.col("dj").cum_sum().over(keys).alias("jobs"),
+            pl.col("dg").cum_sum().over(keys).alias("gpus"),
+            (pl.col("t").shift(-1).over(keys) - pl.col("t"))
+            .dt.total_microseconds()
+            .truediv(1e6)
+            .alias("dur_s"),
+            pl.col("t").dt.truncate(every).alias("time"),
+        )
+    )
+    return (
+        steps.group_by([*keys, "time"])
+        .agg(
+            (pl.col("jobs").clip(lower_bound=0) * pl.col("dur_s")).sum().truediv(seconds)
+            .alias("pending_jobs"),
+            (pl.col("gpus").clip(lower_bound=0) * pl.col("dur_s")).sum().truediv(seconds)
+            .alias("pending_gpus"),
+        )
+        .sort([*keys, "time"], nulls_last=True)
+    )  # fmt: skip
 
 
 def backlog_now(
@@ -246,7 +286,6 @@ class BacklogOptions:
 
 
 def _run(inputs: Any, options: BacklogOptions) -> pl.LazyFrame:
-    from gpu_trace.analyses.definitions import freq_to_polars
     from gpu_trace.errors import UsageError
 
     choose("--by value", options.by, BY_CHOICES)

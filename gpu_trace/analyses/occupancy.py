@@ -234,7 +234,8 @@ def occupancy(
     alloc = allocation(jobs, freq=freq, by=keys)
     if by == "gpu_type":
         caps = _capacity_by_type(machines)
-        return _with_share(alloc.join(caps, on=keys, how="left", nulls_equal=True), jobs, keys)
+        joined = alloc.join(caps, on=keys, how="left", nulls_equal=True)
+        return _with_share(joined, jobs, keys, caps.select(keys))
     caps = _shared_inventories(cluster_capacity(capacity, machines), alloc)
     caps = (
         caps.filter(pl.col("vc").is_not_null())
@@ -265,7 +266,7 @@ def occupancy(
         .drop("capacity_gpus_next", "capacity_basis_next", "capacity_gpus_const")
         .drop("capacity_basis_const")
     )
-    return _with_share(out, jobs, keys)
+    return _with_share(out, jobs, keys, caps.select(keys))
 
 
 def _shared_inventories(caps: pl.LazyFrame, alloc: pl.LazyFrame) -> pl.LazyFrame:
@@ -284,19 +285,23 @@ def _shared_inventories(caps: pl.LazyFrame, alloc: pl.LazyFrame) -> pl.LazyFrame
     return pl.concat([caps, borrowed.select(caps.collect_schema().names())])
 
 
-def _with_share(out: pl.LazyFrame, jobs: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def _with_share(
+    out: pl.LazyFrame, jobs: pl.LazyFrame, keys: list[str], known: pl.LazyFrame
+) -> pl.LazyFrame:
     """``allocation_pct``, with the inferred capacity (peak concurrent GPUs allocated)
     where no capacity is known; null where the capacity is 0 (every node down: a share
-    of nothing is no number).
+    of nothing is no number). ``known``: the groups with some capacity; the peak (a sort
+    of every start and end) is computed only for the jobs of the others.
     """
-    peak = peak_allocated(jobs, keys)
-    known = pl.col("capacity_gpus").is_not_null()
+    unknown = jobs.join(known.unique(), on=keys, how="anti", nulls_equal=True)
+    peak = peak_allocated(unknown, keys)
+    has_cap = pl.col("capacity_gpus").is_not_null()
     cap = pl.col("capacity_gpus")
     return (
         out.join(peak, on=keys, how="left", nulls_equal=True)
         .with_columns(
-            pl.when(known).then(cap).otherwise(pl.col("peak_gpus")).alias("capacity_gpus"),
-            pl.when(known)
+            pl.when(has_cap).then(cap).otherwise(pl.col("peak_gpus")).alias("capacity_gpus"),
+            pl.when(has_cap)
             .then(pl.col("capacity_basis"))
             .otherwise(pl.lit(INFERRED))
             .alias("capacity_basis"),

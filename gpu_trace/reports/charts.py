@@ -237,8 +237,11 @@ def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart
     return alt.vconcat(upper, lower)  # type: ignore[return-value]
 
 
-def diurnal(profile: pl.DataFrame) -> alt.Chart:
-    """Mean allocation by local hour of day, one line per trace."""
+def diurnal(profile: pl.DataFrame, inferred: list[str] | None = None) -> alt.Chart:
+    """Mean allocation by local hour of day, one line per trace; ``inferred`` names the
+    series whose capacity is inferred (:func:`inferred_series` of the series profiled),
+    said in the subtitle.
+    """
     keys = ["series", "clock"] if "clock" in profile.columns else ["series"]
     frame = (
         _label(profile, "source", "cluster")
@@ -257,7 +260,15 @@ def diurnal(profile: pl.DataFrame) -> alt.Chart:
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "hour:O", alt.Tooltip("allocation_pct:Q", format=".1f")],
         )
-        .properties(width=WIDTH, title="Diurnal allocation profile" + note)
+        .properties(
+            width=WIDTH,
+            title=alt.TitleParams(
+                "Diurnal allocation profile" + note,
+                subtitle=f"{', '.join(inferred)}: {INFERRED_NOTE}",
+            )
+            if inferred
+            else "Diurnal allocation profile" + note,
+        )
     )
 
 

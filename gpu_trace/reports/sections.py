@@ -141,7 +141,11 @@ def utilization_section(inp: Inputs) -> Section:
         if freq in ("1min", "10min", "1h")
         else occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq="1h").collect()
     )
-    sec.charts.append(charts.diurnal(occ.profiles(hourly.lazy(), inp.tz).collect()))
+    sec.charts.append(
+        charts.diurnal(
+            occ.profiles(hourly.lazy(), inp.tz).collect(), charts.inferred_series(series)
+        )
+    )
     return sec
 
 
@@ -171,11 +175,12 @@ def backlog_section(inp: Inputs) -> Section:
     long), the backlog at the as-of instant by partition, and the longest current waits.
     """
     title = blg.PLUGIN.title
-    series = blg.backlog_series(inp.jobs).collect()
-    if series.height == 0:
+    waits = blg.pending_intervals(inp.jobs).select(pl.len()).collect().item()
+    if waits == 0:
         return _empty(title, "No GPU job waited to start (every job started as submitted).")
-    if series.height > charts.MAX_POINTS:
-        series = blg.backlog_series(inp.jobs, freq=choose_freq(inp)).collect()
+    # the exact steps (at most two rows a wait) while they fit a chart, else binned
+    freq = choose_freq(inp) if 2 * waits > charts.MAX_POINTS else None
+    series = blg.backlog_series(inp.jobs, freq=freq).collect()
     now = blg.backlog_now(inp.jobs, "partition").collect()
     sec = Section(
         title,

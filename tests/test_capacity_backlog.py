@@ -185,6 +185,23 @@ def test_capacity_is_a_step_function_of_the_snapshots(tmp_path: Path) -> None:
     )
 
 
+def test_gpu_type_capacity_follows_the_snapshots(tmp_path: Path) -> None:
+    """``--by gpu_type``: the a100 GPUs (jobs 101, 102, 107 hold ``gres/gpu:a100``) are
+    12 at 09:00 and 8 from 11:00 (gpu03 drained), per snapshot as for the cluster (was:
+    the largest snapshot, 12, at all times). 08 4/12, 09 5/12, 10 0, 11 1/8, 12 0."""
+    before = [line.replace("drained", "idle") for line in SINFO_NOW]
+    store = slurm_store(
+        tmp_path,
+        {"sinfo-2026-03-01T0900Z.txt": before, "sinfo-2026-03-01T1100Z.txt": SINFO_NOW},
+    )
+    rows = analyze(store, "utilization", "--by", "gpu_type", "--source", "slurm")
+    assert {x["gpu_type"] for x in rows} == {"a100"}
+    assert hours(rows, "capacity_gpus") == {"08": 12, "09": 12, "10": 12, "11": 8, "12": 8}
+    assert hours(rows, "allocation_pct") == pytest.approx(
+        {"08": 100 / 3, "09": 500 / 12, "10": 0.0, "11": 12.5, "12": 0.0}
+    )
+
+
 def test_partition_capacity(tmp_path: Path) -> None:
     """``--by vc``: partition gpu (101, 102) over its 8 GPUs, debug (107) over gpu02's 4."""
     store = slurm_store(tmp_path, {"sinfo-2026-03-02T0000Z.txt": SINFO_NOW})
@@ -255,6 +272,27 @@ def test_report_says_when_capacity_is_inferred(tmp_path: Path) -> None:
     assert "slurm/tiny: capacity inferred (no inventory)" in section
     # both charts of the section (allocation over time, diurnal profile) say so
     assert page.count('"subtitle": "slurm/tiny: capacity inferred (no inventory)') == 2
+
+
+def test_report_without_capacity_draws_no_empty_allocation_chart(tmp_path: Path) -> None:
+    """Every GPU node drained in the only snapshot: capacity 0, no share in any bin.
+    The section says so and draws no (empty) allocation chart; GPUs held (peak 6) stay
+    in the table."""
+    drained = [
+        line.replace("mixed", "drained").replace("idle", "drained") if "gpu" in line else line
+        for line in SINFO_NOW
+    ]
+    store = slurm_store(tmp_path, {"sinfo-2026-03-02T0000Z.txt": drained})
+    rows = analyze(store, "utilization", "--source", "slurm")
+    assert {x["allocation_pct"] for x in rows} == {None}
+    assert set(hours(rows, "capacity_gpus").values()) == {0}
+    r = run("report", "--store", store, "--out", tmp_path / "site")
+    assert r.exit_code == 0, r.output
+    section = _utilization_html((tmp_path / "site/slurm.html").read_text())
+    assert "No allocation share to chart" in section
+    assert 'class="chart"' not in section
+    cells = re.findall(r"<td>([^<]*)</td>", section)
+    assert numbers(cells[4:6]) == [6, 0]
 
 
 # --------------------------------------------------------------------------- backlog

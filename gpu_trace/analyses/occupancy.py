@@ -225,7 +225,7 @@ def occupancy(
 
     ``by='vc'`` uses the per-VC capacity rows (Helios publishes them daily);
     ``by='gpu_type'`` groups jobs by the GPU type they requested and capacity by the GPU
-    type installed (largest inventory of the cluster).
+    type installed (per inventory snapshot, else the largest static inventory).
     """
     if by not in OCCUPANCY_BY:
         msg = f"by must be one of {OCCUPANCY_BY}"
@@ -234,19 +234,25 @@ def occupancy(
     alloc = allocation(jobs, freq=freq, by=keys)
     if by == "gpu_type":
         caps = _capacity_by_type(machines)
-        joined = alloc.join(caps, on=keys, how="left", nulls_equal=True)
-        return _with_share(joined, jobs, keys, caps.select(keys))
-    caps = _shared_inventories(cluster_capacity(capacity, machines), alloc)
-    caps = (
-        caps.filter(pl.col("vc").is_not_null())
-        if by == "vc"
-        else caps.filter(pl.col("vc").is_null()).drop("vc")
-    )
+    else:
+        caps = _shared_inventories(cluster_capacity(capacity, machines), alloc)
+        caps = (
+            caps.filter(pl.col("vc").is_not_null())
+            if by == "vc"
+            else caps.filter(pl.col("vc").is_null()).drop("vc")
+        )
+    return _with_share(_step_capacity(alloc, caps, keys), jobs, keys, caps.select(keys))
+
+
+def _step_capacity(alloc: pl.LazyFrame, caps: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``alloc`` with ``capacity_gpus`` and ``capacity_basis`` from ``caps`` (``*keys,
+    time, capacity_gpus, capacity_basis``; ``time`` null = valid at all times): the last
+    dated row at or before each bin, else the first one after it (bins before the first
+    snapshot), else the undated row.
+    """
     dated = caps.filter(pl.col("time").is_not_null()).sort([*keys, "time"])
     constant = caps.filter(pl.col("time").is_null()).drop("time")
     alloc = alloc.sort([*keys, "time"])
-    # step function: the last row at or before the bin; bins before the first row take
-    # the first row (module docstring)
     before = alloc.join_asof(dated, on="time", by=keys, strategy="backward", check_sortedness=False)
     after = alloc.join_asof(
         dated, on="time", by=keys, strategy="forward", check_sortedness=False
@@ -256,7 +262,7 @@ def occupancy(
         pl.col("capacity_gpus").alias("capacity_gpus_next"),
         pl.col("capacity_basis").alias("capacity_basis_next"),
     )
-    out = (
+    return (
         before.join(after, on=[*keys, "time"], how="left", nulls_equal=True)
         .join(constant, on=keys, how="left", suffix="_const", nulls_equal=True)
         .with_columns(
@@ -266,7 +272,6 @@ def occupancy(
         .drop("capacity_gpus_next", "capacity_basis_next", "capacity_gpus_const")
         .drop("capacity_basis_const")
     )
-    return _with_share(out, jobs, keys, caps.select(keys))
 
 
 def _shared_inventories(caps: pl.LazyFrame, alloc: pl.LazyFrame) -> pl.LazyFrame:
@@ -321,11 +326,30 @@ def _with_share(
 
 
 def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
-    """GPUs per (source, cluster, gpu_type) in each cluster's largest inventory (nodes
-    not unavailable).
+    """GPUs per (source, cluster, gpu_type) of the nodes not unavailable: per snapshot
+    (``time`` = ``snapshot_time``; a type no node of a snapshot has counts 0 there), and
+    for static lists (no snapshot time) the cluster's largest inventory (``time`` null).
     """
     machines = machines.filter(_not_unavailable(machines))
-    per_inv = machines.group_by("source", "cluster", "dataset").agg(
+    if "snapshot_time" not in machines.collect_schema().names():  # a hand-made frame
+        machines = machines.with_columns(
+            pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("snapshot_time")
+        )
+    keys = ["source", "cluster", "gpu_type"]
+    snaps = machines.filter(pl.col("snapshot_time").is_not_null())
+    per_snap = snaps.group_by(*keys, pl.col("snapshot_time").alias("time")).agg(
+        pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus")
+    )
+    grid = (
+        snaps.select("source", "cluster", pl.col("snapshot_time").alias("time"))
+        .unique()
+        .join(snaps.select(keys).unique(), on=["source", "cluster"], nulls_equal=True)
+    )
+    dated = grid.join(per_snap, on=[*keys, "time"], how="left", nulls_equal=True).with_columns(
+        pl.col("capacity_gpus").fill_null(0.0)
+    )
+    static = machines.filter(pl.col("snapshot_time").is_null())
+    per_inv = static.group_by("source", "cluster", "dataset").agg(
         pl.col("gpus").sum().alias("total")
     )
     best = (
@@ -333,14 +357,18 @@ def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
         .group_by("source", "cluster")
         .agg(pl.col("dataset").min())
     )
-    return (
-        machines.join(best, on=["source", "cluster", "dataset"])
-        .group_by("source", "cluster", "gpu_type")
-        .agg(
-            pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"),
-            pl.lit("inventory").alias("capacity_basis"),
-        )
+    constant = (
+        static.join(best, on=["source", "cluster", "dataset"])
+        .group_by(keys)
+        .agg(pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"))
+        .with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("time"))
     )
+    return pl.concat(
+        [
+            dated.select(*keys, "time", "capacity_gpus"),
+            constant.select(*keys, "time", "capacity_gpus"),
+        ]
+    ).with_columns(pl.lit("inventory").alias("capacity_basis"))
 
 
 def local_time(tz_by_source: dict[str, str | None]) -> pl.Expr:

@@ -135,6 +135,14 @@ def utilization_section(inp: Inputs) -> Section:
         + charts.inferred_note_html(series)
         + table_html(_rounded(stats, 2)),
     )
+    if series["allocation_pct"].is_null().all():
+        # capacity 0 in every bin (every node unavailable in the inventory): no share to
+        # draw, and an empty frame would look like "nothing ran"
+        sec.html += (
+            "<p>No allocation share to chart: the inventory lists no available GPU for "
+            "the bins jobs ran in (capacity 0); GPUs held are in the table.</p>"
+        )
+        return sec
     sec.charts.append(declared_chart(utl.UTILIZATION, series))
     hourly = (
         series

@@ -455,20 +455,24 @@ def _marks_per_chart(dom: str) -> dict[str, int]:
 @pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"), reason="chromium not installed (CI installs it)"
 )
-def test_every_chart_of_a_slurm_only_report_has_marks(tmp_path: Path) -> None:
-    """A Slurm-only store (the sacct export and the sinfo inventory above) gives a
-    report whose every chart draws marks in a real browser (the allocation charts were
-    empty frames: no capacity, so no allocation %)."""
+@pytest.mark.parametrize("inventory", [True, False], ids=["sinfo", "no-inventory"])
+def test_every_chart_of_a_slurm_only_report_has_marks(tmp_path: Path, inventory: bool) -> None:
+    """A Slurm-only store (the sacct export, with the sinfo inventory above or none)
+    gives a report whose every chart draws marks in a real browser (the allocation
+    charts were empty frames: no capacity, so no allocation %)."""
     from tests.test_report import chromium_render
 
     assert CHROMIUM, "CI must install chromium (.ci/run does)"
-    store = slurm_store(tmp_path, {"sinfo-2026-03-02T0000Z.txt": SINFO_NOW})
+    store = slurm_store(tmp_path, {"sinfo-2026-03-02T0000Z.txt": SINFO_NOW} if inventory else None)
     r = run("report", "--store", store, "--out", tmp_path / "site")
     assert r.exit_code == 0, r.output
     for name in ("index.html", "slurm.html"):
         dom, _ = chromium_render(tmp_path / "site" / name, tmp_path / name)
         counts = _marks_per_chart(dom)
         assert counts, f"{name}: no charts rendered"
+        # every chart container the page holds was rendered and counted
+        page = (tmp_path / "site" / name).read_text()
+        assert len(counts) == page.count('<div class="chart"'), (name, counts)
         empty = [cid for cid, n in counts.items() if n == 0]
         assert not empty, f"{name}: charts without marks: {empty} of {counts}"
 

@@ -382,6 +382,12 @@ def test_backlog_as_of_option(tmp_path: Path) -> None:
     assert (total["pending_jobs"], total["pending_gpus"]) == (2, 10.0)
     longest = analyze(store, "backlog", "--view", "longest", "--as-of", "2026-03-01T09:30:00Z")
     assert [(x["job_id"], x["wait_s"]) for x in longest] == [("103", 1800.0), ("105", 900.0)]
+    # At 10:00, the instant 104 is submitted: it waits (0 s) with 103 (8 GPUs, 3600 s);
+    # 105 left the queue at 09:45.
+    longest = analyze(store, "backlog", "--view", "longest", "--as-of", "2026-03-01T10:00:00Z")
+    assert [(x["job_id"], x["wait_s"]) for x in longest] == [("103", 3600.0), ("104", 0.0)]
+    (total,) = analyze(store, "backlog", "--as-of", "2026-03-01T10:00:00Z")
+    assert (total["pending_jobs"], total["pending_gpus"]) == (2, 9.0)
     series = analyze(store, "backlog", "--view", "series", "--as-of", "2026-03-01T09:30:00Z")
     assert [(x["time"][11:16], x["pending_gpus"]) for x in series] == [
         ("08:30", 2.0),

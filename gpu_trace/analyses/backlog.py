@@ -106,7 +106,9 @@ def pending_intervals(
             .alias("pending_end"),
             *group,
         )
-        .filter(pl.col("pending_end") > pl.col("submit_time"))
+        # a job submitted at the as-of instant itself is pending then (wait 0): the
+        # latest submission often *is* the as-of instant
+        .filter((pl.col("pending_end") > pl.col("submit_time")) | pl.col("still_pending"))
     )
 
 

@@ -235,7 +235,7 @@ def occupancy(
     if by == "gpu_type":
         caps = _capacity_by_type(machines)
     else:
-        caps = _shared_inventories(cluster_capacity(capacity, machines), alloc)
+        caps = _shared_inventories(cluster_capacity(capacity, machines), jobs)
         caps = (
             caps.filter(pl.col("vc").is_not_null())
             if by == "vc"
@@ -274,14 +274,15 @@ def _step_capacity(alloc: pl.LazyFrame, caps: pl.LazyFrame, keys: list[str]) -> 
     )
 
 
-def _shared_inventories(caps: pl.LazyFrame, alloc: pl.LazyFrame) -> pl.LazyFrame:
+def _shared_inventories(caps: pl.LazyFrame, jobs: pl.LazyFrame) -> pl.LazyFrame:
     """``caps`` plus, for each (source, cluster) with jobs and no capacity of its own,
     the rows of an :data:`INVENTORY_SOURCES` inventory of the same cluster under the
-    jobs' source.
+    jobs' source. The clusters come from the jobs, not from the allocation series,
+    which would then be computed twice.
     """
     own = caps.select("source", "cluster").unique()
     lacking = (
-        alloc.select("source", "cluster")
+        jobs.select("source", "cluster")
         .unique()
         .join(own, on=["source", "cluster"], how="anti", nulls_equal=True)
     )

@@ -530,13 +530,34 @@ def _k8s_node(name: str, ready: str) -> dict[str, Any]:
 
 
 def test_kubernetes_nodes_are_the_denominator(tmp_path: Path) -> None:
-    """Nodes n1, n2 Ready (8 GPUs each), n3 NotReady (not counted, as a drained Slurm
+    """Kubernetes is a source like any: nodes n1, n2 Ready (8 GPUs each), n3 NotReady (not counted, as a drained Slurm
     node is not): 16 GPUs (was 24). Pods: a on n1, 4 GPUs 10:00-12:00; b on n2, 8 GPUs
     11:00-12:00. Hourly: 10:00 4/16 = 25 %, 11:00 12/16 = 75 %, 12:00 (the last end) 0."""
     pods = [
         _k8s_pod("a", "n1", "4", "2026-03-01T10:00:00Z", "2026-03-01T12:00:00Z"),
         _k8s_pod("b", "n2", "8", "2026-03-01T11:00:00Z", "2026-03-01T12:00:00Z"),
     ]
+    # a pod still Pending (unscheduled: no nodeName, no PodScheduled=True condition)
+    pods.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "c",
+                "namespace": "ml",
+                "creationTimestamp": "2026-03-01T11:30:00Z",
+            },
+            "spec": {
+                "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]
+            },
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                ],
+            },
+        }
+    )
     nodes = [_k8s_node("n1", "True"), _k8s_node("n2", "True"), _k8s_node("n3", "False")]
     (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
     (tmp_path / "nodes.json").write_text(json.dumps({"kind": "List", "items": nodes}))
@@ -548,3 +569,7 @@ def test_kubernetes_nodes_are_the_denominator(tmp_path: Path) -> None:
     assert set(hours(rows, "capacity_gpus").values()) == {16}
     assert set(hours(rows, "capacity_basis").values()) == {"inventory"}
     assert hours(rows, "allocation_pct") == pytest.approx({"10": 25.0, "11": 75.0, "12": 0.0})
+    # the backlog at 12:00 (the last pod end): pod c, 2 GPUs, waiting since 11:30
+    (now,) = analyze(store, "backlog", "--by", "vc")
+    assert (now["vc"], now["pending_jobs"], now["pending_gpus"]) == ("ml", 1, 2.0)
+    assert now["longest_wait_s"] == 1800.0

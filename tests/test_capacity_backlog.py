@@ -270,6 +270,7 @@ def test_report_says_when_capacity_is_inferred(tmp_path: Path) -> None:
     cells = re.findall(r"<td>([^<]*)</td>", section)
     assert numbers(cells[:7]) == ["slurm", "tiny", 41.49, 16.67, 6, 6, "inferred"]
     assert "slurm/tiny: capacity inferred (no inventory)" in section
+    assert "allocation shares use the peak of GPUs held at once (inferred)" in page
     # both charts of the section (allocation over time, diurnal profile) say so
     assert page.count('"subtitle": "slurm/tiny: capacity inferred (no inventory)') == 2
 

@@ -329,7 +329,12 @@ def inventory_section(inp: Inputs) -> Section:
         .collect()
     )
     if inv.height == 0 and cap.height == 0:
-        return _empty("Inventory and capacity", "No machine inventory or capacity published.")
+        return _empty(
+            "Inventory and capacity",
+            "No machine inventory or capacity published: allocation shares use the peak "
+            "of GPUs held at once (inferred). Ingest a node inventory (sinfo, scontrol, "
+            "nodes-csv, Kubernetes nodes) for the installed GPUs.",
+        )
     sec = Section("Inventory and capacity")
     if inv.height:
         sec.html += table_html(inv, caption="Machines and GPUs per inventory and GPU type")

@@ -7,6 +7,8 @@ that could receive long series thin them first (:func:`thin`).
 
 from __future__ import annotations
 
+from html import escape
+
 import altair as alt
 import polars as pl
 
@@ -182,8 +184,6 @@ def inferred_series(series: pl.DataFrame) -> list[str]:
 
 def inferred_note_html(series: pl.DataFrame) -> str:
     """A paragraph naming the series whose capacity is inferred (empty when none)."""
-    from html import escape
-
     names = inferred_series(series)
     if not names:
         return ""

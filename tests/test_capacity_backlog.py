@@ -405,6 +405,7 @@ def test_backlog_bad_options_are_one_line(tmp_path: Path) -> None:
         (["--by", "queue"], "queue"),
         (["--top", "0"], "--top 0"),
         (["--view", "series", "--freq", "fortnight"], "--freq"),
+        (["--freq", "1h"], "--freq bins the series: give it with --view series"),
     ):
         r = run("analyze", "backlog", *args, "--store", store)
         assert r.exit_code == 2, (args, r.output)

@@ -294,6 +294,9 @@ def _run(inputs: Any, options: BacklogOptions) -> pl.LazyFrame:
     if options.top < 1:
         msg = f"--top {options.top}: give a positive number of jobs"
         raise UsageError(msg)
+    if options.freq is not None and options.view is not View.series:
+        msg = "--freq bins the series: give it with --view series"
+        raise UsageError(msg)
     if options.freq is not None:
         try:
             freq_to_polars(options.freq)

@@ -508,7 +508,8 @@ def backlog_series(series: pl.DataFrame) -> alt.Chart:
     """GPUs demanded by pending jobs over time per cluster (step line: the backlog holds
     from one change to the next), from :func:`gpu_trace.analyses.backlog.backlog_series`.
     """
-    labelled, note = cap_series(_label(series, "source", "cluster"), "pending_gpus")
+    groups = [c for c in ("partition", "vc", "user", "size_bucket") if c in series.columns]
+    labelled, note = cap_series(_label(series, "source", "cluster", *groups), "pending_gpus")
     frame = thin(labelled)
     return (
         alt.Chart(frame)

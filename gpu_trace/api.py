@@ -19,12 +19,14 @@ creates an empty store by accident (a mistyped path would otherwise read as zero
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
+from gpu_trace.analyses import backlog as blg
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import occupancy as occ
@@ -162,6 +164,13 @@ class Store:
         """``gpu-trace analyze utilization``: allocated / installed GPUs per bin."""
         inp = self.inputs
         return occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq, by=by).collect()
+
+    def backlog(self, by: str = "cluster", as_of: dt.datetime | None = None) -> pl.DataFrame:
+        """``gpu-trace analyze backlog --by``: GPU jobs and GPUs pending at the as-of
+        instant (default: each cluster's latest recorded time); the series over time and
+        the longest waits are ``gt.analyses.backlog.backlog_series`` / ``longest_waits``.
+        """
+        return blg.backlog_now(self.jobs, by, as_of=as_of).collect()
 
     def failures(self, by: str = "status") -> pl.DataFrame:
         """``gpu-trace analyze failures --by``: final-status mix per group."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from gpu_trace.analyses import (
     arrivals,
+    backlog,
     definitions,
     energy,
     failures,
@@ -29,6 +30,7 @@ from gpu_trace.analyses import (
 
 __all__ = [
     "arrivals",
+    "backlog",
     "definitions",
     "energy",
     "failures",

@@ -15,6 +15,13 @@ Glossary (also in docs/metrics.md):
 - **Allocation** (``allocation_pct``): GPUs held by running jobs / GPUs installed, time-
   weighted over each bin. This is what Helios calls "utilization"; it says nothing about
   whether kernels ran.
+- **Capacity** (``capacity_gpus``, ``capacity_basis``): installed GPUs per bin, a step
+  function of the inventory snapshots (the first snapshot before it), else a static
+  inventory, else the peak concurrent GPUs allocated (``inferred``):
+  :mod:`gpu_trace.analyses.occupancy`.
+- **Pending / backlog** (``pending_jobs``, ``pending_gpus``): GPU jobs submitted and not
+  yet started (nor ended) at a time; waits of jobs still pending at the as-of instant are
+  censored (waits so far): :mod:`gpu_trace.analyses.backlog`.
 - **Measured utilization** (``gpu_util_pct``): the device's own activity counter
   (nvidia-smi / NVML / DCGM), from ``gpu_samples``.
 """

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.analyses.arrivals import tz_by_source
+from gpu_trace.analyses.occupancy import INVENTORY_SOURCES
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.scan import scan
 
@@ -44,7 +45,10 @@ class Inputs:
             jobs=scan(store, "jobs", src),
             placements=scan(store, "placements", src),
             machines=scan(store, "machines", src),
-            capacity=scan(store, "capacity", src),
+            # inventory-only sources serve every source's cluster of that name
+            capacity=scan(
+                store, "capacity", list(dict.fromkeys([*src, *INVENTORY_SOURCES])) if src else None
+            ),
             gpu_samples=scan(store, "gpu_samples", src),
             host_samples=scan(store, "host_samples", src),
             events=scan(store, "events", src),

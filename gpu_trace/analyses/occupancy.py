@@ -21,9 +21,23 @@ the bin) are summed; then over the bins of a group in order ``gpu_seconds = A + 
 peak memory beside HeliosArtifact's in ``bench/occupancy_artifact.py``). Cost: O(jobs +
 bins), no sort of events or bins and no Python loop over rows.
 
-Capacity comes from the ``capacity`` table (vc null = the cluster total; preferred
-basis: published, then inferred_util, inferred_jobs, machine_list) as of each bin, else
-from the largest ``machines`` inventory of the cluster.
+Capacity (the denominator, :func:`occupancy`) comes from, in order:
+
+1. the ``capacity`` table (vc null = the cluster total; the most trusted basis of
+   :data:`BASIS_PREFERENCE`), as a step function: each bin takes the last row at or
+   before its start, and bins before the first row take the first row (an operator who
+   exports ``sinfo`` today to read last month's jobs has no older snapshot; the
+   installed GPUs of today are the best known, rather than no denominator at all);
+2. else the largest ``machines`` inventory of the cluster (a static node list, e.g.
+   a Kubernetes nodes export: its nodes not unavailable, as for snapshots), as a
+   constant;
+3. else the **peak concurrent GPUs allocated** over the whole series, labelled
+   ``inferred``: allocation can then never exceed 100 %, and reads as "share of the
+   busiest moment", which the table and the chart say.
+
+``capacity_basis`` names which: ``inventory`` (an operator's node inventory: sinfo,
+scontrol, nodes CSV, Kubernetes nodes, or a ``machines`` list), ``trace`` (the trace's own
+capacity file: Helios' published totals, Philly / PAI machine lists) or ``inferred``.
 """
 
 from __future__ import annotations
@@ -47,6 +61,21 @@ BASIS_PREFERENCE = (
 """Capacity bases, most trusted first: a trace's own totals, then an operator's node
 inventory snapshots (sinfo / scontrol / nodes CSV), then inferred ones."""
 DEFAULT_BY = ("source", "cluster")
+BASIS_LABEL = {
+    "published": "trace",
+    "machine_list": "trace",
+    "inventory": "inventory",
+    "inferred_util": "inferred",
+    "inferred_jobs": "inferred",
+}
+"""``capacity.basis`` -> the ``capacity_basis`` the analyses show (unknown bases: trace)."""
+INVENTORY_SOURCES = ("nodes-csv",)
+"""Sources that hold only node inventories (``ingest nodes-csv`` writes source
+``nodes-csv``): their capacity rows are the denominator of the jobs of any source with a
+cluster of the same name and no capacity of its own (``sinfo`` and ``scontrol`` write
+under ``slurm``, beside the jobs, so they need no such match)."""
+INFERRED = "inferred"
+"""``capacity_basis`` of the fallback denominator (peak concurrent GPUs allocated)."""
 
 
 class Rule(StrEnum):
@@ -147,7 +176,8 @@ def _sweep(iv: pl.DataFrame, groups: pl.DataFrame, step: int, rule: Rule) -> pl.
 
 
 def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyFrame:
-    """Cluster GPU totals over time: ``source, cluster, vc, time, capacity_gpus``.
+    """Cluster GPU totals over time: ``source, cluster, vc, time, capacity_gpus,
+    capacity_basis``.
 
     Per (source, cluster) the capacity rows of the most preferred basis are used; for
     clusters with no capacity rows, the largest machine inventory is used as a constant
@@ -167,10 +197,14 @@ def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyF
             "vc",
             "time",
             pl.col("gpus").cast(pl.Float64).alias("capacity_gpus"),
+            pl.col("basis")
+            .replace_strict(BASIS_LABEL, default="trace", return_dtype=pl.String)
+            .alias("capacity_basis"),
         )
     )
     inv = (
-        machines.group_by("source", "cluster", "dataset")
+        machines.filter(_not_unavailable(machines))
+        .group_by("source", "cluster", "dataset")
         .agg(pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"))
         .group_by("source", "cluster")
         .agg(pl.col("capacity_gpus").max())
@@ -181,9 +215,50 @@ def cluster_capacity(capacity: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyF
             pl.lit(None, dtype=pl.String).alias("vc"),
             pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("time"),
             "capacity_gpus",
+            pl.lit("inventory").alias("capacity_basis"),
         )
     )
     return pl.concat([cap, inv])
+
+
+def _not_unavailable(machines: pl.LazyFrame) -> pl.Expr:
+    """Nodes that count in a static inventory's capacity: ``available`` true or unknown,
+    the rule of the snapshots' ``capacity`` rows (:mod:`gpu_trace.loaders.inventory`), so
+    a NotReady or cordoned Kubernetes node is left out as a drained Slurm node is.
+    """
+    if "available" not in machines.collect_schema().names():
+        return pl.lit(True)
+    return pl.col("available").fill_null(True)
+
+
+def peak_allocated(jobs: pl.LazyFrame, by: Sequence[str] = DEFAULT_BY) -> pl.LazyFrame:
+    """Most GPUs held at once per group (``*by, peak_gpus``): the maximum of the step
+    function :func:`allocation` averages (the same jobs: GPU jobs with a start and an end
+    after it), not of its bin means, which a short burst would flatten.
+    """
+    keys = list(by)
+    iv = jobs.filter(
+        (pl.col("gpus") > 0)
+        & pl.col("start_time").is_not_null()
+        & pl.col("end_time").is_not_null()
+        & (pl.col("end_time") > pl.col("start_time"))
+    )
+    events = pl.concat(
+        [
+            iv.select(*keys, pl.col("start_time").alias("t"), pl.col("gpus").alias("d")),
+            iv.select(*keys, pl.col("end_time").alias("t"), (-pl.col("gpus")).alias("d")),
+        ]
+    )
+    # ends and starts at one instant are netted first: a job that starts as another
+    # ends does not count both
+    return (
+        events.group_by([*keys, "t"])
+        .agg(pl.col("d").sum())
+        .sort([*keys, "t"])
+        .with_columns(pl.col("d").cum_sum().over(keys).alias("level"))
+        .group_by(keys)
+        .agg(pl.col("level").max().cast(pl.Float64).alias("peak_gpus"))
+    )
 
 
 OCCUPANCY_BY = ("cluster", "vc", "gpu_type")
@@ -199,14 +274,15 @@ def occupancy(
     rule: Rule = Rule.time_weighted,
 ) -> pl.LazyFrame:
     """Allocation with capacity: ``source, cluster, [vc | gpu_type,] time,
-    allocated_gpus, capacity_gpus, allocation_pct`` (null where capacity is unknown).
+    allocated_gpus, capacity_gpus, allocation_pct, capacity_basis`` (the capacity rules:
+    module docstring).
 
     ``rule`` (:class:`Rule`): ``helios`` counts as HeliosArtifact does, including its cap
     of the allocated GPUs at the installed ones where capacity is known.
 
     ``by='vc'`` uses the per-VC capacity rows (Helios publishes them daily);
     ``by='gpu_type'`` groups jobs by the GPU type they requested and capacity by the GPU
-    type installed (largest inventory of the cluster).
+    type installed (per inventory snapshot, else the largest static inventory).
     """
     if by not in OCCUPANCY_BY:
         msg = f"by must be one of {OCCUPANCY_BY}"
@@ -215,35 +291,97 @@ def occupancy(
     alloc = allocation(jobs, freq=freq, by=keys, rule=rule)
     if by == "gpu_type":
         caps = _capacity_by_type(machines)
-        return _capped(
-            alloc.join(caps, on=keys, how="left")
-            .with_columns(
-                (100 * pl.col("allocated_gpus") / pl.col("capacity_gpus")).alias("allocation_pct")
-            )
-            .sort([*keys, "time"]),
-            rule,
+    else:
+        caps = _shared_inventories(cluster_capacity(capacity, machines), jobs)
+        caps = (
+            caps.filter(pl.col("vc").is_not_null())
+            if by == "vc"
+            else caps.filter(pl.col("vc").is_null()).drop("vc")
         )
-    caps = cluster_capacity(capacity, machines)
-    caps = (
-        caps.filter(pl.col("vc").is_not_null())
-        if by == "vc"
-        else caps.filter(pl.col("vc").is_null()).drop("vc")
+    return _capped(
+        _with_share(_step_capacity(alloc, caps, keys), jobs, keys, caps.select(keys)), rule
     )
+
+
+def _step_capacity(alloc: pl.LazyFrame, caps: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``alloc`` with ``capacity_gpus`` and ``capacity_basis`` from ``caps`` (``*keys,
+    time, capacity_gpus, capacity_basis``; ``time`` null = valid at all times): the last
+    dated row at or before each bin, else the first one after it (bins before the first
+    snapshot), else the undated row.
+    """
     dated = caps.filter(pl.col("time").is_not_null()).sort([*keys, "time"])
     constant = caps.filter(pl.col("time").is_null()).drop("time")
-    with_dated = alloc.sort([*keys, "time"]).join_asof(
-        dated, on="time", by=keys, strategy="backward", check_sortedness=False
+    alloc = alloc.sort([*keys, "time"])
+    before = alloc.join_asof(dated, on="time", by=keys, strategy="backward", check_sortedness=False)
+    after = alloc.join_asof(
+        dated, on="time", by=keys, strategy="forward", check_sortedness=False
+    ).select(
+        *keys,
+        "time",
+        pl.col("capacity_gpus").alias("capacity_gpus_next"),
+        pl.col("capacity_basis").alias("capacity_basis_next"),
     )
-    out = with_dated.join(constant, on=keys, how="left", suffix="_const").with_columns(
-        pl.coalesce("capacity_gpus", "capacity_gpus_const").alias("capacity_gpus")
-    )
-    return _capped(
-        out.drop("capacity_gpus_const")
+    return (
+        before.join(after, on=[*keys, "time"], how="left", nulls_equal=True)
+        .join(constant, on=keys, how="left", suffix="_const", nulls_equal=True)
         .with_columns(
-            (100 * pl.col("allocated_gpus") / pl.col("capacity_gpus")).alias("allocation_pct")
+            pl.coalesce("capacity_gpus", "capacity_gpus_next", "capacity_gpus_const"),
+            pl.coalesce("capacity_basis", "capacity_basis_next", "capacity_basis_const"),
         )
-        .sort([*keys, "time"]),
-        rule,
+        .drop("capacity_gpus_next", "capacity_basis_next", "capacity_gpus_const")
+        .drop("capacity_basis_const")
+    )
+
+
+def _shared_inventories(caps: pl.LazyFrame, jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """``caps`` plus, for each (source, cluster) with jobs and no capacity of its own,
+    the rows of an :data:`INVENTORY_SOURCES` inventory of the same cluster under the
+    jobs' source. The clusters come from the jobs, not from the allocation series,
+    which would then be computed twice.
+    """
+    own = caps.select("source", "cluster").unique()
+    lacking = (
+        jobs.select("source", "cluster")
+        .unique()
+        .join(own, on=["source", "cluster"], how="anti", nulls_equal=True)
+    )
+    shared = caps.filter(pl.col("source").is_in(INVENTORY_SOURCES)).drop("source")
+    borrowed = lacking.join(shared, on="cluster", how="inner", nulls_equal=True)
+    return pl.concat([caps, borrowed.select(caps.collect_schema().names())])
+
+
+def _with_share(
+    out: pl.LazyFrame, jobs: pl.LazyFrame, keys: list[str], known: pl.LazyFrame
+) -> pl.LazyFrame:
+    """``allocation_pct``, with the inferred capacity (peak concurrent GPUs allocated)
+    where no capacity is known; null where the capacity is 0 (every node down: a share
+    of nothing is no number). ``known``: the groups with some capacity; the peak (a sort
+    of every start and end) is computed only for the jobs of the others.
+    """
+    unknown = jobs.join(known.unique(), on=keys, how="anti", nulls_equal=True)
+    peak = peak_allocated(unknown, keys)
+    has_cap = pl.col("capacity_gpus").is_not_null()
+    cap = pl.col("capacity_gpus")
+    return (
+        out.join(peak, on=keys, how="left", nulls_equal=True)
+        .with_columns(
+            pl.when(has_cap).then(cap).otherwise(pl.col("peak_gpus")).alias("capacity_gpus"),
+            pl.when(has_cap)
+            .then(pl.col("capacity_basis"))
+            .otherwise(pl.lit(INFERRED))
+            .alias("capacity_basis"),
+        )
+        .drop("peak_gpus")
+        .with_columns(
+            pl.when(cap > 0)
+            .then(100 * pl.col("allocated_gpus") / cap)
+            .otherwise(None)
+            .alias("allocation_pct")
+        )
+        .select(
+            *keys, "time", "allocated_gpus", "capacity_gpus", "allocation_pct", "capacity_basis"
+        )
+        .sort([*keys, "time"])
     )
 
 
@@ -254,14 +392,37 @@ def _capped(series: pl.LazyFrame, rule: Rule) -> pl.LazyFrame:
     if rule is not Rule.helios:
         return series
     capped = pl.min_horizontal("allocated_gpus", "capacity_gpus")  # null capacity: kept
+    cap = pl.col("capacity_gpus")
     return series.with_columns(capped.alias("allocated_gpus")).with_columns(
-        (100 * pl.col("allocated_gpus") / pl.col("capacity_gpus")).alias("allocation_pct")
+        pl.when(cap > 0).then(100 * pl.col("allocated_gpus") / cap).alias("allocation_pct")
     )
 
 
 def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
-    """GPUs per (source, cluster, gpu_type) in each cluster's largest inventory."""
-    per_inv = machines.group_by("source", "cluster", "dataset").agg(
+    """GPUs per (source, cluster, gpu_type) of the nodes not unavailable: per snapshot
+    (``time`` = ``snapshot_time``; a type no node of a snapshot has counts 0 there), and
+    for static lists (no snapshot time) the cluster's largest inventory (``time`` null).
+    """
+    machines = machines.filter(_not_unavailable(machines))
+    if "snapshot_time" not in machines.collect_schema().names():  # a hand-made frame
+        machines = machines.with_columns(
+            pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("snapshot_time")
+        )
+    keys = ["source", "cluster", "gpu_type"]
+    snaps = machines.filter(pl.col("snapshot_time").is_not_null())
+    per_snap = snaps.group_by(*keys, pl.col("snapshot_time").alias("time")).agg(
+        pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus")
+    )
+    grid = (
+        snaps.select("source", "cluster", pl.col("snapshot_time").alias("time"))
+        .unique()
+        .join(snaps.select(keys).unique(), on=["source", "cluster"], nulls_equal=True)
+    )
+    dated = grid.join(per_snap, on=[*keys, "time"], how="left", nulls_equal=True).with_columns(
+        pl.col("capacity_gpus").fill_null(0.0)
+    )
+    static = machines.filter(pl.col("snapshot_time").is_null())
+    per_inv = static.group_by("source", "cluster", "dataset").agg(
         pl.col("gpus").sum().alias("total")
     )
     best = (
@@ -269,11 +430,18 @@ def _capacity_by_type(machines: pl.LazyFrame) -> pl.LazyFrame:
         .group_by("source", "cluster")
         .agg(pl.col("dataset").min())
     )
-    return (
-        machines.join(best, on=["source", "cluster", "dataset"])
-        .group_by("source", "cluster", "gpu_type")
+    constant = (
+        static.join(best, on=["source", "cluster", "dataset"])
+        .group_by(keys)
         .agg(pl.col("gpus").sum().cast(pl.Float64).alias("capacity_gpus"))
+        .with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("time"))
     )
+    return pl.concat(
+        [
+            dated.select(*keys, "time", "capacity_gpus"),
+            constant.select(*keys, "time", "capacity_gpus"),
+        ]
+    ).with_columns(pl.lit("inventory").alias("capacity_basis"))
 
 
 def local_time(tz_by_source: dict[str, str | None]) -> pl.Expr:

@@ -169,6 +169,14 @@ UTILIZATION = AnalysisPlugin(
     options=UtilizationOptions,
     title="Utilization (allocation)",
     chart=_allocation_chart,
+    glossary={
+        "capacity_basis": (
+            "capacity basis",
+            "where capacity_gpus comes from: inventory (node snapshots in force, the first "
+            "before it), trace (the trace's capacity file) or inferred (no inventory: peak "
+            "concurrent GPUs allocated)",
+        ),
+    },
     rank=20,
 )
 

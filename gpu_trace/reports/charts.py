@@ -8,6 +8,7 @@ that could receive long series thin them first (:func:`thin`).
 from __future__ import annotations
 
 import datetime as dt
+from html import escape
 
 import altair as alt
 import polars as pl
@@ -200,22 +201,55 @@ def split_clock(frame: pl.DataFrame, by: str = "series") -> tuple[pl.DataFrame, 
     )
 
 
+INFERRED_NOTE = (
+    "capacity inferred (no inventory): peak concurrent GPUs allocated, so 100 % = the "
+    "busiest moment"
+)
+"""What the allocation chart and table say when a series has no inventory
+(``capacity_basis`` = inferred, :mod:`gpu_trace.analyses.occupancy`)."""
+
+
+def inferred_series(series: pl.DataFrame) -> list[str]:
+    """The ``source/cluster`` labels whose capacity is inferred."""
+    if "capacity_basis" not in series.columns:
+        return []
+    rows = series.filter(pl.col("capacity_basis") == "inferred")
+    return sorted(_label(rows, "source", "cluster")["series"].unique().to_list())
+
+
+def inferred_note_html(series: pl.DataFrame) -> str:
+    """A paragraph naming the series whose capacity is inferred (empty when none)."""
+    names = inferred_series(series)
+    if not names:
+        return ""
+    return f"<p>{escape(', '.join(names))}: {escape(INFERRED_NOTE)}.</p>"
+
+
 def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart:
     """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom;
-    traces with relative times on their own chart, in days since their start.
+    traces with relative times on their own chart, in days since their start. Bins with
+    no known share (capacity 0) are left out, not drawn as gaps of nothing; a series
+    whose capacity is inferred is named in the subtitle.
     """
+    inferred = inferred_series(series)
+    if "allocation_pct" in series.columns:
+        series = series.filter(pl.col("allocation_pct").is_not_null())
     labelled = _label(series, "source", group if group in series.columns else "cluster")
     labelled, note = cap_series(labelled, "allocated_gpus")
     calendar, relative = split_clock(thin(labelled))
     charts = []
     if calendar.height or not relative.height:
-        charts.append(_allocation_chart(calendar, "time:T", None, note))
+        charts.append(_allocation_chart(calendar, "time:T", None, note, inferred))
     if relative.height:
-        charts.append(_allocation_chart(relative, "elapsed_d:Q", "days since trace start", note))
+        charts.append(
+            _allocation_chart(relative, "elapsed_d:Q", "days since trace start", note, inferred)
+        )
     return charts[0] if len(charts) == 1 else alt.vconcat(*charts)  # type: ignore[return-value]
 
 
-def _allocation_chart(frame: pl.DataFrame, x: str, title: str | None, note: str) -> alt.Chart:
+def _allocation_chart(
+    frame: pl.DataFrame, x: str, title: str | None, note: str, inferred: list[str]
+) -> alt.Chart:
     brush = alt.selection_interval(encodings=["x"])
     when = (
         alt.Tooltip("elapsed_d:Q", format=",.2f", title="days since start")
@@ -236,14 +270,26 @@ def _allocation_chart(frame: pl.DataFrame, x: str, title: str | None, note: str)
     upper = (
         base.mark_line()
         .encode(x=alt.X(x, title=None, scale=alt.Scale(domain=brush)))
-        .properties(width=WIDTH, height=220, title="GPU allocation over time" + note)
+        .properties(
+            width=WIDTH,
+            height=220,
+            title=alt.TitleParams(
+                "GPU allocation over time" + note,
+                subtitle=f"{', '.join(inferred)}: {INFERRED_NOTE}",
+            )
+            if inferred
+            else "GPU allocation over time" + note,
+        )
     )
     lower = base.mark_area(opacity=0.4).add_params(brush).properties(width=WIDTH, height=60)
     return alt.vconcat(upper, lower)  # type: ignore[return-value]
 
 
-def diurnal(profile: pl.DataFrame) -> alt.Chart:
-    """Mean allocation by local hour of day, one line per trace."""
+def diurnal(profile: pl.DataFrame, inferred: list[str] | None = None) -> alt.Chart:
+    """Mean allocation by local hour of day, one line per trace; ``inferred`` names the
+    series whose capacity is inferred (:func:`inferred_series` of the series profiled),
+    said in the subtitle.
+    """
     keys = ["series", "clock"] if "clock" in profile.columns else ["series"]
     frame = (
         _label(profile, "source", "cluster")
@@ -262,7 +308,15 @@ def diurnal(profile: pl.DataFrame) -> alt.Chart:
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "hour:O", alt.Tooltip("allocation_pct:Q", format=".1f")],
         )
-        .properties(width=WIDTH, title="Diurnal allocation profile" + note)
+        .properties(
+            width=WIDTH,
+            title=alt.TitleParams(
+                "Diurnal allocation profile" + note,
+                subtitle=f"{', '.join(inferred)}: {INFERRED_NOTE}",
+            )
+            if inferred
+            else "Diurnal allocation profile" + note,
+        )
     )
 
 
@@ -541,5 +595,65 @@ def accounting_usage(frame: pl.DataFrame, key: str) -> alt.Chart:
         )
         .properties(
             width=FACET_WIDTH, title=f"GPU hours and GPU queue hours by {key} (top {TOP_GROUPS})"
+        )
+    )
+
+
+def backlog_series(series: pl.DataFrame) -> alt.Chart:
+    """GPUs demanded by pending jobs over time per cluster (step line: the backlog holds
+    from one change to the next), from :func:`gpu_trace.analyses.backlog.backlog_series`.
+    """
+    groups = [c for c in ("partition", "vc", "user", "size_bucket") if c in series.columns]
+    labelled, note = cap_series(_label(series, "source", "cluster", *groups), "pending_gpus")
+    frame = thin(labelled)
+    return (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after", point=frame.height <= 200)
+        .encode(
+            x=alt.X("time:T", title=None),
+            y=alt.Y("pending_gpus:Q", title="GPUs pending"),
+            color=alt.Color("series:N", title=None),
+            tooltip=[
+                "series:N",
+                "time:T",
+                alt.Tooltip("pending_jobs:Q", format=",.1f"),
+                alt.Tooltip("pending_gpus:Q", format=",.1f"),
+            ],
+        )
+        .properties(width=WIDTH, title="GPUs demanded by pending jobs over time" + note)
+    )
+
+
+def backlog_now(now: pl.DataFrame) -> alt.Chart:
+    """GPUs pending at the as-of instant per group (bars; one panel per cluster), from
+    :func:`gpu_trace.analyses.backlog.backlog_now`.
+    """
+    keys = ("partition", "vc", "user", "size_bucket")
+    key = next((k for k in keys if k in now.columns), None)
+    frame = _label(now, "source", "cluster")
+    frame = frame.with_columns(
+        (pl.col(key).cast(pl.String).fill_null("(none)") if key else pl.col("series")).alias(
+            "group"
+        )
+    )
+    order = frame["group"].unique(maintain_order=True).to_list()
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("group:N", sort=order, title=key or "cluster"),
+            y=alt.Y("pending_gpus:Q", title="GPUs pending"),
+            color=alt.Color("series:N", title=None),
+            facet=alt.Facet("series:N", title=None, columns=FACET_COLUMNS, header=top_header()),
+            tooltip=[
+                "series:N",
+                "group:N",
+                "pending_jobs:Q",
+                alt.Tooltip("pending_gpus:Q", format=",.1f"),
+                alt.Tooltip("longest_wait_s:Q", format=",.0f"),
+            ],
+        )
+        .properties(
+            width=FACET_WIDTH, title=f"GPUs pending at the as-of instant by {key or 'cluster'}"
         )
     )

@@ -19,6 +19,7 @@ import polars as pl
 
 from gpu_trace import plugins
 from gpu_trace.analyses import arrivals as arr
+from gpu_trace.analyses import backlog as blg
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -136,6 +137,7 @@ def utilization_section(inp: Inputs) -> Section:
             pl.col("allocation_pct").median().alias("median_allocation_pct"),
             pl.col("allocated_gpus").max().alias("peak_allocated_gpus"),
             pl.col("capacity_gpus").max().alias("capacity_gpus"),
+            pl.col("capacity_basis").drop_nulls().unique().sort().str.join(", "),
         )
         .sort("source", "cluster")
     )
@@ -143,15 +145,28 @@ def utilization_section(inp: Inputs) -> Section:
         "Utilization (allocation)",
         "<p>GPUs held by running jobs as a share of installed GPUs, time-weighted per "
         f"{freq} bin (allocation, not kernel activity; see the metric glossary).</p>"
+        + charts.inferred_note_html(series)
         + table_html(_rounded(stats, 2)),
     )
+    if series["allocation_pct"].is_null().all():
+        # capacity 0 in every bin (every node unavailable in the inventory): no share to
+        # draw, and an empty frame would look like "nothing ran"
+        sec.html += (
+            "<p>No allocation share to chart: the inventory lists no available GPU for "
+            "the bins jobs ran in (capacity 0); GPUs held are in the table.</p>"
+        )
+        return sec
     sec.charts.append(declared_chart(utl.UTILIZATION, series))
     hourly = (
         series
         if freq in ("1min", "10min", "1h")
         else occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq="1h").collect()
     )
-    sec.charts.append(charts.diurnal(occ.profiles(hourly.lazy(), inp.tz).collect()))
+    sec.charts.append(
+        charts.diurnal(
+            occ.profiles(hourly.lazy(), inp.tz).collect(), charts.inferred_series(series)
+        )
+    )
     return sec
 
 
@@ -173,6 +188,36 @@ def queueing_section(inp: Inputs) -> Section:
         sec.html += table_html(
             _rounded(top, 1), caption=f"Queueing delay by virtual cluster (top {TOP_N} by jobs)"
         )
+    return sec
+
+
+def backlog_section(inp: Inputs) -> Section:
+    """Pending GPU jobs: GPUs demanded over time (the exact step series, binned when
+    long), the backlog at the as-of instant by partition, and the longest current waits.
+    """
+    title = blg.PLUGIN.title
+    waits = blg.pending_intervals(inp.jobs).select(pl.len()).collect().item()
+    if waits == 0:
+        return _empty(title, "No GPU job waited to start (every job started as submitted).")
+    # the exact steps (at most two rows a wait) while they fit a chart, else binned
+    freq = choose_freq(inp) if 2 * waits > charts.MAX_POINTS else None
+    series = blg.backlog_series(inp.jobs, freq=freq).collect()
+    now = blg.backlog_now(inp.jobs, "partition").collect()
+    sec = Section(
+        title,
+        "<p>GPU jobs submitted and not yet started, up to each cluster's as-of instant (its "
+        "latest recorded time); waits of jobs still pending are waits so far.</p>",
+    )
+    sec.charts.append(blg.series_chart(series))
+    if now.height:
+        sec.html += table_html(
+            _rounded(now, 1), caption="Pending at the as-of instant, by partition"
+        )
+        sec.charts.append(declared_chart(blg.PLUGIN, now))
+        top = blg.longest_waits(inp.jobs).collect()
+        sec.html += table_html(_rounded(top, 1), caption=f"Longest current waits (top {blg.TOP_N})")
+    else:
+        sec.html += "<p>No GPU job pending at the as-of instant.</p>"
     return sec
 
 
@@ -297,7 +342,12 @@ def inventory_section(inp: Inputs) -> Section:
         .collect()
     )
     if inv.height == 0 and cap.height == 0:
-        return _empty("Inventory and capacity", "No machine inventory or capacity published.")
+        return _empty(
+            "Inventory and capacity",
+            "No machine inventory or capacity published: allocation shares use the peak "
+            "of GPUs held at once (inferred). Ingest a node inventory (sinfo, scontrol, "
+            "nodes-csv, Kubernetes nodes) for the installed GPUs.",
+        )
     sec = Section("Inventory and capacity")
     if inv.height:
         sec.html += table_html(inv, caption="Machines and GPUs per inventory and GPU type")
@@ -355,7 +405,7 @@ failures_section = plugin_section(
 --by gpus``."""
 
 COMPOSED = frozenset(
-    {"summary", "utilization", "queueing", "failures", "energy", "jobs", "users"}
+    {"summary", "utilization", "queueing", "backlog", "failures", "energy", "jobs", "users"}
     | {"arrivals", "sharing", "fragmentation"}
 )
 """Analyses the sections above already show: their declared sections would repeat them."""
@@ -365,6 +415,7 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
     summary_section,
     utilization_section,
     queueing_section,
+    backlog_section,
     failures_section,
     failures_energy_section,
     jobs_users_section,

@@ -1,0 +1,98 @@
+"""``gpu-trace analyze idle``: allocated-but-idle GPU-hours, joined without a jobs file:
+Kubernetes pods to dcgm-exporter series by their ``pod`` / ``namespace`` labels, Slurm
+jobs by the ``hpc_job`` label or by host when the job holds the whole node. Every
+figure is worked by hand from the fixtures in tests/idle_common.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.idle_common import app, k8s_store, runner, slurm_store
+
+
+def idle(store: Path, *args: str) -> list[dict[str, Any]]:
+    result = runner.invoke(app, ["analyze", "idle", "--store", str(store), *args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    rows: list[dict[str, Any]] = json.loads(result.stdout)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def k8s(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return k8s_store(tmp_path_factory.mktemp("k8s"))
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return slurm_store(tmp_path_factory.mktemp("slurm"))
+
+
+def test_pods_join_dcgm_series_by_pod_and_namespace_labels(k8s: Path) -> None:
+    rows = {r["job_id"]: r for r in idle(k8s)}
+    assert set(rows) == {"ml/Job/train", "research/Job/eval"}  # GPU 2 (no label): no job
+    train, ev = rows["ml/Job/train"], rows["research/Job/eval"]
+    # train-0: 1 GPU x 10:00-11:00 = 1 GPU-hour held; utilization 90, 0, 0, 2, 80, 50:
+    # three of six samples < 5 %, so idle = 1 x 3/6 = 0.5 GPU-hour.
+    assert train["held_gpu_hours"] == pytest.approx(1.0)
+    assert train["idle_gpu_hours"] == pytest.approx(0.5)
+    assert train["activity_metric"] == "gpu_util_pct"
+    assert train["matched_by"] == "pod label" and train["user"] == "alice"
+    # eval-0: 1 GPU x 10:00-10:40 = 2/3 GPU-hour. SM activity (preferred to the 100 %
+    # utilization) at 10:00..10:30 = 1, 50, 2, 3 %: three of four idle (10:40 is outside
+    # the window), so idle = 2/3 x 3/4 = 0.5 GPU-hour.
+    assert ev["held_gpu_hours"] == pytest.approx(2 / 3)
+    assert ev["samples"] == 4
+    assert ev["idle_gpu_hours"] == pytest.approx(0.5)
+    assert ev["idle_share"] == pytest.approx(0.75)
+    assert ev["activity_metric"] == "sm_active_ratio"
+
+
+def test_idle_by_user_and_threshold(k8s: Path) -> None:
+    users = {r["user"]: r for r in idle(k8s, "--by", "user")}
+    assert users["alice"]["idle_gpu_hours"] == pytest.approx(0.5)
+    assert users["bob"]["idle_gpu_hours"] == pytest.approx(0.5)
+    # threshold 1 %: train has 0, 0 below 1 (2 is not): 1 x 2/6 = 1/3;
+    # eval has only 0 % at 10:40, outside its window, and 1 % is not below 1: 0.
+    rows = {r["job_id"]: r for r in idle(k8s, "--threshold", "1")}
+    assert rows["ml/Job/train"]["idle_gpu_hours"] == pytest.approx(1 / 3)
+    assert rows["research/Job/eval"]["idle_gpu_hours"] == pytest.approx(0.0)
+
+
+def test_threshold_out_of_range_is_usage_error(k8s: Path) -> None:
+    result = runner.invoke(app, ["analyze", "idle", "--store", str(k8s), "--threshold", "120"])
+    assert result.exit_code == 2
+    assert "--threshold" in result.output and "Traceback" not in result.output
+
+
+def test_slurm_jobs_join_by_hpc_job_label_and_whole_node(slurm: Path) -> None:
+    rows = {r["job_id"]: r for r in idle(slurm)}
+    # 101: hpc_job="101" on gpu01 GPUs 0 and 1, 10:00-11:00: held 2 GPU-hours; GPU 0 at
+    # 0 % six times (1 idle hour), GPU 1 at 100 % (0): idle = 1.0. GPUs 2 and 3 (idle,
+    # unlabelled) are not the job's: sacct says 2 GPUs and the host shows 4.
+    assert rows["101"]["held_gpu_hours"] == pytest.approx(2.0)
+    assert rows["101"]["idle_gpu_hours"] == pytest.approx(1.0)
+    assert rows["101"]["matched_by"] == "hpc_job label"
+    # 102: 2 GPUs on gpu02, which shows 2 GPUs: the whole node, 10:00-10:30 = 0.5 h each.
+    # GPU 0 at 3, 4, 60 %: 2 of 3 idle -> 0.5 x 2/3 = 1/3; GPU 1 at 100 %: 0.
+    assert rows["102"]["held_gpu_hours"] == pytest.approx(1.0)
+    assert rows["102"]["idle_gpu_hours"] == pytest.approx(1 / 3)
+    assert rows["102"]["matched_by"] == "host (whole node)"
+    accounts = {r["account"]: r["idle_gpu_hours"] for r in idle(slurm, "--by", "account")}
+    assert accounts == pytest.approx({"physics": 1.0, "chem": 1 / 3})
+
+
+def test_per_gpu_rows(slurm: Path) -> None:
+    rows = idle(slurm, "--by", "gpu")
+    got = {(r["job_id"], r["host"], r["gpu_index"]): r["idle_gpu_hours"] for r in rows}
+    assert got == pytest.approx(
+        {
+            ("101", "gpu01", 0): 1.0,
+            ("101", "gpu01", 1): 0.0,
+            ("102", "gpu02", 0): 1 / 3,
+            ("102", "gpu02", 1): 0.0,
+        }
+    )

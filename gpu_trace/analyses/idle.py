@@ -181,16 +181,16 @@ class IdleOptions:
 
 def connection(inputs: Any) -> duckdb.DuckDBPyConnection:
     """The whole store's ``gpu_samples`` (telemetry of any source joins any trace's
-    jobs) with the page's (or ``--source``'s) ``placements`` and ``jobs``.
+    jobs) with the ``placements`` and ``jobs`` of ``inputs`` (the page's, or those
+    ``--source`` and the other filters of the command kept).
     """
     from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
 
     con = connect(inputs.store)
-    if inputs.sources:
-        con.register("_placements", inputs.placements.collect().to_arrow())
-        con.execute("CREATE OR REPLACE VIEW placements AS SELECT * FROM _placements")
-        con.register("_jobs", inputs.jobs.collect().to_arrow())
-        con.execute("CREATE OR REPLACE VIEW jobs AS SELECT * FROM _jobs")
+    con.register("_placements", inputs.placements.collect().to_arrow())
+    con.execute("CREATE OR REPLACE VIEW placements AS SELECT * FROM _placements")
+    con.register("_jobs", inputs.jobs.collect().to_arrow())
+    con.execute("CREATE OR REPLACE VIEW jobs AS SELECT * FROM _jobs")
     return con
 
 

@@ -6,12 +6,15 @@ figure is worked by hand from the fixtures in tests/idle_common.py."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
-from tests.idle_common import app, k8s_store, runner, slurm_store
+from gpu_trace.store.parquet import StoreTransaction
+from tests.idle_common import STEP, T0, app, k8s_store, runner, slurm_store
 
 
 def idle(store: Path, *args: str) -> list[dict[str, Any]]:
@@ -96,3 +99,107 @@ def test_per_gpu_rows(slurm: Path) -> None:
             ("102", "gpu02", 1): 0.0,
         }
     )
+
+
+def _samples(host: str, gpu: int, values: list[float], t0: datetime = T0) -> pl.DataFrame:
+    """gpu_util_pct every 10 minutes from ``t0`` (as nvidia-smi --query-gpu rows)."""
+    n = len(values)
+    return pl.DataFrame(
+        {
+            "source": ["nvidia-smi"] * n,
+            "dataset": [f"{host}-{gpu}-{t0.year}"] * n,
+            "time": [t0 + i * STEP for i in range(n)],
+            "host": [host] * n,
+            "gpu_index": [gpu] * n,
+            "metric": ["gpu_util_pct"] * n,
+            "value": values,
+            "unit": ["pct"] * n,
+        },
+        schema_overrides={"gpu_index": pl.Int16},
+    )
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Placements that list GPU indices (as Philly's machine lists do), telemetry from
+    another source (nvidia-smi) joined by host + index + time:
+
+    - A: h1 GPUs 0 and 1, ``gpu_count`` 1 (a shared placement: half of each), 10:00-11:00.
+    - B: h1 GPU 2, 10:00-11:00, never sampled.
+    - C: h2 GPU 0, the job 10:00-11:00 and a step 10:10-10:30 on the same GPU (sacct
+      without -X lists both).
+    - a relative-time capture (1970-based) of h1 GPU 0 at 0 % that must join nothing.
+    """
+    end = T0 + timedelta(hours=1)
+    jobs = pl.DataFrame(
+        {
+            "source": ["x"] * 3,
+            "dataset": ["d"] * 3,
+            "cluster": ["c"] * 3,
+            "job_id": ["A", "B", "C"],
+            "user": ["ua", "ub", "uc"],
+            "account": ["p1", "p1", "p2"],
+            "gpus": [1.0, 1.0, 1.0],
+            "run_s": [3600.0] * 3,
+            "status": ["completed"] * 3,
+            "time_basis": ["absolute"] * 3,
+        }
+    )
+    placements = pl.DataFrame(
+        {
+            "source": ["x"] * 4,
+            "dataset": ["d"] * 4,
+            "cluster": ["c"] * 4,
+            "job_id": ["A", "B", "C", "C"],
+            "attempt": [0, 0, 0, 0],
+            "task": [None, None, None, "0"],
+            "machine_id": ["h1", "h1", "h2", "h2"],
+            "start_time": [T0, T0, T0, T0 + STEP],
+            "end_time": [end, end, end, T0 + 3 * STEP],
+            "gpu_indices": [[0, 1], [2], [0], [0]],
+            "gpu_count": [1.0, 1.0, 1.0, 1.0],
+        },
+        schema_overrides={"gpu_indices": pl.List(pl.Int16)},
+    )
+    store = tmp_path_factory.mktemp("indexed") / "store"
+    relative = datetime(1970, 1, 1, tzinfo=UTC)
+    with StoreTransaction(store) as tx:
+        tx.write("jobs", jobs, source="x", dataset="d")
+        tx.write("placements", placements, source="x", dataset="d")
+        for s in (
+            _samples("h1", 0, [0, 0, 0, 0, 0, 0]),
+            _samples("h1", 1, [50] * 6),
+            _samples("h2", 0, [0, 0, 0, 100, 100, 100]),
+            _samples("h1", 0, [0, 0, 0], relative),
+        ):
+            tx.write("gpu_samples", s, source="nvidia-smi", dataset=s["dataset"][0])
+    return store
+
+
+def test_placements_join_by_host_gpu_index_and_time(indexed: Path) -> None:
+    result = runner.invoke(app, ["analyze", "idle", "--store", str(indexed), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["job_id"]: r for r in json.loads(result.stdout)}
+    # A: 2 GPUs x 1 h x share 1/2 = 1.0 held; GPU 0 at 0 % six times -> 0.5 idle,
+    # GPU 1 at 50 % -> 0: idle 0.5.
+    assert rows["A"]["held_gpu_hours"] == pytest.approx(1.0)
+    assert rows["A"]["idle_gpu_hours"] == pytest.approx(0.5)
+    assert rows["A"]["matched_by"] == "gpu index"
+    # B: 1 GPU-hour held, no sample: unmeasured, not idle.
+    assert rows["B"]["unmeasured_gpu_hours"] == pytest.approx(1.0)
+    assert rows["B"]["idle_gpu_hours"] == pytest.approx(0.0)
+    # C: job and step on one GPU merge to 10:00-11:00 (1 GPU-hour, not 1 h 20 min);
+    # 0, 0, 0, 100, 100, 100: half idle -> 0.5.
+    assert rows["C"]["held_gpu_hours"] == pytest.approx(1.0)
+    assert rows["C"]["idle_gpu_hours"] == pytest.approx(0.5)
+    # the 1970 capture joined nothing and is named once on stderr
+    warn = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warn) == 1 and "3 gpu_samples rows on h1" in warn[0] and "--start" in warn[0]
+    accounts = {r["account"]: r for r in json.loads(
+        runner.invoke(
+            app, ["analyze", "idle", "--store", str(indexed), "--by", "account", "-f", "json"]
+        ).stdout
+    )}  # fmt: skip
+    assert accounts["p1"]["idle_gpu_hours"] == pytest.approx(0.5)
+    assert accounts["p1"]["held_gpu_hours"] == pytest.approx(2.0)  # A 1.0 + B 1.0
+    assert accounts["p2"]["idle_gpu_hours"] == pytest.approx(0.5)

@@ -38,10 +38,16 @@ checkpoint stall shows as a few percent, a real kernel far above."""
 
 ACTIVITY_METRICS = ("sm_active_ratio", "gpu_util_pct")
 
+HOUR_US = 3_600_000_000
+"""Windows and samples meet in hour buckets (a window is split into the hours it spans,
+a sample falls in one): an equi-join on (GPU, hour) then the exact time test, instead
+of testing every sample of a GPU against every window on it."""
+
 WINDOWS_SQL = f"""
 WITH {HELD_SQL}, act AS (
     SELECT host, gpu_index, coalesce(mig_instance, '') AS mig, time, metric,
-           CASE WHEN metric = 'sm_active_ratio' THEN value * 100 ELSE value END AS pct
+           CASE WHEN metric = 'sm_active_ratio' THEN value * 100 ELSE value END AS pct,
+           epoch_us(time) // {HOUR_US} AS hour
     FROM gpu_samples
     WHERE metric IN ('sm_active_ratio', 'gpu_util_pct') AND value IS NOT NULL
       AND gpu_index IS NOT NULL AND time >= {ABSOLUTE_SQL}
@@ -57,13 +63,17 @@ WITH {HELD_SQL}, act AS (
                FROM jobs GROUP BY ALL) j
       ON j.source = h.source AND j.job_id = h.job_id
      AND j.cluster IS NOT DISTINCT FROM h.cluster
+), held_hours AS (
+    SELECT *, unnest(range(epoch_us(t_start) // {HOUR_US},
+                           epoch_us(t_end) // {HOUR_US} + 1)) AS hour
+    FROM held WHERE t_end > t_start
 ), per_metric AS (
     SELECT h.source, h.cluster, h.job_id, h.attempt, h.host, h.gpu_index, h.mig,
            h.t_start, a.metric, count(*) AS samples,
            sum(CASE WHEN a.pct < $threshold THEN 1 ELSE 0 END) AS idle_samples
-    FROM held h JOIN act a
+    FROM held_hours h JOIN act a
       ON a.host = h.host AND a.gpu_index = h.gpu_index AND a.mig = h.mig
-     AND a.time >= h.t_start AND a.time < h.t_end
+     AND a.hour = h.hour AND a.time >= h.t_start AND a.time < h.t_end
     GROUP BY ALL
 ), chosen AS (
     SELECT * FROM per_metric

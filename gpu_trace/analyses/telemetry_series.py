@@ -80,47 +80,52 @@ class Binned:
     time_basis: str
     every: str
     frame: pl.DataFrame
-    """source, cluster, host, gpu, metric, label, time (bin start), value (GPU mean)."""
+    """cluster (else the source), host, gpu, metric, time (bin start), value (the GPU's
+    mean in its unit), samples."""
 
 
-def _basis(samples: pl.LazyFrame) -> pl.LazyFrame:
+def _charted(samples: pl.LazyFrame) -> pl.LazyFrame:
     return samples.filter(
         pl.col("metric").is_in(list(METRICS))
         & pl.col("value").is_not_null()
         & pl.col("gpu_index").is_not_null()
         & pl.col("mig_instance").is_null()
-    ).with_columns(
-        pl.when(pl.col("time") < ABSOLUTE_SINCE)
-        .then(pl.lit("relative"))
-        .otherwise(pl.lit("absolute"))
-        .alias("time_basis"),
-        pl.coalesce("cluster", "source").alias("cluster"),
     )
 
 
 def binned(samples: pl.LazyFrame, max_bins: int = MAX_BINS) -> list[Binned]:
     """Per GPU, metric and time bin: the mean of the samples, per time basis."""
-    base = _basis(samples)
-    spans = (
-        base.group_by("time_basis")
-        .agg(pl.col("time").min().alias("lo"), pl.col("time").max().alias("hi"))
-        .sort("time_basis")
-        .collect()
+    base = _charted(samples)
+    rel = pl.col("time") < ABSOLUTE_SINCE
+    spans = base.select(
+        pl.col("time").filter(~rel).min().alias("absolute_lo"),
+        pl.col("time").filter(~rel).max().alias("absolute_hi"),
+        pl.col("time").filter(rel).min().alias("relative_lo"),
+        pl.col("time").filter(rel).max().alias("relative_hi"),
+    ).collect()
+    scale = pl.col("metric").replace_strict(
+        {m: s for m, (_, s, _) in METRICS.items()}, return_dtype=pl.Float64
     )
     out = []
-    for basis, lo, hi in spans.iter_rows():  # at most two rows: absolute, relative
+    for basis, keep in (("absolute", ~rel), ("relative", rel)):
+        lo, hi = spans[f"{basis}_lo"].item(), spans[f"{basis}_hi"].item()
+        if lo is None:
+            continue
         every, _ = bin_width((hi - lo).total_seconds(), max_bins)
-        scale = pl.col("metric").replace_strict(
-            {m: s for m, (_, s, _) in METRICS.items()}, return_dtype=pl.Float64
-        )
         frame = (
-            base.filter(pl.col("time_basis") == basis)
-            .with_columns(
-                pl.col("time").dt.truncate(every),
+            base.filter(keep)
+            .with_columns(pl.col("time").dt.truncate(every))
+            .group_by("host", "gpu_index", "metric", "time")
+            .agg(
+                pl.col("value").mean(),
+                pl.len().alias("samples"),
+                pl.coalesce("cluster", "source").first().alias("cluster"),
+            )
+            .with_columns(  # on the binned rows, not on every sample
+                pl.col("value") * scale,
                 pl.format("{}/{}", "host", "gpu_index").alias("gpu"),
             )
-            .group_by("source", "cluster", "host", "gpu", "metric", "time")
-            .agg((pl.col("value") * scale).mean().alias("value"), pl.len().alias("samples"))
+            .drop("gpu_index")
             .sort("cluster", "host", "gpu", "metric", "time")
             .collect()
         )

@@ -203,3 +203,19 @@ def test_placements_join_by_host_gpu_index_and_time(indexed: Path) -> None:
     assert accounts["p1"]["idle_gpu_hours"] == pytest.approx(0.5)
     assert accounts["p1"]["held_gpu_hours"] == pytest.approx(2.0)  # A 1.0 + B 1.0
     assert accounts["p2"]["idle_gpu_hours"] == pytest.approx(0.5)
+
+
+def test_pod_energy_by_namespace_through_the_same_join(k8s: Path) -> None:
+    result = runner.invoke(
+        app, ["analyze", "energy", "--by", "namespace", "--store", str(k8s), "-f", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["namespace"]: r for r in json.loads(result.stdout)}
+    # DCGM_FI_DEV_POWER_USAGE = 300 W every 10 min from 10:00 to 10:50 on each GPU.
+    # ml (train-0, GPU 0, 10:00-11:00): covered 10:00-10:50 = 3,000 s x 300 W = 0.9 MJ
+    # = 0.25 kWh; 10:50-11:00 has no reading after it: 600 s uncovered.
+    assert rows["ml"]["gpu_energy_kwh"] == pytest.approx(0.25)
+    assert rows["ml"]["gap_gpu_s"] == pytest.approx(600.0)
+    # research (eval-0, GPU 1, 10:00-10:40): 2,400 s x 300 W = 0.72 MJ = 0.2 kWh.
+    assert rows["research"]["gpu_energy_kwh"] == pytest.approx(0.2)
+    assert rows["research"]["basis"] == "telemetry"

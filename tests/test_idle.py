@@ -219,3 +219,20 @@ def test_pod_energy_by_namespace_through_the_same_join(k8s: Path) -> None:
     # research (eval-0, GPU 1, 10:00-10:40): 2,400 s x 300 W = 0.72 MJ = 0.2 kWh.
     assert rows["research"]["gpu_energy_kwh"] == pytest.approx(0.2)
     assert rows["research"]["basis"] == "telemetry"
+
+
+def test_per_job_usage_of_pods_and_slurm_jobs_without_a_jobs_file(k8s: Path, slurm: Path) -> None:
+    result = runner.invoke(app, ["analyze", "per-job", "--store", str(k8s), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["job_id"]: r for r in json.loads(result.stdout)}
+    # train-0's GPU_UTIL in its window: (90 + 0 + 0 + 2 + 80 + 50) / 6 = 37
+    assert rows["ml/Job/train"]["samples"] == 6
+    assert rows["ml/Job/train"]["mean"] == pytest.approx(37.0)
+    # eval-0: 100 % at 10:00..10:30 (10:40 is outside)
+    assert rows["research/Job/eval"]["samples"] == 4
+    result = runner.invoke(app, ["analyze", "per-job", "--store", str(slurm), "-f", "json"])
+    rows = {r["job_id"]: r for r in json.loads(result.stdout)}
+    # 101: GPUs 0 and 1 (hpc_job), six samples each at 0 and 100: mean 50
+    assert rows["101"]["samples"] == 12 and rows["101"]["mean"] == pytest.approx(50.0)
+    # 102: whole node gpu02, 10:00..10:20: (3 + 4 + 60 + 100 + 100 + 100) / 6
+    assert rows["102"]["mean"] == pytest.approx(367 / 6)

@@ -5,7 +5,9 @@
   0 %; Acme: ~31-34 %).
 - :func:`per_job`: each job's mean / p50 / p95 of a metric over the samples of the GPUs
   it held while it held them: a range join (host, GPU index, time within the attempt) in
-  DuckDB, which plans it as an interval join rather than a row loop.
+  DuckDB, which plans it as an interval join rather than a row loop; the held GPUs come
+  from :mod:`gpu_trace.analyses.attribution` (GPU indices, dcgm-exporter labels, whole
+  nodes), so Kubernetes pods and Slurm jobs get usage without a jobs file.
 
 Declares ``analyze utilization`` (allocation over time from :mod:`occupancy`, or the
 measured distribution) and ``analyze per-job``.
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses.attribution import HELD_SQL
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
@@ -63,12 +66,10 @@ def histogram(
     )
 
 
-PER_JOB_SQL = """
-WITH held AS (
-    SELECT p.source, p.cluster, p.job_id, p.attempt, p.machine_id, p.start_time, p.end_time,
-           unnest(p.gpu_indices) AS gpu_index
-    FROM placements p
-    WHERE p.start_time IS NOT NULL AND p.end_time IS NOT NULL AND p.gpu_indices IS NOT NULL
+PER_JOB_SQL = f"""
+WITH {HELD_SQL}, held AS (
+    SELECT source, cluster, job_id, host, mig, t_start, t_end, gpu_index
+    FROM held_all WHERE t_end IS NOT NULL
 )
 SELECT h.source, h.cluster, h.job_id,
        count(*) AS samples,
@@ -78,11 +79,15 @@ SELECT h.source, h.cluster, h.job_id,
        avg(CASE WHEN s.value = 0 THEN 1.0 ELSE 0.0 END) AS idle_share
 FROM held h
 JOIN gpu_samples s
-  ON s.source = h.source AND s.host = h.machine_id AND s.gpu_index = h.gpu_index
- AND s.time >= h.start_time AND s.time < h.end_time
+  ON s.host = h.host AND s.gpu_index = h.gpu_index
+ AND coalesce(s.mig_instance, '') = h.mig
+ AND s.time >= h.t_start AND s.time < h.t_end
 WHERE s.metric = $metric AND s.value IS NOT NULL
 GROUP BY ALL
 """
+"""Per job: the samples of ``$metric`` on the GPUs it held while it held them, held
+windows as :mod:`gpu_trace.analyses.attribution` finds them (GPU index, dcgm-exporter
+pod / namespace or hpc_job labels, whole nodes), telemetry of any source."""
 
 
 def per_job(con: duckdb.DuckDBPyConnection, metric: str = "gpu_util_pct") -> pl.DataFrame:

@@ -66,9 +66,15 @@ def write_range(path: Path, result: list[dict[str, object]]) -> Path:
 
 
 def k8s_pod(
-    name: str, namespace: str, job: str, user: str, end: datetime, node: str = "node-a"
+    name: str,
+    namespace: str,
+    job: str,
+    user: str,
+    end: datetime,
+    resource: str = "nvidia.com/gpu",
 ) -> dict[str, object]:
-    """A finished pod of a batch/v1 Job holding one GPU from T0 to ``end``."""
+    """A finished pod of a batch/v1 Job on node-a holding one ``resource`` (a GPU, or
+    a MIG slice ``nvidia.com/mig-<g>g.<m>gb``) from T0 to ``end``."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -89,8 +95,8 @@ def k8s_pod(
             ],
         },
         "spec": {
-            "nodeName": node,
-            "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+            "nodeName": "node-a",
+            "containers": [{"name": "main", "resources": {"requests": {resource: "1"}}}],
         },
         "status": {
             "phase": "Succeeded",
@@ -124,6 +130,10 @@ def k8s_store(tmp_path: Path) -> Path:
       ``DCGM_FI_PROF_SM_ACTIVE`` at 10:00..10:40 = 0.01, 0.50, 0.02, 0.03, 0.00 (1, 50,
       2, 3, 0 %) and ``DCGM_FI_DEV_GPU_UTIL`` = 100 throughout: SM activity decides.
       The 10:40 sample is outside [10:00, 10:40).
+    - ``infer/mig-0`` (Job ``mig``, user erin) holds one MIG slice ``nvidia.com/mig-1g.10gb``
+      (1 of a GPU's 7 compute slices: 1/7 GPU) from 10:00 to 11:00: dcgm-exporter's
+      series of GPU 3, GPU instance 5 (``GPU_I_ID="5"``, ``GPU_I_PROFILE="1g.10gb"``),
+      ``DCGM_FI_PROF_SM_ACTIVE`` = 0, 0, 0, 0, 0.5, 0.5 (MIG has no GPU_UTIL).
     - GPU 2 of node-a carries no pod label: no job held it.
     Power (``DCGM_FI_DEV_POWER_USAGE``, W) and framebuffer used (``DCGM_FI_DEV_FB_USED``,
     MiB) are sampled on every GPU, for the telemetry charts.
@@ -135,6 +145,14 @@ def k8s_store(tmp_path: Path) -> Path:
         "items": [
             k8s_pod("train-0", "ml", "train", "alice", T0 + timedelta(hours=1)),
             k8s_pod("eval-0", "research", "eval", "bob", T0 + timedelta(minutes=40)),
+            k8s_pod(
+                "mig-0",
+                "infer",
+                "mig",
+                "erin",
+                T0 + timedelta(hours=1),
+                "nvidia.com/mig-1g.10gb",
+            ),
         ],
     }
     nodes = {
@@ -166,6 +184,19 @@ def k8s_store(tmp_path: Path) -> Path:
         series("DCGM_FI_PROF_SM_ACTIVE", "node-a", 1, [0.01, 0.5, 0.02, 0.03, 0.0], ev),
         series("DCGM_FI_DEV_GPU_UTIL", "node-a", 1, [100, 100, 100, 100, 100], ev),
         series("DCGM_FI_DEV_GPU_UTIL", "node-a", 2, [0, 0, 0, 0, 0, 0]),
+        series(
+            "DCGM_FI_PROF_SM_ACTIVE",
+            "node-a",
+            3,
+            [0, 0, 0, 0, 0.5, 0.5],
+            {
+                "GPU_I_ID": "5",
+                "GPU_I_PROFILE": "1g.10gb",
+                "pod": "mig-0",
+                "namespace": "infer",
+                "container": "main",
+            },
+        ),
     ]
     for gpu, labels in ((0, train), (1, ev), (2, None)):
         result.append(series("DCGM_FI_DEV_POWER_USAGE", "node-a", gpu, [300.0] * 6, labels))

@@ -36,7 +36,8 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_pods_join_dcgm_series_by_pod_and_namespace_labels(k8s: Path) -> None:
     rows = {r["job_id"]: r for r in idle(k8s)}
-    assert set(rows) == {"ml/Job/train", "research/Job/eval"}  # GPU 2 (no label): no job
+    # GPU 2 (no label): no job
+    assert set(rows) == {"ml/Job/train", "research/Job/eval", "infer/Job/mig"}
     train, ev = rows["ml/Job/train"], rows["research/Job/eval"]
     # train-0: 1 GPU x 10:00-11:00 = 1 GPU-hour held; utilization 90, 0, 0, 2, 80, 50:
     # three of six samples < 5 %, so idle = 1 x 3/6 = 0.5 GPU-hour.
@@ -52,6 +53,11 @@ def test_pods_join_dcgm_series_by_pod_and_namespace_labels(k8s: Path) -> None:
     assert ev["idle_gpu_hours"] == pytest.approx(0.5)
     assert ev["idle_share"] == pytest.approx(0.75)
     assert ev["activity_metric"] == "sm_active_ratio"
+    # mig-0: a 1g slice is 1/7 GPU for 10:00-11:00 = 1/7 GPU-hour; SM activity 0, 0, 0,
+    # 0, 50, 50 %: four of six idle, so idle = 1/7 x 4/6 = 2/21 GPU-hour.
+    mig = rows["infer/Job/mig"]
+    assert mig["held_gpu_hours"] == pytest.approx(1 / 7)
+    assert mig["idle_gpu_hours"] == pytest.approx(2 / 21)
 
 
 def test_idle_by_user_and_threshold(k8s: Path) -> None:

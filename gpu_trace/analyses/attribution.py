@@ -21,6 +21,9 @@ A *held window* is one (job attempt, GPU device, [t_start, t_end)) row, found th
   ``hpc_job`` label (dcgm-exporter's HPC job mapping: one file per GPU index naming the
   jobs on it; same ``const.go``, ``hpcJobAttribute = "hpc_job"``), on the placement's
   host when it names one.
+- A label match holds ``gpu_count / devices matched`` of each device (at most 1): a pod
+  on one MIG slice ``nvidia.com/mig-1g.10gb`` (``gpu_count`` 1/7) holds 1/7 of that
+  series' GPU-hours, a pod on two whole GPUs all of each.
 - ``host (whole node)``: a placement without indices and without ``hpc_job`` series
   (``sacct`` prints no GPU index) that holds at least as many GPUs as its host's
   telemetry shows holds them all (exclusive nodes); a job on part of a node without
@@ -76,20 +79,30 @@ held_index AS (
 ), unindexed AS (
     SELECT * FROM placements p
     WHERE p.start_time IS NOT NULL AND (p.gpu_indices IS NULL OR len(p.gpu_indices) = 0)
-), held_pod AS (
-    SELECT DISTINCT p.source, p.cluster, p.job_id, p.attempt, l.host, l.gpu_index, l.mig,
-           p.start_time AS t_start, p.end_time AS t_end, 1.0 AS share,
-           'pod label' AS matched_by
+), pod_dev AS (
+    SELECT DISTINCT p.source, p.cluster, p.job_id, p.attempt, p.instance, p.gpu_count,
+           l.host, l.gpu_index, l.mig, p.start_time AS t_start, p.end_time AS t_end
     FROM unindexed p JOIN labelled l
       ON l.pod = p.instance AND l.namespace = split_part(p.job_id, '/', 1)
      AND l.last_t >= p.start_time AND (p.end_time IS NULL OR l.first_t < p.end_time)
-), held_hpc AS (
-    SELECT DISTINCT p.source, p.cluster, p.job_id, p.attempt, l.host, l.gpu_index, l.mig,
-           p.start_time AS t_start, p.end_time AS t_end, 1.0 AS share,
-           'hpc_job label' AS matched_by
+), held_pod AS (
+    SELECT source, cluster, job_id, attempt, host, gpu_index, mig, t_start, t_end,
+           least(1.0, coalesce(nullif(gpu_count, 0), 1.0) / count(*) OVER (
+               PARTITION BY source, cluster, job_id, attempt, instance, t_start)) AS share,
+           'pod label' AS matched_by
+    FROM pod_dev
+), hpc_dev AS (
+    SELECT DISTINCT p.source, p.cluster, p.job_id, p.attempt, p.machine_id, p.gpu_count,
+           l.host, l.gpu_index, l.mig, p.start_time AS t_start, p.end_time AS t_end
     FROM unindexed p JOIN labelled l
       ON l.hpc_job = p.job_id AND (p.machine_id IS NULL OR l.host = p.machine_id)
      AND l.last_t >= p.start_time AND (p.end_time IS NULL OR l.first_t < p.end_time)
+), held_hpc AS (
+    SELECT source, cluster, job_id, attempt, host, gpu_index, mig, t_start, t_end,
+           least(1.0, coalesce(nullif(gpu_count, 0), 1.0) / count(*) OVER (
+               PARTITION BY source, cluster, job_id, attempt, machine_id, t_start)) AS share,
+           'hpc_job label' AS matched_by
+    FROM hpc_dev
 ), host_devices AS (
     SELECT DISTINCT host, gpu_index FROM gpu_samples
     WHERE gpu_index IS NOT NULL AND mig_instance IS NULL AND time >= {ABSOLUTE_SQL}

@@ -68,8 +68,14 @@ def histogram(
 
 PER_JOB_SQL = f"""
 WITH {HELD_SQL}, held AS (
-    SELECT source, cluster, job_id, host, mig, t_start, t_end, gpu_index
-    FROM held_all WHERE t_end IS NOT NULL
+    SELECT source, cluster, job_id, host, mig, t_start, t_end, gpu_index,
+           unnest(range(epoch_us(t_start) // 3600000000,
+                        epoch_us(t_end) // 3600000000 + 1)) AS hour
+    FROM held_all WHERE t_end IS NOT NULL AND t_end > t_start
+), s AS (
+    SELECT host, gpu_index, coalesce(mig_instance, '') AS mig, time, value,
+           epoch_us(time) // 3600000000 AS hour
+    FROM gpu_samples WHERE metric = $metric AND value IS NOT NULL
 )
 SELECT h.source, h.cluster, h.job_id,
        count(*) AS samples,
@@ -78,16 +84,16 @@ SELECT h.source, h.cluster, h.job_id,
        quantile_cont(s.value, 0.95) AS p95,
        avg(CASE WHEN s.value = 0 THEN 1.0 ELSE 0.0 END) AS idle_share
 FROM held h
-JOIN gpu_samples s
-  ON s.host = h.host AND s.gpu_index = h.gpu_index
- AND coalesce(s.mig_instance, '') = h.mig
+JOIN s
+  ON s.host = h.host AND s.gpu_index = h.gpu_index AND s.mig = h.mig AND s.hour = h.hour
  AND s.time >= h.t_start AND s.time < h.t_end
-WHERE s.metric = $metric AND s.value IS NOT NULL
 GROUP BY ALL
 """
 """Per job: the samples of ``$metric`` on the GPUs it held while it held them, held
 windows as :mod:`gpu_trace.analyses.attribution` finds them (GPU index, dcgm-exporter
-pod / namespace or hpc_job labels, whole nodes), telemetry of any source."""
+pod / namespace or hpc_job labels, whole nodes), telemetry of any source. Windows and
+samples meet in hour buckets (each window split into the hours it spans; a sample lies
+in one), an equi-join, then the exact time test."""
 
 
 def per_job(con: duckdb.DuckDBPyConnection, metric: str = "gpu_util_pct") -> pl.DataFrame:

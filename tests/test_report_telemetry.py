@@ -68,10 +68,12 @@ def test_every_chart_has_marks_in_chromium(site: Path, tmp_path: Path) -> None:
         empty = [c for c, n in counts[name].items() if n == 0]
         assert not empty, f"{name}: charts without marks: {empty}"
     tele = list(counts["prometheus-range.html"].values())
-    # the four telemetry charts, by hand from the fixture: per cluster and per host one
-    # line per metric panel (3); per GPU 3 GPUs x 3 metrics (9); the heatmap has
-    # GPU 0: 6 bins, GPU 1: 5 bins, GPU 2: 6 bins of utilization = 17 rects.
-    assert tele[-4:] == [3, 3, 9, 17]
+    # the four telemetry charts, by hand from the fixture (sparse lines draw a dot per
+    # point): per cluster and per host one line per metric panel (3) and 6 ten-minute
+    # points each for utilization, memory and power (18): 21; per GPU 9 lines (3 GPUs x
+    # 3 metrics) and points: utilization 6 + 5 + 6 (GPU 1 has 5 samples), memory and
+    # power 3 x 6 each: 9 + 17 + 18 + 18 = 62; the heatmap: 6 + 5 + 6 = 17 rects.
+    assert tele[-4:] == [21, 21, 62, 17]
 
 
 def samples(hosts: int, gpus: int, minutes: int) -> pl.LazyFrame:

@@ -48,21 +48,28 @@ def idle_bars(frame: pl.DataFrame) -> alt.Chart:
     )
 
 
-def _x(frame: pl.DataFrame) -> alt.X:
-    """Calendar time, or elapsed hours for relative-time series (never a 1970 date)."""
-    if "elapsed_h" in frame.columns:
-        return alt.X("elapsed_h:Q", title="hours since the first sample")
-    return alt.X("time:T", title="time (UTC)")
+SPARSE = 30
+"""Lines with at most this many points also draw a dot per point, so a series of one
+bin (one scrape) is visible, not a line of zero length."""
 
 
 def series_lines(frame: pl.DataFrame, level: str, title: str) -> alt.Chart:
     """Mean value per time bin, one line per ``series`` (a cluster, host or GPU), one
     panel per metric (utilization %, memory GiB, power W): ``telemetry_series.series``.
+    Relative-time frames (``elapsed_h``) are drawn on hours since the first sample,
+    never on a 1970 calendar.
     """
-    x = _x(frame)
+    relative = "elapsed_h" in frame.columns
+    x = (
+        alt.X("elapsed_h:Q", title="hours since the first sample")
+        if relative
+        else alt.X("time:T", title="time (UTC)")
+    )
+    longest = frame.group_by("series", "label").len().select(pl.col("len").max()).item()
+    points = (longest or 0) <= SPARSE
     return (
         alt.Chart(frame)
-        .mark_line(point=frame["series"].n_unique() == 1 and frame.height < 3)
+        .mark_line(point=points)
         .encode(
             x=x,
             y=alt.Y("value:Q", title=None),
@@ -70,15 +77,12 @@ def series_lines(frame: pl.DataFrame, level: str, title: str) -> alt.Chart:
             tooltip=[
                 "series:N",
                 "label:N",
-                x.shorthand if isinstance(x.shorthand, str) else "time:T",
+                "elapsed_h:Q" if relative else alt.Tooltip("time:T", format="%Y-%m-%d %H:%M"),
                 alt.Tooltip("value:Q", format=",.2f"),
             ],
         )
         .properties(width=FACET_WIDTH, height=160)
-        .facet(
-            facet=alt.Facet("label:N", title=None, header=top_header()),
-            columns=3,
-        )
+        .facet(facet=alt.Facet("label:N", title=None, header=top_header()), columns=3)
         .resolve_scale(y="independent")
         .properties(title=title)
     )

@@ -212,6 +212,7 @@ SACCT = """\
 JobID|JobName|User|Account|Partition|State|Submit|Start|End|NNodes|AllocTRES|NodeList
 101|train|carol|physics|gpu|COMPLETED|2026-03-01T09:55:00|2026-03-01T10:00:00|2026-03-01T11:00:00|1|billing=2,cpu=8,gres/gpu=2,mem=64G,node=1|gpu01
 102|sim|dave|chem|gpu|COMPLETED|2026-03-01T09:58:00|2026-03-01T10:00:00|2026-03-01T10:30:00|1|billing=2,cpu=8,gres/gpu=2,mem=64G,node=1|gpu02
+103|prep|erin|chem|gpu|COMPLETED|2026-03-01T09:59:00|2026-03-01T10:00:00|2026-03-01T10:45:00|1|billing=1,cpu=4,gres/gpu=1,mem=32G,node=1|gpu01
 """
 
 
@@ -222,6 +223,8 @@ def slurm_store(tmp_path: Path) -> Path:
       HPC job mapping labels GPUs 0 and 1 ``hpc_job="101"``; ``DCGM_FI_DEV_GPU_UTIL`` at
       10:00..10:50 is 0 six times on GPU 0 and 100 six times on GPU 1. GPUs 2 and 3
       carry no label (another tenant's, or free).
+    - 103 (erin, chem) on gpu01, 10:00-10:45, 1 GPU, no hpc_job label: 1 of gpu01's 4
+      sampled GPUs, which one is unknown.
     - 102 (dave, chem) on gpu02 (2 GPUs sampled), 10:00-10:30, 2 GPUs: no hpc_job label,
       but the job holds the whole node. GPU 0 at 10:00, 10:10, 10:20 = 3, 4, 60 %;
       GPU 1 = 100, 100, 100. (10:30 is outside [10:00, 10:30).)

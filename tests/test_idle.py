@@ -90,8 +90,16 @@ def test_slurm_jobs_join_by_hpc_job_label_and_whole_node(slurm: Path) -> None:
     assert rows["102"]["held_gpu_hours"] == pytest.approx(1.0)
     assert rows["102"]["idle_gpu_hours"] == pytest.approx(1 / 3)
     assert rows["102"]["matched_by"] == "host (whole node)"
-    accounts = {r["account"]: r["idle_gpu_hours"] for r in idle(slurm, "--by", "account")}
-    assert accounts == pytest.approx({"physics": 1.0, "chem": 1 / 3})
+    # 103: 1 GPU of gpu01's 4, no label: which GPU is unknown, so its 0.75 GPU-hour
+    # (10:00-10:45) is held but unmeasured, never idle.
+    assert rows["103"]["matched_by"] == "host (GPUs unknown)"
+    assert rows["103"]["held_gpu_hours"] == pytest.approx(0.75)
+    assert rows["103"]["unmeasured_gpu_hours"] == pytest.approx(0.75)
+    assert rows["103"]["idle_gpu_hours"] == 0
+    accounts = {r["account"]: r for r in idle(slurm, "--by", "account")}
+    assert accounts["physics"]["idle_gpu_hours"] == pytest.approx(1.0)
+    assert accounts["chem"]["idle_gpu_hours"] == pytest.approx(1 / 3)
+    assert accounts["chem"]["unmeasured_gpu_hours"] == pytest.approx(0.75)
 
 
 def test_per_gpu_rows(slurm: Path) -> None:
@@ -103,6 +111,7 @@ def test_per_gpu_rows(slurm: Path) -> None:
             ("101", "gpu01", 1): 0.0,
             ("102", "gpu02", 0): 1 / 3,
             ("102", "gpu02", 1): 0.0,
+            ("103", "gpu01", None): 0.0,  # which GPU is unknown
         }
     )
 

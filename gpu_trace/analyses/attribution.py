@@ -26,8 +26,9 @@ A *held window* is one (job attempt, GPU device, [t_start, t_end)) row, found th
   series' GPU-hours, a pod on two whole GPUs all of each.
 - ``host (whole node)``: a placement without indices and without ``hpc_job`` series
   (``sacct`` prints no GPU index) that holds at least as many GPUs as its host's
-  telemetry shows holds them all (exclusive nodes); a job on part of a node without
-  indices cannot be matched to a GPU and is left out.
+  telemetry shows holds them all (exclusive nodes). A job on part of a sampled node
+  without indices or labels cannot be matched to a GPU: ``held_unknown`` (idle GPUs
+  lists its GPU-hours as unmeasured, ``host (GPUs unknown)``).
 
 The windows of one job attempt on one GPU are merged (earliest start, latest end): a
 ``sacct`` export without ``-X`` lists the job and each step on the same GPUs.
@@ -103,6 +104,9 @@ held_index AS (
                PARTITION BY source, cluster, job_id, attempt, machine_id, t_start)) AS share,
            'hpc_job label' AS matched_by
     FROM hpc_dev
+), labelled_jobs AS (
+    SELECT DISTINCT source, job_id, attempt FROM held_pod
+    UNION SELECT DISTINCT source, job_id, attempt FROM held_hpc
 ), host_devices AS (
     SELECT DISTINCT host, gpu_index FROM gpu_samples
     WHERE gpu_index IS NOT NULL AND mig_instance IS NULL AND time >= {ABSOLUTE_SQL}
@@ -116,7 +120,7 @@ held_index AS (
     JOIN host_size s ON s.host = p.machine_id
     JOIN host_devices d ON d.host = p.machine_id
     WHERE p.gpu_count > 0 AND p.gpu_count >= s.n
-      AND NOT EXISTS (SELECT 1 FROM held_hpc x WHERE x.source = p.source
+      AND NOT EXISTS (SELECT 1 FROM labelled_jobs x WHERE x.source = p.source
                       AND x.job_id = p.job_id AND x.attempt = p.attempt)
 ), held_any AS (
     SELECT * FROM held_index
@@ -129,9 +133,23 @@ held_index AS (
            CASE WHEN bool_or(t_end IS NULL) THEN NULL ELSE max(t_end) END AS t_end,
            max(share) AS share
     FROM held_any GROUP BY ALL
+), held_unknown AS (
+    SELECT p.source, p.cluster, p.job_id, p.attempt, p.machine_id AS host,
+           CAST(NULL AS SMALLINT) AS gpu_index, '' AS mig,
+           'host (GPUs unknown)' AS matched_by, min(p.start_time) AS t_start,
+           CASE WHEN bool_or(p.end_time IS NULL) THEN NULL ELSE max(p.end_time) END AS t_end,
+           max(p.gpu_count) AS share
+    FROM unindexed p JOIN host_size s ON s.host = p.machine_id
+    WHERE p.gpu_count > 0 AND p.gpu_count < s.n
+      AND NOT EXISTS (SELECT 1 FROM labelled_jobs x WHERE x.source = p.source
+                      AND x.job_id = p.job_id AND x.attempt = p.attempt)
+    GROUP BY ALL
 )"""
 """CTEs (after a ``WITH``) ending in ``held_all``: one row per held window, ``t_end``
-null while the job runs. Needs views ``placements`` and ``gpu_samples``."""
+null while the job runs; and ``held_unknown``: one row per job attempt and host whose
+GPUs cannot be told (part of a sampled node, no index, no label), ``share`` = its GPU
+count, so :mod:`gpu_trace.analyses.idle` can show those GPU-hours as unmeasured rather
+than drop them. Needs views ``placements`` and ``gpu_samples``."""
 
 
 def relative_hosts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:

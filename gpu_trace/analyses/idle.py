@@ -57,7 +57,7 @@ WITH {HELD_SQL}, act AS (
     SELECT h.source, h.cluster, h.job_id, h.attempt, h.host, h.gpu_index, h.mig,
            h.share, h.matched_by, h.t_start,
            coalesce(h.t_end, j.as_of_time, l.last_t) AS t_end
-    FROM held_all h
+    FROM (SELECT * FROM held_all UNION ALL SELECT * FROM held_unknown) h
     LEFT JOIN last_seen l USING (host, gpu_index, mig)
     LEFT JOIN (SELECT source, cluster, job_id, max(as_of_time) AS as_of_time
                FROM jobs GROUP BY ALL) j

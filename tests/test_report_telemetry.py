@@ -56,6 +56,8 @@ def test_pages_have_the_telemetry_charts(site: Path) -> None:
         # samples span 10:00-10:50: 3,000 s / 10 s = 300 bins (over 200), / 30 s = 100
         assert f"GPU telemetry per {level}, 30s bins" in tele_page
     assert "Utilization per GPU over time" in tele_page
+    # the series name no cluster; node-a is in the Kubernetes inventory of cluster k1
+    assert '"series": "k1"' in tele_page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI installs it)")

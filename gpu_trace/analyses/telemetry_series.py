@@ -93,8 +93,13 @@ def _charted(samples: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def binned(samples: pl.LazyFrame, max_bins: int = MAX_BINS) -> list[Binned]:
-    """Per GPU, metric and time bin: the mean of the samples, per time basis."""
+def binned(
+    samples: pl.LazyFrame, max_bins: int = MAX_BINS, machines: pl.LazyFrame | None = None
+) -> list[Binned]:
+    """Per GPU, metric and time bin: the mean of the samples, per time basis. A host's
+    cluster is the sample's own, else the inventory's (``machines``: a dcgm-exporter
+    series names no cluster, the Kubernetes node it runs on does), else the source.
+    """
     base = _charted(samples)
     rel = pl.col("time") < ABSOLUTE_SINCE
     spans = base.select(
@@ -112,20 +117,37 @@ def binned(samples: pl.LazyFrame, max_bins: int = MAX_BINS) -> list[Binned]:
         if lo is None:
             continue
         every, _ = bin_width((hi - lo).total_seconds(), max_bins)
-        frame = (
+        lazy = (
             base.filter(keep)
             .with_columns(pl.col("time").dt.truncate(every))
             .group_by("host", "gpu_index", "metric", "time")
             .agg(
                 pl.col("value").mean(),
                 pl.len().alias("samples"),
-                pl.coalesce("cluster", "source").first().alias("cluster"),
+                pl.col("cluster").drop_nulls().first().alias("_cluster"),
+                pl.col("source").first().alias("_source"),
             )
             .with_columns(  # on the binned rows, not on every sample
                 pl.col("value") * scale,
                 pl.format("{}/{}", "host", "gpu_index").alias("gpu"),
             )
             .drop("gpu_index")
+        )
+        if machines is not None:
+            owner = (
+                machines.filter(pl.col("cluster").is_not_null())
+                .group_by(pl.col("machine_id").alias("host"))
+                .agg(pl.col("cluster").min().alias("_inventory"))
+            )
+            lazy = (
+                lazy.join(owner, on="host", how="left")
+                .with_columns(pl.coalesce("_cluster", "_inventory", "_source").alias("cluster"))
+                .drop("_inventory")
+            )
+        else:
+            lazy = lazy.with_columns(pl.coalesce("_cluster", "_source").alias("cluster"))
+        frame = (
+            lazy.drop("_cluster", "_source")
             .sort("cluster", "host", "gpu", "metric", "time")
             .collect()
         )

@@ -18,13 +18,18 @@ from gpu_trace.analyses.idle import connection
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.reports import telemetry_charts as tc
 from gpu_trace.reports.page import Section, table_html
+from gpu_trace.store.generations import snapshot_root
+from gpu_trace.store.scan import scan
 
 TOP_JOBS = 10
 
 
 def _over_time(inp: Inputs, sec: Section) -> None:
     """Line charts per cluster, host and GPU and the heatmap, per time basis."""
-    for b in ts.binned(inp.gpu_samples):
+    machines = (  # the whole inventory: a node's cluster, whichever source sampled it
+        scan(snapshot_root(inp.store), "machines") if inp.store is not None else inp.machines
+    )
+    for b in ts.binned(inp.gpu_samples, machines=machines):
         where = "" if b.time_basis == "absolute" else " (relative time: no timestamps)"
         for level in ts.LEVELS:
             frame, note = ts.series(b, level)

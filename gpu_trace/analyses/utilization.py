@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
-from gpu_trace.analyses.attribution import HELD_SQL
+from gpu_trace.analyses.attribution import ABSOLUTE_SQL, HELD_SQL
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
@@ -75,7 +75,8 @@ WITH {HELD_SQL}, held AS (
 ), s AS (
     SELECT host, gpu_index, coalesce(mig_instance, '') AS mig, time, value,
            epoch_us(time) // 3600000000 AS hour
-    FROM gpu_samples WHERE metric = $metric AND value IS NOT NULL
+    FROM gpu_samples
+    WHERE metric = $metric AND value IS NOT NULL AND time >= {ABSOLUTE_SQL}
 )
 SELECT h.source, h.cluster, h.job_id,
        count(*) AS samples,
@@ -93,7 +94,8 @@ GROUP BY ALL
 windows as :mod:`gpu_trace.analyses.attribution` finds them (GPU index, dcgm-exporter
 pod / namespace or hpc_job labels, whole nodes), telemetry of any source. Windows and
 samples meet in hour buckets (each window split into the hours it spans; a sample lies
-in one), an equi-join, then the exact time test."""
+in one), an equi-join, then the exact time test. Relative-time samples (1970-based, no
+timestamps) join no job, not even a relative-time trace's: their zeros are unrelated."""
 
 
 def per_job(con: duckdb.DuckDBPyConnection, metric: str = "gpu_util_pct") -> pl.DataFrame:

@@ -1,12 +1,14 @@
 """Which GPU each job held, and when: the join of jobs to telemetry series that idle GPUs
-(:mod:`gpu_trace.analyses.idle`) and energy (:mod:`gpu_trace.analyses.energy`) share, so
-no hand-written jobs file is needed for Slurm or Kubernetes.
+(:mod:`gpu_trace.analyses.idle`), energy (:mod:`gpu_trace.analyses.energy`) and per-job
+usage (:func:`gpu_trace.analyses.utilization.per_job`) share, so no hand-written jobs
+file is needed for Slurm or Kubernetes.
 
-A *held window* is one (job attempt, GPU device, [t_start, t_end)) row, found three ways
+A *held window* is one (job attempt, GPU device, [t_start, t_end)) row, found four ways
 (``matched_by``):
 
-- ``gpu index``: a placement that lists its GPU indices (Slurm ``GRES IDX``, Philly,
-  a ``--jobs-file``) holds ``(machine_id, index)`` on the telemetry host of that name.
+- ``gpu index``: a placement that lists its GPU indices (Philly's machine lists, a
+  ``--jobs-file``; ``sacct`` prints none) holds ``(machine_id, index)`` on the telemetry
+  host of that name.
 - ``pod label``: a placement without indices whose ``instance`` is a Kubernetes pod
   holds every device whose dcgm-exporter series carries that pod's ``pod`` and
   ``namespace`` labels during the pod's life. dcgm-exporter attaches ``pod``,

@@ -2,7 +2,8 @@
 per job, user or account, from telemetry that overlaps the jobs.
 
 Each held window (:mod:`gpu_trace.analyses.attribution`: by GPU index, by the
-dcgm-exporter ``pod`` / ``namespace`` labels, or by its ``hpc_job`` label) is matched
+dcgm-exporter ``pod`` / ``namespace`` labels, by its ``hpc_job`` label, or a whole node)
+is matched
 with the device's activity samples in [t_start, t_end). Activity is DCGM's SM activity
 (``sm_active_ratio`` x 100) where the window has any, else ``gpu_util_pct``
 (nvidia-smi ``utilization.gpu``, ``DCGM_FI_DEV_GPU_UTIL``), because SM activity counts
@@ -13,7 +14,9 @@ Per window: ``idle_gpu_hours = held GPU-hours x idle samples / samples``; a wind
 without samples counts as held but unmeasured (``unmeasured_gpu_hours``), never idle.
 Held GPU-hours are the window's length times the GPU's share (a fractional placement
 holds ``gpu_count / len(gpu_indices)`` of each GPU listed). The sample share is an
-estimate of the time share when the sampling is regular, which exporters' is.
+estimate of the time share when the sampling is regular, which exporters' is. A job on
+part of a sampled node whose GPUs cannot be told is listed (``host (GPUs unknown)``)
+with all its GPU-hours unmeasured.
 """
 
 from __future__ import annotations
@@ -32,11 +35,10 @@ if TYPE_CHECKING:  # DuckDB itself is loaded by whoever opens the connection
     import duckdb
 
 THRESHOLD_PCT = 5.0
-"""Default activity (percent) below which a sample is idle: NVIDIA's data-center
-monitoring guides treat a GPU under 5 % utilization as idle; a data loader or
-checkpoint stall shows as a few percent, a real kernel far above."""
-
-ACTIVITY_METRICS = ("sm_active_ratio", "gpu_util_pct")
+"""Default activity (percent) below which a sample is idle (``--threshold``): a choice,
+documented in docs/metrics.md, low enough that a job doing real work between stalls is
+not idle, above the 0 % of ``utilization`` views' ``idle_share`` so that a GPU touched
+by a monitoring probe or a stray kernel still counts as idle."""
 
 HOUR_US = 3_600_000_000
 """Windows and samples meet in hour buckets (a window is split into the hours it spans,
@@ -181,7 +183,7 @@ class IdleOptions:
 
     by: IdleBy = option(IdleBy.job, "job, user, account, or gpu (one row per GPU held).")
     threshold: float = option(
-        "5",
+        f"{THRESHOLD_PCT:g}",
         "Activity (percent) below which a sample is idle: SM activity where DCGM profiling "
         "is sampled, else GPU utilization.",
         parse=threshold,

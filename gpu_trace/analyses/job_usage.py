@@ -81,6 +81,8 @@ def read_jobs(path: Path) -> pl.DataFrame:
         "start_time",
         "end_time",
         pl.col("gpu_indices_l").alias("gpu_indices"),
+        pl.col("gpu_indices_l").list.len().cast(pl.Float64).alias("gpu_count"),
+        pl.lit(None, dtype=pl.String).alias("instance"),
     )
 
 

@@ -5,7 +5,9 @@
   0 %; Acme: ~31-34 %).
 - :func:`per_job`: each job's mean / p50 / p95 of a metric over the samples of the GPUs
   it held while it held them: a range join (host, GPU index, time within the attempt) in
-  DuckDB, which plans it as an interval join rather than a row loop.
+  DuckDB, which plans it as an interval join rather than a row loop; the held GPUs come
+  from :mod:`gpu_trace.analyses.attribution` (GPU indices, dcgm-exporter labels, whole
+  nodes), so Kubernetes pods and Slurm jobs get usage without a jobs file.
 
 Declares ``analyze utilization`` (allocation over time from :mod:`occupancy`, or the
 measured distribution) and ``analyze per-job``.
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses.attribution import ABSOLUTE_SQL, HELD_SQL
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
@@ -63,12 +66,17 @@ def histogram(
     )
 
 
-PER_JOB_SQL = """
-WITH held AS (
-    SELECT p.source, p.cluster, p.job_id, p.attempt, p.machine_id, p.start_time, p.end_time,
-           unnest(p.gpu_indices) AS gpu_index
-    FROM placements p
-    WHERE p.start_time IS NOT NULL AND p.end_time IS NOT NULL AND p.gpu_indices IS NOT NULL
+PER_JOB_SQL = f"""
+WITH {HELD_SQL}, held AS (
+    SELECT source, cluster, job_id, host, mig, t_start, t_end, gpu_index,
+           unnest(range(epoch_us(t_start) // 3600000000,
+                        epoch_us(t_end) // 3600000000 + 1)) AS hour
+    FROM held_all WHERE t_end IS NOT NULL AND t_end > t_start
+), s AS (
+    SELECT host, gpu_index, coalesce(mig_instance, '') AS mig, time, value,
+           epoch_us(time) // 3600000000 AS hour
+    FROM gpu_samples
+    WHERE metric = $metric AND value IS NOT NULL AND time >= {ABSOLUTE_SQL}
 )
 SELECT h.source, h.cluster, h.job_id,
        count(*) AS samples,
@@ -77,12 +85,17 @@ SELECT h.source, h.cluster, h.job_id,
        quantile_cont(s.value, 0.95) AS p95,
        avg(CASE WHEN s.value = 0 THEN 1.0 ELSE 0.0 END) AS idle_share
 FROM held h
-JOIN gpu_samples s
-  ON s.source = h.source AND s.host = h.machine_id AND s.gpu_index = h.gpu_index
- AND s.time >= h.start_time AND s.time < h.end_time
-WHERE s.metric = $metric AND s.value IS NOT NULL
+JOIN s
+  ON s.host = h.host AND s.gpu_index = h.gpu_index AND s.mig = h.mig AND s.hour = h.hour
+ AND s.time >= h.t_start AND s.time < h.t_end
 GROUP BY ALL
 """
+"""Per job: the samples of ``$metric`` on the GPUs it held while it held them, held
+windows as :mod:`gpu_trace.analyses.attribution` finds them (GPU index, dcgm-exporter
+pod / namespace or hpc_job labels, whole nodes), telemetry of any source. Windows and
+samples meet in hour buckets (each window split into the hours it spans; a sample lies
+in one), an equi-join, then the exact time test. Relative-time samples (1970-based, no
+timestamps) join no job, not even a relative-time trace's: their zeros are unrelated."""
 
 
 def per_job(con: duckdb.DuckDBPyConnection, metric: str = "gpu_util_pct") -> pl.DataFrame:

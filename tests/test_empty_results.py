@@ -34,7 +34,18 @@ def _run(store: Path, *args: str) -> tuple[int, list[str], list[str]]:
 
 
 @pytest.mark.parametrize(
-    "command", [["summary"], ["queueing"], ["jobs"], ["users"], ["arrivals"], ["utilization"]]
+    "command",
+    [
+        ["summary"],
+        ["queueing"],
+        ["jobs"],
+        ["users"],
+        ["arrivals"],
+        ["utilization"],
+        ["idle"],
+        ["backlog"],
+        ["accounting"],
+    ],
 )
 def test_dcgm_only_store_says_no_jobs(dcgm_store: Path, command: list[str]) -> None:
     code, out, err = _run(dcgm_store, *command)

@@ -92,6 +92,9 @@ BUILTIN_NEEDS: dict[str, tuple[str, ...] | Callable[[Any], tuple[str, ...]]] = {
     "utilization": _utilization_needs,
     "per-job": ("placements", "gpu_samples"),
     "energy": _energy_needs,
+    "idle": ("jobs", "gpu_samples"),
+    "backlog": ("jobs",),
+    "accounting": ("jobs",),
 }
 """The tables each built-in analysis reads (a plugin declares ``needs`` itself)."""
 

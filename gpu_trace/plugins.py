@@ -211,6 +211,9 @@ class AnalysisPlugin:
     telemetry has none); ``needs_jobs``: whether a ``--source`` that selects no jobs is
     an error (it is not for analyses of telemetry alone). ``rank`` orders the commands
     in ``gpu-trace analyze --help`` (built-ins keep their historical order).
+    Every command also takes the scope options (``--as-of``, ``--since``, ``--until``,
+    ``--cluster``, ``--partition``): ``inputs`` arrive already restricted
+    (:class:`gpu_trace.analyses.scope.Scope`).
     """
 
     name: str
@@ -223,6 +226,9 @@ class AnalysisPlugin:
     sources: bool = True
     needs_jobs: bool = True
     rank: int = 1000
+    #: Whether the command takes ``--period day|week|month`` (an sreport-style table:
+    #: ``run`` reads ``inputs.scope.period``).
+    periods: bool = False
 
 
 @dataclass(frozen=True)

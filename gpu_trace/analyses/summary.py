@@ -81,7 +81,8 @@ class SummaryOptions:
 
 def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
     by = ("source", "dataset") if options.by_dataset else DEFAULT_BY
-    return summary(inputs.jobs, by=by)
+    # Running jobs' GPU time counts up to the as-of instant, clipped to the window.
+    return summary(inputs.clipped_jobs, by=by)
 
 
 def _chart(frame: pl.DataFrame) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses import periods
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
@@ -96,7 +97,13 @@ class UsersOptions:
 
 def _run(inputs: Any, options: UsersOptions) -> pl.LazyFrame:
     choose("--value", options.value, ("gpu_hours", "gpu_queue_hours"))
-    table = per_user(inputs.jobs)
+    if inputs.scope.period:  # sreport user topusage: GPU-hours per user and period
+        keys = ("source", "cluster", "user")
+        return periods.gpu_hours_by_period(
+            inputs.clipped_jobs, inputs.scope.period, inputs.tz, keys
+        )
+    # Running jobs' GPU time counts up to the as-of instant, clipped to the window.
+    table = per_user(inputs.clipped_jobs)
     return table if options.per_user else concentration(table, options.value)
 
 
@@ -127,4 +134,5 @@ PLUGIN = AnalysisPlugin(
     title="Users",
     glossary=GLOSSARY,
     rank=70,
+    periods=True,
 )

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.analyses import periods
+from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
@@ -118,14 +119,27 @@ class UtilizationOptions:
 
 def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
     choose("--by value", options.by, occ.OCCUPANCY_BY)
+    period = inputs.scope.period
+    if period and options.view is not View.series:
+        msg = f"--period tables the allocation series; it does not go with --view {options.view}"
+        raise UsageError(msg)
     if options.view is View.measured:
         return sample_distribution(inputs.gpu_samples)
+    # Running jobs hold their GPUs until the as-of instant; the window clips every job
+    # (Inputs.clipped_jobs, gpu_trace.analyses.scope).
     try:
         series = occ.occupancy(
-            inputs.jobs, inputs.capacity, inputs.machines, freq=options.freq, by=options.by
+            inputs.clipped_jobs,
+            inputs.capacity,
+            inputs.machines,
+            freq=periods.BIN if period else options.freq,
+            by=options.by,
         )
     except ValueError as exc:
         raise GpuTraceError(str(exc)) from None
+    if period:
+        keys = ["source", "cluster", *([options.by] if options.by != "cluster" else [])]
+        return periods.allocation_by_period(series, period, inputs.tz, keys)
     if options.view is View.diurnal:
         return occ.profiles(series, inputs.tz)
     if options.view is View.monthly:
@@ -160,6 +174,7 @@ UTILIZATION = AnalysisPlugin(
     title="Utilization (allocation)",
     chart=_allocation_chart,
     rank=20,
+    periods=True,
 )
 
 

@@ -31,7 +31,7 @@ from gpu_trace.analyses import users as usr
 from gpu_trace.analyses import utilization as utl
 from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.reports import charts
-from gpu_trace.reports.page import Section, table_html
+from gpu_trace.reports.page import Section, esc, table_html
 
 TOP_N = 10
 
@@ -81,7 +81,7 @@ def declared_chart(plugin: plugins.AnalysisPlugin, frame: pl.DataFrame) -> Any:
 
 def summary_section(inp: Inputs) -> Section:
     """The summary table (status as shares of all GPU jobs) and its status chart."""
-    table = smy.summary(inp.jobs).collect()
+    table = smy.summary(inp.clipped_jobs).collect()  # running jobs up to as-of
     if table.height == 0:
         return _empty("Summary", "No jobs in the store.")
     sec = Section(
@@ -98,7 +98,9 @@ def summary_section(inp: Inputs) -> Section:
 def choose_freq(inp: Inputs, points: int = 2000) -> str:
     """A bin width giving about ``points`` bins over the jobs' time span."""
     span = (
-        inp.jobs.select((pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds())
+        inp.clipped_jobs.select(
+            (pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds()
+        )
         .collect()
         .item()
     )
@@ -113,7 +115,8 @@ def choose_freq(inp: Inputs, points: int = 2000) -> str:
 def utilization_section(inp: Inputs) -> Section:
     """Allocation statistics per cluster, the allocation series and its diurnal profile."""
     freq = choose_freq(inp)
-    series = occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq).collect()
+    jobs = inp.clipped_jobs  # running jobs hold their GPUs until as-of
+    series = occ.occupancy(jobs, inp.capacity, inp.machines, freq=freq).collect()
     if series.height == 0:
         return _empty("Utilization (allocation)", "No GPU job with both a start and an end time.")
     stats = (
@@ -136,7 +139,7 @@ def utilization_section(inp: Inputs) -> Section:
     hourly = (
         series
         if freq in ("1min", "10min", "1h")
-        else occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq="1h").collect()
+        else occ.occupancy(jobs, inp.capacity, inp.machines, freq="1h").collect()
     )
     sec.charts.append(charts.diurnal(occ.profiles(hourly.lazy(), inp.tz).collect()))
     return sec
@@ -144,15 +147,17 @@ def utilization_section(inp: Inputs) -> Section:
 
 def queueing_section(inp: Inputs) -> Section:
     """Queueing delay by GPUs requested (with its chart) and by VC (top ones)."""
-    by_size = que.queue_by(inp.jobs, "gpus").collect()
+    by_size = que.queue_by(inp.clipped_jobs, "gpus").collect()  # pending: wait so far
     if by_size.height == 0:
         return _empty("Queueing", "No GPU job with a queueing delay.")
+    note = que.censored_note(by_size)
     sec = Section(
         "Queueing",
-        table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
+        (f"<p>Note: {esc(note)}.</p>" if note else "")
+        + table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
     )
     sec.charts.append(declared_chart(que.PLUGIN, by_size))
-    by_vc = que.queue_by(inp.jobs, "vc").collect()
+    by_vc = que.queue_by(inp.clipped_jobs, "vc").collect()
     if by_vc.height > 1 or (by_vc.height == 1 and by_vc["vc"][0] is not None):
         top = by_vc.sort("jobs", descending=True).filter(
             pl.int_range(pl.len()).over("source", "cluster") < TOP_N
@@ -210,7 +215,7 @@ def jobs_users_section(inp: Inputs) -> Section:
     sec = Section("Jobs and users")
     cdf = jb.duration_cdf(inp.jobs).collect()
     sizes = jb.size_shares(inp.jobs).collect()
-    per_user = usr.per_user(inp.jobs)
+    per_user = usr.per_user(inp.clipped_jobs)  # running jobs' GPU time up to as-of
     conc = usr.concentration(per_user).collect()
     if conc.height:
         sec.html += table_html(_rounded(conc), caption="Concentration of GPU time across users")
@@ -231,7 +236,7 @@ def jobs_users_section(inp: Inputs) -> Section:
 
 def arrivals_section(inp: Inputs) -> Section:
     """The weekday x hour heatmap of submissions, with each source's clock."""
-    weekly = arr.arrivals(inp.jobs, inp.tz).collect()
+    weekly = arr.arrivals(inp.scope.submitted(inp.jobs), inp.tz).collect()
     if weekly.height == 0:
         return _empty("Arrivals", "No submission times.")
     zones = ", ".join(

@@ -208,3 +208,16 @@ def test_bad_values_are_usage_errors() -> None:
         scope_of(since="2026-03-02", until="2026-03-01")
     with pytest.raises(UsageError, match="--period 'year'"):
         scope_of(period="year")
+
+
+def test_a_partition_keeps_its_exports_as_of() -> None:
+    # The export's time (10 h) comes from job 2 in partition gpu; job 3 alone, in debug,
+    # would give a latest timestamp of 4 h (its submit) and a wait of 0. Its wait so far
+    # is 10 - 4 = 6 h whichever partition is chosen.
+    lf = frame(
+        job("2", "running", 2, 3, None, as_of=10, vc="gpu"),
+        job("3", "pending", 4, None, None, vc="debug"),
+    )
+    rows = by_id(Scope(partition=("debug",)).clip(lf))
+    assert list(rows) == ["3"]
+    assert rows["3"]["wait_s"] == 6 * 3600

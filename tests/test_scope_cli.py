@@ -307,3 +307,36 @@ def test_report_takes_the_scope(store: Path, tmp_path: Path) -> None:
     assert "the waits of 1 job(s) still pending at the as-of instant" in page
     result = run("report", "--store", store, "--out", tmp_path / "x", "--cluster", "nope")
     assert result.exit_code == 2 and "unknown cluster 'nope'" in result.stderr
+
+
+def test_utilization_per_day_over_the_inventory(tmp_path: Path) -> None:
+    """With the cluster's sinfo snapshot (``sinfo -N -o "%N|%P|%T|%c|%m|%G"``, the sinfo
+    man page's fields: gpu01-02 in partition gpu with GRES gpu:8, gpu03 in debug with
+    gpu:4, taken 2026-03-01 00:00 UTC): 20 GPUs, 16 in gpu, 4 in debug.
+
+    Whole cluster. 03-01: the series runs from 01:00 (101's start) to 24:00, 23 h x 20
+    = 460 GPU-h installed, 124 allocated: 26.957 %. 03-02: 00:00 to as-of 12:00, 12 h x
+    20 = 240, 112 allocated: 46.667 %.
+    --partition debug (4 GPUs): 03-01 from 22:00 (103's start): 2 h x 4 = 8, allocated
+    103's 2 h x 2 = 4: 50 %. 03-02: 12 h x 4 = 48, allocated 103 (00:00-04:00) 8 + 106
+    (08:00-12:00) 8 = 16: 33.333 %."""
+    root = tmp_path / "s"
+    assert (
+        run("ingest", "slurm", EXPORT, "--cluster", "lab", "--tz", "UTC", "--store", root).exit_code
+        == 0
+    )
+    sinfo = EXPORT.parent / "sinfo-2026-03-01T0000Z.txt"
+    result = run("ingest", "sinfo", sinfo, "--cluster", "lab", "--store", root)
+    assert result.exit_code == 0, result.output
+    got = {
+        r["period"]: (r["allocated_gpu_hours"], r["capacity_gpu_hours"], r["allocation_pct"])
+        for r in analyze(root, "utilization", "--period", "day")
+    }
+    assert got["2026-03-01"] == pytest.approx((124.0, 460.0, 100 * 124 / 460))
+    assert got["2026-03-02"] == pytest.approx((112.0, 240.0, 100 * 112 / 240))
+    got = {
+        r["period"]: (r["allocated_gpu_hours"], r["capacity_gpu_hours"], r["allocation_pct"])
+        for r in analyze(root, "utilization", "--period", "day", "--partition", "debug")
+    }
+    assert got["2026-03-01"] == pytest.approx((4.0, 8.0, 50.0))
+    assert got["2026-03-02"] == pytest.approx((16.0, 48.0, 100 * 16 / 48))

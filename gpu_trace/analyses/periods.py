@@ -34,14 +34,22 @@ def allocation_by_period(
 ) -> pl.LazyFrame:
     """Per ``keys`` and period, from an hourly allocation series (``time``,
     ``allocated_gpus``, ``capacity_gpus``): ``period`` (its first local day),
-    ``allocated_gpu_hours``, ``capacity_gpu_hours`` (installed GPUs x the hours of the
-    period the series covers, from the first job start to as-of or the window's end;
-    null where capacity is unknown for any hour of it) and ``allocation_pct``.
+    ``allocated_gpu_hours``, ``capacity_gpu_hours`` (installed GPUs x the whole hours of
+    the period the series covers, from the hour of the first job start to as-of or the
+    window's end; null where capacity is unknown for any hour of it) and
+    ``allocation_pct``.
     """
     every = PERIOD_EVERY[period]
     cap = pl.col("capacity_gpus")
+    # The series' last bin starts at its last instant when that falls on a bin edge
+    # (an export printed at 12:00:00): a bin of zero length, whose capacity would count
+    # a whole hour. Any other last bin holds the jobs that end in it, so it is never 0.
+    last = (pl.col("time") == pl.col("time").max().over(list(keys))) & (
+        pl.col("allocated_gpus") == 0
+    )
     return (
-        series.with_columns(local_time(tz_by_source))
+        series.filter(~last)
+        .with_columns(local_time(tz_by_source))
         .with_columns(pl.col("local_time").dt.truncate(every).dt.date().alias("period"))
         .group_by([*keys, "period"])
         .agg(

@@ -199,5 +199,12 @@ PLUGIN = AnalysisPlugin(
     options=QueueingOptions,
     title="Queueing",
     chart=_chart,
+    glossary={
+        "censored_jobs": (
+            "censored waits",
+            "jobs still pending at the as-of instant, counted with their wait so far (a lower "
+            "bound: statistics over them are lower bounds too)",
+        )
+    },
     rank=30,
 )

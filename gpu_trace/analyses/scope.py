@@ -137,11 +137,13 @@ class Scope:
         cols = [pl.col(c).cast(_US) for c in TIME_COLUMNS if c in names]
         return jobs.group_by("source", "dataset").agg(pl.max_horizontal(cols).max().alias("as_of"))
 
-    def with_as_of(self, jobs: pl.LazyFrame) -> pl.LazyFrame:
-        """``jobs`` with an ``_as_of`` column: its dataset's as-of instant."""
-        return jobs.join(self.as_of_by_dataset(jobs), on=["source", "dataset"], how="left").rename(
-            {"as_of": "_as_of"}
-        )
+    def with_as_of(self, jobs: pl.LazyFrame, dataset: pl.LazyFrame | None = None) -> pl.LazyFrame:
+        """``jobs`` with an ``_as_of`` column: its dataset's as-of instant, found over
+        ``dataset`` (default ``jobs``): all of the dataset's jobs, so that choosing a
+        partition does not move the export's time.
+        """
+        basis = self.as_of_by_dataset(jobs if dataset is None else dataset)
+        return jobs.join(basis, on=["source", "dataset"], how="left").rename({"as_of": "_as_of"})
 
     # -- filters ----------------------------------------------------------------------
 
@@ -234,10 +236,10 @@ class Scope:
         with ``--as-of``, jobs submitted after it left out; with a window, jobs whose
         life overlaps it. The default scope returns ``jobs`` itself.
         """
-        jobs = self.where(jobs, "vc")
+        chosen = self.where(jobs, "vc")
         if self.as_of is None and not self.windowed:
-            return jobs
-        out = self.with_as_of(jobs)
+            return chosen
+        out = self.with_as_of(chosen, jobs)
         if self.as_of is not None:
             first = pl.coalesce("submit_time", "start_time")
             out = out.filter(first.is_null() | (first <= pl.col("_as_of")))
@@ -255,14 +257,15 @@ class Scope:
           ``pending`` for one not started by then (only differs with ``--as-of``);
         - ``start_time``, ``end_time``, ``run_s``: the run's overlap with the window, a
           running job's run ending at as-of (zero-length when the run is outside it);
-          ``queue_s``: start - submit of a job started by as-of, else null;
-        - ``wait_s``: the whole wait (start - submit, or as-of - submit for a pending
+          ``queue_s``: as stored for a job started by as-of, else null; a row with no
+          instants at all keeps its ``run_s`` and ``queue_s`` as given;
+        - ``wait_s``: the whole wait (``queue_s``, or as-of - submit for a pending
           job), ``wait_censored``: true for a pending job (its wait goes on),
           ``wait_in_window_s``: the part of the wait inside the window.
         """
         a = pl.col("_as_of")
         start, end, submit = pl.col("start_time"), pl.col("end_time"), pl.col("submit_time")
-        out = self.with_as_of(self.where(jobs, "vc"))
+        out = self.with_as_of(self.where(jobs, "vc"), jobs)
         if self.as_of is not None:
             first = pl.coalesce("submit_time", "start_time")
             out = out.filter(first.is_null() | (first <= a))
@@ -281,6 +284,11 @@ class Scope:
             pl.when(started).then(start).alias("_start"),
             pl.when(ended).then(end).when(started).then(a).alias("_end"),
             pending.fill_null(False).alias("wait_censored"),
+            # A row with durations but no instants (a synthetic frame, a trace that
+            # gives run_s only) cannot be placed in time: its durations stay as given.
+            (start.is_null() & end.is_null()).alias("_timeless"),
+            # queue_s of a job that had not started by as-of is not known yet.
+            pl.when(start.is_null() | (start <= a)).then(pl.col("queue_s")).alias("queue_s"),
         )
         wait_end = pl.when(pl.col("wait_censored")).then(a).otherwise(pl.col("_start"))
         lo = _lit(self.since) if self.since is not None else None
@@ -302,12 +310,19 @@ class Scope:
         out = out.with_columns(
             run_start.alias("start_time"),
             run_end.alias("end_time"),
-            pl.when(pl.col("_start").is_not_null()).then(pl.col("queue_s")).alias("queue_s"),
-            _seconds(wait_end - submit).alias("wait_s"),
+            pl.when(pl.col("wait_censored"))
+            .then(_seconds(a - submit))
+            .otherwise(pl.col("queue_s"))
+            .alias("wait_s"),
             _seconds(w_end - w_start).alias("wait_in_window_s"),
             a.alias("as_of_time"),
-        ).with_columns(_seconds(pl.col("end_time") - pl.col("start_time")).alias("run_s"))
-        return out.drop("_as_of", "_start", "_end")
+        ).with_columns(
+            pl.when(pl.col("_timeless"))
+            .then(pl.col("run_s"))
+            .otherwise(_seconds(pl.col("end_time") - pl.col("start_time")))
+            .alias("run_s")
+        )
+        return out.drop("_as_of", "_start", "_end", "_timeless")
 
     def submitted(self, jobs: pl.LazyFrame) -> pl.LazyFrame:
         """The jobs in scope *submitted* in the window and by as-of (for analyses of

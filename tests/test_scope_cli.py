@@ -340,3 +340,65 @@ def test_utilization_per_day_over_the_inventory(tmp_path: Path) -> None:
     }
     assert got["2026-03-01"] == pytest.approx((4.0, 8.0, 50.0))
     assert got["2026-03-02"] == pytest.approx((16.0, 48.0, 100 * 16 / 48))
+
+
+def test_kubernetes_pods_count_up_to_the_latest_timestamp(tmp_path: Path) -> None:
+    """``kubectl get pods -o json`` carries no export time (Pod v1 in the Kubernetes API
+    reference has none), so as-of is the latest instant in the pods: "done" finished at
+    13:00. The Running pod "train" (4 nvidia.com/gpu, scheduled 10:00) holds its GPUs
+    10:00-13:00: 3 h x 4 = 12 GPU-h, plus "done" 09:00-13:00 x 2 = 8: 20 GPU-h.
+    The Pending pod "wait" (8 GPUs, created 12:00) has waited 1 h so far (censored)."""
+    from tests.kubernetes_common import pod, write_lines
+
+    def scheduled(at: str) -> dict[str, object]:
+        return {
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at}]
+        }
+
+    gpus = {"nvidia.com/gpu": "4"}
+    train = pod(
+        "train",
+        requests=gpus,
+        created="2026-01-05T10:00:00Z",
+        node="n1",
+        status={
+            **scheduled("2026-01-05T10:00:00Z"),
+            "containerStatuses": [
+                {"name": "main", "state": {"running": {"startedAt": "2026-01-05T10:00:00Z"}}}
+            ],
+        },
+    )
+    done = pod(
+        "done",
+        requests={"nvidia.com/gpu": "2"},
+        created="2026-01-05T09:00:00Z",
+        phase="Succeeded",
+        node="n1",
+        status={
+            **scheduled("2026-01-05T09:00:00Z"),
+            "containerStatuses": [
+                {
+                    "name": "main",
+                    "state": {
+                        "terminated": {
+                            "startedAt": "2026-01-05T09:00:00Z",
+                            "finishedAt": "2026-01-05T13:00:00Z",
+                            "exitCode": 0,
+                            "reason": "Completed",
+                        }
+                    },
+                }
+            ],
+        },
+    )
+    wait = pod(
+        "wait", requests={"nvidia.com/gpu": "8"}, created="2026-01-05T12:00:00Z", phase="Pending"
+    )
+    pods = write_lines(tmp_path / "pods.jsonl", [train, done, wait])
+    root = tmp_path / "s"
+    result = run("ingest", "kubernetes", pods, "--cluster", "k", "--store", root)
+    assert result.exit_code == 0, result.output
+    (row,) = analyze(root, "summary")
+    assert row["gpu_hours"] == pytest.approx(20.0)
+    rows = {r["size_bucket"]: r for r in analyze(root, "queueing")}
+    assert (rows["5-8"]["max_s"], rows["5-8"]["censored_jobs"]) == (1 * H, 1)

@@ -84,8 +84,18 @@ class Inputs:
         (:meth:`Scope.clip`): running jobs end at as-of, pending ones have ``wait_s``
         so far and ``wait_censored``.
         """
-        base = self.all_jobs if self.all_jobs is not None else self.jobs
-        return self.scope.clip(base)
+        return self.scope.clip(self._stored_jobs, self.as_of)
+
+    @property
+    def _stored_jobs(self) -> pl.LazyFrame:
+        return self.all_jobs if self.all_jobs is not None else self.jobs
+
+    @cached_property
+    def as_of(self) -> pl.DataFrame:
+        """``source, dataset, as_of``: each dataset's as-of instant (the export's own
+        time, else its latest timestamp; ``--as-of`` for all), computed once.
+        """
+        return self.scope.as_of_by_dataset(self._stored_jobs).collect()
 
     @cached_property
     def tz(self) -> dict[str, str | None]:

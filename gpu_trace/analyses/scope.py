@@ -137,12 +137,21 @@ class Scope:
         cols = [pl.col(c).cast(_US) for c in TIME_COLUMNS if c in names]
         return jobs.group_by("source", "dataset").agg(pl.max_horizontal(cols).max().alias("as_of"))
 
-    def with_as_of(self, jobs: pl.LazyFrame, dataset: pl.LazyFrame | None = None) -> pl.LazyFrame:
+    def with_as_of(
+        self,
+        jobs: pl.LazyFrame,
+        dataset: pl.LazyFrame | None = None,
+        as_of_table: pl.DataFrame | None = None,
+    ) -> pl.LazyFrame:
         """``jobs`` with an ``_as_of`` column: its dataset's as-of instant, found over
         ``dataset`` (default ``jobs``): all of the dataset's jobs, so that choosing a
-        partition does not move the export's time.
+        partition does not move the export's time. ``as_of_table`` (the result of
+        :meth:`as_of_by_dataset`, computed once) saves scanning the jobs again.
         """
-        basis = self.as_of_by_dataset(jobs if dataset is None else dataset)
+        if as_of_table is not None:
+            basis = as_of_table.lazy()
+        else:
+            basis = self.as_of_by_dataset(jobs if dataset is None else dataset)
         return jobs.join(basis, on=["source", "dataset"], how="left").rename({"as_of": "_as_of"})
 
     # -- filters ----------------------------------------------------------------------
@@ -247,7 +256,7 @@ class Scope:
             out = out.filter(self._life_in_window())
         return out.drop("_as_of")
 
-    def clip(self, jobs: pl.LazyFrame) -> pl.LazyFrame:
+    def clip(self, jobs: pl.LazyFrame, as_of_table: pl.DataFrame | None = None) -> pl.LazyFrame:
         """The jobs in scope (:meth:`select`) as of their as-of instant, in the window.
 
         Same columns, changed as the module docstring says, plus three:
@@ -262,10 +271,12 @@ class Scope:
         - ``wait_s``: the whole wait (``queue_s``, or as-of - submit for a pending
           job), ``wait_censored``: true for a pending job (its wait goes on),
           ``wait_in_window_s``: the part of the wait inside the window.
+
+        ``as_of_table``: :meth:`as_of_by_dataset` of ``jobs``, when already computed.
         """
         a = pl.col("_as_of")
         start, end, submit = pl.col("start_time"), pl.col("end_time"), pl.col("submit_time")
-        out = self.with_as_of(self.where(jobs, "vc"), jobs)
+        out = self.with_as_of(self.where(jobs, "vc"), jobs, as_of_table)
         if self.as_of is not None:
             first = pl.coalesce("submit_time", "start_time")
             out = out.filter(first.is_null() | (first <= a))

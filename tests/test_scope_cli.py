@@ -402,3 +402,30 @@ def test_kubernetes_pods_count_up_to_the_latest_timestamp(tmp_path: Path) -> Non
     assert row["gpu_hours"] == pytest.approx(20.0)
     rows = {r["size_bucket"]: r for r in analyze(root, "queueing")}
     assert (rows["5-8"]["max_s"], rows["5-8"]["censored_jobs"]) == (1 * H, 1)
+
+
+def test_window_restricts_telemetry(tmp_path: Path) -> None:
+    """``nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw --format=csv``
+    (header names with their units in brackets, values with units, as nvidia-smi
+    ``--help-query-gpu`` lists them), one GPU sampled at 10:00 (0 %, 100 W), 11:00 (50 %,
+    200 W) and 12:00 (100 %, 300 W).
+
+    measured utilization --since 10:30: the 11:00 and 12:00 samples, mean 75 %, none idle.
+    energy --by gpu --until 11:30: samples 10:00 and 11:00, (100 + 200) / 2 W x 1 h =
+    150 Wh = 0.15 kWh (0.4 kWh over all three)."""
+    csv = tmp_path / "smi.csv"
+    csv.write_text(
+        "timestamp, index, utilization.gpu [%], power.draw [W]\n"
+        "2026/03/01 10:00:00.000, 0, 0 %, 100.00 W\n"
+        "2026/03/01 11:00:00.000, 0, 50 %, 200.00 W\n"
+        "2026/03/01 12:00:00.000, 0, 100 %, 300.00 W\n"
+    )
+    root = tmp_path / "s"
+    result = run("ingest", "nvidia-smi", csv, "--host", "h1", "--tz", "UTC", "--store", root)
+    assert result.exit_code == 0, result.output
+    (row,) = analyze(root, "utilization", "--view", "measured", "--since", "2026-03-01T10:30")
+    assert (row["samples"], row["mean"], row["idle_share"]) == (2, 75.0, 0.0)
+    (gpu,) = analyze(root, "energy", "--by", "gpu", "--until", "2026-03-01T11:30")
+    assert gpu["energy_kwh"] == pytest.approx(0.15)
+    (gpu,) = analyze(root, "energy", "--by", "gpu")
+    assert gpu["energy_kwh"] == pytest.approx(0.4)

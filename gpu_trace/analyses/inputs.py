@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -13,6 +14,9 @@ from gpu_trace.analyses.arrivals import tz_by_source
 from gpu_trace.analyses.scope import Scope
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.scan import scan
+
+if TYPE_CHECKING:  # DuckDB is loaded by the analyses that query in SQL
+    import duckdb
 
 
 @dataclass
@@ -101,3 +105,23 @@ class Inputs:
     def tz(self) -> dict[str, str | None]:
         """Each source's time zone, for local-time analyses."""
         return tz_by_source(self.jobs)
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The store's SQL views (for analyses that join in DuckDB: energy, per-job),
+        with ``placements``, ``gpu_samples`` and ``events`` replaced by the scoped scans
+        when the scope restricts anything, so that SQL sees what the frames see.
+        """
+        from gpu_trace.store.catalog import connect  # DuckDB, on demand
+
+        assert self.store is not None, "Inputs.connection needs the store"
+        con = connect(self.store)
+        if self.scope.everything:
+            return con
+        for name, frame in (
+            ("placements", self.placements),
+            ("gpu_samples", self.gpu_samples),
+            ("events", self.events),
+        ):
+            con.register(f"_scoped_{name}", frame.collect().to_arrow())
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM _scoped_{name}")
+        return con

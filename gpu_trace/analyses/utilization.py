@@ -161,9 +161,8 @@ class PerJobOptions:
 
 
 def _per_job(inputs: Any, options: PerJobOptions) -> pl.DataFrame:
-    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
-
-    return per_job(connect(inputs.store), options.metric)
+    # The store's SQL views (DuckDB, loaded on demand), restricted to the scope.
+    return per_job(inputs.connection(), options.metric)
 
 
 UTILIZATION = AnalysisPlugin(

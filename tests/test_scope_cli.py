@@ -304,6 +304,7 @@ def test_report_takes_the_scope(store: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     page = (out / "slurm.html").read_text()
+    assert "pending ones have waited until it): lab: 2026-03-02 12:00 UTC." in page
     assert "the waits of 1 job(s) still pending at the as-of instant" in page
     result = run("report", "--store", store, "--out", tmp_path / "x", "--cluster", "nope")
     assert result.exit_code == 2 and "unknown cluster 'nope'" in result.stderr

@@ -86,13 +86,41 @@ def summary_section(inp: Inputs) -> Section:
         return _empty("Summary", "No jobs in the store.")
     sec = Section(
         "Summary",
-        table_html(
+        _as_of_line(inp)
+        + table_html(
             _rounded(table.select(SUMMARY_COLUMNS)),
             caption="Summary (status as shares of all GPU jobs; unfinished is not failed)",
         ),
     )
     sec.charts.append(declared_chart(smy.PLUGIN, table))
     return sec
+
+
+def _as_of_line(inp: Inputs) -> str:
+    """One line naming the instant each cluster's figures describe (running jobs count
+    up to it, pending ones wait until it): the export's own time, its latest timestamp,
+    or ``--as-of``.
+    """
+    rows = (
+        # Relative-time traces (openb) have no calendar instant to name.
+        inp.clipped_jobs.filter(pl.col("time_basis").fill_null("absolute") != "relative")
+        .group_by("source", "cluster")
+        .agg(pl.col("as_of_time").max().alias("as_of"))
+        .drop_nulls("as_of")
+        .sort("source", "cluster")
+        .collect()
+    )
+    if rows.height == 0:
+        return ""
+    parts = [
+        f"{esc(r['cluster'] or r['source'])}: {r['as_of']:%Y-%m-%d %H:%M} UTC"
+        for r in rows.iter_rows(named=True)
+    ]
+    return (
+        "<p>As of (running jobs count up to it, pending ones have waited until it): "
+        + "; ".join(parts)
+        + ".</p>"
+    )
 
 
 def choose_freq(inp: Inputs, points: int = 2000) -> str:

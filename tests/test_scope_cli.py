@@ -430,3 +430,28 @@ def test_window_restricts_telemetry(tmp_path: Path) -> None:
     assert gpu["energy_kwh"] == pytest.approx(0.15)
     (gpu,) = analyze(root, "energy", "--by", "gpu")
     assert gpu["energy_kwh"] == pytest.approx(0.4)
+
+
+def test_periods_follow_the_clusters_clock_change(tmp_path: Path) -> None:
+    """Europe/Berlin moves to summer time on 2026-03-29 (02:00 CET -> 03:00 CEST), so that
+    local day has 23 hours. One 1-GPU job from 03-28 12:00 to 03-30 12:00 local (sacct
+    prints local times; Elapsed 1-23:00:00 = 47 h): 12 GPU-h on 03-28, 23 on 03-29, 12 on
+    03-30, in the users table (each run split at local midnights) and in the allocation
+    table (hourly bins summed per local day)."""
+    psv = tmp_path / "dst.psv"
+    psv.write_text(
+        "JobID|JobName|Partition|User|State|Submit|Start|End|Elapsed|AllocTRES\n"
+        "7|long|gpu|alice|COMPLETED|2026-03-28T12:00:00|2026-03-28T12:00:00|"
+        "2026-03-30T12:00:00|1-23:00:00|cpu=1,gres/gpu=1\n"
+    )
+    root = tmp_path / "s"
+    result = run("ingest", "slurm", psv, "--cluster", "b", "--tz", "Europe/Berlin", "--store", root)
+    assert result.exit_code == 0, result.output
+    want = {"2026-03-28": 12.0, "2026-03-29": 23.0, "2026-03-30": 12.0}
+    users = {r["period"]: r["gpu_hours"] for r in analyze(root, "users", "--period", "day")}
+    assert users == pytest.approx(want)
+    alloc = {
+        r["period"]: r["allocated_gpu_hours"]
+        for r in analyze(root, "utilization", "--period", "day")
+    }
+    assert alloc == pytest.approx(want)

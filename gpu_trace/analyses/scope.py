@@ -42,7 +42,7 @@ import polars as pl
 from gpu_trace.errors import UsageError
 
 PERIODS = ("day", "week", "month")
-"""``--period`` values, with their polars truncation below."""
+"""``--period`` values (tables: :mod:`gpu_trace.analyses.periods`)."""
 
 PERIOD_EVERY = {"day": "1d", "week": "1w", "month": "1mo"}
 """Polars ``dt.truncate`` width per period (a week starts on Monday, as ISO 8601)."""
@@ -99,7 +99,8 @@ class Scope:
     def __post_init__(self) -> None:
         """Refuse an empty window and an unknown period (usage errors, exit 2)."""
         if self.since is not None and self.until is not None and self.since >= self.until:
-            msg = f"--since {self.since:%Y-%m-%dT%H:%M:%SZ} is not before --until {self.until:%Y-%m-%dT%H:%M:%SZ}"
+            iso = "%Y-%m-%dT%H:%M:%SZ"
+            msg = f"--since {self.since:{iso}} is not before --until {self.until:{iso}}"
             raise UsageError(msg)
         if self.period is not None and self.period not in PERIODS:
             msg = f"--period {self.period!r} is not one of {', '.join(PERIODS)}"
@@ -347,11 +348,6 @@ class Scope:
         if self.as_of is not None:
             jobs = jobs.filter(pl.col("submit_time") <= _lit(self.as_of))
         return jobs
-
-
-def period_start(time: pl.Expr, period: str) -> pl.Expr:
-    """The start of the ``period`` (:data:`PERIODS`) holding each instant of ``time``."""
-    return time.dt.truncate(PERIOD_EVERY[period])
 
 
 def scope_of(

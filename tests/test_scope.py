@@ -221,3 +221,26 @@ def test_a_partition_keeps_its_exports_as_of() -> None:
     rows = by_id(Scope(partition=("debug",)).clip(lf))
     assert list(rows) == ["3"]
     assert rows["3"]["wait_s"] == 6 * 3600
+
+
+def test_sql_where_matches_the_frame_filters() -> None:
+    """The DuckDB condition (energy, per-job) keeps the rows the polars filters keep:
+    samples at 3 h (before since = 4 h), 5 h (in) and 6 h (at until: out); a node in
+    partitions "gpu,long"; a cluster name with a quote stays a literal."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE s AS SELECT * FROM (VALUES "
+        "('c1', 'gpu,long', TIMESTAMPTZ '2026-03-01 03:00:00+00'), "
+        "('c1', 'gpu,long', TIMESTAMPTZ '2026-03-01 05:00:00+00'), "
+        "('c1', 'debug', TIMESTAMPTZ '2026-03-01 05:00:00+00'), "
+        "('c''2', 'long', TIMESTAMPTZ '2026-03-01 05:00:00+00'), "
+        "('c1', 'long', TIMESTAMPTZ '2026-03-01 06:00:00+00')"
+        ") AS t(cluster, partition, time)"
+    )
+    scope = Scope(since=t(4), until=t(6), cluster=("c1", "c'2"), partition=("long",))
+    where = scope.sql_where(["cluster", "partition", "time"], time="time")
+    rows = con.execute(f"SELECT cluster, partition FROM s WHERE {where} ORDER BY 1").fetchall()
+    assert rows == [("c'2", "long"), ("c1", "gpu,long")]
+    assert Scope().sql_where(["cluster"], time="time") == "TRUE"

@@ -108,8 +108,9 @@ class Inputs:
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The store's SQL views (for analyses that join in DuckDB: energy, per-job),
-        with ``placements``, ``gpu_samples`` and ``events`` replaced by the scoped scans
-        when the scope restricts anything, so that SQL sees what the frames see.
+        with ``placements``, ``gpu_samples`` and ``events`` restricted to the scope when
+        it restricts anything, so that SQL sees what the frames see. The views stay
+        views over the Parquet files (nothing is loaded into memory here).
         """
         from gpu_trace.store.catalog import connect  # DuckDB, on demand
 
@@ -117,11 +118,18 @@ class Inputs:
         con = connect(self.store)
         if self.scope.everything:
             return con
-        for name, frame in (
-            ("placements", self.placements),
-            ("gpu_samples", self.gpu_samples),
-            ("events", self.events),
-        ):
-            con.register(f"_scoped_{name}", frame.collect().to_arrow())
-            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM _scoped_{name}")
+        restricted: tuple[tuple[str, pl.LazyFrame, str | None, tuple[str, str] | None], ...] = (
+            ("placements", self.placements, None, ("start_time", "end_time")),
+            ("gpu_samples", self.gpu_samples, "time", None),
+            ("events", self.events, "time", None),
+        )
+        for name, frame, time, interval in restricted:
+            row = con.execute(
+                "SELECT sql FROM duckdb_views() WHERE view_name = ?", [name]
+            ).fetchone()
+            assert row is not None, name
+            body = str(row[0]).split(" AS ", 1)[1].rstrip().rstrip(";")
+            names = frame.collect_schema().names()
+            where = self.scope.sql_where(names, time=time, interval=interval)
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM ({body}) WHERE {where}")
         return con

@@ -80,6 +80,14 @@ def _lit(value: dt.datetime | None) -> pl.Expr:
     return pl.lit(value, dtype=_US)
 
 
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _sql_instant(value: dt.datetime) -> str:
+    return f"TIMESTAMPTZ {_sql_text(value.isoformat())}"
+
+
 @dataclass(frozen=True)
 class Scope:
     """The part of the store an analysis covers (every field optional; the default
@@ -223,6 +231,45 @@ class Scope:
         if self.since is not None:
             frame = frame.filter(pl.col(end).is_null() | (pl.col(end) > _lit(self.since)))
         return frame
+
+    def sql_where(
+        self,
+        names: Sequence[str],
+        *,
+        time: str | None = None,
+        interval: tuple[str, str] | None = None,
+    ) -> str:
+        """The same restriction as :meth:`where` plus :meth:`during` (``time``) or
+        :meth:`overlapping` (``interval``: start, end columns), as a SQL condition over
+        a table with columns ``names`` (``TRUE`` when nothing restricts). Names and
+        instants are quoted here, so the text is safe to put in a view definition.
+        """
+        terms = [*self._sql_names(names), *self._sql_times(time, interval)]
+        return " AND ".join(terms) or "TRUE"
+
+    def _sql_names(self, names: Sequence[str]) -> list[str]:
+        terms = []
+        if self.cluster and "cluster" in names:
+            terms.append(f'"cluster" IN ({", ".join(_sql_text(c) for c in self.cluster)})')
+        col = "partition" if "partition" in names else "vc" if "vc" in names else None
+        if self.partition and col is not None:
+            wanted = ", ".join(_sql_text(p) for p in self.partition)
+            split = f"string_split(replace(\"{col}\", ' ', ''), ',')"
+            terms.append(f"list_has_any({split}, [{wanted}])")
+        return terms
+
+    def _sql_times(self, time: str | None, interval: tuple[str, str] | None) -> list[str]:
+        terms = []
+        since = _sql_instant(self.since) if self.since is not None else None
+        until = _sql_instant(self.until) if self.until is not None else None
+        if time is not None:
+            terms += [f'"{time}" >= {since}'] if since else []
+            terms += [f'"{time}" < {until}'] if until else []
+        if interval is not None:
+            start, end = (f'"{c}"' for c in interval)
+            terms += [f"({start} IS NULL OR {start} < {until})"] if until else []
+            terms += [f"({end} IS NULL OR {end} > {since})"] if since else []
+        return terms
 
     # -- jobs -------------------------------------------------------------------------
 

@@ -221,6 +221,10 @@ class AnalysisPlugin:
     the one stderr line an empty result prints; ``empty``: ``(inputs, options) -> str |
     None``, a more specific reason when the result is empty
     (:mod:`gpu_trace.analyses.empty`).
+
+    Every command also takes the scope options (``--as-of``, ``--since``, ``--until``,
+    ``--cluster``, ``--partition``): ``inputs`` arrive already restricted
+    (:class:`gpu_trace.analyses.scope.Scope`).
     """
 
     name: str
@@ -236,6 +240,9 @@ class AnalysisPlugin:
     units: Mapping[str, str] | Callable[[Any], Mapping[str, str]] = field(default_factory=dict)
     needs: tuple[str, ...] = ()
     empty: Callable[[Any, Any], str | None] | None = None
+    #: Whether the command takes ``--period day|week|month`` (an sreport-style table:
+    #: ``run`` reads ``inputs.scope.period``).
+    periods: bool = False
 
 
 @dataclass(frozen=True)

@@ -340,13 +340,11 @@ def _held(inputs: Any, jobs_file: Path | None) -> pl.DataFrame:
 
 
 def _run(inputs: Any, options: EnergyOptions) -> pl.DataFrame:
-    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
-
     max_gap = None
     if options.max_gap is not None:
         max_gap = check_number(parse_duration(options.max_gap, "--max-gap"), "--max-gap", gt=0)
     model = pwr.load(options.power)
-    con = connect(inputs.store)
+    con = inputs.connection()  # the store's SQL views, restricted to the scope
     if options.by is EnergyBy.gpu:
         warn_relative(con, "their energy is a row of its own (time_basis relative)")
         return device_energy(con, max_gap)

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
+from gpu_trace.analyses import periods
 from gpu_trace.analyses.attribution import ABSOLUTE_SQL, HELD_SQL
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
@@ -136,19 +137,28 @@ class UtilizationOptions:
 
 def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
     choose("--by value", options.by, occ.OCCUPANCY_BY)
+    period = inputs.scope.period
+    if period and options.view is not View.series:
+        msg = f"--period tables the allocation series; it does not go with --view {options.view}"
+        raise UsageError(msg)
     if options.view is View.measured:
         return sample_distribution(inputs.gpu_samples)
+    # Running jobs hold their GPUs until the as-of instant; the window clips every job
+    # (Inputs.clipped_jobs, gpu_trace.analyses.scope).
     try:
         series = occ.occupancy(
-            inputs.jobs,
+            inputs.clipped_jobs,
             inputs.capacity,
             inputs.machines,
-            freq=options.freq,
+            freq=periods.BIN if period else options.freq,
             by=options.by,
             rule=options.rule,
         )
     except ValueError as exc:
         raise GpuTraceError(str(exc)) from None
+    if period:
+        keys = ["source", "cluster", *([options.by] if options.by != "cluster" else [])]
+        return periods.allocation_by_period(series, period, inputs.tz, keys)
     if options.view is View.diurnal:
         return occ.profiles(series, inputs.tz)
     if options.view is View.monthly:
@@ -170,9 +180,8 @@ class PerJobOptions:
 
 
 def _per_job(inputs: Any, options: PerJobOptions) -> pl.DataFrame:
-    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
-
-    return per_job(connect(inputs.store), options.metric)
+    # The store's SQL views (DuckDB, loaded on demand), restricted to the scope.
+    return per_job(inputs.connection(), options.metric)
 
 
 UTILIZATION = AnalysisPlugin(
@@ -191,6 +200,7 @@ UTILIZATION = AnalysisPlugin(
         ),
     },
     rank=20,
+    periods=True,
 )
 
 

@@ -34,7 +34,7 @@ from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.column_units import analysis_units
 from gpu_trace.display import unit_of
 from gpu_trace.reports import charts
-from gpu_trace.reports.page import Section, table_html
+from gpu_trace.reports.page import Section, esc, table_html
 
 TOP_N = 10
 
@@ -95,12 +95,13 @@ def declared_chart(plugin: plugins.AnalysisPlugin, frame: pl.DataFrame) -> Any:
 
 def summary_section(inp: Inputs) -> Section:
     """The summary table (status as shares of all GPU jobs) and its status chart."""
-    table = smy.summary(inp.jobs).collect()
+    table = smy.summary(inp.clipped_jobs).collect()  # running jobs up to as-of
     if table.height == 0:
         return _empty("Summary", "No jobs in the store.")
     sec = Section(
         "Summary",
-        table_html(
+        _as_of_line(inp)
+        + table_html(
             _rounded(table.select(SUMMARY_COLUMNS)),
             caption="Summary (status as shares of all GPU jobs; unfinished is not failed)",
         ),
@@ -109,10 +110,39 @@ def summary_section(inp: Inputs) -> Section:
     return sec
 
 
+def _as_of_line(inp: Inputs) -> str:
+    """One line naming the instant each cluster's figures describe (running jobs count
+    up to it, pending ones wait until it): the export's own time, its latest timestamp,
+    or ``--as-of``.
+    """
+    rows = (
+        # Relative-time traces (openb) have no calendar instant to name.
+        inp.clipped_jobs.filter(pl.col("time_basis").fill_null("absolute") != "relative")
+        .group_by("source", "cluster")
+        .agg(pl.col("as_of_time").max().alias("as_of"))
+        .drop_nulls("as_of")
+        .sort("source", "cluster")
+        .collect()
+    )
+    if rows.height == 0:
+        return ""
+    parts = [
+        f"{esc(r['cluster'] or r['source'])}: {r['as_of']:%Y-%m-%d %H:%M} UTC"
+        for r in rows.iter_rows(named=True)
+    ]
+    return (
+        "<p>As of (running jobs count up to it, pending ones have waited until it): "
+        + "; ".join(parts)
+        + ".</p>"
+    )
+
+
 def choose_freq(inp: Inputs, points: int = 2000) -> str:
     """A bin width giving about ``points`` bins over the jobs' time span."""
     span = (
-        inp.jobs.select((pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds())
+        inp.clipped_jobs.select(
+            (pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds()
+        )
         .collect()
         .item()
     )
@@ -127,7 +157,8 @@ def choose_freq(inp: Inputs, points: int = 2000) -> str:
 def utilization_section(inp: Inputs) -> Section:
     """Allocation statistics per cluster, the allocation series and its diurnal profile."""
     freq = choose_freq(inp)
-    series = occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq).collect()
+    jobs = inp.clipped_jobs  # running jobs hold their GPUs until as-of
+    series = occ.occupancy(jobs, inp.capacity, inp.machines, freq=freq).collect()
     if series.height == 0:
         return _empty("Utilization (allocation)", "No GPU job with both a start and an end time.")
     stats = (
@@ -160,7 +191,7 @@ def utilization_section(inp: Inputs) -> Section:
     hourly = (
         series
         if freq in ("1min", "10min", "1h")
-        else occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq="1h").collect()
+        else occ.occupancy(jobs, inp.capacity, inp.machines, freq="1h").collect()
     )
     sec.charts.append(
         charts.diurnal(
@@ -172,15 +203,17 @@ def utilization_section(inp: Inputs) -> Section:
 
 def queueing_section(inp: Inputs) -> Section:
     """Queueing delay by GPUs requested (with its chart) and by VC (top ones)."""
-    by_size = que.queue_by(inp.jobs, "gpus").collect()
+    by_size = que.queue_by(inp.clipped_jobs, "gpus").collect()  # pending: wait so far
     if by_size.height == 0:
         return _empty("Queueing", "No GPU job with a queueing delay.")
+    note = que.censored_note(by_size)
     sec = Section(
         "Queueing",
-        table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
+        (f"<p>Note: {esc(note)}.</p>" if note else "")
+        + table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
     )
     sec.charts.append(declared_chart(que.PLUGIN, by_size))
-    by_vc = que.queue_by(inp.jobs, "vc").collect()
+    by_vc = que.queue_by(inp.clipped_jobs, "vc").collect()
     if by_vc.height > 1 or (by_vc.height == 1 and by_vc["vc"][0] is not None):
         top = by_vc.sort("jobs", descending=True).filter(
             pl.int_range(pl.len()).over("source", "cluster") < TOP_N
@@ -268,7 +301,7 @@ def jobs_users_section(inp: Inputs) -> Section:
     sec = Section("Jobs and users")
     cdf = jb.duration_cdf(inp.jobs).collect()
     sizes = jb.size_shares(inp.jobs).collect()
-    per_user = usr.per_user(inp.jobs)
+    per_user = usr.per_user(inp.clipped_jobs)  # running jobs' GPU time up to as-of
     conc = usr.concentration(per_user).collect()
     if conc.height:
         sec.html += table_html(_rounded(conc), caption="Concentration of GPU time across users")
@@ -289,7 +322,7 @@ def jobs_users_section(inp: Inputs) -> Section:
 
 def arrivals_section(inp: Inputs) -> Section:
     """The weekday x hour heatmap of submissions, with each source's clock."""
-    weekly = arr.arrivals(inp.jobs, inp.tz).collect()
+    weekly = arr.arrivals(inp.scope.submitted(inp.jobs), inp.tz).collect()
     if weekly.height == 0:
         return _empty("Arrivals", "No submission times.")
     zones = ", ".join(

@@ -401,7 +401,7 @@ def test_backlog_as_of_option(tmp_path: Path) -> None:
 def test_backlog_bad_options_are_one_line(tmp_path: Path) -> None:
     store = slurm_store(tmp_path)
     for args, text in (
-        (["--as-of", "yesterday"], "--as-of 'yesterday' is not an ISO-8601 time"),
+        (["--as-of", "yesterday"], "--as-of 'yesterday' is not a date or time"),
         (["--by", "queue"], "queue"),
         (["--top", "0"], "--top 0"),
         (["--view", "series", "--freq", "fortnight"], "--freq"),

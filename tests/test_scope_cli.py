@@ -101,6 +101,14 @@ def test_running_jobs_count_in_users(store: Path) -> None:
     assert rows["alice"]["gpu_hours"] == pytest.approx(24.0)  # 101; 105 is pending
 
 
+def test_running_jobs_count_in_accounting(store: Path) -> None:
+    """The sreport-style table counts like users: bob 192, erin 8, alice 24 GPU-h."""
+    rows = {r["user"]: r for r in analyze(store, "accounting", "--by", "user")}
+    assert rows["bob"]["gpu_hours"] == pytest.approx(192.0)
+    assert rows["erin"]["gpu_hours"] == pytest.approx(8.0)
+    assert rows["alice"]["gpu_hours"] == pytest.approx(24.0)
+
+
 # -- pending jobs count in queueing, censored ---------------------------------------
 
 

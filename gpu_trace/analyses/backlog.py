@@ -274,13 +274,6 @@ class BacklogOptions:
         "series over time: one row per change) or longest (the longest current waits).",
     )
     by: str = option("cluster", "cluster, partition, vc, user or gpus (size bucket).")
-    as_of: dt.datetime | None = option(
-        None,
-        "The instant the backlog is read at (ISO 8601; no offset = UTC). Default: each "
-        "cluster's latest recorded time.",
-        parse=parse_as_of,
-        metavar="TIME",
-    )
     freq: str | None = option(
         None, "With --view series: time-weighted mean per bin (1min, 10min, 1h, 1d)."
     )
@@ -303,11 +296,14 @@ def _run(inputs: Any, options: BacklogOptions) -> pl.LazyFrame:
         except ValueError as exc:
             msg = f"--freq {exc}"
             raise UsageError(msg) from None
+    # --as-of is the scope option every command takes; without it each cluster's
+    # latest recorded time (the rule of the scope's as-of instant, per cluster)
+    as_of = inputs.scope.as_of
     if options.view is View.series:
-        return backlog_series(inputs.jobs, options.by, as_of=options.as_of, freq=options.freq)
+        return backlog_series(inputs.jobs, options.by, as_of=as_of, freq=options.freq)
     if options.view is View.longest:
-        return longest_waits(inputs.jobs, as_of=options.as_of, top=options.top)
-    return backlog_now(inputs.jobs, options.by, as_of=options.as_of)
+        return longest_waits(inputs.jobs, as_of=as_of, top=options.top)
+    return backlog_now(inputs.jobs, options.by, as_of=as_of)
 
 
 def series_chart(series: pl.DataFrame) -> Any:

@@ -727,7 +727,12 @@ def records_read(path: Path, raw: pl.Series, counted: int) -> int:
     start with one are fewer or more than ``counted``: then records were merged (or
     split) and the count of records read would hide it.
     """
-    starts = raw.str.contains(JOB_START_PREFIX).fill_null(False)
+    # A record that begins with '{"status"' or '{"jobid"' (every record of a json.dumps
+    # log) matches the prefix regex; only the others are run through it.
+    plain = (raw.str.starts_with('{"status"') | raw.str.starts_with('{"jobid"')).fill_null(False)
+    starts = plain
+    if not plain.all():
+        starts = plain | raw.str.contains(JOB_START_PREFIX).fill_null(False)
     found = int(starts.sum())
     if found != counted:
         inside = raw.str.count_matches(_ANY_JOB_START).fill_null(0) - starts.cast(pl.UInt32)

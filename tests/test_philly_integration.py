@@ -219,6 +219,21 @@ def test_fixture_quarantine_is_exact(fixture_store: Path) -> None:
     assert raw["record 11"].startswith('{"status": "Failed", "vc": "e13805"')
 
 
+def test_fixture_late_rejects_keep_their_whole_text(fixture_store: Path) -> None:
+    """Records rejected after decoding (a bad time, a bad gpu id, a non-existent local
+    time) are quarantined with the element's whole text, as records the decoder
+    rejects are: each raw text parses back to the array element (stdlib json)."""
+    elements = json.loads((FIXTURE / "cluster_job_log").read_text())
+    raw = dict(
+        connect(fixture_store)
+        .execute("SELECT locator, raw FROM quarantine WHERE file = 'cluster_job_log'")
+        .fetchall()
+    )
+    assert set(raw) == {"record 4", "record 9", "record 11", "record 13"}
+    for locator, text in raw.items():
+        assert json.loads(text) == elements[int(locator.split()[1]) - 1]
+
+
 def test_fixture_reconciles_per_file(fixture_run: tuple[Path, IngestReport]) -> None:
     store, report = fixture_run
     lines = {(r.file, r.table, r.dataset): r for r in report.lines}

@@ -99,7 +99,13 @@ import polars as pl
 
 from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.philly_json import RECORD, decode_records, read_records
+from gpu_trace.loaders.philly_json import (
+    RECORD,
+    Records,
+    decode_records,
+    raw_text,
+    read_records,
+)
 from gpu_trace.loaders.philly_util import (
     CPU_UTIL,
     GPU_UTIL,
@@ -308,7 +314,7 @@ def _job_log(path: Path, workdir: Path) -> JobLog:
     bad_job = pl.repeat(False, n_jobs, eager=True).alias("_bad")
     if problems.height:
         bad_job = bad_job.scatter(problems["_j"], True)
-    rejected = _rejected(decoded, records.lines, frames.jobs, problems)
+    rejected = _rejected(decoded, records, frames.jobs, problems)
     job_rows = _job_rows(frames, times, bad_job)
     placement_rows = _placement_rows(frames, times, bad_job)
     metadata = _metadata(times.local, records.closed)
@@ -554,17 +560,15 @@ def _first_problems(frames: _Frames, gaps: pl.DataFrame) -> pl.DataFrame:
 
 
 def _rejected(
-    decoded: pl.DataFrame, lines: pl.DataFrame, jobs: pl.DataFrame, problems: pl.DataFrame
+    decoded: pl.DataFrame, records: Records, jobs: pl.DataFrame, problems: pl.DataFrame
 ) -> pl.DataFrame:
     """Undecodable records and records with a problem: (record, raw text, reason)."""
     late = pl.DataFrame({RECORD: jobs[RECORD].gather(problems["_j"]), REASON: problems[REASON]})
-    return pl.concat(
-        [
-            decoded.filter(pl.col(REASON).is_not_null()).select(RECORD, RAW, REASON),
-            lines.join(late, on=RECORD).select(RECORD, RAW, REASON),
-        ],
-        how="vertical_relaxed",
-    ).sort(RECORD)
+    parts = [decoded.filter(pl.col(REASON).is_not_null()).select(RECORD, RAW, REASON)]
+    if late.height:
+        texts = raw_text(records, late[RECORD])
+        parts.append(texts.join(late, on=RECORD).select(RECORD, RAW, REASON))
+    return pl.concat(parts, how="vertical_relaxed").sort(RECORD)
 
 
 def _job_rows(frames: _Frames, times: _Times, bad_job: pl.Series) -> pl.DataFrame:

@@ -15,11 +15,16 @@ alone:
    one survive.
 2. :func:`decode_records` validates and types every record in one DuckDB query.
    Well-formed records take the fast path: ``TRY(json_transform_strict(...))`` checks
-   every JSON type in one parse. Only the records it rejects are examined field by
+   the JSON types in one parse (but it writes a number or boolean given for a string
+   field as text, ``42`` -> ``'42'``, where the field-by-field query says "jobid is a
+   number": a known difference between the two paths). Only the records it rejects are examined field by
    field with ``json_type``, which finds the reason. This per-row work is needed
    because polars' ``str.json_decode`` fails the whole column on one bad record and
    quietly turns a number into a string. The good records come back as polars nested
-   types.
+   types. On the fast path the text of a record leaves DuckDB only where the strict
+   decode refused it; a record that a later check rejects (a bad time or GPU id) has
+   its text read again by record number (:func:`raw_text`), so that a clean log's
+   bytes are not copied a second time.
 
 Record numbers are **1-based** (``record 1`` is the first element of the array), in
 line with the 1-based ``line N`` of the CSV loaders. A quarantined record's raw text

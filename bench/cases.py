@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.analyses_bench import analyses_helios, report_1m
+from bench.live_cluster import live_cluster
+from bench.occupancy_artifact import occupancy_artifact
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.store.catalog import connect
 
@@ -1090,6 +1092,8 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "live_cuda_8": live_cuda_8,
     "pai2020_full": pai2020_full,
     "analyses_helios": analyses_helios,
+    "occupancy_artifact": occupancy_artifact,
+    "live_cluster": live_cluster,
     "report_1m": report_1m,
     "replay_sweep_60": replay_sweep_60,
     "ingest_vs_duckdb_100k": ingest_vs_duckdb_100k,

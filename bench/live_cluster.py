@@ -121,9 +121,13 @@ def analyze_commands() -> list[str]:
     return sorted(a.name for a in analyses())
 
 
-def main() -> None:
-    """Build (or reuse) the store at argv[1], then time every command on it."""
-    store = Path(sys.argv[1])
+def live_cluster(store: Path | None = None) -> dict[str, object]:
+    """The ``make bench`` case: build the store (in a temporary folder unless ``store``
+    is given), then time every ``analyze`` command and the report on it.
+    """
+    if store is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return live_cluster(Path(tmp) / "store")
     py = sys.executable
     result: dict[str, object] = {"build": build(store, py)}
     cli = [py, "-m", "gpu_trace", "-q"]
@@ -131,8 +135,8 @@ def main() -> None:
         result[f"analyze {name}"] = _run([*cli, "analyze", name, "--store", str(store)])
     with tempfile.TemporaryDirectory() as site:
         result["report"] = _run([*cli, "report", "--store", str(store), "--out", site])
-    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps(live_cluster(Path(sys.argv[1]))))

@@ -19,12 +19,14 @@ creates an empty store by accident (a mistyped path would otherwise read as zero
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
+from gpu_trace.analyses import backlog as blg
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import occupancy as occ
@@ -151,25 +153,40 @@ class Store:
     # The analyses with the CLI's defaults; each is one call into gpu_trace.analyses.
 
     def summary(self, by: Sequence[str] = ("source", "cluster")) -> pl.DataFrame:
-        """``gpu-trace analyze summary``: counts, run / queue times, status rates."""
-        return summary_table(self.jobs, by=by).collect()
+        """``gpu-trace analyze summary``: counts, run / queue times, status rates (running
+        jobs' GPU time up to the as-of instant, as the CLI counts it).
+        """
+        return summary_table(self.inputs.clipped_jobs, by=by).collect()
 
     def queueing(self, by: str = "gpus") -> pl.DataFrame:
-        """``gpu-trace analyze queueing --by``: queueing delay of GPU jobs."""
-        return que.queue_by(self.jobs, by, tz_by_source=self.inputs.tz).collect()
+        """``gpu-trace analyze queueing --by``: queueing delay of GPU jobs (pending jobs'
+        waits so far included, counted in ``censored_jobs``).
+        """
+        inp = self.inputs
+        return que.queue_by(inp.clipped_jobs, by, tz_by_source=inp.tz).collect()
 
     def utilization(self, freq: str = "1h", by: str = "cluster") -> pl.DataFrame:
         """``gpu-trace analyze utilization``: allocated / installed GPUs per bin."""
-        inp = self.inputs
-        return occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq, by=by).collect()
+        inp = self.inputs  # running jobs hold their GPUs until the as-of instant
+        jobs = inp.clipped_jobs
+        return occ.occupancy(jobs, inp.capacity, inp.machines, freq=freq, by=by).collect()
+
+    def backlog(self, by: str = "cluster", as_of: dt.datetime | None = None) -> pl.DataFrame:
+        """``gpu-trace analyze backlog --by``: GPU jobs and GPUs pending at the as-of
+        instant (default: each cluster's latest recorded time); the series over time and
+        the longest waits are ``gt.analyses.backlog.backlog_series`` / ``longest_waits``.
+        """
+        return blg.backlog_now(self.jobs, by, as_of=as_of).collect()
 
     def failures(self, by: str = "status") -> pl.DataFrame:
         """``gpu-trace analyze failures --by``: final-status mix per group."""
         return fail.status_mix(self.jobs, by).collect()
 
     def users(self) -> pl.DataFrame:
-        """``gpu-trace analyze users --per-user``: GPU time per user."""
-        return usr.per_user(self.jobs).collect()
+        """``gpu-trace analyze users --per-user``: GPU time per user (running jobs' up to
+        the as-of instant).
+        """
+        return usr.per_user(self.inputs.clipped_jobs).collect()
 
     def sizes(self) -> pl.DataFrame:
         """``gpu-trace analyze jobs``: share of jobs and GPU time per size bucket."""

@@ -2,17 +2,24 @@
 
 csv / json / parquet keep the raw, exact values; this module is only the reading view:
 
+- each column is shown in the form of its **declared unit**
+  (:mod:`gpu_trace.column_units`: the producer's declaration, the canonical schemas,
+  the common output names, looked up by the exact column name; then the naming
+  convention's unit suffix of a plain identifier; never a unit found inside a computed
+  name such as ``sum(gpus*run_s)/3600``): ``s`` as a duration (``2 h 03 min``), ``bytes`` / ``mib`` as a binary
+  size (``1.5 TiB``), ``fraction`` (0-1) as a percentage (``22.9 %``, one decimal from
+  the exact value), ``id`` as its digits; every other column, declared or not (a count,
+  GPUs, GPU hours, a computed SQL expression), is a plain number;
 - no scientific notation: floats get fixed decimals chosen per column from its largest
   magnitude (``1,234.5``, ``12.346``, ``0.0123``);
 - thousands separators only where they cannot be misread: in numbers of five or more
   integer digits (``12,345``; a four-digit ``1,234`` could be read as 1.234 in a
-  decimal-comma locale) and never in identifier-like columns (``job_id``, ``seed``, ...);
-- a column whose name carries the unit token ``s`` (``queue_s``, ``med_run_s_gpu``) is
-  shown as a duration (``2 h 03 min``), ``bytes`` / ``mib`` as a binary size
-  (``1.5 TiB``), a ``share`` / ``rate`` / ``ratio`` (a fraction 0-1) as a percentage
-  (``22.9 %``);
+  decimal-comma locale) and never in identifiers;
 - a one-row result with many columns (``analyze summary`` of one cluster) is printed as
   a two-column ``metric | value`` table instead of a line 31 columns wide.
+
+A producer whose column names are computed (``mem_used_bytes_samples``, a count, and
+``mem_used_bytes_mean``, bytes) passes their units: ``readable(frame, units)``.
 
 Everything is a polars expression over the column: no Python loop over rows.
 """
@@ -20,40 +27,40 @@ Everything is a polars expression over the column: no Python loop over rows.
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Mapping
 
 import polars as pl
+
+from gpu_trace.column_units import known_unit
 
 WIDE_ONE_ROW = 8
 """A one-row frame with more columns than this is printed transposed."""
 
 _GROUP_FROM = 10_000
-_ID_TOKENS = frozenset({"id", "seed", "pid", "line", "record", "year", "index", "idx", "port"})
 _SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
-def _tokens(name: str) -> list[str]:
-    return [t for t in re.split(r"[^a-z0-9]+", name.lower()) if t]
+ID_COLUMNS = frozenset(
+    {"attempt", "attempts", "gpu_index", "pid", "seed", "exit_code", "exit_signal", "code"}
+    | {"line", "record", "year", "port", "index", "idx", "hour", "weekday", "uid", "gid"}
+    | {"job_id", "task_id", "pod_id", "node_id", "machine_id", "gpu_id", "run_id", "id"}
+)
+"""Integer columns that are identifiers or codes: digits as they are (``2026``, not
+``2,026``). Exact names, as for units."""
 
 
-def unit_of(name: str) -> str | None:
-    """``"s"`` for seconds, ``"bytes"`` / ``"mib"`` for sizes, ``"fraction"`` for 0-1
-    shares, rates and ratios, else None.
+def unit_of(name: str, units: Mapping[str, str] | None = None) -> str | None:
+    """The declared unit of column ``name``: ``units`` (the producer's), else the
+    schemas', the common output names' and the naming convention's
+    (:func:`gpu_trace.column_units.known_unit`), else ``id`` for :data:`ID_COLUMNS`,
+    else None (a plain number).
     """
-    tokens = _tokens(name)
-    if "s" in tokens:
-        return "s"
-    if "bytes" in tokens:
-        return "bytes"
-    if "mib" in tokens:
-        return "mib"
-    if {"share", "rate", "ratio"} & set(tokens) and not {"pct", "ftf"} & set(tokens):
-        return "fraction"  # finish-time fairness (ftf) ratios are not 0-1 shares
-    return None
-
-
-def _id_like(name: str) -> bool:
-    return bool(_ID_TOKENS.intersection(_tokens(name)))
+    if units and name in units:
+        return units[name]
+    found = known_unit(name)
+    if found is None and name in ID_COLUMNS:
+        return "id"
+    return found
 
 
 def _group(digits: pl.Expr) -> pl.Expr:
@@ -169,8 +176,9 @@ def percent(expr: pl.Expr) -> pl.Expr:
     return pl.concat_str(fixed(expr.cast(pl.Float64) * 100, 1, group=False), pl.lit(" %"))
 
 
-def readable(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every numeric column as display text (see the module docstring); other columns
+def readable(frame: pl.DataFrame, units: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """Every numeric column as display text in the form of its declared unit (see the
+    module docstring; ``units`` are the producer's, by exact column name); other columns
     unchanged. Booleans stay booleans.
     """
     exprs: list[pl.Expr] = []
@@ -178,7 +186,7 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
         if not dtype.is_numeric():
             continue
         col = pl.col(name)
-        unit = unit_of(name)
+        unit = unit_of(name, units)
         if unit == "s":
             exprs.append(duration(col).alias(name))
         elif unit == "bytes":
@@ -187,7 +195,7 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
             exprs.append(size(col, 2**20).alias(name))
         elif unit == "fraction":
             exprs.append(percent(col).alias(name))
-        elif _id_like(name):
+        elif unit == "id" and dtype.is_integer():
             exprs.append(col.cast(pl.String))
         elif dtype.is_integer():
             exprs.append(fixed(col, 0).alias(name))

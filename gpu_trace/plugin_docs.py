@@ -36,7 +36,11 @@ sections and column headers are generated from it.
   keeps an old spelling as a hidden option that still works, with a warning.
 - **Analyses**: `AnalysisPlugin(sources=False)` for one without `--source`,
   `needs_jobs=False` when a source without jobs is no error, `rank` for its place in
-  `gpu-trace analyze --help`.
+  `gpu-trace analyze --help`, `periods=True` for one that takes `--period day|week|month`
+  (its `run` reads `inputs.scope.period`). Every analysis takes `--as-of`, `--since`,
+  `--until`, `--cluster` and `--partition`: its `inputs` arrive restricted to them, and
+  `inputs.clipped_jobs` are the jobs as of the as-of instant, clipped to the window
+  (running jobs end at as-of; pending ones carry `wait_s` so far and `wait_censored`).
 - **Paths**: a loader reads `PATH` (help: `path_help`); `many_paths=True` makes it
   `PATHS...`, the first the ingest's path and the rest passed to `batches` as `more`.
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
@@ -90,6 +94,8 @@ def render() -> str:
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
     for p in sorted(plugins.builtins("analyses"), key=lambda p: p.rank):
         out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
+        if p.periods:
+            out += ["Also `--period day|week|month`: one row per period (sreport-style).", ""]
         if p.glossary:
             out += ["| column | label | meaning |", "|---|---|---|"]
             out += [f"| `{k}` | {label} | {m} |" for k, (label, m) in p.glossary.items()]

@@ -213,6 +213,18 @@ class AnalysisPlugin:
     telemetry has none); ``needs_jobs``: whether a ``--source`` that selects no jobs is
     an error (it is not for analyses of telemetry alone). ``rank`` orders the commands
     in ``gpu-trace analyze --help`` (built-ins keep their historical order).
+
+    ``units``: the display unit of output columns (name -> unit, or a function of the
+    options giving that mapping; vocabulary in :mod:`gpu_trace.column_units`), so
+    tables show durations, sizes and percentages from declarations, not from names.
+    ``needs``: the tables the analysis reads (``jobs``, ``gpu_samples``, ...), named in
+    the one stderr line an empty result prints; ``empty``: ``(inputs, options) -> str |
+    None``, a more specific reason when the result is empty
+    (:mod:`gpu_trace.analyses.empty`).
+
+    Every command also takes the scope options (``--as-of``, ``--since``, ``--until``,
+    ``--cluster``, ``--partition``): ``inputs`` arrive already restricted
+    (:class:`gpu_trace.analyses.scope.Scope`).
     """
 
     name: str
@@ -225,6 +237,12 @@ class AnalysisPlugin:
     sources: bool = True
     needs_jobs: bool = True
     rank: int = 1000
+    units: Mapping[str, str] | Callable[[Any], Mapping[str, str]] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    empty: Callable[[Any, Any], str | None] | None = None
+    #: Whether the command takes ``--period day|week|month`` (an sreport-style table:
+    #: ``run`` reads ``inputs.scope.period``).
+    periods: bool = False
 
 
 @dataclass(frozen=True)

@@ -295,9 +295,14 @@ def test_efficiency_counts_jobs_lacking_the_data(tmp_path: Path) -> None:
 def test_queueing_failures_summary_by_account(tmp_path: Path) -> None:
     store = _store(tmp_path)
     queue = _by(analyze(store, "queueing", "--by", "account"), "account")
-    # GPU jobs that started: vision 201 (3600 s) and 202 (7200 s); nlp's 204 pending
-    assert set(queue) == {"vision"}
+    # GPU jobs that started: vision 201 (3600 s) and 202 (7200 s); nlp's 204 is still
+    # pending: it counts with its wait so far, flagged censored (issue 26 "As of"). The
+    # as-of instant is the export's latest time, 204's own submit at 13:00: 0 s so far.
+    assert set(queue) == {"vision", "nlp"}
     assert queue["vision"]["jobs"] == 2 and queue["vision"]["max_s"] == pytest.approx(7200)
+    assert queue["vision"]["censored_jobs"] == 0
+    assert queue["nlp"]["jobs"] == 1 and queue["nlp"]["censored_jobs"] == 1
+    assert queue["nlp"]["max_s"] == pytest.approx(0)
     fail = analyze(store, "failures", "--by", "qos")
     assert {(r["qos"], r["status_class"]): r["jobs"] for r in fail} == {
         ("high", "completed"): 1,

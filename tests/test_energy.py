@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import power as pwr
 from gpu_trace.cli import app
-from gpu_trace.store.parquet import StoreTransaction, ensure_layout
+from gpu_trace.schemas import TABLES
+from gpu_trace.store.parquet import StoreTransaction, ensure_layout, polars_schema
 from tests.conftest import SAMPLES
 
 runner = CliRunner()
@@ -388,10 +389,17 @@ def test_bad_max_gap_is_refused(tmp_path: Path) -> None:
 # --- energy is never negative; covered + gap = held ---------------------------------
 
 
+def _canonical(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """``frame`` with the table's other columns null, as the store's writer fills them."""
+    schema = polars_schema(TABLES[table])
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in schema.items() if c not in frame.columns]
+    return frame.with_columns(missing)
+
+
 def _con(samples: pl.DataFrame, placements: pl.DataFrame) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
-    con.register("gpu_samples", samples.to_arrow())
-    con.register("placements", placements.to_arrow())
+    con.register("gpu_samples", _canonical(samples, "gpu_samples").to_arrow())
+    con.register("placements", _canonical(placements, "placements").to_arrow())
     return con
 
 

@@ -219,6 +219,21 @@ def test_fixture_quarantine_is_exact(fixture_store: Path) -> None:
     assert raw["record 11"].startswith('{"status": "Failed", "vc": "e13805"')
 
 
+def test_fixture_late_rejects_keep_their_whole_text(fixture_store: Path) -> None:
+    """Records rejected after decoding (a bad time, a bad gpu id, a non-existent local
+    time) are quarantined with the element's whole text, as records the decoder
+    rejects are: each raw text parses back to the array element (stdlib json)."""
+    elements = json.loads((FIXTURE / "cluster_job_log").read_text())
+    raw = dict(
+        connect(fixture_store)
+        .execute("SELECT locator, raw FROM quarantine WHERE file = 'cluster_job_log'")
+        .fetchall()
+    )
+    assert set(raw) == {"record 4", "record 9", "record 11", "record 13"}
+    for locator, text in raw.items():
+        assert json.loads(text) == elements[int(locator.split()[1]) - 1]
+
+
 def test_fixture_reconciles_per_file(fixture_run: tuple[Path, IngestReport]) -> None:
     store, report = fixture_run
     lines = {(r.file, r.table, r.dataset): r for r in report.lines}
@@ -250,6 +265,42 @@ def test_fixture_dst_rule_is_recorded(fixture_store: Path) -> None:
     assert meta[b"gpu_trace.dst_ambiguous_inferred_pst"] == b"2"
     assert meta[b"gpu_trace.dst_ambiguous_defaulted_pdt"] == b"4"
     assert meta[b"gpu_trace.source_tz"] == b"America/Los_Angeles"
+
+
+def test_utc_does_not_depend_on_the_span_of_the_log(fixture_store: Path, tmp_path: Path) -> None:
+    """The fixture's jobs plus a 1990 job (a log spanning 27 years) convert to the same
+    UTC instants, with the same DST bookkeeping, as the fixture alone; the 1990 times
+    follow the zone's 1990 rules (tz database via zoneinfo: PDT from 1990-04-01 02:00,
+    so 02:30 that day does not exist)."""
+    log = FIXTURE / "cluster_job_log"
+    records = json.loads(log.read_text())
+    old = {
+        "status": "Pass", "vc": "v", "user": "u", "jobid": "application_1990_1",
+        "submitted_time": "1990-07-01 12:00:00",
+        "attempts": [{"start_time": "1990-12-01 12:00:00", "end_time": "1990-12-01 13:00:00",
+                      "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}],
+    }  # fmt: skip
+    gap = {**old, "jobid": "application_1990_2", "submitted_time": "1990-04-01 02:30:00"}
+    (tmp_path / "cluster_job_log").write_text(json.dumps([*records, old, gap]))
+    store = tmp_path / "store"
+    ingest(LOADERS["philly"], tmp_path / "cluster_job_log", store)
+    wide = frame(store, "jobs")
+    alone = frame(fixture_store, "jobs")
+    assert wide.filter(pl.col("job_id").is_in(alone["job_id"].implode())).equals(alone)
+    row = wide.filter(pl.col("job_id") == "application_1990_1").row(0, named=True)
+    for key, text in (("submit_time", "1990-07-01 12:00:00"), ("end_time", "1990-12-01 13:00:00")):
+        local = datetime.fromisoformat(text).replace(tzinfo=LA)
+        assert row[key] == local.astimezone(UTC)
+    assert row["submit_time"].hour == 19  # PDT: UTC-7
+    assert row["end_time"].hour == 21  # PST: UTC-8
+    meta = pq.read_metadata(dataset_path(store, "jobs", "philly", "philly")).metadata
+    assert meta[b"gpu_trace.dst_ambiguous_times"] == b"6"
+    assert meta[b"gpu_trace.dst_ambiguous_inferred_pst"] == b"2"
+    q = dict(connect(store).execute("SELECT locator, reason FROM quarantine").fetchall())
+    assert q[f"record {len(records) + 2}"] == (
+        "submitted_time '1990-04-01 02:30:00' does not exist in America/Los_Angeles "
+        "(skipped by the spring-forward DST change)"
+    )
 
 
 def test_fixture_inventories_and_capacity(fixture_store: Path) -> None:

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from gpu_trace.analyses import (
     arrivals,
+    backlog,
     definitions,
     energy,
     failures,
     jobs,
     occupancy,
+    periods,
     provisioning,
     queueing,
+    scope,
     sharing,
     summary,
     users,
@@ -29,13 +32,16 @@ from gpu_trace.analyses import (
 
 __all__ = [
     "arrivals",
+    "backlog",
     "definitions",
     "energy",
     "failures",
     "jobs",
     "occupancy",
+    "periods",
     "provisioning",
     "queueing",
+    "scope",
     "sharing",
     "summary",
     "users",

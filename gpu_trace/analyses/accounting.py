@@ -173,12 +173,12 @@ def _run(inputs: Any, options: AccountingOptions) -> pl.LazyFrame:
     if options.limits and options.efficiency:
         msg = "--limits and --efficiency are two tables: pass one of them"
         raise UsageError(msg)
-    jobs = with_group(inputs.jobs, by)
-    if options.limits:
-        return time_limits(jobs, by)
-    if options.efficiency:
-        return efficiency(jobs, by)
-    return usage(jobs, by)
+    if options.limits or options.efficiency:  # finished jobs' own figures, not clipped
+        jobs = with_group(inputs.jobs, by)
+        return time_limits(jobs, by) if options.limits else efficiency(jobs, by)
+    # GPU hours as summary and users count them: running jobs up to the as-of instant,
+    # pending jobs' waits so far, runs cut to the --since / --until window
+    return usage(with_group(inputs.clipped_jobs, by), by)
 
 
 def _chart(frame: pl.DataFrame) -> Any:

@@ -122,9 +122,11 @@ class ArrivalsOptions:
 
 
 def _run(inputs: Any, options: ArrivalsOptions) -> pl.LazyFrame:
+    # A job arrives at its submission: in a window, only the jobs submitted in it.
+    jobs = inputs.scope.submitted(inputs.jobs)
     if options.weekly:
-        return arrivals(inputs.jobs, inputs.tz)
-    return hourly_profile(inputs.jobs, inputs.tz)
+        return arrivals(jobs, inputs.tz)
+    return hourly_profile(jobs, inputs.tz)
 
 
 # No chart: the report shows the weekly heatmap (weekly_heatmap_chart) in its own section.

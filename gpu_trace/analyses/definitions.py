@@ -15,6 +15,13 @@ Glossary (also in docs/metrics.md):
 - **Allocation** (``allocation_pct``): GPUs held by running jobs / GPUs installed, time-
   weighted over each bin. This is what Helios calls "utilization"; it says nothing about
   whether kernels ran.
+- **Capacity** (``capacity_gpus``, ``capacity_basis``): installed GPUs per bin, a step
+  function of the inventory snapshots (the first snapshot before it), else a static
+  inventory, else the peak concurrent GPUs allocated (``inferred``):
+  :mod:`gpu_trace.analyses.occupancy`.
+- **Pending / backlog** (``pending_jobs``, ``pending_gpus``): GPU jobs submitted and not
+  yet started (nor ended) at a time; waits of jobs still pending at the as-of instant are
+  censored (waits so far): :mod:`gpu_trace.analyses.backlog`.
 - **Measured utilization** (``gpu_util_pct``): the device's own activity counter
   (nvidia-smi / NVML / DCGM), from ``gpu_samples``.
 """
@@ -87,7 +94,10 @@ SIZE_EDGES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def size_bucket() -> pl.Expr:
-    """Human-readable GPU-count bucket for a job."""
+    """Human-readable GPU-count bucket for a job, as an ordered ``Enum`` of
+    :func:`size_labels`: every sort, table and chart axis keeps the buckets in size
+    order (1, 2, 3-4, 5-8, ..., not "33-64" before "5-8"); CSV / JSON get the labels.
+    """
     g = pl.col("gpus")
     expr = pl.when(g.is_null()).then(pl.lit("unknown")).when(g == 0).then(pl.lit("0 (CPU)"))
     expr = expr.when(g < 1).then(pl.lit("<1 (shared)"))
@@ -96,7 +106,8 @@ def size_bucket() -> pl.Expr:
         label = str(edge) if low == edge else f"{low}-{edge}"
         expr = expr.when(g <= edge).then(pl.lit(label))
         low = edge + 1
-    return expr.otherwise(pl.lit(f">{SIZE_EDGES[-1]}")).alias("size_bucket")
+    last = expr.otherwise(pl.lit(f">{SIZE_EDGES[-1]}"))
+    return last.cast(pl.Enum(size_labels())).alias("size_bucket")
 
 
 def size_labels() -> list[str]:
@@ -111,8 +122,10 @@ def size_labels() -> list[str]:
 
 def size_rank() -> pl.Expr:
     """Sort key of the ``size_bucket`` column (0 = CPU jobs)."""
-    return pl.col("size_bucket").replace_strict(
-        {label: i for i, label in enumerate(size_labels())}, return_dtype=pl.Int32
+    return (
+        pl.col("size_bucket")
+        .cast(pl.String)
+        .replace_strict({label: i for i, label in enumerate(size_labels())}, return_dtype=pl.Int32)
     )
 
 

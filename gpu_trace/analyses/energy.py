@@ -7,9 +7,12 @@ interpolation (trapezoid rule). A segment longer than ``gap_factor`` x the GPU's
 sampling interval (or ``max_gap_s`` when given) is a gap: it is not bridged, and the
 held time it covers is reported as ``gap_gpu_s``; so is held time before a GPU's first or
 after its last reading. For every window ``covered + gap = held`` exactly. Segments are
-clipped to each job's placement window [start, end) and joined by host name and GPU
-index (telemetry from any source joins any trace's placements), in one DuckDB range
-join. A GPU shared by a fractional placement (gpu_count < GPUs listed) is charged
+clipped to each job's held windows (:mod:`gpu_trace.analyses.attribution`: by host name
+and GPU index, by the dcgm-exporter ``pod`` / ``namespace`` or ``hpc_job`` labels, or a
+whole node; telemetry from any source joins any trace's placements), in one DuckDB
+range join. Relative-time readings (files without timestamps, 1970-based) form series
+of their own (``time_basis``), never bridged to absolute ones of the same GPU nor
+charged to jobs; a ``warning:`` line says so. A GPU shared by a fractional placement (gpu_count < GPUs listed) is charged
 ``gpu_count / len(gpu_indices)`` of the device's energy.
 """
 
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import power as pwr
+from gpu_trace.analyses.attribution import ABSOLUTE_SQL, HELD_SQL, warn_relative
 from gpu_trace.analyses.definitions import GPU_JOB
 from gpu_trace.analyses.job_usage import read_jobs
 from gpu_trace.analyses.power import PowerModel
@@ -38,25 +42,28 @@ GAP_FACTOR = 3.0
 
 J_PER_KWH = 3.6e6
 
-_SEGMENTS = """
+_SEGMENTS = f"""
 WITH pw AS (
-    SELECT host, gpu_index, time, avg(value) AS w
+    SELECT host, gpu_index,
+           CASE WHEN time < {ABSOLUTE_SQL} THEN 'relative' ELSE 'absolute' END AS time_basis,
+           time, avg(value) AS w
     FROM gpu_samples
     WHERE metric = 'power_w' AND value IS NOT NULL AND value >= 0
       AND gpu_index IS NOT NULL AND mig_instance IS NULL
     GROUP BY ALL
 ), seg AS (
-    SELECT host, gpu_index, time AS t0, w AS w0,
+    SELECT host, gpu_index, time_basis, time AS t0, w AS w0,
            lead(time) OVER g AS t1, lead(w) OVER g AS w1,
            (epoch_us(lead(time) OVER g) - epoch_us(time)) / 1e6 AS dt
     FROM pw
-    WINDOW g AS (PARTITION BY host, gpu_index ORDER BY time)
+    WINDOW g AS (PARTITION BY host, gpu_index, time_basis ORDER BY time)
 ), med AS (
-    SELECT host, gpu_index, median(dt) AS med_dt, min(t0) AS first_t, max(t1) AS last_t
+    SELECT host, gpu_index, time_basis, median(dt) AS med_dt, min(t0) AS first_t,
+           max(t1) AS last_t
     FROM seg WHERE t1 IS NOT NULL GROUP BY ALL
 ), bridged AS (
-    SELECT s.host, s.gpu_index, s.t0, s.t1, s.w0, s.w1, s.dt
-    FROM seg s JOIN med m USING (host, gpu_index)
+    SELECT s.host, s.gpu_index, s.time_basis, s.t0, s.t1, s.w0, s.w1, s.dt
+    FROM seg s JOIN med m USING (host, gpu_index, time_basis)
     WHERE s.t1 IS NOT NULL AND s.dt > 0
       AND s.dt <= coalesce(CAST($max_gap AS DOUBLE), $factor * m.med_dt)
 )
@@ -64,23 +71,20 @@ WITH pw AS (
 
 WINDOWS_SQL = (
     _SEGMENTS
+    + ", "
+    + HELD_SQL.strip()
     + """
 , held AS (
-    SELECT p.source, p.cluster, p.job_id, p.attempt, p.machine_id AS host,
-           p.start_time AS t_start, p.end_time AS t_end,
-           unnest(p.gpu_indices) AS gpu_index,
-           CASE WHEN p.gpu_count IS NULL OR len(p.gpu_indices) = 0 THEN 1.0
-                ELSE least(1.0, p.gpu_count / len(p.gpu_indices)) END AS share
-    FROM placements p
-    WHERE p.start_time IS NOT NULL AND p.end_time IS NOT NULL
-      AND p.end_time > p.start_time AND p.gpu_indices IS NOT NULL
+    SELECT source, cluster, job_id, attempt, host, t_start, t_end, gpu_index, share
+    FROM held_all
+    WHERE t_end IS NOT NULL AND t_end > t_start AND mig = ''
 ), clipped AS (
     SELECT h.source, h.cluster, h.job_id, h.attempt, h.host, h.gpu_index, h.t_start,
            b.t0, b.w0, b.w1, b.dt,
            (epoch_us(greatest(h.t_start, b.t0)) - epoch_us(b.t0)) / 1e6 AS a,
            (epoch_us(least(h.t_end, b.t1)) - epoch_us(b.t0)) / 1e6 AS z
     FROM held h JOIN bridged b
-      ON b.host = h.host AND b.gpu_index = h.gpu_index
+      ON b.host = h.host AND b.gpu_index = h.gpu_index AND b.time_basis = 'absolute'
      AND b.t0 < h.t_end AND b.t1 > h.t_start
 ), integ AS (
     SELECT source, cluster, job_id, attempt, host, gpu_index, t_start,
@@ -102,12 +106,12 @@ FROM held h LEFT JOIN integ i
 DEVICES_SQL = (
     _SEGMENTS
     + """
-SELECT m.host, m.gpu_index, m.first_t AS first_time, m.last_t AS last_time,
+SELECT m.host, m.gpu_index, m.time_basis, m.first_t AS first_time, m.last_t AS last_time,
        (epoch_us(m.last_t) - epoch_us(m.first_t)) / 1e6 AS span_s,
        coalesce(sum(b.dt), 0) AS covered_s,
        coalesce(sum((b.w0 + b.w1) / 2 * b.dt), 0) AS energy_j,
        m.med_dt AS median_interval_s
-FROM med m LEFT JOIN bridged b USING (host, gpu_index)
+FROM med m LEFT JOIN bridged b USING (host, gpu_index, time_basis)
 GROUP BY ALL
 """
 )
@@ -139,6 +143,7 @@ def device_energy(con: duckdb.DuckDBPyConnection, max_gap_s: float | None = None
     return frame.select(
         "host",
         "gpu_index",
+        "time_basis",
         "first_time",
         "last_time",
         (pl.col("energy_j") / J_PER_KWH).alias("energy_kwh"),
@@ -146,7 +151,7 @@ def device_energy(con: duckdb.DuckDBPyConnection, max_gap_s: float | None = None
         "covered_s",
         (pl.col("span_s") - pl.col("covered_s")).clip(lower_bound=0).alias("gap_s"),
         "median_interval_s",
-    ).sort("host", "gpu_index")
+    ).sort("host", "gpu_index", "time_basis")
 
 
 def _model_columns(jobs: pl.LazyFrame, model: PowerModel) -> pl.LazyFrame:
@@ -253,9 +258,11 @@ def energy_by(job_energy: pl.DataFrame, by: str) -> pl.DataFrame:
     """Sum per-job energy over ``user`` or ``vc`` (per source and cluster), with how
     many jobs used each basis.
     """
-    if by not in ("user", "vc"):
-        msg = "by must be job, user, vc or gpu"
+    if by not in ("user", "vc", "namespace"):
+        msg = "by must be job, user, vc, namespace or gpu"
         raise ValueError(msg)
+    if by == "namespace":  # a Kubernetes job's vc is its namespace (loaders/kubernetes.py)
+        job_energy = job_energy.rename({"vc": "namespace"})
     keys = ["source", "cluster", by]
     basis = pl.col("basis")
     return (
@@ -289,6 +296,7 @@ class EnergyBy(StrEnum):
     job = "job"
     user = "user"
     vc = "vc"
+    namespace = "namespace"
     gpu = "gpu"
 
 
@@ -300,7 +308,9 @@ class EnergyOptions:
     """
 
     by: EnergyBy = option(
-        EnergyBy.job, "job, user, vc, or gpu (each sampled device, no jobs needed)."
+        EnergyBy.job,
+        "job, user, vc, namespace (Kubernetes: the vc column), or gpu (each sampled "
+        "device, no jobs needed).",
     )
     power: Path | None = option(None, "TOML power table overriding the built-in one.")
     jobs_file: Path | None = option(
@@ -330,15 +340,15 @@ def _held(inputs: Any, jobs_file: Path | None) -> pl.DataFrame:
 
 
 def _run(inputs: Any, options: EnergyOptions) -> pl.DataFrame:
-    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
-
     max_gap = None
     if options.max_gap is not None:
         max_gap = check_number(parse_duration(options.max_gap, "--max-gap"), "--max-gap", gt=0)
     model = pwr.load(options.power)
-    con = connect(inputs.store)
+    con = inputs.connection()  # the store's SQL views, restricted to the scope
     if options.by is EnergyBy.gpu:
+        warn_relative(con, "their energy is a row of its own (time_basis relative)")
         return device_energy(con, max_gap)
+    warn_relative(con, "they are not charged to any job")
     jobs = inputs.jobs.head(0) if options.jobs_file is not None else inputs.jobs
     if options.jobs_file is not None or inputs.sources:
         con.register("_placements", _held(inputs, options.jobs_file).to_arrow())

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from gpu_trace.analyses.utilization import per_job
+from gpu_trace.column_units import metric_stats_units
 from gpu_trace.errors import InputError
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import ensure_layout
@@ -80,7 +81,21 @@ def read_jobs(path: Path) -> pl.DataFrame:
         "start_time",
         "end_time",
         pl.col("gpu_indices_l").alias("gpu_indices"),
+        pl.col("gpu_indices_l").list.len().cast(pl.Float64).alias("gpu_count"),
+        pl.lit(None, dtype=pl.String).alias("instance"),
     )
+
+
+def usage_units(metrics: Sequence[str] = METRICS) -> dict[str, str]:
+    """Display units of the per-job usage columns (:mod:`gpu_trace.column_units`):
+    ``{m}_samples`` is a count of samples whatever ``m`` measures; ``{m}_mean`` /
+    ``_p50`` / ``_p95`` are in ``m``'s own unit (``mem_used_bytes_mean``: bytes).
+    """
+    out: dict[str, str] = {}
+    for m in metrics:
+        out[f"{m}_samples"] = "count"
+        out.update(metric_stats_units(m, ("mean", "p50", "p95"), prefix=f"{m}_"))
+    return out
 
 
 def _wide(con: duckdb.DuckDBPyConnection, metrics: Sequence[str]) -> pl.DataFrame:

@@ -5,6 +5,7 @@ attempt counts, as in the Philly paper's Fig. 3).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ import polars as pl
 
 from gpu_trace.analyses.definitions import GPU_JOB, size_bucket, size_rank
 from gpu_trace.analyses.grouping import GROUP_BY, with_group
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.errors import GpuTraceError, InputWarning
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
@@ -30,7 +31,25 @@ def _stats(col: str) -> list[pl.Expr]:
         c.quantile(0.99, interpolation="linear").alias("p99_s"),
         c.max().alias("max_s"),
         (c == 0).mean().alias("zero_wait_share"),
+        pl.col("wait_censored").sum().alias("censored_jobs"),
     ]
+
+
+def _waits(jobs: pl.LazyFrame) -> pl.LazyFrame:
+    """Each job's wait as ``queue_s`` and whether it is censored (``wait_censored``).
+
+    Clipped jobs (:meth:`gpu_trace.analyses.scope.Scope.clip`) carry ``wait_s``: the
+    wait of a job still pending at the as-of instant so far, a lower bound of its wait
+    (censored). Leaving those jobs out would drop exactly the longest waits (a 32-GPU
+    job pending for 9 h), so they count, and every row says how many it holds.
+    Unclipped jobs have only finished waits.
+    """
+    names = jobs.collect_schema().names()
+    if "wait_s" not in names:
+        return jobs.with_columns(pl.lit(False).alias("wait_censored"))
+    return jobs.with_columns(
+        pl.col("wait_s").alias("queue_s"), pl.col("wait_censored").fill_null(False)
+    )
 
 
 def queue_by(
@@ -49,7 +68,7 @@ def queue_by(
     if by not in BY_CHOICES:
         msg = f"by must be one of {BY_CHOICES}"
         raise ValueError(msg)
-    lf = jobs.filter(pl.col("queue_s").is_not_null())
+    lf = _waits(jobs).filter(pl.col("queue_s").is_not_null())
     if gpu_only:
         lf = lf.filter(GPU_JOB.fill_null(False))
     if by == "gpus":
@@ -134,7 +153,7 @@ class QueueingOptions:
     requeue: bool = option(False, "Per-attempt waits (Philly requeue gaps).")
 
 
-def _run(inputs: Any, options: QueueingOptions) -> pl.LazyFrame:
+def _run(inputs: Any, options: QueueingOptions) -> pl.LazyFrame | pl.DataFrame:
     choose("--by value", options.by, BY_CHOICES)
     if options.requeue:
         gaps = requeue_gaps(inputs.jobs, inputs.placements)
@@ -144,11 +163,33 @@ def _run(inputs: Any, options: QueueingOptions) -> pl.LazyFrame:
             pl.col("wait_s").median().alias("median_s"),
         )
         return frame.sort("source", "cluster", "vc", "kind", nulls_last=True)
-    jobs = with_group(inputs.jobs, options.by) if options.by in GROUP_BY else inputs.jobs
+    # pending jobs count with their wait so far (censored), running ones as started
+    jobs = inputs.clipped_jobs
+    jobs = with_group(jobs, options.by) if options.by in GROUP_BY else jobs
     try:
-        return queue_by(jobs, options.by, tz_by_source=inputs.tz)
+        table = queue_by(jobs, options.by, tz_by_source=inputs.tz).collect()
     except ValueError as exc:
         raise GpuTraceError(str(exc)) from None
+    if note := censored_note(table):
+        warnings.warn(note, InputWarning, stacklevel=2)
+    return table
+
+
+def censored_note(table: pl.DataFrame) -> str | None:
+    """The note a queueing table needs when its percentiles include censored waits
+    (jobs still pending at the as-of instant: their waits so far are lower bounds).
+    """
+    if "censored_jobs" not in table.columns:
+        return None
+    censored = int(table["censored_jobs"].sum() or 0)
+    if not censored:
+        return None
+    rows = int((table["censored_jobs"] > 0).sum())
+    return (
+        f"the waits of {censored} job(s) still pending at the as-of instant are included "
+        f"so far (censored: lower bounds) in the statistics of {rows} row(s); "
+        "see column censored_jobs"
+    )
 
 
 def _chart(frame: pl.DataFrame) -> Any:
@@ -165,5 +206,12 @@ PLUGIN = AnalysisPlugin(
     options=QueueingOptions,
     title="Queueing",
     chart=_chart,
+    glossary={
+        "censored_jobs": (
+            "censored waits",
+            "jobs still pending at the as-of instant, counted with their wait so far (a lower "
+            "bound: statistics over them are lower bounds too)",
+        )
+    },
     rank=30,
 )

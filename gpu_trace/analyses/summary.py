@@ -86,7 +86,8 @@ class SummaryOptions:
 
 def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
     by: tuple[str, ...] = ("source", "dataset") if options.by_dataset else DEFAULT_BY
-    jobs = inputs.jobs
+    # Running jobs' GPU time counts up to the as-of instant, clipped to the window.
+    jobs = inputs.clipped_jobs
     if options.by is not None:
         choose("--by value", options.by, GROUP_BY)
         jobs = with_group(jobs, options.by)

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from gpu_trace.analyses import periods
 from gpu_trace.analyses.accounting import gpu_queue_hours
 from gpu_trace.analyses.definitions import GPU_JOB, gpu_time_s, status_class
 from gpu_trace.analyses.grouping import GROUP_BY, with_group
@@ -112,7 +113,12 @@ class UsersOptions:
 def _run(inputs: Any, options: UsersOptions) -> pl.LazyFrame:
     choose("--value", options.value, ("gpu_hours", "gpu_queue_hours"))
     choose("--by value", options.by, GROUP_BY)
-    jobs = inputs.jobs if options.by == "user" else with_group(inputs.jobs, options.by)
+    # Running jobs' GPU time counts up to the as-of instant, clipped to the window.
+    clipped = inputs.clipped_jobs
+    jobs = clipped if options.by == "user" else with_group(clipped, options.by)
+    if inputs.scope.period:  # sreport user topusage: GPU-hours per group and period
+        keys = ("source", "cluster", options.by)
+        return periods.gpu_hours_by_period(jobs, inputs.scope.period, inputs.tz, keys)
     table = per_user(jobs, by=options.by)
     if options.per_user:
         return table
@@ -149,4 +155,5 @@ PLUGIN = AnalysisPlugin(
     title="Users",
     glossary=GLOSSARY,
     rank=70,
+    periods=True,
 )

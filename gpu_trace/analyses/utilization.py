@@ -5,7 +5,9 @@
   0 %; Acme: ~31-34 %).
 - :func:`per_job`: each job's mean / p50 / p95 of a metric over the samples of the GPUs
   it held while it held them: a range join (host, GPU index, time within the attempt) in
-  DuckDB, which plans it as an interval join rather than a row loop.
+  DuckDB, which plans it as an interval join rather than a row loop; the held GPUs come
+  from :mod:`gpu_trace.analyses.attribution` (GPU indices, dcgm-exporter labels, whole
+  nodes), so Kubernetes pods and Slurm jobs get usage without a jobs file.
 
 Declares ``analyze utilization`` (allocation over time from :mod:`occupancy`, or the
 measured distribution) and ``analyze per-job``.
@@ -20,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from gpu_trace.analyses import occupancy as occ
-from gpu_trace.errors import GpuTraceError
+from gpu_trace.analyses import periods
+from gpu_trace.analyses.attribution import ABSOLUTE_SQL, HELD_SQL
+from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
 
@@ -63,12 +67,17 @@ def histogram(
     )
 
 
-PER_JOB_SQL = """
-WITH held AS (
-    SELECT p.source, p.cluster, p.job_id, p.attempt, p.machine_id, p.start_time, p.end_time,
-           unnest(p.gpu_indices) AS gpu_index
-    FROM placements p
-    WHERE p.start_time IS NOT NULL AND p.end_time IS NOT NULL AND p.gpu_indices IS NOT NULL
+PER_JOB_SQL = f"""
+WITH {HELD_SQL}, held AS (
+    SELECT source, cluster, job_id, host, mig, t_start, t_end, gpu_index,
+           unnest(range(epoch_us(t_start) // 3600000000,
+                        epoch_us(t_end) // 3600000000 + 1)) AS hour
+    FROM held_all WHERE t_end IS NOT NULL AND t_end > t_start
+), s AS (
+    SELECT host, gpu_index, coalesce(mig_instance, '') AS mig, time, value,
+           epoch_us(time) // 3600000000 AS hour
+    FROM gpu_samples
+    WHERE metric = $metric AND value IS NOT NULL AND time >= {ABSOLUTE_SQL}
 )
 SELECT h.source, h.cluster, h.job_id,
        count(*) AS samples,
@@ -77,12 +86,17 @@ SELECT h.source, h.cluster, h.job_id,
        quantile_cont(s.value, 0.95) AS p95,
        avg(CASE WHEN s.value = 0 THEN 1.0 ELSE 0.0 END) AS idle_share
 FROM held h
-JOIN gpu_samples s
-  ON s.source = h.source AND s.host = h.machine_id AND s.gpu_index = h.gpu_index
- AND s.time >= h.start_time AND s.time < h.end_time
-WHERE s.metric = $metric AND s.value IS NOT NULL
+JOIN s
+  ON s.host = h.host AND s.gpu_index = h.gpu_index AND s.mig = h.mig AND s.hour = h.hour
+ AND s.time >= h.t_start AND s.time < h.t_end
 GROUP BY ALL
 """
+"""Per job: the samples of ``$metric`` on the GPUs it held while it held them, held
+windows as :mod:`gpu_trace.analyses.attribution` finds them (GPU index, dcgm-exporter
+pod / namespace or hpc_job labels, whole nodes), telemetry of any source. Windows and
+samples meet in hour buckets (each window split into the hours it spans; a sample lies
+in one), an equi-join, then the exact time test. Relative-time samples (1970-based, no
+timestamps) join no job, not even a relative-time trace's: their zeros are unrelated."""
 
 
 def per_job(con: duckdb.DuckDBPyConnection, metric: str = "gpu_util_pct") -> pl.DataFrame:
@@ -114,18 +128,37 @@ class UtilizationOptions:
         "series (allocation per bin), diurnal (weekday x hour profile), monthly, "
         "or measured (device activity from gpu_samples).",
     )
+    rule: occ.Rule = option(
+        occ.Rule.time_weighted,
+        "time-weighted (each bin's mean GPUs held) or helios (HeliosArtifact's count: a job "
+        "in every bin from its start to its end bin, capped at the installed GPUs).",
+    )
 
 
 def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
     choose("--by value", options.by, occ.OCCUPANCY_BY)
+    period = inputs.scope.period
+    if period and options.view is not View.series:
+        msg = f"--period tables the allocation series; it does not go with --view {options.view}"
+        raise UsageError(msg)
     if options.view is View.measured:
         return sample_distribution(inputs.gpu_samples)
+    # Running jobs hold their GPUs until the as-of instant; the window clips every job
+    # (Inputs.clipped_jobs, gpu_trace.analyses.scope).
     try:
         series = occ.occupancy(
-            inputs.jobs, inputs.capacity, inputs.machines, freq=options.freq, by=options.by
+            inputs.clipped_jobs,
+            inputs.capacity,
+            inputs.machines,
+            freq=periods.BIN if period else options.freq,
+            by=options.by,
+            rule=options.rule,
         )
     except ValueError as exc:
         raise GpuTraceError(str(exc)) from None
+    if period:
+        keys = ["source", "cluster", *([options.by] if options.by != "cluster" else [])]
+        return periods.allocation_by_period(series, period, inputs.tz, keys)
     if options.view is View.diurnal:
         return occ.profiles(series, inputs.tz)
     if options.view is View.monthly:
@@ -147,9 +180,8 @@ class PerJobOptions:
 
 
 def _per_job(inputs: Any, options: PerJobOptions) -> pl.DataFrame:
-    from gpu_trace.store.catalog import connect  # the store's SQL views, on demand
-
-    return per_job(connect(inputs.store), options.metric)
+    # The store's SQL views (DuckDB, loaded on demand), restricted to the scope.
+    return per_job(inputs.connection(), options.metric)
 
 
 UTILIZATION = AnalysisPlugin(
@@ -159,7 +191,16 @@ UTILIZATION = AnalysisPlugin(
     options=UtilizationOptions,
     title="Utilization (allocation)",
     chart=_allocation_chart,
+    glossary={
+        "capacity_basis": (
+            "capacity basis",
+            "where capacity_gpus comes from: inventory (node snapshots in force, the first "
+            "before it), trace (the trace's capacity file) or inferred (no inventory: peak "
+            "concurrent GPUs allocated)",
+        ),
+    },
     rank=20,
+    periods=True,
 )
 
 

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from gpu_trace.cli._boundary import escape, fail, warn
 from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.settings import existing_store
-from gpu_trace.values import check_number, parse_duration, unknown
+from gpu_trace.values import check_number, parse_duration, split_list, unknown
+
+if TYPE_CHECKING:  # the scope module loads polars: only when a command runs
+    from gpu_trace.analyses.scope import Scope
 
 T = TypeVar("T")
 
@@ -133,3 +136,141 @@ JobsFileOpt = Annotated[
 
 OldJobsFileOpt = Annotated[Path | None, typer.Option("--jobs", hidden=True)]
 """The deprecated spelling of :data:`JobsFileOpt`."""
+
+
+# -- scope: --as-of, --since, --until, --cluster, --partition (--period where tabled) ----
+
+_INSTANT = "ISO date or time; UTC unless it has an offset"
+
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        metavar="TIME",
+        help="Read the store as it stood at this instant: running jobs count up to it, "
+        "pending ones wait until it. Default: each dataset's own (the export's time, "
+        f"else its latest timestamp). {_INSTANT}.",
+        show_default=False,
+    ),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="TIME",
+        help=f"Window start (inclusive); jobs straddling it count only their overlap. {_INSTANT}.",
+        show_default=False,
+    ),
+]
+UntilOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        metavar="TIME",
+        help=f"Window end (exclusive); jobs straddling it count only their overlap. {_INSTANT}.",
+        show_default=False,
+    ),
+]
+ClusterOpt = Annotated[
+    list[str] | None,
+    typer.Option("--cluster", help="Only these clusters (a,b or repeated).", show_default=False),
+]
+PartitionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--partition",
+        help="Only these partitions (a,b or repeated): jobs' vc (Slurm Partition), nodes' "
+        "partition; capacity is the partitions' own.",
+        show_default=False,
+    ),
+]
+
+
+def _period_check(ctx: typer.Context, value: str | None) -> str | None:
+    """``--period`` must be day, week or month (exit 2 otherwise)."""
+    from gpu_trace.analyses.scope import PERIODS
+
+    if value is None or ctx.resilient_parsing:
+        return value
+    if value not in PERIODS:
+        msg = f"{value!r} is not one of {', '.join(PERIODS)}"
+        raise typer.BadParameter(msg)
+    return value
+
+
+PeriodOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--period",
+        metavar="day|week|month",
+        help="One row per day, week or month (sreport-style), in each source's time zone.",
+        show_default=False,
+        callback=_period_check,
+    ),
+]
+
+SCOPE_OPTIONS: tuple[tuple[str, object], ...] = (
+    ("as_of", AsOfOpt),
+    ("since", SinceOpt),
+    ("until", UntilOpt),
+    ("cluster", ClusterOpt),
+    ("partition", PartitionOpt),
+)
+"""The scope options every ``analyze`` command and ``report`` take (parameter name,
+annotation), declared once; ``period`` (:data:`PeriodOpt`) only where a table has
+periods."""
+
+
+def scope_from(
+    store: Path,
+    *,
+    as_of: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    cluster: list[str] | None = None,
+    partition: list[str] | None = None,
+    period: str | None = None,
+    sources: list[str] | None = None,
+) -> Scope:
+    """The :class:`~gpu_trace.analyses.scope.Scope` the scope options ask for, each name
+    checked against the store: a cluster or partition it does not hold is a usage error
+    with "did you mean" (``--cluster gpu-a`` must not print an empty table).
+    """
+    from gpu_trace.analyses.scope import scope_of
+
+    scope = scope_of(
+        as_of=as_of,
+        since=since,
+        until=until,
+        cluster=split_list(cluster),
+        partition=split_list(partition),
+        period=period,
+    )
+    if scope.cluster or scope.partition:
+        clusters, partitions = _store_names(store, sources)
+        for what, names, have in (
+            ("cluster", scope.cluster, clusters),
+            ("partition", scope.partition, partitions),
+        ):
+            for name in names:
+                if name not in have:
+                    raise unknown(what, name, sorted(have))
+    return scope
+
+
+def _store_names(store: Path, sources: list[str] | None) -> tuple[set[str], set[str]]:
+    """The clusters and partitions the store's jobs, machines and capacity name."""
+    import polars as pl
+
+    from gpu_trace.store.generations import snapshot_root
+    from gpu_trace.store.scan import scan
+
+    root = snapshot_root(store)
+    clusters: set[str] = set()
+    partitions: set[str] = set()
+    for table, col in (("jobs", "vc"), ("machines", "partition"), ("capacity", "vc")):
+        lf = scan(root, table, sources)
+        clusters.update(lf.select(pl.col("cluster").unique()).collect().to_series().drop_nulls())
+        names = lf.select(pl.col(col).str.split(",").explode().str.strip_chars().unique())
+        partitions.update(names.collect().to_series().drop_nulls())
+    return clusters, partitions

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 
@@ -72,8 +73,17 @@ def _json_ready(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(exprs) if exprs else frame
 
 
-def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows: int = 100) -> None:
-    """Write ``frame`` in ``fmt`` to ``output`` (temp file + rename) or to stdout."""
+def emit(
+    frame: pl.DataFrame,
+    fmt: Format,
+    output: Path | None = None,
+    max_rows: int = 100,
+    units: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``frame`` in ``fmt`` to ``output`` (temp file + rename) or to stdout;
+    ``units`` (column -> declared unit, :mod:`gpu_trace.column_units`) only shape the
+    ``table`` view.
+    """
     if fmt is Format.parquet and output is None:
         msg = "--format parquet needs --output FILE"
         raise UsageError(msg)
@@ -82,20 +92,22 @@ def emit(frame: pl.DataFrame, fmt: Format, output: Path | None = None, max_rows:
     elif fmt is Format.json:
         frame = _json_ready(frame)
     if output is not None:
-        _write(frame, fmt, output)
+        _write(frame, fmt, output, units)
         return
     if fmt is Format.csv:
         sys.stdout.write(frame.write_csv())
     elif fmt is Format.json:
         sys.stdout.write(frame.write_json() + "\n")
     else:
-        sys.stdout.write(table_text(frame, max_rows))
+        sys.stdout.write(table_text(frame, max_rows, units))
         sys.stdout.flush()
         if max_rows and frame.height > max_rows:
             err.print(f"showing {max_rows} of {frame.height} rows (use --max-rows 0 for all)")
 
 
-def _write(frame: pl.DataFrame, fmt: Format, output: Path) -> None:
+def _write(
+    frame: pl.DataFrame, fmt: Format, output: Path, units: Mapping[str, str] | None = None
+) -> None:
     """``frame`` in ``fmt`` to ``output``: a temp file next to it, then a rename, so a
     reader never sees half a file.
     """
@@ -108,7 +120,7 @@ def _write(frame: pl.DataFrame, fmt: Format, output: Path) -> None:
     elif fmt is Format.csv:
         frame.write_csv(tmp)
     else:
-        tmp.write_text(table_text(frame, 0), encoding="utf-8")
+        tmp.write_text(table_text(frame, 0, units), encoding="utf-8")
     tmp.replace(output)
     err.print(f"wrote {frame.height} rows to {output}", markup=False)
 
@@ -127,12 +139,13 @@ def check_output(output: Path | None) -> None:
         raise GpuTraceError(msg)
 
 
-def table_text(frame: pl.DataFrame, max_rows: int) -> str:
-    """A Markdown-style text table for reading (:mod:`gpu_trace.cli.humanize`: fixed
-    decimals, durations and sizes spelled out, a wide single row turned into
-    ``metric | value`` lines); csv / json / parquet keep the raw values.
+def table_text(frame: pl.DataFrame, max_rows: int, units: Mapping[str, str] | None = None) -> str:
+    """A Markdown-style text table for reading (:mod:`gpu_trace.display`: fixed
+    decimals, durations and sizes spelled out from the columns' declared units, a wide
+    single row turned into ``metric | value`` lines); csv / json / parquet keep the raw
+    values.
     """
-    shown = readable(frame.head(max_rows) if max_rows else frame)
+    shown = readable(frame.head(max_rows) if max_rows else frame, units)
     if shown.height == 1 and shown.width > WIDE_ONE_ROW:
         shown = transposed(flat(shown))
     with pl.Config(

@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 
 from gpu_trace.cli._boundary import domain_errors, err
-from gpu_trace.cli.options import check_sources
+from gpu_trace.cli.options import (
+    AsOfOpt,
+    ClusterOpt,
+    PartitionOpt,
+    SinceOpt,
+    UntilOpt,
+    check_sources,
+    scope_from,
+)
 from gpu_trace.progress import task
 from gpu_trace.settings import STORE_ENV, existing_store
 from gpu_trace.values import choose, split_list
@@ -58,6 +66,11 @@ def report(
             "repeated).",
         ),
     ] = None,
+    as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    cluster: ClusterOpt = None,
+    partition: PartitionOpt = None,
 ) -> None:
     """Build a self-contained HTML report site (works offline, from a file:// URL)."""
     # Imported here: the report pulls in altair, vl-convert, scipy and DuckDB (~2 s),
@@ -71,6 +84,15 @@ def report(
         store = Path(read_manifest(sweep)["store"])  # the store the sweep wrote to
     root = existing_store(store)
     sources = check_sources(root, split_list(source)) or None
+    scope = scope_from(
+        root,
+        as_of=as_of,
+        since=since,
+        until=until,
+        cluster=cluster,
+        partition=partition,
+        sources=sources,
+    )
     with task("report: sections", console=err) as update:
         index = build_site(
             root,
@@ -81,5 +103,6 @@ def report(
             replay=split_list(replay),
             sweep=sweep,
             on_progress=update,
+            scope=scope,
         )
     sys.stdout.write(f"{index}\n")

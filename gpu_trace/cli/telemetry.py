@@ -142,7 +142,7 @@ def jobs(
         frame = tj.usage_from_file(root, jobs_file)
     else:
         frame = tj.usage_from_store(connect(root))
-    emit(frame, fmt, output, 100)
+    emit(frame, fmt, output, 100, tj.usage_units())
 
 
 @app.command()

@@ -15,11 +15,16 @@ alone:
    one survive.
 2. :func:`decode_records` validates and types every record in one DuckDB query.
    Well-formed records take the fast path: ``TRY(json_transform_strict(...))`` checks
-   every JSON type in one parse. Only the records it rejects are examined field by
+   the JSON types in one parse (but it writes a number or boolean given for a string
+   field as text, ``42`` -> ``'42'``, where the field-by-field query says "jobid is a
+   number": a known difference between the two paths). Only the records it rejects are examined field by
    field with ``json_type``, which finds the reason. This per-row work is needed
    because polars' ``str.json_decode`` fails the whole column on one bad record and
    quietly turns a number into a string. The good records come back as polars nested
-   types.
+   types. On the fast path the text of a record leaves DuckDB only where the strict
+   decode refused it; a record that a later check rejects (a bad time or GPU id) has
+   its text read again by record number (:func:`raw_text`), so that a clean log's
+   bytes are not copied a second time.
 
 Record numbers are **1-based** (``record 1`` is the first element of the array), in
 line with the 1-based ``line N`` of the CSV loaders. A quarantined record's raw text
@@ -669,8 +674,10 @@ class Records:
     """The job log itself; ``records`` is the independent count of records read: job
     starts counted in the bytes plus the records that do not start with one."""
     lines: pl.DataFrame
-    """``_record`` (1-based), ``_raw`` (the element's text) and ``_hint`` (the
-    reason a record was cut short at the next job start, else null)."""
+    """``_record`` (1-based), ``_raw`` (the element's text; on the fast path only for
+    the records the strict decode refused, null for the others: see
+    :func:`raw_text`) and ``_hint`` (the reason a record was cut short at the next
+    job start, else null)."""
     closed: bool = True
     """Always true (a file whose array is not closed is an InputError); kept for the
     ``json_array_closed`` metadata."""
@@ -721,13 +728,21 @@ def _tail_closed(path: Path) -> bool:
         return False
 
 
-def records_read(path: Path, raw: pl.Series, counted: int) -> int:
+def records_read(path: Path, raw: pl.Series, counted: int, starts: pl.Series | None = None) -> int:
     """Records read = ``counted`` job starts (from the bytes) + the parsed records
     that do not start with one. Raises InputError when the parsed records that do
     start with one are fewer or more than ``counted``: then records were merged (or
-    split) and the count of records read would hide it.
+    split) and the count of records read would hide it. ``starts`` (whether each
+    record starts with a job start) is computed from ``raw`` unless given (the fast
+    path's DuckDB pass computes it); ``raw`` is read only when the counts disagree.
     """
-    starts = raw.str.contains(JOB_START_PREFIX).fill_null(False)
+    # A record that begins with '{"status"' or '{"jobid"' (every record of a json.dumps
+    # log) matches the prefix regex; only the others are run through it.
+    if starts is None:
+        plain = raw.str.starts_with('{"status"') | raw.str.starts_with('{"jobid"')
+        starts = plain.fill_null(False)
+        if not starts.all():
+            starts = starts | raw.str.contains(JOB_START_PREFIX).fill_null(False)
     found = int(starts.sum())
     if found != counted:
         inside = raw.str.count_matches(_ANY_JOB_START).fill_null(0) - starts.cast(pl.UInt32)
@@ -740,6 +755,67 @@ def records_read(path: Path, raw: pl.Series, counted: int) -> int:
             None if merged is None else f"record {merged + 1}",
         )
     return counted + len(raw) - found
+
+
+_FAST_QUERY = f"""
+    SELECT ordinality AS {RECORD},
+        CASE WHEN strict IS NULL OR strict.jobid IS NULL OR strict.jobid = ''
+            THEN txt END AS {RAW},
+        starts_with(txt, '{{"status"') OR starts_with(txt, '{{"jobid"')
+            OR regexp_matches(txt, $2) AS _starts,
+        strict AS rec
+    FROM (
+        SELECT ordinality, json::VARCHAR AS txt,
+            TRY(json_transform_strict(json, '{_STRUCTURE}')) AS strict
+        FROM read_json_objects($1, format = 'array') WITH ORDINALITY
+    )
+"""
+"""The fast path's one pass: record number, text only where the strict decode failed,
+whether the text starts with a job-object start (:data:`JOB_START_PREFIX`, for the
+count check) and the decoded record."""
+
+
+def _fetch_raw(path: Path, wanted: pl.Series | None) -> pl.DataFrame:
+    """``_record`` and ``_raw`` (the element's text) of the records numbered ``wanted``
+    (all when None), read again with DuckDB. Only the fast path needs it: for records a
+    later check rejects, and for the count check's error message.
+    """
+    import duckdb  # loaded when a file is read, not with the plugin list
+
+    con = duckdb.connect()
+    try:
+        where = ""
+        if wanted is not None:
+            con.register("wanted", pl.DataFrame({"n": wanted.cast(pl.Int64)}).to_arrow())
+            where = "WHERE ordinality IN (SELECT n FROM wanted)"
+        table = con.sql(
+            f"SELECT ordinality AS {RECORD}, json::VARCHAR AS {RAW} "
+            f"FROM read_json_objects(?, format = 'array') WITH ORDINALITY {where}",
+            params=[str(path)],
+        ).to_arrow_table()
+    except duckdb.Error as exc:  # the file changed since the first pass
+        raise InputError(path, f"cannot read the job records again: {exc}") from None
+    finally:
+        con.close()
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.with_columns(pl.col(RECORD).cast(pl.Int64)).sort(RECORD)
+
+
+def raw_text(records: Records, wanted: pl.Series) -> pl.DataFrame:
+    """``_record`` and ``_raw`` of the records numbered ``wanted``: from ``lines``
+    where it holds the text, else read again (:func:`_fetch_raw`).
+    """
+    have = records.lines.select(RECORD, RAW).join(
+        pl.DataFrame({RECORD: wanted.cast(pl.Int64)}), on=RECORD, how="semi"
+    )
+    missing = have.filter(pl.col(RAW).is_null())
+    if missing.height == 0:
+        return have
+    fetched = _fetch_raw(records.info.path, missing[RECORD])
+    if fetched.height != missing.height:
+        raise InputError(records.info.path, "the file changed while it was read")
+    return pl.concat([have.filter(pl.col(RAW).is_not_null()), fetched])
 
 
 def read_records(path: Path, workdir: Path) -> Records:
@@ -756,13 +832,11 @@ def read_records(path: Path, workdir: Path) -> Records:
         if _tail_closed(path):
             con = duckdb.connect()
             try:
-                # No join, sort or aggregate: rows come back in file order.
-                table = con.sql(
-                    f"SELECT json::VARCHAR AS {RAW}, "
-                    f"TRY(json_transform_strict(json, '{_STRUCTURE}')) AS rec "
-                    "FROM read_json_objects(?, format = 'array')",
-                    params=[str(path)],
-                ).to_arrow_table()
+                # The text of a record comes back only where the strict decode
+                # refused it (the field-by-field query needs it); the others' text is
+                # fetched again only if a later check rejects them (raw_text), so
+                # a clean log never copies its bytes out of DuckDB.
+                table = con.sql(_FAST_QUERY, params=[str(path), JOB_START_PREFIX]).to_arrow_table()
             except duckdb.Error:
                 table = None  # malformed somewhere: the numpy split localizes the damage
             finally:
@@ -773,13 +847,14 @@ def read_records(path: Path, workdir: Path) -> Records:
     if table is not None:
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
-        lines = frame.select(
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(RECORD),
-            pl.col(RAW),
-            pl.lit(None, dtype=pl.String).alias(HINT),
-        )
+        if not frame[RECORD].is_sorted():
+            frame = frame.sort(RECORD)
+        lines = frame.select(RECORD, RAW, pl.lit(None, dtype=pl.String).alias(HINT))
         strict = frame["rec"].cast(RECORD_TYPE)
-        read = records_read(path, lines[RAW], starts)
+        found = frame["_starts"].fill_null(False)
+        if int(found.sum()) != starts:  # the error path: it names the record from the texts
+            lines = lines.with_columns(_fetch_raw(path, None)[RAW])
+        read = records_read(path, lines[RAW], starts, found)
         return Records(FileInfo(path, sha, size, read, True), lines, True, strict)
     split = split_array(path, workdir)
     read = records_read(path, split.frame[RAW], starts)

@@ -7,6 +7,9 @@ that could receive long series thin them first (:func:`thin`).
 
 from __future__ import annotations
 
+import datetime as dt
+from html import escape
+
 import altair as alt
 import polars as pl
 
@@ -96,6 +99,18 @@ def thin(frame: pl.DataFrame, max_points: int = MAX_POINTS, by: str = "series") 
     return frame.gather_every(step)
 
 
+def ordered(values: pl.Series) -> list[str]:
+    """The distinct values of a category column in their declared order: an ``Enum``'s
+    own order (size buckets 1, 2, 3-4, 5-8, ...), else first appearance. Not first
+    appearance for an ``Enum``: with two traces, the second one's extra buckets would
+    be appended after the first one's largest.
+    """
+    present = set(values.drop_nulls().cast(pl.String).to_list())
+    if isinstance(values.dtype, pl.Enum):
+        return [c for c in values.dtype.categories.to_list() if c in present]
+    return values.cast(pl.String).unique(maintain_order=True).drop_nulls().to_list()
+
+
 def _label(frame: pl.DataFrame, *cols: str) -> pl.DataFrame:
     present = [c for c in cols if c in frame.columns]
     return frame.with_columns(
@@ -164,40 +179,117 @@ def status_shares(summary: pl.DataFrame) -> alt.Chart:
     )
 
 
+CALENDAR_FROM = dt.datetime(1980, 1, 1, tzinfo=dt.UTC)
+"""Series whose times all fall before this are offsets from their trace's start stored
+on 1970-01-01 (``time_basis`` relative, e.g. openb, or hidden_epoch, PAI 2020): their
+dates mean nothing, so they are drawn on an elapsed-time axis, never a calendar one."""
+
+
+def split_clock(frame: pl.DataFrame, by: str = "series") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(calendar series, elapsed-time series with ``elapsed_d``: days since the trace's
+    start), split per ``by`` group (:data:`CALENDAR_FROM`).
+    """
+    if frame.height == 0 or "time" not in frame.columns:
+        return frame, frame.clear()
+    last = pl.col("time").max().over(by) if by in frame.columns else pl.col("time").max()
+    relative = (last < CALENDAR_FROM).fill_null(False)  # no time: constant, calendar
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    elapsed = (pl.col("time") - pl.lit(epoch)).dt.total_seconds(fractional=True) / 86400
+    return (
+        frame.filter(~relative),
+        frame.filter(relative).with_columns(elapsed.alias("elapsed_d")),
+    )
+
+
+INFERRED_NOTE = (
+    "capacity inferred (no inventory): peak concurrent GPUs allocated, so 100 % = the "
+    "busiest moment"
+)
+"""What the allocation chart and table say when a series has no inventory
+(``capacity_basis`` = inferred, :mod:`gpu_trace.analyses.occupancy`)."""
+
+
+def inferred_series(series: pl.DataFrame) -> list[str]:
+    """The ``source/cluster`` labels whose capacity is inferred."""
+    if "capacity_basis" not in series.columns:
+        return []
+    rows = series.filter(pl.col("capacity_basis") == "inferred")
+    return sorted(_label(rows, "source", "cluster")["series"].unique().to_list())
+
+
+def inferred_note_html(series: pl.DataFrame) -> str:
+    """A paragraph naming the series whose capacity is inferred (empty when none)."""
+    names = inferred_series(series)
+    if not names:
+        return ""
+    return f"<p>{escape(', '.join(names))}: {escape(INFERRED_NOTE)}.</p>"
+
+
 def allocation_series(series: pl.DataFrame, group: str = "cluster") -> alt.Chart:
-    """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom."""
+    """Allocation (%) over time per cluster (or VC / GPU type), with a brush to zoom;
+    traces with relative times on their own chart, in days since their start. Bins with
+    no known share (capacity 0) are left out, not drawn as gaps of nothing; a series
+    whose capacity is inferred is named in the subtitle.
+    """
+    inferred = inferred_series(series)
+    if "allocation_pct" in series.columns:
+        series = series.filter(pl.col("allocation_pct").is_not_null())
     labelled = _label(series, "source", group if group in series.columns else "cluster")
     labelled, note = cap_series(labelled, "allocated_gpus")
-    frame = thin(labelled)
-    title = None
-    if "source" in frame.columns and "time" in frame.columns and frame.height:
-        # relative-time traces start at 1970-01-01: say so rather than show a 1970 date
-        first = frame.select(pl.col("time").min()).item()
-        if first is not None and first.year == 1970:
-            title = "time since trace start (shown from 1970-01-01)"
+    calendar, relative = split_clock(thin(labelled))
+    charts = []
+    if calendar.height or not relative.height:
+        charts.append(_allocation_chart(calendar, "time:T", None, note, inferred))
+    if relative.height:
+        charts.append(
+            _allocation_chart(relative, "elapsed_d:Q", "days since trace start", note, inferred)
+        )
+    return charts[0] if len(charts) == 1 else alt.vconcat(*charts)  # type: ignore[return-value]
+
+
+def _allocation_chart(
+    frame: pl.DataFrame, x: str, title: str | None, note: str, inferred: list[str]
+) -> alt.Chart:
     brush = alt.selection_interval(encodings=["x"])
+    when = (
+        alt.Tooltip("elapsed_d:Q", format=",.2f", title="days since start")
+        if x.startswith("elapsed")
+        else "time:T"
+    )
     base = alt.Chart(frame).encode(
-        x=alt.X("time:T", title=title),
+        x=alt.X(x, title=title),
         y=alt.Y("allocation_pct:Q", title="GPUs allocated (%)"),
         color=alt.Color("series:N", title=None),
         tooltip=[
             "series:N",
-            "time:T",
+            when,
             alt.Tooltip("allocation_pct:Q", format=".1f"),
             alt.Tooltip("allocated_gpus:Q", format=",.1f"),
         ],
     )
     upper = (
         base.mark_line()
-        .encode(x=alt.X("time:T", title=None, scale=alt.Scale(domain=brush)))
-        .properties(width=WIDTH, height=220, title="GPU allocation over time" + note)
+        .encode(x=alt.X(x, title=None, scale=alt.Scale(domain=brush)))
+        .properties(
+            width=WIDTH,
+            height=220,
+            title=alt.TitleParams(
+                "GPU allocation over time" + note,
+                subtitle=f"{', '.join(inferred)}: {INFERRED_NOTE}",
+            )
+            if inferred
+            else "GPU allocation over time" + note,
+        )
     )
     lower = base.mark_area(opacity=0.4).add_params(brush).properties(width=WIDTH, height=60)
     return alt.vconcat(upper, lower)  # type: ignore[return-value]
 
 
-def diurnal(profile: pl.DataFrame) -> alt.Chart:
-    """Mean allocation by local hour of day, one line per trace."""
+def diurnal(profile: pl.DataFrame, inferred: list[str] | None = None) -> alt.Chart:
+    """Mean allocation by local hour of day, one line per trace; ``inferred`` names the
+    series whose capacity is inferred (:func:`inferred_series` of the series profiled),
+    said in the subtitle.
+    """
     keys = ["series", "clock"] if "clock" in profile.columns else ["series"]
     frame = (
         _label(profile, "source", "cluster")
@@ -216,7 +308,15 @@ def diurnal(profile: pl.DataFrame) -> alt.Chart:
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "hour:O", alt.Tooltip("allocation_pct:Q", format=".1f")],
         )
-        .properties(width=WIDTH, title="Diurnal allocation profile" + note)
+        .properties(
+            width=WIDTH,
+            title=alt.TitleParams(
+                "Diurnal allocation profile" + note,
+                subtitle=f"{', '.join(inferred)}: {INFERRED_NOTE}",
+            )
+            if inferred
+            else "Diurnal allocation profile" + note,
+        )
     )
 
 
@@ -259,7 +359,7 @@ def size_shares(sizes: pl.DataFrame) -> alt.Chart:
         )
         .unpivot(index=["series", "size_bucket"], variable_name="measure", value_name="share")
     )
-    order = sizes["size_bucket"].unique(maintain_order=True).to_list()
+    order = ordered(sizes["size_bucket"])
     return (
         alt.Chart(long)
         .mark_bar()
@@ -287,7 +387,7 @@ def queue_by(frame: pl.DataFrame, key: str) -> alt.Chart:
         .select("series", pl.col(key).cast(pl.String).alias("group"), "median_s", "p90_s")
         .unpivot(index=["series", "group"], variable_name="stat", value_name="seconds")
     )
-    order = frame[key].cast(pl.String).unique(maintain_order=True).to_list()
+    order = ordered(frame[key])
     return (
         alt.Chart(long)
         .mark_bar()
@@ -393,14 +493,26 @@ def fragmentation(by_type: pl.DataFrame) -> alt.Chart:
 
 
 def capacity(cap: pl.DataFrame) -> alt.Chart:
-    """Installed GPUs over time per cluster (step line)."""
+    """Installed GPUs over time per cluster (step line); relative-time traces in days
+    since their start (:func:`split_clock`).
+    """
     labelled, note = cap_series(_label(cap, "source", "cluster"), "gpus")
-    frame = thin(labelled)
+    calendar, relative = split_clock(thin(labelled))
+    charts = []
+    if calendar.height or not relative.height:
+        charts.append(_capacity_chart(calendar, alt.X("time:T", title=None), note))
+    if relative.height:
+        x = alt.X("elapsed_d:Q", title="days since trace start")
+        charts.append(_capacity_chart(relative, x, note))
+    return charts[0] if len(charts) == 1 else alt.vconcat(*charts)  # type: ignore[return-value]
+
+
+def _capacity_chart(frame: pl.DataFrame, x: alt.X, note: str) -> alt.Chart:
     return (
         alt.Chart(frame)
         .mark_line(interpolate="step-after")
         .encode(
-            x=alt.X("time:T", title=None),
+            x=x,
             y=alt.Y("gpus:Q", title="GPUs installed"),
             color=alt.Color("series:N", title=None),
             tooltip=["series:N", "time:T", "gpus:Q", "basis:N"],
@@ -483,5 +595,65 @@ def accounting_usage(frame: pl.DataFrame, key: str) -> alt.Chart:
         )
         .properties(
             width=FACET_WIDTH, title=f"GPU hours and GPU queue hours by {key} (top {TOP_GROUPS})"
+        )
+    )
+
+
+def backlog_series(series: pl.DataFrame) -> alt.Chart:
+    """GPUs demanded by pending jobs over time per cluster (step line: the backlog holds
+    from one change to the next), from :func:`gpu_trace.analyses.backlog.backlog_series`.
+    """
+    groups = [c for c in ("partition", "vc", "user", "size_bucket") if c in series.columns]
+    labelled, note = cap_series(_label(series, "source", "cluster", *groups), "pending_gpus")
+    frame = thin(labelled)
+    return (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after", point=frame.height <= 200)
+        .encode(
+            x=alt.X("time:T", title=None),
+            y=alt.Y("pending_gpus:Q", title="GPUs pending"),
+            color=alt.Color("series:N", title=None),
+            tooltip=[
+                "series:N",
+                "time:T",
+                alt.Tooltip("pending_jobs:Q", format=",.1f"),
+                alt.Tooltip("pending_gpus:Q", format=",.1f"),
+            ],
+        )
+        .properties(width=WIDTH, title="GPUs demanded by pending jobs over time" + note)
+    )
+
+
+def backlog_now(now: pl.DataFrame) -> alt.Chart:
+    """GPUs pending at the as-of instant per group (bars; one panel per cluster), from
+    :func:`gpu_trace.analyses.backlog.backlog_now`.
+    """
+    keys = ("partition", "vc", "user", "size_bucket")
+    key = next((k for k in keys if k in now.columns), None)
+    frame = _label(now, "source", "cluster")
+    frame = frame.with_columns(
+        (pl.col(key).cast(pl.String).fill_null("(none)") if key else pl.col("series")).alias(
+            "group"
+        )
+    )
+    order = frame["group"].unique(maintain_order=True).to_list()
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("group:N", sort=order, title=key or "cluster"),
+            y=alt.Y("pending_gpus:Q", title="GPUs pending"),
+            color=alt.Color("series:N", title=None),
+            facet=alt.Facet("series:N", title=None, columns=FACET_COLUMNS, header=top_header()),
+            tooltip=[
+                "series:N",
+                "group:N",
+                "pending_jobs:Q",
+                alt.Tooltip("pending_gpus:Q", format=",.1f"),
+                alt.Tooltip("longest_wait_s:Q", format=",.0f"),
+            ],
+        )
+        .properties(
+            width=FACET_WIDTH, title=f"GPUs pending at the as-of instant by {key or 'cluster'}"
         )
     )

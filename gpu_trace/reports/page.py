@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -45,17 +45,20 @@ def spec_json(chart: alt.TopLevelMixin) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def table_html(frame: pl.DataFrame, *, caption: str | None = None) -> str:
+def table_html(
+    frame: pl.DataFrame, *, caption: str | None = None, units: Mapping[str, str] | None = None
+) -> str:
     """An HTML table of an already-small frame, every cell escaped: human headers (the
     raw column name and its meaning in the tooltip) and numbers shown for reading
-    (:mod:`gpu_trace.display`: fixed decimals, durations, sizes, percentages).
+    (:mod:`gpu_trace.display`: fixed decimals, durations, sizes, percentages, each from
+    the column's declared unit; ``units`` are the producer's, by exact name).
     """
     cells: list[str] = []
     for name in frame.columns:
         label, tip = header(name)
         cells.append(f'<th title="{esc(tip)}">{esc(label)}</th>')
     head = "".join(cells)
-    shown = readable(frame)
+    shown = readable(frame, units)
     body = "".join(
         "<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in shown.iter_rows()
     )

@@ -11,7 +11,7 @@ chart through the analysis module that declares it, so a chart is defined once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import duckdb
@@ -19,6 +19,7 @@ import polars as pl
 
 from gpu_trace import plugins
 from gpu_trace.analyses import arrivals as arr
+from gpu_trace.analyses import backlog as blg
 from gpu_trace.analyses import energy as en
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -30,8 +31,10 @@ from gpu_trace.analyses import summary as smy
 from gpu_trace.analyses import users as usr
 from gpu_trace.analyses import utilization as utl
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.column_units import analysis_units
+from gpu_trace.display import unit_of
 from gpu_trace.reports import charts
-from gpu_trace.reports.page import Section, table_html
+from gpu_trace.reports.page import Section, esc, table_html
 
 TOP_N = 10
 
@@ -58,8 +61,19 @@ apart: the Helios-style rates over finished jobs alone (``analyze summary``) rea
 "91 % failed" on openb, where three in four pods are still running or pending."""
 
 
-def _rounded(frame: pl.DataFrame, digits: int = 3) -> pl.DataFrame:
-    return frame.with_columns(pl.selectors.float().round(digits))
+def _rounded(
+    frame: pl.DataFrame, digits: int = 3, units: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """Floats rounded to ``digits`` for the table, except 0-1 shares (declared unit
+    ``fraction``): those are shown as percentages with one decimal from the exact value
+    (0.143 rounded to one digit first was shown as 10.0 %).
+    """
+    floats = [
+        name
+        for name, dtype in frame.schema.items()
+        if dtype.is_float() and unit_of(name, units) != "fraction"
+    ]
+    return frame.with_columns(pl.col(floats).round(digits)) if floats else frame
 
 
 def _empty(title: str, why: str) -> Section:
@@ -81,12 +95,13 @@ def declared_chart(plugin: plugins.AnalysisPlugin, frame: pl.DataFrame) -> Any:
 
 def summary_section(inp: Inputs) -> Section:
     """The summary table (status as shares of all GPU jobs) and its status chart."""
-    table = smy.summary(inp.jobs).collect()
+    table = smy.summary(inp.clipped_jobs).collect()  # running jobs up to as-of
     if table.height == 0:
         return _empty("Summary", "No jobs in the store.")
     sec = Section(
         "Summary",
-        table_html(
+        _as_of_line(inp)
+        + table_html(
             _rounded(table.select(SUMMARY_COLUMNS)),
             caption="Summary (status as shares of all GPU jobs; unfinished is not failed)",
         ),
@@ -95,10 +110,39 @@ def summary_section(inp: Inputs) -> Section:
     return sec
 
 
+def _as_of_line(inp: Inputs) -> str:
+    """One line naming the instant each cluster's figures describe (running jobs count
+    up to it, pending ones wait until it): the export's own time, its latest timestamp,
+    or ``--as-of``.
+    """
+    rows = (
+        # Relative-time traces (openb) have no calendar instant to name.
+        inp.clipped_jobs.filter(pl.col("time_basis").fill_null("absolute") != "relative")
+        .group_by("source", "cluster")
+        .agg(pl.col("as_of_time").max().alias("as_of"))
+        .drop_nulls("as_of")
+        .sort("source", "cluster")
+        .collect()
+    )
+    if rows.height == 0:
+        return ""
+    parts = [
+        f"{esc(r['cluster'] or r['source'])}: {r['as_of']:%Y-%m-%d %H:%M} UTC"
+        for r in rows.iter_rows(named=True)
+    ]
+    return (
+        "<p>As of (running jobs count up to it, pending ones have waited until it): "
+        + "; ".join(parts)
+        + ".</p>"
+    )
+
+
 def choose_freq(inp: Inputs, points: int = 2000) -> str:
     """A bin width giving about ``points`` bins over the jobs' time span."""
     span = (
-        inp.jobs.select((pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds())
+        inp.clipped_jobs.select(
+            (pl.col("end_time").max() - pl.col("start_time").min()).dt.total_seconds()
+        )
         .collect()
         .item()
     )
@@ -113,7 +157,8 @@ def choose_freq(inp: Inputs, points: int = 2000) -> str:
 def utilization_section(inp: Inputs) -> Section:
     """Allocation statistics per cluster, the allocation series and its diurnal profile."""
     freq = choose_freq(inp)
-    series = occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq=freq).collect()
+    jobs = inp.clipped_jobs  # running jobs hold their GPUs until as-of
+    series = occ.occupancy(jobs, inp.capacity, inp.machines, freq=freq).collect()
     if series.height == 0:
         return _empty("Utilization (allocation)", "No GPU job with both a start and an end time.")
     stats = (
@@ -123,6 +168,7 @@ def utilization_section(inp: Inputs) -> Section:
             pl.col("allocation_pct").median().alias("median_allocation_pct"),
             pl.col("allocated_gpus").max().alias("peak_allocated_gpus"),
             pl.col("capacity_gpus").max().alias("capacity_gpus"),
+            pl.col("capacity_basis").drop_nulls().unique().sort().str.join(", "),
         )
         .sort("source", "cluster")
     )
@@ -130,29 +176,44 @@ def utilization_section(inp: Inputs) -> Section:
         "Utilization (allocation)",
         "<p>GPUs held by running jobs as a share of installed GPUs, time-weighted per "
         f"{freq} bin (allocation, not kernel activity; see the metric glossary).</p>"
+        + charts.inferred_note_html(series)
         + table_html(_rounded(stats, 2)),
     )
+    if series["allocation_pct"].is_null().all():
+        # capacity 0 in every bin (every node unavailable in the inventory): no share to
+        # draw, and an empty frame would look like "nothing ran"
+        sec.html += (
+            "<p>No allocation share to chart: the inventory lists no available GPU for "
+            "the bins jobs ran in (capacity 0); GPUs held are in the table.</p>"
+        )
+        return sec
     sec.charts.append(declared_chart(utl.UTILIZATION, series))
     hourly = (
         series
         if freq in ("1min", "10min", "1h")
-        else occ.occupancy(inp.jobs, inp.capacity, inp.machines, freq="1h").collect()
+        else occ.occupancy(jobs, inp.capacity, inp.machines, freq="1h").collect()
     )
-    sec.charts.append(charts.diurnal(occ.profiles(hourly.lazy(), inp.tz).collect()))
+    sec.charts.append(
+        charts.diurnal(
+            occ.profiles(hourly.lazy(), inp.tz).collect(), charts.inferred_series(series)
+        )
+    )
     return sec
 
 
 def queueing_section(inp: Inputs) -> Section:
     """Queueing delay by GPUs requested (with its chart) and by VC (top ones)."""
-    by_size = que.queue_by(inp.jobs, "gpus").collect()
+    by_size = que.queue_by(inp.clipped_jobs, "gpus").collect()  # pending: wait so far
     if by_size.height == 0:
         return _empty("Queueing", "No GPU job with a queueing delay.")
+    note = que.censored_note(by_size)
     sec = Section(
         "Queueing",
-        table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
+        (f"<p>Note: {esc(note)}.</p>" if note else "")
+        + table_html(_rounded(by_size, 1), caption="Queueing delay of GPU jobs by GPUs requested"),
     )
     sec.charts.append(declared_chart(que.PLUGIN, by_size))
-    by_vc = que.queue_by(inp.jobs, "vc").collect()
+    by_vc = que.queue_by(inp.clipped_jobs, "vc").collect()
     if by_vc.height > 1 or (by_vc.height == 1 and by_vc["vc"][0] is not None):
         top = by_vc.sort("jobs", descending=True).filter(
             pl.int_range(pl.len()).over("source", "cluster") < TOP_N
@@ -160,6 +221,36 @@ def queueing_section(inp: Inputs) -> Section:
         sec.html += table_html(
             _rounded(top, 1), caption=f"Queueing delay by virtual cluster (top {TOP_N} by jobs)"
         )
+    return sec
+
+
+def backlog_section(inp: Inputs) -> Section:
+    """Pending GPU jobs: GPUs demanded over time (the exact step series, binned when
+    long), the backlog at the as-of instant by partition, and the longest current waits.
+    """
+    title = blg.PLUGIN.title
+    waits = blg.pending_intervals(inp.jobs).select(pl.len()).collect().item()
+    if waits == 0:
+        return _empty(title, "No GPU job waited to start (every job started as submitted).")
+    # the exact steps (at most two rows a wait) while they fit a chart, else binned
+    freq = choose_freq(inp) if 2 * waits > charts.MAX_POINTS else None
+    series = blg.backlog_series(inp.jobs, freq=freq).collect()
+    now = blg.backlog_now(inp.jobs, "partition").collect()
+    sec = Section(
+        title,
+        "<p>GPU jobs submitted and not yet started, up to each cluster's as-of instant (its "
+        "latest recorded time); waits of jobs still pending are waits so far.</p>",
+    )
+    sec.charts.append(blg.series_chart(series))
+    if now.height:
+        sec.html += table_html(
+            _rounded(now, 1), caption="Pending at the as-of instant, by partition"
+        )
+        sec.charts.append(declared_chart(blg.PLUGIN, now))
+        top = blg.longest_waits(inp.jobs).collect()
+        sec.html += table_html(_rounded(top, 1), caption=f"Longest current waits (top {blg.TOP_N})")
+    else:
+        sec.html += "<p>No GPU job pending at the as-of instant.</p>"
     return sec
 
 
@@ -210,7 +301,7 @@ def jobs_users_section(inp: Inputs) -> Section:
     sec = Section("Jobs and users")
     cdf = jb.duration_cdf(inp.jobs).collect()
     sizes = jb.size_shares(inp.jobs).collect()
-    per_user = usr.per_user(inp.jobs)
+    per_user = usr.per_user(inp.clipped_jobs)  # running jobs' GPU time up to as-of
     conc = usr.concentration(per_user).collect()
     if conc.height:
         sec.html += table_html(_rounded(conc), caption="Concentration of GPU time across users")
@@ -231,7 +322,7 @@ def jobs_users_section(inp: Inputs) -> Section:
 
 def arrivals_section(inp: Inputs) -> Section:
     """The weekday x hour heatmap of submissions, with each source's clock."""
-    weekly = arr.arrivals(inp.jobs, inp.tz).collect()
+    weekly = arr.arrivals(inp.scope.submitted(inp.jobs), inp.tz).collect()
     if weekly.height == 0:
         return _empty("Arrivals", "No submission times.")
     zones = ", ".join(
@@ -284,7 +375,12 @@ def inventory_section(inp: Inputs) -> Section:
         .collect()
     )
     if inv.height == 0 and cap.height == 0:
-        return _empty("Inventory and capacity", "No machine inventory or capacity published.")
+        return _empty(
+            "Inventory and capacity",
+            "No machine inventory or capacity published: allocation shares use the peak "
+            "of GPUs held at once (inferred). Ingest a node inventory (sinfo, scontrol, "
+            "nodes-csv, Kubernetes nodes) for the installed GPUs.",
+        )
     sec = Section("Inventory and capacity")
     if inv.height:
         sec.html += table_html(inv, caption="Machines and GPUs per inventory and GPU type")
@@ -322,7 +418,8 @@ def plugin_section(
         if frame.height == 0:
             return _empty(title, empty)
         text = caption if caption is not None else plugin.help.split("\n")[0]
-        sec = Section(title, table_html(_rounded(frame), caption=text))
+        units = analysis_units(plugin, chosen)
+        sec = Section(title, table_html(_rounded(frame, units=units), caption=text, units=units))
         if plugin.chart is not None and options is None:  # the chart is of the defaults
             sec.charts.append(plugin.chart(frame))
         return sec
@@ -341,7 +438,7 @@ failures_section = plugin_section(
 --by gpus``."""
 
 COMPOSED = frozenset(
-    {"summary", "utilization", "queueing", "failures", "energy", "jobs", "users"}
+    {"summary", "utilization", "queueing", "backlog", "failures", "energy", "jobs", "users"}
     | {"arrivals", "sharing", "fragmentation"}
 )
 """Analyses the sections above already show: their declared sections would repeat them."""
@@ -351,6 +448,7 @@ SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
     summary_section,
     utilization_section,
     queueing_section,
+    backlog_section,
     failures_section,
     failures_energy_section,
     jobs_users_section,

@@ -29,6 +29,7 @@ from gpu_trace import __version__
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.analyses.scope import Scope
 from gpu_trace.analyses.summary import summary
 from gpu_trace.datasets.registry import registry
 from gpu_trace.reports import charts
@@ -250,7 +251,7 @@ def _nav(sources: Sequence[str], current: str | None, synthetic: set[str] | None
 
 
 def _overview_sections(inp: Inputs, sources: Sequence[str]) -> list[Section]:
-    table = summary(inp.jobs).collect()
+    table = summary(inp.clipped_jobs).collect()  # running jobs up to as-of
     overview = Section("Traces side by side")
     if table.height:
         overview.html = table_html(
@@ -306,9 +307,13 @@ def build_site(
     replay: Sequence[str] = (),
     sweep: Path | None = None,
     on_progress: Callable[[int, int | None, str], None] | None = None,
+    scope: Scope | None = None,
 ) -> Path:
     """Build the site and swap it in as ``out``; return the path of ``index.html``.
     ``on_progress(sections built, total, what is built now)`` reports each section.
+
+    ``scope`` (:class:`gpu_trace.analyses.scope.Scope`) restricts every page to a window,
+    clusters, partitions and an as-of instant, as ``analyze`` does.
 
     ``out`` must be missing, empty or a site built here (else a one-line error). The
     build time comes from ``$SOURCE_DATE_EPOCH`` when set, so CI builds can be
@@ -333,6 +338,7 @@ def build_site(
             replay,
             sweep,
             on_progress or (lambda done, total, what: None),
+            scope or Scope(),
         )
         swap_in(built_dir, out)
     except BaseException:
@@ -352,6 +358,7 @@ def _build(
     replay: Sequence[str],
     sweep: Path | None,
     progress: Callable[[int, int | None, str], None],
+    scope: Scope,
 ) -> None:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
@@ -365,7 +372,7 @@ def _build(
     done = 0
     progress(done, total, "overview")
     pages: dict[str, list[Section]] = {}
-    all_inputs = Inputs.from_store(store, chosen or None)
+    all_inputs = Inputs.from_store(store, chosen or None, scope)
     synthetic = {row[0] for row in synthetic_inputs(con, store, chosen)}
     banner = _synthetic_section(con, store, chosen)
     index_sections = [
@@ -399,7 +406,7 @@ def _build(
         ),
     )
     for src in chosen:
-        inp = Inputs.from_store(store, [src])
+        inp = Inputs.from_store(store, [src], scope)
         sections = []
         for build in builders:
             progress(done, total, f"{src}: {build.__name__.removesuffix('_section')}")

@@ -110,3 +110,19 @@ def test_rows_in_order_of_the_first_key_only(seed: int) -> None:
     got = in_store_order(without_nulls, keys)
     assert got is not None
     assert got.equals(without_nulls.sort(keys, nulls_last=True, maintain_order=True))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_first_key_without_nulls_sorted_by_its_first_prefix(seed: int) -> None:
+    """A first key of strings without nulls (PAI's job names) is sorted by its first
+    8 bytes, then only the rows sharing them with a neighbour by everything: ids here
+    share long stems (``x`` * 30, 24 zeros), tasks repeat, some tasks are null.
+    """
+    frame = _random_frame(seed).drop_nulls("job_id")
+    got = in_store_order(frame, KEYS)
+    if got is not None:
+        assert got.equals(frame.sort(KEYS, nulls_last=True, maintain_order=True))
+    ascii_only = frame.filter(~pl.col("job_id").str.contains("é"))
+    got = in_store_order(ascii_only, KEYS)
+    assert got is not None
+    assert got.equals(ascii_only.sort(KEYS, nulls_last=True, maintain_order=True))

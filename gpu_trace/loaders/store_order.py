@@ -72,8 +72,38 @@ def is_ordered(frame: pl.DataFrame, keys: Sequence[str]) -> bool:
     return bool(frame.select(_not_after(keys).all()).item())
 
 
-def _positions(frame: pl.DataFrame, keys: Sequence[str]) -> pl.Series | None:
+def _by_first_prefix(frame: pl.DataFrame, keys: Sequence[str]) -> pl.Series | None:
+    """Row positions in integer-prefix order, for a first key of strings without nulls:
+    a stable sort by its first prefix alone (one integer column sorts ~3x faster than
+    several), then the rows that share a first prefix with a neighbour (a job's tasks,
+    names equal in their first 8 bytes) sorted again by every prefix of every key.
+    Those rows stay in their block of equal first prefixes, so the result is the full
+    integer-prefix order. None where the first key does not qualify.
+    """
+    first = keys[0]
+    if frame.schema[first] != pl.String or frame.get_column(first).null_count():
+        return None
+    try:
+        head = frame.select(_prefix(first, 0).fill_null(0)).to_series()
+    except pl.exceptions.PolarsError:
+        return None
+    order = head.to_frame("h").select(pl.arg_sort_by("h", maintain_order=True)).to_series()
+    ranked = head.gather(order)
+    tied = ((ranked == ranked.shift(1)) | (ranked == ranked.shift(-1))).fill_null(value=False)
+    if not tied.any():
+        return order
+    at = tied.arg_true()
+    rows = order.gather(at)
+    within = _positions(frame.select(keys)[rows], keys, split=False)
+    if within is None:
+        return None
+    return order.scatter(at, rows.gather(within))
+
+
+def _positions(frame: pl.DataFrame, keys: Sequence[str], *, split: bool = True) -> pl.Series | None:
     """Row positions of ``frame`` in integer-prefix order (None: a key cannot be cut)."""
+    if split and (order := _by_first_prefix(frame, keys)) is not None:
+        return order
     try:
         ints = frame.select(_int_keys(frame, keys))
     except pl.exceptions.PolarsError:
@@ -102,6 +132,9 @@ def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | N
     """
     if frame.height < 2 or is_ordered(frame, keys):
         return frame
+    # gathering from one chunk per column is ~3-5x cheaper than from many (the CSV
+    # reader and the line parse give one chunk per thread or batch)
+    frame = frame.rechunk()
     ties = _tie_groups(frame, keys)
     order: pl.Series | None
     if ties is not None:
@@ -115,6 +148,5 @@ def in_store_order(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame | N
         order = _positions(frame, keys)
     if order is None:
         return None
-    # gathering from one chunk per column is ~5x cheaper than from many
-    out = frame.rechunk()[order]
+    out = frame[order]
     return out if is_ordered(out, keys) else None

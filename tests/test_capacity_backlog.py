@@ -168,6 +168,25 @@ def test_nodes_csv_inventory_is_the_denominator_of_slurm_jobs(
     )
 
 
+@pytest.mark.parametrize("sources", [(), ("--source", "slurm")])
+def test_nodes_csv_inventory_scores_fragmentation_of_slurm_jobs(
+    tmp_path: Path, sources: tuple[str, ...]
+) -> None:
+    """``analyze fragmentation`` on a Slurm export + a nodes CSV of its cluster scored
+    nothing ("no machine inventory with GPUs in the store", exit 1): the CSV's nodes are
+    stored under source ``nodes-csv``, which has no jobs. They are lent to the Slurm
+    jobs of cluster ``tiny``: the three GPU nodes of the CSV, 4 + 4 + 4 = 12 GPUs
+    (fragmentation scores installed nodes, the unavailable gpu03 included)."""
+    store = slurm_store(tmp_path)
+    (tmp_path / "nodes.csv").write_text(NODES_CSV)
+    r = run("ingest", "nodes-csv", tmp_path / "nodes.csv", "--cluster", "tiny", "--store", store)
+    assert r.exit_code == 0, r.output
+    rows = analyze(store, "fragmentation", *sources)
+    (total,) = [x for x in rows if x["gpu_type"] == "(all)"]
+    assert total["source"] == "slurm" and total["inventory"].startswith("tiny-inventory")
+    assert total["machines"] == 3 and total["gpus"] == 12
+
+
 def test_capacity_is_a_step_function_of_the_snapshots(tmp_path: Path) -> None:
     """Snapshots at 09:00 (gpu03 still idle: 4 + 4 + 4 = 12 GPUs) and 11:00 (gpu03
     drained: 8). 08:00 is before the first snapshot (takes it: 12); 09:00 and 10:00

@@ -70,7 +70,14 @@ class Inputs:
         return cls(
             jobs=sc.select(jobs),
             placements=sc.overlapping(sc.where(scan(store, "placements", src))),
-            machines=sc.where(scan(store, "machines", src)),
+            # inventory-only sources' nodes serve every source's cluster of that name
+            machines=sc.where(
+                scan(
+                    store,
+                    "machines",
+                    list(dict.fromkeys([*src, *INVENTORY_SOURCES])) if src else None,
+                )
+            ),
             # inventory-only sources serve every source's cluster of that name
             capacity=sc.capacity(
                 scan(

@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.analyses.definitions import exact_sum
+from gpu_trace.analyses.occupancy import INVENTORY_SOURCES
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import AnalysisPlugin, option
 from gpu_trace.values import choose
@@ -203,15 +204,32 @@ def fragmentation_by_type(frag: pl.LazyFrame) -> pl.LazyFrame:
     ).with_columns((100 * pl.col("fragmented_gpus") / pl.col("free_gpus")).alias("fragmented_pct"))
 
 
+def lend_inventories(jobs: pl.LazyFrame, machines: pl.LazyFrame) -> pl.LazyFrame:
+    """``machines`` with the inventories of inventory-only sources (``ingest nodes-csv``,
+    :data:`~gpu_trace.analyses.occupancy.INVENTORY_SOURCES`) lent to every jobs source
+    that has a cluster of the same name and no GPU machines of its own (a Slurm export
+    beside a nodes CSV of its cluster), under that source's name.
+    """
+    lender = pl.col("source").is_in(INVENTORY_SOURCES)
+    own = machines.filter(~lender & (pl.col("gpus") > 0)).select("source").unique()
+    borrowers = (
+        jobs.select("source", "cluster").unique().join(own, on="source", how="anti")
+    ).filter(~lender)
+    lent = borrowers.join(machines.filter(lender).drop("source"), on="cluster", how="inner")
+    names = machines.collect_schema().names()
+    return pl.concat([machines.filter(~lender), lent.select(names)])
+
+
 def fragmentation_per_source(
     jobs: pl.LazyFrame, machines: pl.LazyFrame, inventory: str | None = None
 ) -> pl.DataFrame:
     """:func:`fragmentation_by_type` for each source with GPU machines, on its own
     inventory (``inventory``, else its largest) and its own jobs' request mix, with
     ``source`` and ``inventory`` columns: one source's machines are never scored with
-    another source's tasks.
+    another source's tasks (an inventory-only source's are lent by cluster name:
+    :func:`lend_inventories`).
     """
-    gpu_machines = machines.filter(pl.col("gpus") > 0)
+    gpu_machines = lend_inventories(jobs, machines).filter(pl.col("gpus") > 0)
     if inventory is not None:
         gpu_machines = gpu_machines.filter(pl.col("dataset") == inventory)
     sizes = (

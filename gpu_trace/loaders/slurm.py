@@ -64,6 +64,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,13 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import InputError, InputWarning
+from gpu_trace.loaders import slurm_csv as sc
 from gpu_trace.loaders import slurm_jobs as sj
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.helios import fixed_offset, with_raw
+from gpu_trace.loaders.store_order import in_store_order
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
@@ -89,6 +92,7 @@ from gpu_trace.loaders.textfile import (
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
 from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.schemas import TABLES
 from gpu_trace.store.parquet import slug
 
 SOURCE = "slurm"
@@ -179,7 +183,8 @@ def read_sacct_header(path: Path) -> Header:
 
 
 def _split(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
-    """``_n`` (fields on the line) and one ``_t_<key>`` text column per field we read.
+    """``_n`` (fields on the line), one ``_t_<key>`` text column per field we read, and
+    the two checks that need the raw line (``_empty``, ``_fffd``: invalid UTF-8).
 
     Fields before ``JobName`` are counted from the left, those after it from the right,
     and ``JobName`` is what lies between (``|`` included), so a name holding the
@@ -209,7 +214,32 @@ def _split(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
                 SEPARATOR
             )
         cols.append(expr.alias(f"_t_{key}"))
-    return split.with_columns(cols).drop("_parts")
+    flags = [
+        pl.col(RAW).is_in(["", "\r"]).fill_null(True).alias("_empty"),
+        pl.col(RAW).str.contains("\ufffd", literal=True).alias("_fffd"),
+    ]
+    return split.with_columns(*cols, *flags).drop("_parts")
+
+
+def wanted(header: Header) -> dict[int, str]:
+    """Index -> key of each header field we read (the ``_t_<key>`` columns)."""
+    return {i: FIELDS[name] for i, name in enumerate(header.names) if name in FIELDS}
+
+
+def split_lines(info: FileInfo, header: Header, fields: sc.Fields, found: sc.Marks) -> pl.LazyFrame:
+    """Every data line as :func:`_split` gives it (``_raw`` only on the lines split line
+    by line): the reader's rows where :func:`gpu_trace.loaders.slurm_csv.split_fast`
+    vouches for them, the line-exact split for the rest, in line order.
+    """
+    fast = sc.split_fast(info, header.names, header.trailing, wanted(header), fields, found)
+    if fast is None:
+        return _split(scan_lines(info, skip=1), header)
+    rows, redo = fast
+    rows = rows.with_columns(pl.lit(False).alias("_empty"), pl.lit(False).alias("_fffd"))
+    if redo.is_empty():
+        return rows.lazy()
+    slow = _split(redo.lazy(), header).collect()
+    return pl.concat([rows, slow], how="diagonal").sort(LINE).lazy()
 
 
 def step_flag() -> pl.Expr:
@@ -290,38 +320,42 @@ def _by_value(
         .with_columns(first)
         .select(col, *(e.alias(n) for n, e in outputs.items()))
     )
-    return frame.join(table, on=col, how="left", nulls_equal=True, maintain_order="left")
+    # joined on the one key column, the outputs then added beside the frame: a join of
+    # the whole wide frame copied every column (3x the cost, per repetitive field)
+    got = frame.select(col).join(table, on=col, how="left", nulls_equal=True, maintain_order="left")
+    return frame.hstack(got.drop(col).get_columns())
 
 
-def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
-    """Every line split and typed (everything but the time-zone step and the reasons):
+def typed(split: pl.LazyFrame, header: Header) -> pl.DataFrame:
+    """Every line (split: :func:`split_lines`) typed (everything but the time-zone step and the reasons):
     the columns :func:`checks` and the row builders read. Split parts and regex
     captures are named in a first stage so each runs once
     (:data:`gpu_trace.loaders.slurm_values.Staged`); repetitive fields are parsed per
     distinct value (:func:`_by_value`).
     """
-    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
     alloccpus, alloccpus_bad = _int("alloccpus", header)
-    base = (
-        _split(lines, header)
-        .with_columns(
-            step_flag().alias("_is_step"),
-            _text("jobid", header).alias("_jobid"),
-            *_local_times(header),
-            *elapsed_1,
-            nnodes.alias("_nnodes"),
-            nnodes_bad.alias("_nnodes_bad"),
-            ncpus.alias("_ncpus"),
-            ncpus_bad.alias("_ncpus_bad"),
-            alloccpus.alias("_alloccpus"),
-            alloccpus_bad.alias("_alloccpus_bad"),
-            _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
-        )
-        .with_columns(elapsed["value"].alias("_elapsed"), elapsed["bad"].alias("_elapsed_bad"))
-        .drop(e.meta.output_name() for e in elapsed_1)
-        .collect()
+    base = split.with_columns(
+        step_flag().alias("_is_step"),
+        _text("jobid", header).alias("_jobid"),
+        *_local_times(header),
+        nnodes.alias("_nnodes"),
+        nnodes_bad.alias("_nnodes_bad"),
+        ncpus.alias("_ncpus"),
+        ncpus_bad.alias("_ncpus_bad"),
+        alloccpus.alias("_alloccpus"),
+        alloccpus_bad.alias("_alloccpus_bad"),
+        _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
+    ).collect()
+    # Elapsed repeats too (tens of thousands of distinct values in a million lines)
+    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
+    base = _by_value(
+        base,
+        header,
+        "elapsed",
+        elapsed_1,
+        {"_elapsed": elapsed["value"], "_elapsed_bad": elapsed["bad"]},
     )
     limit_1, limit = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE), "_tl")
     base = _by_value(
@@ -528,9 +562,9 @@ def checks(header: Header) -> list[Check]:
     )
     expected = f"at least {n}" if has_name else str(n)
     out: list[Check] = [
-        (pl.col(RAW).is_in(["", "\r"]).fill_null(True), "empty line"),
+        (pl.col("_empty"), "empty line"),
         (count_bad, pl.format(f"expected {expected} fields, found {{}}", pl.col("_n"))),
-        (pl.col(RAW).str.contains("\ufffd", literal=True), "invalid UTF-8"),
+        (pl.col("_fffd"), "invalid UTF-8"),
         (jobid.is_null(), "JobID is missing"),
         (
             ~id_ok,
@@ -631,21 +665,36 @@ KEEP = ("jobname", "user", "account", "partition", "qos", "state")
 """Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
 
 
-def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def parse(
+    info: FileInfo,
+    header: Header,
+    tz: str,
+    fields: sc.Fields | None = None,
+    marks: sc.Marks | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """(good, bad, array tasks added) of an export: good lines typed, with their
     host-list size and job key (:func:`gpu_trace.loaders.slurm_jobs.ids`), pending array ranges expanded; bad lines
     with ``_line``, ``_raw`` and ``_reason``, host lists over their caps included.
     Reasons are worded only for the bad lines (formatting text for a million good ones
-    would cost more than all the parsing).
+    would cost more than all the parsing). ``fields`` and ``found``: the reader's rows
+    and the byte marks of the fast path (:mod:`gpu_trace.loaders.slurm_csv`); without
+    them every line is split line by line.
     """
-    frame = to_utc(typed(scan_lines(info, skip=1), header), tz)
+    split = (
+        _split(scan_lines(info, skip=1), header)
+        if marks is None or fields is None
+        else split_lines(info, header, fields, marks)
+    )
+    frame = to_utc(typed(split, header), tz)
     found = checks(header)
     bad_flag = pl.any_horizontal(*(c.fill_null(False) for c, _ in found))
     frame = frame.with_columns(bad_flag.alias("_bad"))
     bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
     keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
     good = (
-        frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW]).with_columns(sj.ids())
+        frame.filter(~pl.col("_bad"))
+        .select([c for c in keep if c not in (RAW, "_empty", "_fffd")])
+        .with_columns(sj.ids())
     )
     del frame
     nodes = nodelist.check(good.lazy(), budget=nodelist.file_budget(info.records)).collect()
@@ -662,11 +711,28 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     if tasks.height:
         good = pl.concat([good, tasks])
     late = pl.concat([late, bad_ranges.with_columns(pl.lit(False).alias("_is_step"))])
-    bad = bad.select(LINE, RAW, REASON, "_is_step")
-    if late.height:
-        late = with_raw(info, late)
-        bad = pl.concat([bad, late.select(LINE, RAW, REASON, "_is_step")])
-    return good, bad, added
+    if RAW not in bad.columns:
+        bad = bad.with_columns(pl.lit(None, dtype=pl.String).alias(RAW))
+    bad = pl.concat(
+        [
+            bad.select(LINE, RAW, REASON, "_is_step"),
+            late.select(LINE, pl.lit(None, dtype=pl.String).alias(RAW), REASON, "_is_step"),
+        ]
+    )
+    return good, _fill_raw(info, bad), added
+
+
+def _fill_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
+    """``bad`` with the raw text of the lines the reader's rows left without it (one
+    pass over the lines, only when there are such lines), in the same row order.
+    """
+    missing = bad.filter(pl.col(RAW).is_null()).select(LINE)
+    if missing.is_empty():
+        return bad
+    raws = with_raw(info, missing.unique()).rename({RAW: "_fetched"})
+    return bad.join(raws, on=LINE, how="left", maintain_order="left").select(
+        LINE, pl.coalesce(RAW, "_fetched").alias(RAW), REASON, "_is_step"
+    )
 
 
 def _line_jobs(
@@ -795,7 +861,31 @@ def placement_rows(
     return placed
 
 
-def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
+def read(path: Path, header: Header) -> tuple[FileInfo, sc.Fields, sc.Marks]:
+    """The file's hash and line count, the reader's rows and the byte marks of the fast
+    path: the two byte passes run in a thread while polars reads (hashlib, file reads
+    and the reader all release the GIL), instead of before it.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(lambda: (file_info(path, header_lines=1), sc.marks(path)))
+        fields = sc.read_fields(path, header.names, header.trailing)
+        info, found = pending.result()
+    return info, fields, found
+
+
+def _ordered(table: str, frame: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """``frame`` in the store's order for ``table`` when an integer sort can vouch for
+    it (:mod:`gpu_trace.loaders.store_order`: an export is in job-id order, so nearly
+    always it is in order already), and whether the writer must still sort it (its sort
+    by string job ids cost ~0.5 s per million rows and table).
+    """
+    ordered = in_store_order(frame, TABLES[table].sort_by)
+    return (frame, True) if ordered is None else (ordered, False)
+
+
+def export(
+    path: Path, *, cluster: str | None, tz: str, header: Header | None = None
+) -> Iterator[Batch]:
     """The ``jobs`` and ``placements`` batches of one sacct export.
 
     ``jobs`` records read = the lines without a dot in ``JobID``, each pending array
@@ -803,9 +893,10 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     components) are merged into it (``rows_merged``); the three figures are in the
     metadata (``job_lines``, ``array_tasks_added``, ``lines_folded``).
     """
-    header = read_sacct_header(path)
-    info = file_info(path, header_lines=1)
-    good, bad, added = parse(info, header, tz)
+    header = header or read_sacct_header(path)
+    info, fields, found = read(path, header)
+    good, bad, added = parse(info, header, tz, fields, found)
+    del fields
     name = cluster or path.stem
     cluster_name = slug(name)
     dataset = slug(f"{cluster}-{path.stem}") if cluster else slug(path.stem)
@@ -820,7 +911,8 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     elapsed_mismatch = jobs_good.select(
         (pl.col("_elapsed") != sv.seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
-    rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
+    lazy_rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
+    rows, sort_jobs = _ordered("jobs", lazy_rows.collect())
     meta = {
         "time_basis": "absolute",
         "source_tz": tz,
@@ -846,12 +938,15 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         info,
         rows,
         rejected(bad.filter(~step), "jobs"),
+        sort=sort_jobs,
         rows_read=info.records - steps + added,
         cluster=cluster_name,
         metadata=meta,
         rows_merged=folded,
     )
-    placed = placement_rows(good, header, cluster_name, dataset, attempts)
+    placed, sort_placed = _ordered(
+        "placements", placement_rows(good, header, cluster_name, dataset, attempts)
+    )
     bad_steps = bad.filter(step)
     yield Batch(
         "placements",
@@ -859,6 +954,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         info,
         placed,
         rejected(bad_steps, "placements"),
+        sort=sort_placed,
         rows_read=placed.height + bad_steps.height,
         cluster=cluster_name,
         metadata={
@@ -907,7 +1003,7 @@ class SlurmLoader:
             header = read_sacct_header(file)
             if not any(f in header.names for f in GPU_FIELDS):
                 blind.append(file)
-            yield from export(file, cluster=cluster, tz=tz)
+            yield from export(file, cluster=cluster, tz=tz, header=header)
         if blind:
             warnings.warn(
                 InputWarning(

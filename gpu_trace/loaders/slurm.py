@@ -19,7 +19,8 @@ Decisions on points the format leaves open:
   ``jobs`` record; a pending array range (``123_[1-9%2]``, ``123_[1-21:4]``) is one
   job per task (``123_1`` ...), each with the line's request (``sacct --array`` prints
   them so; :func:`gpu_trace.loaders.slurm_jobs.expand_arrays`); the lines of one job, requeued runs under
-  ``sacct -D`` and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
+  ``sacct -D`` (a run is a distinct Start: one run printed twice is one run, the most
+  advanced state winning) and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
   job (:func:`gpu_trace.loaders.slurm_jobs.fold`). A line whose ``JobID`` has a dot (``123.batch``, ``123.extern``,
   ``123.0``: a step, printed without ``-X``) is folded into its job as ``placements``
   rows (``task`` = the step name), never a job of its own. So ``jobs`` records read =

@@ -148,3 +148,42 @@ def test_marks_find_a_replacement_character_cut_by_a_chunk(tmp_path: Path) -> No
     f.write_bytes(b"a" * cut + "\ufffd".encode() + b"|\n")
     found = sc.marks(f)
     assert found.replacement and found.separators == 1 and not found.carriage_return
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tz=st.sampled_from(
+        ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago"]
+    ),
+    year=st.integers(1971, 2090),
+    seconds=st.lists(st.integers(0, 366 * 86400), min_size=1, max_size=60),
+    near=st.lists(st.integers(-7200, 7200), max_size=30),
+)
+def test_hourly_zone_readings_equal_per_value_look_ups(
+    tz: str, year: int, seconds: list[int], near: list[int]
+) -> None:
+    """Reading local times by the hour gives each time the two UTC readings that
+    polars' per-value zone look-up gives (null in a spring-forward gap, two readings in
+    a fall-back hour), around the clock changes too (Lord Howe's are 30 minutes)."""
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    start = datetime(year, 1, 1)
+    zone = ZoneInfo(tz)
+    changes = [
+        start + timedelta(hours=h)
+        for h in range(0, 366 * 24)
+        if (start + timedelta(hours=h)).replace(tzinfo=zone).utcoffset()
+        != (start + timedelta(hours=h + 1)).replace(tzinfo=zone).utcoffset()
+    ]
+    times = [start + timedelta(seconds=s) for s in seconds]
+    times += [c + timedelta(seconds=d) for c in changes for d in near]
+    cols = {f"_{k}_local": [*times[i:], *times[:i], None] for i, k in enumerate(slurm.TIMES)}
+    frame = pl.DataFrame(cols, schema=dict.fromkeys(cols, pl.Datetime("us")))
+    got = slurm._hourly_utc(frame, tz)
+    want = frame.with_columns(
+        slurm._exact_utc(pl.col(f"_{k}_local"), tz, how).alias(f"_{k}_{how}")
+        for k in slurm.TIMES
+        for how in ("earliest", "latest")
+    )
+    assert_frame_equal(got, want)

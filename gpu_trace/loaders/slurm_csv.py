@@ -60,15 +60,19 @@ def marks(path: Path) -> Marks:
     """
     seps = 0
     cr = found = False
+    buf = bytearray(_CHUNK)  # one buffer read into again and again: no fresh pages per chunk
     tail = b""
     try:
         with path.open("rb") as fh:
-            while chunk := fh.read(_CHUNK):
+            while n := fh.readinto(buf):
+                chunk = memoryview(buf)[:n]
                 seps += int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == _BAR))
-                cr = cr or b"\r" in chunk
-                if not found and not chunk.isascii():
-                    found = _REPLACEMENT in tail + chunk[:2] or _REPLACEMENT in chunk
-                tail = chunk[-2:]
+                cr = cr or buf.find(b"\r", 0, n) >= 0
+                if not found and not (n == _CHUNK and buf.isascii()):
+                    text = bytes(chunk)
+                    found = _REPLACEMENT in tail + text[:2] or _REPLACEMENT in text
+                tail = bytes(chunk[-2:])
+                chunk.release()
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     return Marks(seps, cr, found)

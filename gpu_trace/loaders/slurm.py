@@ -712,6 +712,19 @@ def _first(found: list[Check]) -> pl.Expr:
 
 KEEP = ("jobname", "user", "account", "partition", "qos", "state")
 """Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
+CHECK_ONLY = ("_bad", "_text", "_parsed", "_local")
+"""Suffixes of the columns only the checks and reasons read (field texts, flags, local
+times): the good lines go on without them, so the frame that later filters copy (the
+array ranges taken out) is ~40 % narrower."""
+
+
+def _kept(column: str) -> bool:
+    """Whether the good lines keep ``column`` past the checks."""
+    if column.startswith("_t_"):
+        return column[3:] in KEEP
+    return column not in (RAW, "_empty", "_fffd", "_n", "_dst_reason") and not column.endswith(
+        CHECK_ONLY
+    )
 
 
 def parse(
@@ -739,10 +752,9 @@ def parse(
     bad_flag = pl.any_horizontal(*(c.fill_null(False) for c, _ in found))
     frame = frame.with_columns(bad_flag.alias("_bad"))
     bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
-    keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
     good = (
         frame.filter(~pl.col("_bad"))
-        .select([c for c in keep if c not in (RAW, "_empty", "_fffd")])
+        .select(c for c in frame.columns if _kept(c))
         .with_columns(sj.ids())
     )
     del frame

@@ -376,6 +376,37 @@ def test_line_repeated_exactly_is_one_run(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("completed_first", [False, True])
+def test_same_run_printed_at_two_moments_is_one_run(tmp_path: Path, completed_first: bool) -> None:
+    """Without -D, sacct prints a job id's latest record (man page, -D/--duplicates:
+    "sacct returns the most recent job with that number"), as it stands when sacct
+    runs: an export made while job 8 ran prints it RUNNING with End ``Unknown`` and
+    Elapsed so far, a later one COMPLETED with the same Submit and Start. Two such
+    exports pasted into one file are one run of one job, not a requeue (a requeued run
+    starts again: "If a job is requeued the submit time is reset"): attempts 1, the
+    completed line's End, its hosts once, its batch step once; in either order the
+    finished record wins."""
+    running = (
+        f"8|RUNNING|{T0}|{T0}|Unknown|00:30:00|gres/gpu=2|n1\n"
+        f"8.batch|RUNNING|{T0}|{T0}|Unknown|00:30:00|gres/gpu=2|n1\n"
+    )
+    done = (
+        f"8|COMPLETED|{T0}|{T0}|2026-01-05T11:00:00|01:00:00|gres/gpu=2|n1\n"
+        f"8.batch|COMPLETED|{T0}|{T0}|2026-01-05T11:00:00|01:00:00|gres/gpu=2|n1\n"
+    )
+    head = "JobID|State|Submit|Start|End|Elapsed|AllocTRES|NodeList\n"
+    text = head + (done + running if completed_first else running + done)
+    jobs, placements, q = _load(tmp_path, text)
+    assert q == {}
+    assert jobs.select("job_id", "attempts", "status", "run_s", "gpus").rows() == [
+        ("8", 1, "completed", 3600.0, 2.0)
+    ]
+    assert placements.select("attempt", "task", "machine_id", "status", "end_time").rows() == [
+        (0, "batch", "n1", "completed", datetime(2026, 1, 5, 11, 0, tzinfo=UTC)),
+        (0, None, "n1", "completed", datetime(2026, 1, 5, 11, 0, tzinfo=UTC)),
+    ]
+
+
 def test_gres_names_that_start_with_gpu_are_not_gpus(tmp_path: Path) -> None:
     """A GRES name is matched whole (gres.conf ``Name=``): ``gpumem:16G`` or
     ``gpu_mem:100`` are other resources, not one GPU; ``mps:100,gpu:2`` is 2 GPUs."""

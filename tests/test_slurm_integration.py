@@ -168,7 +168,7 @@ def test_bad_lines_quarantined_line_exact(tmp_path: Path) -> None:
     store = tmp_path / "store"
     jobs, _ = _ingest(_write(tmp_path, text), store)
     assert jobs["job_id"].to_list() == ["1"]
-    assert jobs["status"].to_list() == ["failed"] and jobs["attempts"].to_list() == [2]
+    assert jobs["status"].to_list() == ["failed"] and jobs["attempts"].to_list() == [1]
     q = {loc: why for _, loc, why in _quarantine(store)}
     assert q == {
         "line 3": "Elapsed '1:75:00' is not a [D-]HH:MM:SS duration",
@@ -180,7 +180,8 @@ def test_bad_lines_quarantined_line_exact(tmp_path: Path) -> None:
         "line 8": "AllocTRES 'gres/gpu=two' has a gres/gpu count that is not a whole number",
         "line 9": "End 2025-12-31T00:00:00 is before Start 2026-01-01T00:00:05",
         "line 10": "empty line",
-    }  # line 2 and line 11 are two runs of job 1 (sacct -D): one job, attempts 2
+    }  # lines 2 and 11: job 1 with the same Start twice, i.e. one run printed twice
+    # (a requeued run starts anew): one job, attempts 1, the later finished record wins
 
 
 def test_time_zone_dst_rules(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ Decisions on points the format leaves open:
   ``jobs`` record; a pending array range (``123_[1-9%2]``, ``123_[1-21:4]``) is one
   job per task (``123_1`` ...), each with the line's request (``sacct --array`` prints
   them so; :func:`gpu_trace.loaders.slurm_jobs.expand_arrays`); the lines of one job, requeued runs under
-  ``sacct -D`` and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
+  ``sacct -D`` (a run is a distinct Start: one run printed twice is one run, the most
+  advanced state winning) and the components ``123+0``, ``123+1`` of a heterogeneous job, are one
   job (:func:`gpu_trace.loaders.slurm_jobs.fold`). A line whose ``JobID`` has a dot (``123.batch``, ``123.extern``,
   ``123.0``: a step, printed without ``-X``) is folded into its job as ``placements``
   rows (``task`` = the step name), never a job of its own. So ``jobs`` records read =
@@ -68,6 +69,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,11 +77,13 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import InputError, InputWarning
+from gpu_trace.loaders import slurm_csv as sc
 from gpu_trace.loaders import slurm_jobs as sj
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
 from gpu_trace.loaders.base import Batch
 from gpu_trace.loaders.helios import fixed_offset, with_raw
+from gpu_trace.loaders.store_order import in_store_order
 from gpu_trace.loaders.textfile import (
     LINE,
     RAW,
@@ -93,6 +97,7 @@ from gpu_trace.loaders.textfile import (
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
 from gpu_trace.loaders.zones import parse_tz
 from gpu_trace.plugins import LoaderPlugin, option
+from gpu_trace.schemas import TABLES
 from gpu_trace.store.parquet import slug
 
 SOURCE = "slurm"
@@ -185,7 +190,8 @@ def read_sacct_header(path: Path) -> Header:
 
 
 def _split(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
-    """``_n`` (fields on the line) and one ``_t_<key>`` text column per field we read.
+    """``_n`` (fields on the line), one ``_t_<key>`` text column per field we read, and
+    the two checks that need the raw line (``_empty``, ``_fffd``: invalid UTF-8).
 
     Fields before ``JobName`` are counted from the left, those after it from the right,
     and ``JobName`` is what lies between (``|`` included), so a name holding the
@@ -215,7 +221,32 @@ def _split(lines: pl.LazyFrame, header: Header) -> pl.LazyFrame:
                 SEPARATOR
             )
         cols.append(expr.alias(f"_t_{key}"))
-    return split.with_columns(cols).drop("_parts")
+    flags = [
+        pl.col(RAW).is_in(["", "\r"]).fill_null(True).alias("_empty"),
+        pl.col(RAW).str.contains("\ufffd", literal=True).alias("_fffd"),
+    ]
+    return split.with_columns(*cols, *flags).drop("_parts")
+
+
+def wanted(header: Header) -> dict[int, str]:
+    """Index -> key of each header field we read (the ``_t_<key>`` columns)."""
+    return {i: FIELDS[name] for i, name in enumerate(header.names) if name in FIELDS}
+
+
+def split_lines(info: FileInfo, header: Header, fields: sc.Fields, found: sc.Marks) -> pl.LazyFrame:
+    """Every data line as :func:`_split` gives it (``_raw`` only on the lines split line
+    by line): the reader's rows where :func:`gpu_trace.loaders.slurm_csv.split_fast`
+    vouches for them, the line-exact split for the rest, in line order.
+    """
+    fast = sc.split_fast(info, header.names, header.trailing, wanted(header), fields, found)
+    if fast is None:
+        return _split(scan_lines(info, skip=1), header)
+    rows, redo = fast
+    rows = rows.with_columns(pl.lit(False).alias("_empty"), pl.lit(False).alias("_fffd"))
+    if redo.is_empty():
+        return rows.lazy()
+    slow = _split(redo.lazy(), header).collect()
+    return pl.concat([rows, slow], how="diagonal").sort(LINE).lazy()
 
 
 def step_flag() -> pl.Expr:
@@ -296,47 +327,51 @@ def _by_value(
         .with_columns(first)
         .select(col, *(e.alias(n) for n, e in outputs.items()))
     )
-    return frame.join(table, on=col, how="left", nulls_equal=True, maintain_order="left")
+    # joined on the one key column, the outputs then added beside the frame: a join of
+    # the whole wide frame copied every column (3x the cost, per repetitive field)
+    got = frame.select(col).join(table, on=col, how="left", nulls_equal=True, maintain_order="left")
+    return frame.hstack(got.drop(col).get_columns())
 
 
-def typed(lines: pl.LazyFrame, header: Header) -> pl.DataFrame:
-    """Every line split and typed (everything but the time-zone step and the reasons):
+def typed(split: pl.LazyFrame, header: Header) -> pl.DataFrame:
+    """Every line (split: :func:`split_lines`) typed (everything but the time-zone step and the reasons):
     the columns :func:`checks` and the row builders read. Split parts and regex
     captures are named in a first stage so each runs once
     (:data:`gpu_trace.loaders.slurm_values.Staged`); repetitive fields are parsed per
     distinct value (:func:`_by_value`).
     """
-    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
-    cpu_1, cpu = sv.duration_s(_text("totalcpu", header, no_value=sv.NO_VALUE), "_tc")
-    rss, rss_bad = sv.rss_bytes(_text("maxrss", header, no_value=sv.NO_VALUE))
     nnodes, nnodes_bad = _int("nnodes", header)
     ncpus, ncpus_bad = _int("ncpus", header)
     alloccpus, alloccpus_bad = _int("alloccpus", header)
+    base = split.with_columns(
+        step_flag().alias("_is_step"),
+        _text("jobid", header).alias("_jobid"),
+        *_local_times(header),
+        nnodes.alias("_nnodes"),
+        nnodes_bad.alias("_nnodes_bad"),
+        ncpus.alias("_ncpus"),
+        ncpus_bad.alias("_ncpus_bad"),
+        alloccpus.alias("_alloccpus"),
+        alloccpus_bad.alias("_alloccpus_bad"),
+        _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
+    ).collect()
+    # Elapsed repeats too (tens of thousands of distinct values in a million lines)
+    elapsed_1, elapsed = sv.duration_s(_text("elapsed", header, no_value=sv.NO_VALUE), "_el")
+    base = _by_value(
+        base,
+        header,
+        "elapsed",
+        elapsed_1,
+        {"_elapsed": elapsed["value"], "_elapsed_bad": elapsed["bad"]},
+    )
+    # TotalCPU and MaxRSS (seff's inputs) differ line by line: parsed in place
+    cpu_1, cpu = sv.duration_s(_text("totalcpu", header, no_value=sv.NO_VALUE), "_tc")
+    rss, rss_bad = sv.rss_bytes(_text("maxrss", header, no_value=sv.NO_VALUE))
     base = (
-        _split(lines, header)
-        .with_columns(
-            step_flag().alias("_is_step"),
-            _text("jobid", header).alias("_jobid"),
-            *_local_times(header),
-            *elapsed_1,
-            *cpu_1,
-            rss.alias("_maxrss"),
-            rss_bad.alias("_maxrss_bad"),
-            nnodes.alias("_nnodes"),
-            nnodes_bad.alias("_nnodes_bad"),
-            ncpus.alias("_ncpus"),
-            ncpus_bad.alias("_ncpus_bad"),
-            alloccpus.alias("_alloccpus"),
-            alloccpus_bad.alias("_alloccpus_bad"),
-            _text("nodelist", header, no_value=sv.NO_VALUE).alias(nodelist.NODES),
-        )
-        .with_columns(
-            elapsed["value"].alias("_elapsed"),
-            elapsed["bad"].alias("_elapsed_bad"),
-            cpu["value"].alias("_totalcpu"),
-            cpu["bad"].alias("_totalcpu_bad"),
-        )
-        .drop(e.meta.output_name() for e in (*elapsed_1, *cpu_1))
+        base.lazy()
+        .with_columns(*cpu_1, rss.alias("_maxrss"), rss_bad.alias("_maxrss_bad"))
+        .with_columns(cpu["value"].alias("_totalcpu"), cpu["bad"].alias("_totalcpu_bad"))
+        .drop(e.meta.output_name() for e in cpu_1)
         .collect()
     )
     limit_1, limit = sv.limit_s(_text("timelimit", header, no_value=sv.NO_VALUE), "_tl")
@@ -438,18 +473,15 @@ def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
         pl.max_horizontal(*(pl.col(f"_{k}_local").max() for k in TIMES)).alias("hi"),
     ).row(0)
     offset = fixed_offset(tz, *bounds) if None not in bounds else None
-    readings: list[pl.Expr] = []
-    for key in TIMES:
-        local = pl.col(f"_{key}_local")
-        for how in ("earliest", "latest"):
-            if offset is not None:
-                utc = (local - pl.lit(offset)).dt.replace_time_zone("UTC")
-            else:
-                utc = local.dt.replace_time_zone(
-                    tz, ambiguous=how, non_existent="null"
-                ).dt.convert_time_zone("UTC")
-            readings.append(utc.alias(f"_{key}_{how}"))
-    frame = frame.with_columns(readings).with_columns(
+    if offset is not None:
+        readings: list[pl.Expr] = []
+        for key in TIMES:
+            utc = (pl.col(f"_{key}_local") - pl.lit(offset)).dt.replace_time_zone("UTC")
+            readings += [utc.alias(f"_{key}_earliest"), utc.alias(f"_{key}_latest")]
+        frame = frame.with_columns(readings)
+    else:
+        frame = _hourly_utc(frame, tz)
+    frame = frame.with_columns(
         *(pl.col(f"_{k}_earliest").alias(f"{k}_time") for k in TIMES),
         pl.lit(None, dtype=pl.String).alias("_dst_reason"),
     )
@@ -465,6 +497,57 @@ def to_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
     return frame.with_columns(
         frame.get_column(c).scatter(where, chosen.get_column(c))
         for c in (*(f"{k}_time" for k in TIMES), "_dst_reason")
+    )
+
+
+_READINGS = ("earliest", "latest")
+
+
+def _exact_utc(local: pl.Expr, tz: str, how: str) -> pl.Expr:
+    """One reading of a local time in ``tz``, looked up per value (null in a gap)."""
+    return local.dt.replace_time_zone(
+        tz, ambiguous="earliest" if how == "earliest" else "latest", non_existent="null"
+    ).dt.convert_time_zone("UTC")
+
+
+def _hourly_utc(frame: pl.DataFrame, tz: str) -> pl.DataFrame:
+    """``_<key>_earliest`` / ``_<key>_latest`` for a zone whose offset changes within
+    the file (DST), by the hour: an hour of local time whose first and last instant
+    have one offset under both readings (every hour but those of a clock change, since
+    no zone changes its offset twice within an hour) is read by subtracting it; the
+    rows with a time in any other hour are looked up per value
+    (:func:`_exact_utc`, polars' zone rules: 8 look-ups a row cost ~0.7 s per million
+    lines, the hourly table a few thousand).
+    """
+    hour = {k: pl.col(f"_{k}_local").dt.truncate("1h") for k in TIMES}
+    hours = pl.concat([frame.select(hour[k].alias("_h")) for k in TIMES]).drop_nulls().unique()
+    last = pl.col("_h") + pl.duration(hours=1) - pl.duration(microseconds=1)
+    offsets = [
+        (at - _exact_utc(at, tz, how).dt.replace_time_zone(None)).alias(f"_o{i}")
+        for i, (at, how) in enumerate((a, h) for a in (pl.col("_h"), last) for h in _READINGS)
+    ]
+    one = pl.all_horizontal(pl.col(f"_o{i}") == pl.col("_o0") for i in range(1, 4))
+    table = hours.select("_h", *offsets).filter(one.fill_null(False))
+    keys, values = table.get_column("_h"), table.get_column("_o0")
+    readings: list[pl.Expr] = []
+    for key in TIMES:
+        off = hour[key].replace_strict(keys, values, default=None)
+        utc = (pl.col(f"_{key}_local") - off).dt.replace_time_zone("UTC")
+        readings += [utc.alias(f"_{key}_{how}") for how in _READINGS]
+    frame = frame.with_columns(readings)
+    hard = pl.any_horizontal(
+        pl.col(f"_{k}_local").is_not_null() & pl.col(f"_{k}_earliest").is_null() for k in TIMES
+    )
+    where = frame.select(hard.arg_true()).to_series()
+    if where.is_empty():
+        return frame
+    exact = frame[where].select(
+        _exact_utc(pl.col(f"_{k}_local"), tz, how).alias(f"_{k}_{how}")
+        for k in TIMES
+        for how in _READINGS
+    )
+    return frame.with_columns(
+        frame.get_column(c).scatter(where, exact.get_column(c)) for c in exact.columns
     )
 
 
@@ -544,9 +627,9 @@ def checks(header: Header) -> list[Check]:
     )
     expected = f"at least {n}" if has_name else str(n)
     out: list[Check] = [
-        (pl.col(RAW).is_in(["", "\r"]).fill_null(True), "empty line"),
+        (pl.col("_empty"), "empty line"),
         (count_bad, pl.format(f"expected {expected} fields, found {{}}", pl.col("_n"))),
-        (pl.col(RAW).str.contains("\ufffd", literal=True), "invalid UTF-8"),
+        (pl.col("_fffd"), "invalid UTF-8"),
         (jobid.is_null(), "JobID is missing"),
         (
             ~id_ok,
@@ -647,23 +730,50 @@ def _first(found: list[Check]) -> pl.Expr:
 
 KEEP = ("jobname", "user", "account", "partition", "qos", "state")
 """Text fields the row builders read (the other ``_t_`` columns serve only reasons)."""
+CHECK_ONLY = ("_bad", "_text", "_parsed", "_local")
+"""Suffixes of the columns only the checks and reasons read (field texts, flags, local
+times): the good lines go on without them, so the frame that later filters copy (the
+array ranges taken out) is ~40 % narrower."""
 
 
-def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def _kept(column: str) -> bool:
+    """Whether the good lines keep ``column`` past the checks."""
+    if column.startswith("_t_"):
+        return column[3:] in KEEP
+    return column not in (RAW, "_empty", "_fffd", "_n", "_dst_reason") and not column.endswith(
+        CHECK_ONLY
+    )
+
+
+def parse(
+    info: FileInfo,
+    header: Header,
+    tz: str,
+    fields: sc.Fields | None = None,
+    marks: sc.Marks | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """(good, bad, array tasks added) of an export: good lines typed, with their
     host-list size and job key (:func:`gpu_trace.loaders.slurm_jobs.ids`), pending array ranges expanded; bad lines
     with ``_line``, ``_raw`` and ``_reason``, host lists over their caps included.
     Reasons are worded only for the bad lines (formatting text for a million good ones
-    would cost more than all the parsing).
+    would cost more than all the parsing). ``fields`` and ``found``: the reader's rows
+    and the byte marks of the fast path (:mod:`gpu_trace.loaders.slurm_csv`); without
+    them every line is split line by line.
     """
-    frame = to_utc(typed(scan_lines(info, skip=1), header), tz)
+    split = (
+        _split(scan_lines(info, skip=1), header)
+        if marks is None or fields is None
+        else split_lines(info, header, fields, marks)
+    )
+    frame = to_utc(typed(split, header), tz)
     found = checks(header)
     bad_flag = pl.any_horizontal(*(c.fill_null(False) for c, _ in found))
     frame = frame.with_columns(bad_flag.alias("_bad"))
     bad = frame.filter(pl.col("_bad")).with_columns(_first(found).alias(REASON))
-    keep = [c for c in frame.columns if not c.startswith("_t_") or c[3:] in KEEP]
     good = (
-        frame.filter(~pl.col("_bad")).select([c for c in keep if c != RAW]).with_columns(sj.ids())
+        frame.filter(~pl.col("_bad"))
+        .select(c for c in frame.columns if _kept(c))
+        .with_columns(sj.ids())
     )
     del frame
     nodes = nodelist.check(good.lazy(), budget=nodelist.file_budget(info.records)).collect()
@@ -680,11 +790,28 @@ def parse(info: FileInfo, header: Header, tz: str) -> tuple[pl.DataFrame, pl.Dat
     if tasks.height:
         good = pl.concat([good, tasks])
     late = pl.concat([late, bad_ranges.with_columns(pl.lit(False).alias("_is_step"))])
-    bad = bad.select(LINE, RAW, REASON, "_is_step")
-    if late.height:
-        late = with_raw(info, late)
-        bad = pl.concat([bad, late.select(LINE, RAW, REASON, "_is_step")])
-    return good, bad, added
+    if RAW not in bad.columns:
+        bad = bad.with_columns(pl.lit(None, dtype=pl.String).alias(RAW))
+    bad = pl.concat(
+        [
+            bad.select(LINE, RAW, REASON, "_is_step"),
+            late.select(LINE, pl.lit(None, dtype=pl.String).alias(RAW), REASON, "_is_step"),
+        ]
+    )
+    return good, _fill_raw(info, bad), added
+
+
+def _fill_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
+    """``bad`` with the raw text of the lines the reader's rows left without it (one
+    pass over the lines, only when there are such lines), in the same row order.
+    """
+    missing = bad.filter(pl.col(RAW).is_null()).select(LINE)
+    if missing.is_empty():
+        return bad
+    raws = with_raw(info, missing.unique()).rename({RAW: "_fetched"})
+    return bad.join(raws, on=LINE, how="left", maintain_order="left").select(
+        LINE, pl.coalesce(RAW, "_fetched").alias(RAW), REASON, "_is_step"
+    )
 
 
 def _line_jobs(
@@ -845,7 +972,31 @@ def placement_rows(
     return placed
 
 
-def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
+def read(path: Path, header: Header) -> tuple[FileInfo, sc.Fields, sc.Marks]:
+    """The file's hash and line count, the reader's rows and the byte marks of the fast
+    path: the two byte passes run in a thread while polars reads (hashlib, file reads
+    and the reader all release the GIL), instead of before it.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(lambda: (file_info(path, header_lines=1), sc.marks(path)))
+        fields = sc.read_fields(path, header.names, header.trailing)
+        info, found = pending.result()
+    return info, fields, found
+
+
+def _ordered(table: str, frame: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """``frame`` in the store's order for ``table`` when an integer sort can vouch for
+    it (:mod:`gpu_trace.loaders.store_order`: an export is in job-id order, so nearly
+    always it is in order already), and whether the writer must still sort it (its sort
+    by string job ids cost ~0.5 s per million rows and table).
+    """
+    ordered = in_store_order(frame, TABLES[table].sort_by)
+    return (frame, True) if ordered is None else (ordered, False)
+
+
+def export(
+    path: Path, *, cluster: str | None, tz: str, header: Header | None = None
+) -> Iterator[Batch]:
     """The ``jobs`` and ``placements`` batches of one sacct export.
 
     ``jobs`` records read = the lines without a dot in ``JobID``, each pending array
@@ -853,9 +1004,10 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     components) are merged into it (``rows_merged``); the three figures are in the
     metadata (``job_lines``, ``array_tasks_added``, ``lines_folded``).
     """
-    header = read_sacct_header(path)
-    info = file_info(path, header_lines=1)
-    good, bad, added = parse(info, header, tz)
+    header = header or read_sacct_header(path)
+    info, fields, found = read(path, header)
+    good, bad, added = parse(info, header, tz, fields, found)
+    del fields
     name = cluster or path.stem
     cluster_name = slug(name)
     dataset = slug(f"{cluster}-{path.stem}") if cluster else slug(path.stem)
@@ -870,8 +1022,9 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
     elapsed_mismatch = jobs_good.select(
         (pl.col("_elapsed") != sv.seconds(pl.col("end_time") - pl.col("start_time"))).sum()
     )
-    rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
-    rows = with_step_usage(rows, good, header)
+    lazy_rows, attempts, folded = job_rows(jobs_good, header, cluster_name, dataset, tz)
+    lazy_rows = with_step_usage(lazy_rows, good, header)
+    rows, sort_jobs = _ordered("jobs", lazy_rows.collect())
     meta = {
         "time_basis": "absolute",
         "source_tz": tz,
@@ -897,12 +1050,15 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         info,
         rows,
         rejected(bad.filter(~step), "jobs"),
+        sort=sort_jobs,
         rows_read=info.records - steps + added,
         cluster=cluster_name,
         metadata=meta,
         rows_merged=folded,
     )
-    placed = placement_rows(good, header, cluster_name, dataset, attempts)
+    placed, sort_placed = _ordered(
+        "placements", placement_rows(good, header, cluster_name, dataset, attempts)
+    )
     bad_steps = bad.filter(step)
     yield Batch(
         "placements",
@@ -910,6 +1066,7 @@ def export(path: Path, *, cluster: str | None, tz: str) -> Iterator[Batch]:
         info,
         placed,
         rejected(bad_steps, "placements"),
+        sort=sort_placed,
         rows_read=placed.height + bad_steps.height,
         cluster=cluster_name,
         metadata={
@@ -958,7 +1115,7 @@ class SlurmLoader:
             header = read_sacct_header(file)
             if not any(f in header.names for f in GPU_FIELDS):
                 blind.append(file)
-            yield from export(file, cluster=cluster, tz=tz)
+            yield from export(file, cluster=cluster, tz=tz, header=header)
         if blind:
             warnings.warn(
                 InputWarning(

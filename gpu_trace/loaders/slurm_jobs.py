@@ -14,6 +14,7 @@ import polars as pl
 
 from gpu_trace.loaders import slurm_nodes as nodelist
 from gpu_trace.loaders import slurm_values as sv
+from gpu_trace.loaders.merge import rank
 from gpu_trace.loaders.textfile import LINE, REASON
 
 
@@ -122,6 +123,12 @@ def fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     - A line repeated exactly (two exports pasted into one file) is one run: the copy is
       folded away (its ``_attempt`` is :data:`DUPLICATE`, and it makes no placements).
+    - So is the same run printed at two moments (overlapping exports pasted into one
+      file: ``RUNNING`` with no End, later ``COMPLETED``): a run is a distinct
+      (job, component, Start), since every run of a requeued job starts anew; of the
+      lines of one run the most advanced state wins (:func:`gpu_trace.loaders.merge.rank`,
+      as across files), then the later line. Lines without a Start (pending) are
+      runs of their own, as before.
 
     Polars over the few folded lines only.
     """
@@ -132,7 +139,17 @@ def fold(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     dropped = ordered.filter(~pl.struct(same).is_last_distinct()).select(
         LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt")
     )
-    ordered = ordered.filter(pl.struct(same).is_last_distinct()).with_columns(
+    ordered = ordered.filter(pl.struct(same).is_last_distinct())
+    run = ["job_id", "_comp_n", "start_time"]
+    best = pl.col(LINE).sort_by(rank().cast(pl.Int8), LINE).last().over(run)
+    kept = pl.col("start_time").is_null() | (pl.col(LINE) == best)
+    dropped = pl.concat(
+        [
+            dropped,
+            ordered.filter(~kept).select(LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt")),
+        ]
+    )
+    ordered = ordered.filter(kept).with_columns(
         pl.int_range(pl.len()).over("job_id", "_comp_n").cast(pl.Int32).alias("_attempt")
     )
     attempts = pl.concat([ordered.select(LINE, "_attempt"), dropped])
@@ -220,8 +237,18 @@ def repeated_steps(good: pl.DataFrame) -> pl.DataFrame:
     """``_line`` -> :data:`DUPLICATE` for step lines that repeat another step line
     exactly (a job whose lines repeat, two exports pasted into one file, repeats its
     steps too): the same step on the same hosts at the same times is one placement.
+    So is the same step printed at two moments (``RUNNING``, later ``COMPLETED``: the
+    same step id and Start), the most advanced state winning as in :func:`fold`.
     """
     cols = ["_jobid", "start_time", "end_time", nodelist.NODES, "_gpus", "_t_state"]
     steps = good.filter(pl.col("_is_step")).select(LINE, *(c for c in cols if c in good.columns))
-    again = steps.filter(~pl.struct(pl.exclude(LINE)).is_last_distinct())
+    again = steps.filter(~pl.struct(pl.exclude(LINE)).is_last_distinct()).select(LINE)
+    if "_t_state" in steps.columns:
+        best = pl.col(LINE).sort_by(rank().cast(pl.Int8), LINE).last().over("_jobid", "start_time")
+        earlier = (
+            steps.with_columns(sv.status(pl.col("_t_state")).alias("status"))
+            .filter(pl.col("start_time").is_not_null() & (pl.col(LINE) != best))
+            .select(LINE)
+        )
+        again = pl.concat([again, earlier]).unique(LINE, maintain_order=True)
     return again.select(LINE, pl.lit(DUPLICATE, dtype=pl.Int32).alias("_attempt"))

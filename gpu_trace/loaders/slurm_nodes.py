@@ -18,6 +18,10 @@ HOST = r"[A-Za-z0-9_.\-]+"
 RANGE = r"\d{1,18}(?:-\d{1,18})?"
 GROUP = rf"{HOST}(?:\[{RANGE}(?:,{RANGE})*\][A-Za-z0-9_.\-]*)?"
 LIST = rf"^{GROUP}(?:,{GROUP})*$"
+PLAIN = rf"^{HOST}$"
+"""A list of one host name, no brackets or commas: nearly every line of an export. It
+names itself, so the range machinery (a regex capture per group, two explodes) is kept
+for the other lines."""
 MAX_NODES = 100_000
 """Most nodes one host list may name: a bound that keeps a damaged ``n[0-999999999]``
 from exploding into a billion rows (the largest Slurm systems have tens of thousands)."""
@@ -77,8 +81,13 @@ def check(lines: pl.LazyFrame, budget: int | None = None) -> pl.LazyFrame:
     past it gets a reason too (:data:`FILE_HOSTS_FLOOR`).
     """
     count = pl.when(pl.col("_lo").is_null()).then(1).otherwise(pl.col("_hi") - pl.col("_lo") + 1)
+    text = pl.col(NODES)
+    plain = text.str.contains(PLAIN)
+    listed = (
+        lines.select(LINE, NODES).filter(text.is_not_null()).with_columns(plain.alias("_plain"))
+    )
     stats = (
-        ranges(lines)
+        ranges(listed.filter(~pl.col("_plain")))
         .group_by(LINE)
         .agg(
             # clipped per range first, so that a sum of huge ranges cannot wrap around
@@ -86,13 +95,12 @@ def check(lines: pl.LazyFrame, budget: int | None = None) -> pl.LazyFrame:
             (pl.col("_hi") < pl.col("_lo")).any().alias("_backwards"),
         )
     )
-    text = pl.col(NODES)
-    listed = (
-        lines.select(LINE, NODES)
-        .filter(text.is_not_null())
-        .join(stats, on=LINE, how="left")
-        .sort(LINE)
+    one = listed.filter(pl.col("_plain")).with_columns(
+        pl.lit(1, dtype=pl.Int64).alias("_node_count"), pl.lit(False).alias("_backwards")
     )
+    listed = pl.concat(
+        [one, listed.filter(~pl.col("_plain")).join(stats, on=LINE, how="left")]
+    ).sort(LINE)
     quoted = pl.lit("'") + text + pl.lit("'")
     reason: pl.Expr = (
         pl.when(pl.col("_node_count").is_null())
@@ -123,9 +131,11 @@ def hosts(lines: pl.LazyFrame) -> pl.LazyFrame:
     """``_line``, ``machine_id``: every host each list in ``lines`` names, in list order
     (only call on lines :func:`check` passed).
     """
-    r = ranges(lines)
+    plain = pl.col(NODES).str.contains(PLAIN)
+    one = lines.filter(plain).select(LINE, pl.col(NODES).alias("machine_id"))
+    r = ranges(lines.filter(~plain))
     number = pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1).alias("_n")
-    return (
+    many = (
         r.with_columns(number)
         .explode("_n")
         .select(
@@ -140,3 +150,5 @@ def hosts(lines: pl.LazyFrame) -> pl.LazyFrame:
             .alias("machine_id"),
         )
     )
+    # in line order, each list's hosts in list order (a stable sort)
+    return pl.concat([one, many]).sort(LINE, maintain_order=True)

@@ -399,6 +399,11 @@ def inventory_section(inp: Inputs) -> Section:
     return sec
 
 
+SECTION_ROWS = 50
+"""Rows a declared analysis' report table shows at most (the caption says how many it
+has and which command prints them all); its chart still sees every row."""
+
+
 def plugin_section(
     plugin: plugins.AnalysisPlugin,
     options: Any = None,
@@ -419,7 +424,14 @@ def plugin_section(
             return _empty(title, empty)
         text = caption if caption is not None else plugin.help.split("\n")[0]
         units = analysis_units(plugin, chosen)
-        sec = Section(title, table_html(_rounded(frame, units=units), caption=text, units=units))
+        shown = frame
+        if frame.height > SECTION_ROWS:  # one row per job of a million-job store: a 20 MB page
+            shown = frame.head(SECTION_ROWS)
+            text += (
+                f" (first {SECTION_ROWS:,} of {frame.height:,} rows, in the analysis' order; "
+                f"all rows: gpu-trace analyze {plugin.name})"
+            )
+        sec = Section(title, table_html(_rounded(shown, units=units), caption=text, units=units))
         if plugin.chart is not None and options is None:  # the chart is of the defaults
             sec.charts.append(plugin.chart(frame))
         return sec

@@ -25,6 +25,7 @@ import polars as pl
 from gpu_trace.errors import GpuTraceError, InputError
 from gpu_trace.formats import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.loaders.openb import POD_COLUMNS
+from gpu_trace.replay.workload import arrival_order
 
 
 def _rel(seconds: pl.Expr) -> pl.Expr:
@@ -147,7 +148,7 @@ def _offsets(jobs: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             ((pl.col("submit_time") - pl.lit(first)).dt.total_microseconds() / 1e6).alias("_t")
         )
-        .sort("_t", "job_id", maintain_order=True)
+        .pipe(arrival_order)
     )
 
 

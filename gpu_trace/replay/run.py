@@ -30,7 +30,7 @@ from gpu_trace.replay import metrics as mt
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, from_trace, load_file, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.workload import CLONE_TAG, Workload
+from gpu_trace.replay.workload import CLONE_TAG, Workload, arrival_order
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
 from gpu_trace.values import check_number, choose
@@ -588,7 +588,7 @@ def _source_jobs(store: Path, source: str) -> pl.DataFrame:
     if not jobs.height:
         msg = f"no jobs in the store for source {source!r}"
         raise GpuTraceError(msg)
-    return jobs
+    return arrival_order(jobs)
 
 
 def one_experiment(configs: list[ReplayConfig]) -> list[ReplayConfig]:

@@ -173,3 +173,27 @@ def test_negative_duration_quarantined(tmp_path: Path) -> None:
     out = runner.invoke(app, ["ingest", "paisim", str(src), "--store", str(store)])
     assert out.exit_code == 0, out.output
     assert "read 2 = written 1 + quarantined 1" in out.output
+
+
+def test_cpu_only_jobs_scored_in_a_direct_replay() -> None:
+    # The same three jobs as a canonical frame (no store), one node of 4 GPUs and 16
+    # cores, FIFO + consolidate: as in test_cpu_only_jobs_replay_on_the_cpu_dimension, job 10
+    # (CPU-only, 8 cores) runs 5..55 next to the GPU jobs; nothing is skipped.
+    import polars as pl
+
+    from gpu_trace.replay import ReplayConfig, replay
+    from gpu_trace.replay.cluster import parse_spec
+
+    frame = pl.DataFrame(
+        {
+            "job_id": ["3", "9", "10"],
+            "submit_time": [0, 5, 5],
+            "run_s": [30.0, 100.0, 50.0],
+            "gpus": [1.0, 1.0, 0.0],
+            "cpus": [2.0, 4.0, 8.0],
+        }
+    ).with_columns(pl.from_epoch("submit_time", time_unit="s").dt.replace_time_zone("UTC"))
+    cfg = ReplayConfig(source="t", estimator="oracle")
+    jobs = replay(frame, parse_spec("4x4,cpu=16"), cfg).jobs
+    got = {r["job_id"]: (r["start_time_s"], r["finish_time_s"]) for r in jobs.iter_rows(named=True)}
+    assert got == {"3": (0.0, 30.0), "9": (5.0, 105.0), "10": (5.0, 55.0)}

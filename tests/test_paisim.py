@@ -197,3 +197,15 @@ def test_cpu_only_jobs_scored_in_a_direct_replay() -> None:
     jobs = replay(frame, parse_spec("4x4,cpu=16"), cfg).jobs
     got = {r["job_id"]: (r["start_time_s"], r["finish_time_s"]) for r in jobs.iter_rows(named=True)}
     assert got == {"3": (0.0, 30.0), "9": (5.0, 105.0), "10": (5.0, 55.0)}
+
+
+def test_arrival_rate_zero_is_a_usage_error(tmp_path: Path) -> None:
+    # The simulator treats a negative or missing rate as "keep the file's times"; 0 would
+    # divide by zero there (i // 0), so it is refused here with one line.
+    src = tmp_path / "pai_sim.csv"
+    src.write_text(SIM_CSV, encoding="utf-8")
+    out = runner.invoke(
+        app, ["ingest", "paisim", str(src), "--store", str(tmp_path / "s"), "--arrival-rate", "0"]
+    )
+    assert out.exit_code != 0
+    assert "--arrival-rate 0" in out.output and "Traceback" not in out.output

@@ -81,3 +81,38 @@ def test_yarn_multi_node_gpu_counts_per_node() -> None:
     result = run(MULTI, "12x4", placement="yarn")
     starts = {j: parts for _, kind, j, parts in result.engine.log if kind == "start"}
     assert sorted((n, g) for n, g, _ in starts[1]) == [(0, 1), (0, 2)] + [(1, g) for g in range(4)]
+
+
+def test_yarn_fractional_first_node_fullest_gpu() -> None:
+    # 8x4, FIFO, all jobs 100 s at 0 (no job ends in between):
+    # j0 (0.5 GPU): node 0, every GPU has 1000 milli free -> GPU 0 (first) -> 500 left.
+    # j1 (0.5): node 0 is the first node with room; its fullest GPU with room is GPU 0
+    # (500) -> 0 left. j2 (0.3): node 0 again, GPU 0 full, GPUs 1-3 equal -> GPU 1.
+    # j3 (4 GPUs): node 0 has only 2 wholly free GPUs -> node 1, GPUs 0-3.
+    result = run(
+        [(0, 100, 0.5), (0, 100, 0.5), (0, 100, 0.3), (0, 100, 4)], "8x4", placement="yarn"
+    )
+    starts = {j: parts for _, kind, j, parts in result.engine.log if kind == "start"}
+    assert starts[0] == [(0, 0, 500)]
+    assert starts[1] == [(0, 0, 500)]
+    assert starts[2] == [(0, 1, 300)]
+    assert sorted(starts[3]) == [(1, g, 1000) for g in range(4)]
+
+
+def test_yarn_multi_node_needs_each_nodes_cpu_share() -> None:
+    # 12x4 with 8 cores per node, FIFO, both jobs 100 s at 0.
+    # j0 (1 GPU, 6 cores) -> node 0 (3 GPUs, 2 cores left).
+    # j1 (6 GPUs, 12 cores): one whole free node, the first: node 1, holding 4/6 of the
+    # cores = 8 (it has 8). The remainder (2 GPUs, 4 cores): node 0 has 3 GPUs free but
+    # only 2 cores, so the first other node that has both is node 2.
+    import polars as pl
+
+    from gpu_trace.replay import ReplayConfig, replay
+    from gpu_trace.replay.cluster import parse_spec
+    from tests.replay_frames import jobs_frame
+
+    frame = jobs_frame([(0, 100, 1), (0, 100, 6)]).with_columns(pl.Series("cpus", [6.0, 12.0]))
+    cfg = ReplayConfig(source="t", placement="yarn", estimator="oracle")
+    result = replay(frame, parse_spec("12x4,cpu=8"), cfg, record_log=True)
+    assert first_nodes(result) == [[0], [1, 2]]
+    assert times(result) == {"j0": (0, 100), "j1": (0, 100)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
@@ -72,7 +73,11 @@ def test_arrival_interval_option(tmp_path: Path) -> None:
     assert _submits(store) == {"3": 0.0, "9": 30.0, "10": 60.0}
 
 
-def test_cpu_only_jobs_replay_on_the_cpu_dimension(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cluster", ["4x4,cpu=16", "6500x6500,cpu=150930"])
+def test_cpu_only_jobs_replay_on_the_cpu_dimension(tmp_path: Path, cluster: str) -> None:
+    # The second cluster is the simulator's README run: 6,500 GPUs on one node
+    # (log name "6500g_1n") and NUM_CPUS = round(23.22 * 6500) = 150,930 cores
+    # (run_simulator_fifo.py); nothing waits there either.
     store = _ingest(tmp_path)
     # One node of 4 GPUs and 16 cores, FIFO, file times (relative to the first, t=0):
     # job 3 (1 GPU, 2 cores) at 0: 0..30 (14 cores left).
@@ -81,7 +86,7 @@ def test_cpu_only_jobs_replay_on_the_cpu_dimension(tmp_path: Path) -> None:
     out = runner.invoke(
         app,
         [
-            *("replay", "run", "-s", "paisim", "--policy", "fifo", "--gpus", "4x4,cpu=16"),
+            *("replay", "run", "-s", "paisim", "--policy", "fifo", "--gpus", cluster),
             *("--run-id", "cpu", "--store", str(store), "--out", str(tmp_path / "o")),
         ],
     )

@@ -47,11 +47,16 @@ def test_bitindex_full_and_empty() -> None:
 
 
 def brute_node_with_whole(s: ClusterState, lo: int, hi: int, step: int, mask: int) -> int:
-    """The pre-index rule: scan counts lo..hi, types in order, the bucket set's order."""
+    """The documented rule (docs/replay.md): the first count from lo towards hi that any
+    allowed node has, and among those nodes the lowest index (not a set's order)."""
     for k in range(lo, hi + step, step):
-        for t in s.types_of(mask):
-            if s.buckets[t][k]:
-                return next(iter(s.buckets[t][k]))
+        nodes = [
+            n
+            for n in range(len(s.node_gpus))
+            if mask >> s.node_type[n] & 1 and s.whole[n] == k and n not in s.down
+        ]
+        if nodes:
+            return min(nodes)
     return -1
 
 

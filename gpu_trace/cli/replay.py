@@ -554,7 +554,7 @@ def policies() -> None:
     typer.echo("\n".join(lines))
 
 
-EXPORT_FORMATS = ("chronus", "tiresias", "gavel", "gavel10", "openb")
+EXPORT_FORMATS = ("chronus", "tiresias", "gavel", "gavel10", "openb", "paisim")
 
 
 @app.command("export")

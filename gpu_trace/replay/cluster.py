@@ -538,8 +538,8 @@ class ClusterState:
         """The first node of an allowed type whose count of wholly free GPUs is ``lo``,
         else ``lo + step``, ... up to ``hi`` (inclusive); -1 if none. ``step = 1`` from
         ``ngpu`` gives the fullest node that fits, ``step = -1`` from ``gmax`` the
-        emptiest. Within one count the set's iteration order decides (deterministic;
-        ascending node index on small clusters). Nodes of at most ``SMALL_NODE`` GPUs:
+        emptiest. Within one count the lowest node index wins (across the allowed
+        types), as docs/replay.md states. Nodes of at most ``SMALL_NODE`` GPUs:
         a scan of at most that many counts; larger: O(types x log G) in the index.
         """
         if self.gmax <= SMALL_NODE:
@@ -548,9 +548,8 @@ class ClusterState:
                 rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
             for k in range(lo, hi + step, step):
                 for row in rows:
-                    b = row[k]
-                    if b:
-                        return next(iter(b))
+                    if row[k]:
+                        return self.index.lowest_node(self.types_of(mask), k)
             return -1
         types = self.types_of(mask)
         if len(types) == 1 and self.type_node[types[0]] >= 0:  # its bucket sets hold only it
@@ -560,7 +559,7 @@ class ClusterState:
         t, k = self.index.first_count(types, lo, hi, step)
         if t < 0:
             return -1
-        return next(iter(self.buckets[t][k]))
+        return self.index.lowest_node(types, k)
 
     def nodes_by_whole(self, mask: int) -> list[tuple[int, int]]:
         """(node, wholly free GPUs) of the allowed types with any, most free first, then

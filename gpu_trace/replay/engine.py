@@ -371,6 +371,8 @@ class Engine:
                 return False
         if hold:
             parts = self._place_holding(j, hold)
+        elif ngpu == 0 and not getattr(self.placement, "places_cpu_only", False):
+            parts = self._cpu_only_parts(j)
         else:
             parts = self.placement.place(j, ngpu, milli, self.mask[j])
         if parts is None:
@@ -415,6 +417,16 @@ class Engine:
         if self._record_log:
             self.log.append((now, "start", j, list(parts)))
         return True
+
+    def _cpu_only_parts(self, j: int) -> Parts | None:
+        """A CPU-only job (no GPU) under a GPU placement that has no rule for one: the
+        first node by index of an allowed type with its CPU and memory free, as a part
+        that names the node and holds no GPU.
+        """
+        state = self.state
+        ok = state.node_ok_np(self.mask[j]) & state.res_ok_np(self.cpu_req[j], self.mem_req[j])
+        hits = np.flatnonzero(ok)
+        return [(int(hits[0]), -1, 0)] if hits.size else None
 
     def _place_holding(self, j: int, hold: Sequence[tuple[int, int, int]]) -> Parts | None:
         """The placement of ``j`` with the free part of ``hold`` taken meanwhile."""

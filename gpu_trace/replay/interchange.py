@@ -11,6 +11,11 @@
   replay skips and counts the jobs). Exports write 1 step per second.
 - **openb pod list** (Kubernetes scheduler simulator input): the 11-column CSV; imported
   with the openb loader itself.
+- **PAI 2020 simulator CSV** (``job_id,user,num_gpu,num_cpu,num_inst,submit_time,
+  duration,gpu_type``; read by name, as the simulator's ``csv.DictReader`` does): imported
+  with the ``paisim`` loader (:mod:`gpu_trace.loaders.paisim`). Export writes one
+  instance per job (``num_inst`` 1: the simulator's resource request is the job's
+  total) and the job's GPUs and cores.
 
 Imported frames are canonical ``jobs`` rows with relative time (``time_basis =
 relative``: 1970-01-01T00:00:00Z + offset).
@@ -25,6 +30,7 @@ import polars as pl
 from gpu_trace.errors import GpuTraceError, InputError
 from gpu_trace.formats import CHRONUS, GAVEL7, GAVEL10, TIRESIAS
 from gpu_trace.loaders.openb import POD_COLUMNS
+from gpu_trace.replay.workload import arrival_order
 
 
 def _rel(seconds: pl.Expr) -> pl.Expr:
@@ -147,12 +153,12 @@ def _offsets(jobs: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             ((pl.col("submit_time") - pl.lit(first)).dt.total_microseconds() / 1e6).alias("_t")
         )
-        .sort("_t", "job_id", maintain_order=True)
+        .pipe(arrival_order)
     )
 
 
 def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
-    """Write ``jobs`` in ``fmt`` (tiresias, chronus, gavel, gavel10, openb); returns rows.
+    """Write ``jobs`` in ``fmt`` (tiresias, chronus, gavel, gavel10, openb, paisim); returns rows.
     Jobs without submit time or run time cannot be expressed and are left out
     (:func:`export_skipped` counts them by reason).
     """
@@ -196,6 +202,23 @@ def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
         out = out.select(GAVEL7 if fmt == "gavel" else GAVEL10)
         out.write_csv(output, separator="\t", include_header=False, quote_style="never")
         return out.height
+    if fmt == "paisim":
+        out = df.select(
+            pl.col("job_id"),
+            pl.col("user").fill_null(""),
+            pl.col("gpus").fill_null(0).alias("num_gpu"),
+            (pl.col("cpus") if "cpus" in df.columns else pl.lit(None, pl.Float64))
+            .fill_null(0)
+            .alias("num_cpu"),
+            pl.lit(1).alias("num_inst"),
+            pl.col("_t").round(0).cast(pl.Int64).alias("submit_time"),
+            pl.col("run_s").alias("duration"),
+            (pl.col("gpu_type") if "gpu_type" in df.columns else pl.lit(None, pl.String))
+            .fill_null("")
+            .alias("gpu_type"),
+        )
+        out.write_csv(output)
+        return out.height
     if fmt == "openb":
         milli = (pl.col("gpus") * 1000).round(0).cast(pl.Int64)
         out = (
@@ -217,7 +240,7 @@ def export(jobs: pl.DataFrame, fmt: str, output: Path) -> int:
         )
         out.write_csv(output)
         return out.height
-    msg = f"unknown export format {fmt!r}: tiresias, chronus, gavel, gavel10, openb"
+    msg = f"unknown export format {fmt!r}: tiresias, chronus, gavel, gavel10, openb, paisim"
     raise GpuTraceError(msg)
 
 

@@ -30,7 +30,7 @@ from gpu_trace.replay import metrics as mt
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, from_trace, load_file, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.policies import base
-from gpu_trace.replay.workload import CLONE_TAG, Workload
+from gpu_trace.replay.workload import CLONE_TAG, Workload, arrival_order
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
 from gpu_trace.values import check_number, choose
@@ -269,7 +269,10 @@ def replay(
             frame = _inflate_paper(frame, spec.gpus, config.inflate_to, config.seed)
         elif config.inflate_to:
             frame = _inflate(frame, spec.gpus, config.inflate_to, config.seed)
-    cpu_only = not config.departures and config.inflate_mode == "paper" and spec.multi_resource
+    # On a cluster that models CPUs, CPU-only jobs (no GPU, a CPU request) are replayed on
+    # the CPU dimension, as the PAI simulator schedules them; on a GPU-only cluster they
+    # cannot be placed and are skipped (counted) as before.
+    cpu_only = spec.multi_resource and (config.departures or config.inflate_mode == "paper")
     w = Workload.from_jobs(frame, start=cut or start, end=end, load=config.load, cpu_only=cpu_only)
     if cut is not None:
         w.skipped = pl.concat([_held_out(frame, cut, end), w.skipped], how="diagonal_relaxed")
@@ -588,7 +591,7 @@ def _source_jobs(store: Path, source: str) -> pl.DataFrame:
     if not jobs.height:
         msg = f"no jobs in the store for source {source!r}"
         raise GpuTraceError(msg)
-    return jobs
+    return arrival_order(jobs)
 
 
 def one_experiment(configs: list[ReplayConfig]) -> list[ReplayConfig]:

@@ -183,6 +183,27 @@ class Workload:
         )
 
 
+def arrival_order(jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` in arrival order as the store can recover it: by submit time, then,
+    among jobs of the same instant, by job id with ids that are integers compared as
+    numbers (``"9"`` before ``"10"``), then as text.
+
+    The store keeps jobs sorted by ``(submit_time, job_id)`` with ids as text, which
+    loses a trace's file order among jobs submitted in the same second; simulators that
+    read those files (Tiresias, the PAI simulator) take same-second jobs in file order,
+    and their traces number jobs in that order. Stable: rows equal on all keys keep
+    their order.
+    """
+    if "job_id" not in jobs.columns:
+        return jobs
+    jid = pl.col("job_id").cast(pl.String)
+    return jobs.sort(
+        [pl.col("submit_time"), jid.str.strip_chars().cast(pl.Int64, strict=False), jid],
+        nulls_last=True,
+        maintain_order=True,
+    )
+
+
 def _codes(col: pl.Series) -> tuple[I64, list[str]]:
     """Dense integer codes for a string column (null -> ""), codes in sorted name order so
     they do not depend on row order.

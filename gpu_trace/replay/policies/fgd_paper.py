@@ -183,6 +183,8 @@ class PaperBase(PlacementBase):
     """Shared frame: feasible nodes, options, random ties; subclasses score options."""
 
     Config: Any = NoConfig
+    places_cpu_only = True
+    """It scores nodes for CPU-only tasks itself (the engine's first-fit is not used)."""
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -682,6 +684,8 @@ class PaperBestFit(PaperBase):
 
 class PaperRandom(RandomFit):
     """``random``: a uniformly random feasible node (then GPU); CPU-only tasks too."""
+
+    places_cpu_only = True
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """A random feasible node for a CPU-only task (no GPU), else ``random``'s pick."""

@@ -68,6 +68,7 @@ LOADER_MODULES: dict[str, tuple[str, ...]] = {
     "scontrol": ("scontrol",),
     "sinfo": ("sinfo",),
     "slurm": ("slurm",),
+    "slurm_csv": (),
     "slurm_jobs": (),
     "slurm_node_values": (),
     "slurm_nodes": (),

@@ -7,6 +7,7 @@ CSV output of the same query, to check the table view shows that value)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.cli import app
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.reports import charts, sections
+from gpu_trace.schemas import TABLES
+from gpu_trace.store.parquet import conform
 from gpu_trace.telemetry.fake_nvml import eight_gpus
 from tests.conftest import SAMPLES
 from tests.telemetry_common import run_sampler
@@ -91,15 +94,26 @@ def test_sample_counts_are_counts_not_bytes(store: Path, tmp_path: Path) -> None
 def test_report_share_is_exact_to_the_shown_digit() -> None:
     """One of seven GPU jobs started at once: 1/7 = 14.29 % shows as 14.3 %, not as
     10.0 % (0.143 rounded to one decimal before display)."""
-    jobs = pl.LazyFrame(
+    submit = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    waits = [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    frame = pl.DataFrame(
         {
             "source": ["t"] * 7,
+            "dataset": ["d"] * 7,
+            "job_id": [str(i) for i in range(7)],
             "cluster": ["c"] * 7,
             "vc": ["v"] * 7,
             "gpus": [1.0] * 7,
-            "queue_s": [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
+            "submit_time": [submit] * 7,
+            "start_time": [submit + dt.timedelta(seconds=w) for w in waits],
+            "end_time": [submit + dt.timedelta(seconds=w + 100) for w in waits],
+            "queue_s": waits,
+            "run_s": [100.0] * 7,
+            "status": ["completed"] * 7,
+            "time_basis": ["absolute"] * 7,
         }
     )
+    jobs = conform(frame, TABLES["jobs"])  # every column of the store's jobs table
     empty = pl.LazyFrame()
     inp = Inputs(jobs, empty, empty, empty, empty, empty, empty, empty, empty)
     html = sections.queueing_section(inp).html

@@ -415,9 +415,10 @@ def test_run_over_seeds_prints_mean_and_spread(openb_store: Path, tmp_path: Path
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("| best-fit")]
-    # one row per curve point (1.0 and 1.3 of capacity, printed as shares), each a mean
-    # over 2 seeds
-    assert [ln.split("|")[2].strip() for ln in lines] == ["100.0 %", "130.0 %"]
+    # one row per curve point (1.0 and 1.3 of capacity: arrived_ratio, a ratio that
+    # exceeds 1, so a plain number, not a share: docs/metrics.md "display units"), each
+    # a mean over 2 seeds
+    assert [ln.split("|")[2].strip() for ln in lines] == ["1.00", "1.30"]
     assert all(ln.rstrip("| ").endswith("2") for ln in lines)
 
 

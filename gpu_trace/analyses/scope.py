@@ -144,7 +144,8 @@ class Scope:
                 .with_columns(_lit(self.as_of).alias("as_of"))
             )
         cols = [pl.col(c).cast(_US) for c in TIME_COLUMNS if c in names]
-        return jobs.group_by("source", "dataset").agg(pl.max_horizontal(cols).max().alias("as_of"))
+        latest = pl.max_horizontal(cols).max() if cols else _lit(None)  # no time column: none
+        return jobs.group_by("source", "dataset").agg(latest.alias("as_of"))
 
     def with_as_of(
         self,

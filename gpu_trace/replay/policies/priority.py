@@ -8,18 +8,25 @@ every waiting job that fits, best priority first (no head-of-line blocking).
 - ``qssf``: quasi-shortest-service first (Helios): smallest *predicted* GPU time
   (estimated duration x GPUs).
 - ``srtf``: shortest remaining time first (oracle), preempting longer-remaining jobs.
-- ``las`` / ``tiresias``: 2D-LAS with discretized queues: a job's queue is the number of
-  thresholds its attained GPU time (GPU-seconds) has passed; lower queue first, FIFO
-  within a queue. A running job is demoted exactly when it crosses a threshold.
-  Starvation (Tiresias' rule, ``starve_factor`` > 0): a job outside queue 0 that has
-  run is promoted back to queue 0 once the time it has waited since its last
-  promotion reaches ``starve_factor`` x the time it has run since then; both counts
-  then restart from zero (its total attained service is kept for the metrics).
+- ``las`` / ``tiresias`` / ``las-lucid``: 2D-LAS with discretized queues, modelled on
+  the Tiresias simulator (SymbioticLab/Tiresias ``run_sim.py`` ``dlas_sim_jobs``): a
+  job's queue is the number of thresholds its attained GPU time (GPU-seconds, since its
+  last promotion) has passed; lower queue first; within a queue, the order in which
+  jobs entered it (arrival, or demotion / promotion: the tail), and a running job keeps
+  its GPUs against the queue's waiting jobs unless it was demoted into the queue at
+  this very instant. A running job is demoted exactly when it crosses a threshold.
+  Starvation (``starve_factor`` > 0): a waiting job outside queue 0 is promoted to the
+  tail of queue 0 once its pending seconds since its last promotion (every wait after
+  it has run) reach ``starve_factor`` x the time it has run since then; both counts
+  then restart. ``tiresias`` = the simulator's defaults (3,250 and 7,200 GPU-s, 3
+  queues); ``las-lucid`` = Lucid's setting (18,000 GPU-s, 60-s rounds).
 
-Preemption (head-of-line): while the best waiting job outranks the worst running job,
-running jobs ranked below it are stopped, worst first, until it fits. With
-``quantum_s > 0`` preemption is only considered at multiples of the quantum
-(scheduling rounds); arrivals and completions still start jobs that fit at once.
+Preemption: one pass over the waiting jobs in rank order; each starts if it fits, else
+preempts the fewest running jobs it outranks that make room for it, else is passed over
+and the next ones still get their turn. A job started in a pass outranks every job
+after it, so it is never stopped in the same pass. With ``quantum_s > 0`` preemption is
+only considered at multiples of the quantum (scheduling rounds); arrivals and
+completions still start jobs that fit at once.
 """
 
 from __future__ import annotations

@@ -526,5 +526,5 @@ PLUGINS = (
     PolicyPlugin("scheduler", "srtf", Srtf, rank=4),
     PolicyPlugin("scheduler", "las", Las, rank=5),
     PolicyPlugin("scheduler", "tiresias", Tiresias, rank=6),
-    PolicyPlugin("scheduler", "las-lucid", LucidLas, rank=7),
+    PolicyPlugin("scheduler", "las-lucid", LucidLas, rank=6),
 )

@@ -150,6 +150,28 @@ def test_las_starvation_promotion_matches_reference(
         assert want != off  # the promotion does change the schedule
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    later=st.lists(st.tuples(st.integers(0, 200), st.integers(1, 150)), min_size=1, max_size=7),
+    first_s=st.integers(1, 150),
+    factor=st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+)
+def test_las_one_gpu_matches_the_tiresias_list_reference(
+    later: list[tuple[int, int]], first_s: int, factor: float
+) -> None:
+    # Random one-GPU traces (the first job at 0: replay times count from the first
+    # arrival) against the list-based reference above. On 983d317 (queues ranked by
+    # arrival) about half of such traces differed.
+    rows = [(0.0, float(first_s), 1.0), *sorted((float(a), float(d), 1.0) for a, d in later)]
+    cfg = ReplayConfig(
+        source="t",
+        scheduler="las",
+        scheduler_options={"thresholds_gpu_s": "50", "starve_factor": str(factor)},
+    )
+    r = replay(jobs_frame(rows), parse_spec("1x1"), cfg)
+    assert times(r) == _las_one_gpu_reference(rows, 50.0, factor)
+
+
 def test_jobs_skipped_and_rejected_are_counted() -> None:
     df = jobs_frame([(0, 10, 1), (1, 10, 16), (2, 10, 0), (3, 5, 1)])
     df = df.with_columns(

@@ -300,6 +300,8 @@ class _Preemptive(PolicyBase):
         stopped that the waiting job did not need (a victim set without redundancy,
         preferring to stop the lowest ranked).
         """
+        if self._outranked_worst(bkey) is None:
+            return None  # it outranks no running job (and did not fit as things are)
         probe = self.e.fit_probe(b)
         victims: list[tuple[Any, int, int]] = []
         while not probe.ok:

@@ -351,9 +351,22 @@ def test_invariants_random_traces(
     )
     r = replay(jobs_frame(rows), parse_spec(spec), cfg, record_log=True)
     check_log(r, spec)
+    check_no_zero_length_preemption(r)
     again = replay(jobs_frame(rows), parse_spec(spec), cfg, record_log=True)
     assert r.jobs.equals(again.jobs)
     assert r.engine.log == again.engine.log
+
+
+def check_no_zero_length_preemption(result: Any) -> None:
+    """No job is started and preempted at the same instant (issue 27: a pass must not
+    start a job it then stops); a stop at the start instant is only a 0-s job's end."""
+    e = result.engine
+    opened: dict[int, float] = {}
+    for t, kind, j, _ in e.log:
+        if kind == "start":
+            opened[j] = t
+        elif opened.pop(j) == t:
+            assert e.finish[j] == t, f"job {j} started and preempted at {t}"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

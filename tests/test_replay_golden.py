@@ -229,14 +229,14 @@ def test_las_threshold_on_gpu_seconds() -> None:
     assert preemptions(r)["j0"] == 1
 
 
-def test_tiresias_preempts_only_on_round_boundaries() -> None:
+def test_las_lucid_preempts_only_on_round_boundaries() -> None:
     # 1x1, threshold 100 GPU-s, 60-s rounds. j0 (300 s) is demoted at 100. j1 (50 s)
     # arrives at 130 but preemption waits for the round at 180: j0 stops with 120 left;
     # j1 180..230; j0 230..350.
     r = run(
         [(0, 300, 1), (130, 50, 1)],
         "1x1",
-        scheduler="tiresias",
+        scheduler="las-lucid",
         scheduler_options={"thresholds_gpu_s": "100"},
     )
     assert times(r) == {"j0": (0, 350), "j1": (180, 230)}
@@ -439,6 +439,6 @@ def test_preemption_memo_changes_no_decision(name: str, cls: type[Any]) -> None:
             runs.append(replay(jobs, parse_spec("32x8"), cfg, record_log=True))
         assert runs[0].engine.log == runs[1].engine.log
         assert runs[0].engine.total_preemptions > 100
-        assert runs[0].engine.scheduler.no_room is not None  # the memo was used
+        assert runs[0].engine.scheduler.memo_hits > 0  # the memo was used
     finally:
         base.unregister("scheduler", f"{name}-nomemo-test")

@@ -8,18 +8,25 @@ every waiting job that fits, best priority first (no head-of-line blocking).
 - ``qssf``: quasi-shortest-service first (Helios): smallest *predicted* GPU time
   (estimated duration x GPUs).
 - ``srtf``: shortest remaining time first (oracle), preempting longer-remaining jobs.
-- ``las`` / ``tiresias``: 2D-LAS with discretized queues: a job's queue is the number of
-  thresholds its attained GPU time (GPU-seconds) has passed; lower queue first, FIFO
-  within a queue. A running job is demoted exactly when it crosses a threshold.
-  Starvation (Tiresias' rule, ``starve_factor`` > 0): a job outside queue 0 that has
-  run is promoted back to queue 0 once the time it has waited since its last
-  promotion reaches ``starve_factor`` x the time it has run since then; both counts
-  then restart from zero (its total attained service is kept for the metrics).
+- ``las`` / ``tiresias`` / ``las-lucid``: 2D-LAS with discretized queues, modelled on
+  the Tiresias simulator (SymbioticLab/Tiresias ``run_sim.py`` ``dlas_sim_jobs``): a
+  job's queue is the number of thresholds its attained GPU time (GPU-seconds, since its
+  last promotion) has passed; lower queue first; within a queue, the order in which
+  jobs entered it (arrival, or demotion / promotion: the tail), and a running job keeps
+  its GPUs against the queue's waiting jobs unless it was demoted into the queue at
+  this very instant. A running job is demoted exactly when it crosses a threshold.
+  Starvation (``starve_factor`` > 0): a waiting job outside queue 0 is promoted to the
+  tail of queue 0 once its pending seconds since its last promotion (every wait after
+  it has run) reach ``starve_factor`` x the time it has run since then; both counts
+  then restart. ``tiresias`` = the simulator's defaults (3,250 and 7,200 GPU-s, 3
+  queues); ``las-lucid`` = Lucid's setting (18,000 GPU-s, 60-s rounds).
 
-Preemption (head-of-line): while the best waiting job outranks the worst running job,
-running jobs ranked below it are stopped, worst first, until it fits. With
-``quantum_s > 0`` preemption is only considered at multiples of the quantum
-(scheduling rounds); arrivals and completions still start jobs that fit at once.
+Preemption: one pass over the waiting jobs in rank order; each starts if it fits, else
+preempts the fewest running jobs it outranks that make room for it, else is passed over
+and the next ones still get their turn. A job started in a pass outranks every job
+after it, so it is never stopped in the same pass. With ``quantum_s > 0`` preemption is
+only considered at multiples of the quantum (scheduling rounds); arrivals and
+completions still start jobs that fit at once.
 """
 
 from __future__ import annotations
@@ -116,15 +123,31 @@ class LasConfig:
 
 @dataclass(frozen=True)
 class TiresiasConfig(LasConfig):
-    """LAS's options with Lucid's Tiresias defaults (one threshold, 60-s rounds)."""
+    """LAS's options with the Tiresias simulator's defaults (SymbioticLab/Tiresias,
+    ``simulator/jobs.py``: 3 queues, ``queue_limit`` 3,250 and 7,200 GPU-seconds, the
+    last queue unbounded; ``run_sim.py`` schedules at every event, starvation off
+    unless ``--solve_starvation``).
+    """
+
+    thresholds_gpu_s: tuple[float, ...] = field(
+        default=(3250.0, 7200.0),
+        metadata={"help": "Queue thresholds on attained GPU-seconds (Tiresias: 3250,7200)."},
+    )
+
+
+@dataclass(frozen=True)
+class LucidLasConfig(LasConfig):
+    """LAS's options as Lucid's simulator configures its "tiresias" baseline (one
+    threshold at 18,000 GPU-s, 60-s rounds).
+    """
 
     thresholds_gpu_s: tuple[float, ...] = field(
         default=(18000.0,),
-        metadata={"help": "Queue thresholds on attained GPU-seconds (Lucid's Tiresias: 18000)."},
+        metadata={"help": "Queue thresholds on attained GPU-seconds (Lucid's setting: 18000)."},
     )
     quantum_s: float = field(
         default=60.0,
-        metadata={"help": "Scheduling round: preemption every 60 s as Lucid's Tiresias."},
+        metadata={"help": "Scheduling round: preemption every 60 s as in Lucid's simulator."},
     )
 
 
@@ -142,9 +165,11 @@ class _Preemptive(PolicyBase):
         """Bumped when a job ends or is preempted, or a running job's rank drops: the
         only events that can give a waiting job room it could not get by preemption (a
         start takes capacity, and if the job outranks it, releasing it gives no more)."""
-        self.no_room: tuple[Any, ...] | None = None
-        """(job, key, epoch) of the last best job that preempting could not place: until
-        the epoch moves, trying again gives the same answer."""
+        self.no_room: dict[int, tuple[Any, ...]] = {}
+        """job -> (key, epoch) when preempting could not place it: until the epoch moves
+        (or its key changes), trying again gives the same answer."""
+        self.memo_hits = 0
+        """Times the memo spared a what-if (tests check it is used)."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         """The waiting job's rank, lowest first: its place in the wait queue."""
@@ -175,6 +200,7 @@ class _Preemptive(PolicyBase):
 
     def _start(self, j: int) -> bool:
         if self.e.try_start(j):
+            self.no_room.pop(j, None)
             self._push_running(j)
             self.started(j)
             return True
@@ -199,49 +225,83 @@ class _Preemptive(PolicyBase):
             heapq.heappop(h)
         return None
 
+    def outranks(self, wkey: tuple[Any, ...], rkey: tuple[Any, ...]) -> bool:
+        """Whether a waiting job of rank ``wkey`` may preempt a running one of ``rkey``."""
+        return wkey < rkey
+
     def schedule(self) -> None:
-        """Start what fits, then (at a round boundary when ``quantum_s`` > 0, else at
-        once) preempt lower-ranked running jobs for the best waiting one.
+        """One pass over the waiting jobs in rank order: each starts if it fits, else
+        (at a round boundary when ``quantum_s`` > 0, else at once) preempts the fewest
+        running jobs it outranks that make room for it, else is passed over while the
+        next ones still get their turn (no priority inversion).
+
+        Rank order means a job started in this pass is never a victim later in the
+        same pass (it outranks every job that comes after it): no zero-length runs.
         """
         e = self.e
-        self.queue.fill(self._start)
-        if not self.queue.size:
-            return
         q = float(self.config.quantum_s)
         if q > 0:
             k = math.floor(e.now / q + 1e-9)
             if abs(e.now - k * q) > 1e-6:
-                if not self.round_set:
+                self.queue.fill(self._start)
+                if self.queue.size and not self.round_set:
                     self.round_set = True
                     e.set_timer((k + 1) * q, -1, ROUND)
                 return
-        self._preempt_for_best()
+        self._preempting_pass()
 
-    def _preempt_for_best(self) -> None:
-        """Preempt for the best waiting job while that gets it started, then fill."""
+    def _preempting_pass(self) -> None:
+        """Walk the groups' heads best first (as :meth:`ClassedQueue.fill`): a head that
+        cannot be placed even by preemption blocks its group for the rest of the pass
+        (later jobs of the group outrank no more, and capacity only shrinks for them).
+        """
+        queue = self.queue
+        blocked: set[int] = set()
         while True:
-            best = self.queue.best()
-            if best is None:
-                return
-            bkey, b = best
-            memo = (b, bkey, self.epoch)
-            if memo == self.no_room:
-                return
+            top: tuple[Any, int] | None = None
+            for h in queue.groups.values():
+                if h and id(h) not in blocked and (top is None or h[0] < top):
+                    top = h[0]
+            if top is None:
+                # victims may have freed more than their preemptor took: what fits there
+                break
+            bkey, b = top
+            heap = queue.groups[queue.key_of(b)]
+            if self._start_best(b):
+                continue
+            memo = (bkey, self.epoch)
+            if self.no_room.get(b) == memo:
+                self.memo_hits += 1
+                blocked.add(id(heap))
+                continue
             victims = self._victims_for(b, bkey)
             if victims is None:
-                self.no_room = memo
-                return
+                self.no_room[b] = memo
+                blocked.add(id(heap))
+                continue
             if not self._preempt_and_start(b, victims):
-                return
+                blocked.add(id(heap))
+        queue.fill(self._start)
+
+    def _start_best(self, b: int) -> bool:
+        """Start ``b`` (its group's head) if it fits as things are."""
+        if self._start(b):
+            self.queue.remove_best_of(b)
+            return True
+        return False
 
     def _victims_for(self, b: int, bkey: tuple[Any, ...]) -> list[tuple[Any, int, int]] | None:
-        """The running jobs to stop so that waiting job ``b`` fits, or ``None`` if even
-        stopping every job it outranks leaves no node that could hold it.
+        """The fewest running jobs to stop so that waiting job ``b`` fits, or ``None``
+        if even stopping every job it outranks leaves no node that could hold it.
 
         Jobs it outranks are counted as stopped, worst first, until some node could hold
-        it; of those, only the ones on the node it will get are kept as victims, the
-        rest go back on the run heap untouched.
+        it; of those, only the ones on the node it will get are kept. Then each kept
+        one, best ranked first, is spared if the others still make room: no job is
+        stopped that the waiting job did not need (a victim set without redundancy,
+        preferring to stop the lowest ranked).
         """
+        if self._outranked_worst(bkey) is None:
+            return None  # it outranks no running job (and did not fit as things are)
         probe = self.e.fit_probe(b)
         victims: list[tuple[Any, int, int]] = []
         while not probe.ok:
@@ -250,37 +310,49 @@ class _Preemptive(PolicyBase):
                 break
             victims.append(heapq.heappop(self.run_heap))
             probe.release(w)
-        if probe.ok:
-            spared = [v for v in victims if not probe.needed(v[1])]
-            victims = [v for v in victims if probe.needed(v[1])]
-        else:
-            spared = victims
+        if not probe.ok:
+            for entry in victims:
+                heapq.heappush(self.run_heap, entry)
+            return None
+        keep = [v for v in victims if probe.needed(v[1])]
+        spared = [v for v in victims if not probe.needed(v[1])]
+        for i in range(len(keep) - 1, -1, -1):
+            if len(keep) > 1 and self._fits_without(b, keep, i):
+                spared.append(keep.pop(i))
         for entry in spared:
             heapq.heappush(self.run_heap, entry)
-        return victims if probe.ok else None
+        return keep
+
+    def _fits_without(self, b: int, victims: list[tuple[Any, int, int]], skip: int) -> bool:
+        """Whether ``b`` would fit with every victim but the ``skip``-th stopped."""
+        probe = self.e.fit_probe(b)
+        for i, v in enumerate(victims):
+            if i != skip and probe.release(v[1]):
+                return True
+        return probe.ok
 
     def _preempt_and_start(self, b: int, victims: list[tuple[Any, int, int]]) -> bool:
-        """Stop ``victims`` (back to the wait queue), start ``b``, fill what else fits;
-        whether ``b`` started.
-        """
+        """Stop ``victims`` (back to the wait queue) and start ``b``; whether it started."""
         e = self.e
         self.epoch += 1
-        for _, victim, _ in victims:
-            e.preempt(victim)
-            self.queue.push(self.wait_key(victim), victim)
-            self.requeued(victim)
-        started = e.try_start(b)
+        started = e.try_start(b) if not victims else False
+        if not started:
+            for _, victim, _ in victims:
+                e.preempt(victim)
+                self.queue.push(self.wait_key(victim), victim)
+                self.requeued(victim)
+            started = e.try_start(b)
         if started:
+            self.no_room.pop(b, None)
             self.queue.remove_best_of(b)
             self._push_running(b)
             self.started(b)
-        self.queue.fill(self._start)
         return started
 
     def _outranked_worst(self, bkey: tuple[Any, ...]) -> int | None:
         """The worst running job if the waiting key ``bkey`` outranks it."""
         w = self._worst_running()
-        if w is None or not bkey < self.run_key(w):
+        if w is None or not self.outranks(bkey, self.run_key(w)):
             return None
         return w
 
@@ -321,6 +393,12 @@ class Las(_Preemptive):
         """Seconds waited since the last promotion, after having run."""
         self.wait_since: dict[int, float] = {}
         self.starve_at: dict[int, float] = {}
+        self.entered: dict[int, tuple[float, int, int]] = {}
+        """(time, 1, job) when the job entered its current queue by a demotion or a
+        promotion; absent = (arrival, 0, job). The order within a queue: a moved job
+        goes to the tail, behind the jobs that arrived in the same second (Tiresias'
+        loop appends arrivals, then walks the runnable jobs in arrival order to move
+        them)."""
 
     def _queue_of(self, attained: float) -> int:
         q = 0
@@ -338,15 +416,33 @@ class Las(_Preemptive):
         return a
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
-        """(queue by attained GPU time since the last promotion, arrival): FIFO
-        within a queue.
+        """(queue by attained GPU time since the last promotion, 1, time it entered
+        that queue, input order): FIFO within a queue, a demoted or promoted job at the
+        tail of its new queue (Tiresias ``run_sim.py`` ``dlas_sim_jobs`` appends it to
+        the new queue's list).
         """
         counted = self.e.attained_gpu_s[j] - self.offset.get(j, 0.0)
-        return (self._queue_of(counted), self.e.arrival[j], j)
+        return (self._queue_of(counted), 1, self._entered(j))
 
     def run_key(self, j: int) -> tuple[Any, ...]:
-        """As :meth:`wait_key`, counting the service of the current run so far."""
-        return (self._queue_of(self._attained_now(j)), self.e.arrival[j], j)
+        """(queue now, 0, entered, input order) for a job already running in its queue
+        before this instant: ahead of the queue's waiting jobs (``dlas_sim_jobs`` moves
+        pending jobs behind running ones after every pass). A job demoted at this very
+        instant gets 1 instead: it sits at the tail, behind the jobs already waiting
+        there, which may preempt it.
+        """
+        entered = self._entered(j)
+        tier = 1 if entered[0] >= self.e.now else 0
+        return (self._queue_of(self._attained_now(j)), tier, entered)
+
+    def heap_key(self, j: int) -> tuple[Any, ...]:
+        """Worst first: highest queue, then latest into it (fixed between demotions)."""
+        t, moved, k = self._entered(j)
+        return (-self._queue_of(self._attained_now(j)), -t, -moved, -k)
+
+    def _entered(self, j: int) -> tuple[float, int, int]:
+        got = self.entered.get(j)
+        return got if got is not None else (self.e.arrival[j], 0, j)
 
     def started(self, j: int) -> None:
         """Add the wait that just ended to its starvation count and set the timer for
@@ -359,18 +455,21 @@ class Las(_Preemptive):
         self._arm(j)
 
     def requeued(self, j: int) -> None:
-        """With ``starve_factor`` > 0, a preempted job outside queue 0 gets a timer
-        for when its wait reaches ``starve_factor`` x its run (then it is promoted).
+        """A preempted job that has run since its last promotion counts this wait
+        towards starvation, whatever its queue (Tiresias ``dlas_sim_jobs``: pending time
+        adds up while ``executed_time`` > 0). With ``starve_factor`` > 0 a job outside
+        queue 0 gets a timer for when its waits reach ``starve_factor`` x its run (then
+        it is promoted).
         """
-        factor = float(self.config.starve_factor)
-        if factor <= 0:
-            return
         e = self.e
-        counted = self._attained_now(j)
-        if counted <= 0 or self._queue_of(counted) == 0:
+        counted = e.attained_gpu_s[j] - self.offset.get(j, 0.0)
+        if counted <= 0:
+            return
+        self.wait_since[j] = e.now
+        factor = float(self.config.starve_factor)
+        if factor <= 0 or self._queue_of(counted) == 0:
             return
         ran_s = counted / max(e.gpus[j], 1e-9)
-        self.wait_since[j] = e.now
         at = e.now + max(0.0, factor * ran_s - self.waited.get(j, 0.0))
         self.starve_at[j] = at
         e.set_timer(at, j, STARVE)
@@ -378,6 +477,7 @@ class Las(_Preemptive):
     def _promote(self, j: int) -> None:
         old = self.wait_key(j)
         self.offset[j] = self.e.attained_gpu_s[j]
+        self.entered[j] = (self.e.now, 1, j)
         self.waited[j] = 0.0
         self.wait_since.pop(j, None)
         self.starve_at.pop(j, None)
@@ -403,6 +503,7 @@ class Las(_Preemptive):
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
             self.epoch += 1
+            self.entered[j] = (self.e.now, 1, j)
             self._push_running(j)
             self._arm(j)
         elif tag == STARVE and self.starve_at.get(j) == self.e.now:
@@ -410,9 +511,15 @@ class Las(_Preemptive):
 
 
 class Tiresias(Las):
-    """Tiresias' discretized 2D-LAS with Lucid's defaults (2 queues, 60-s rounds)."""
+    """Tiresias' discretized 2D-LAS with the Tiresias simulator's defaults."""
 
     Config = TiresiasConfig
+
+
+class LucidLas(Las):
+    """2D-LAS as Lucid's simulator runs its Tiresias baseline (2 queues, 60-s rounds)."""
+
+    Config = LucidLasConfig
 
 
 PLUGINS = (
@@ -421,4 +528,5 @@ PLUGINS = (
     PolicyPlugin("scheduler", "srtf", Srtf, rank=4),
     PolicyPlugin("scheduler", "las", Las, rank=5),
     PolicyPlugin("scheduler", "tiresias", Tiresias, rank=6),
+    PolicyPlugin("scheduler", "las-lucid", LucidLas, rank=6),
 )

@@ -818,13 +818,15 @@ def _sweep_flags(
 def sweep_cmd(
     out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
     sweep_file: Annotated[
-        Path | None, typer.Argument(help="Sweep file (TOML: source, [fixed], [grid]).")
+        Path | None, typer.Argument(help="Sweep file (TOML: source, fixed and grid tables).")
     ] = None,
     store: ReadStoreOpt = None,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Source.")] = None,
     policies: Annotated[str | None, typer.Option(help="Scheduling policies, a,b,c.")] = None,
     placements: Annotated[str | None, typer.Option(help="Placements, a,b.")] = None,
-    loads: Annotated[str | None, typer.Option(help="Loads: a:b:step (both ends) or a,b.")] = None,
+    loads: Annotated[
+        str | None, typer.Option(help="Loads: START:STOP:STEP (both ends) or a,b.")
+    ] = None,
     seeds: Annotated[str | None, typer.Option(help="Seeds: 0-9 or 1,2,3.")] = None,
     gpus: Annotated[
         str | None, typer.Option("--gpus", help="Cluster spec(s), e.g. 32x8 or 32x8,64x8.")

@@ -1,0 +1,91 @@
+"""Variance that is real (issue 27): the sweep page never claims an interval where the
+replicates did not vary, stars the best value within one load, shows durations and
+shares in human units, and ``replay sweep --help`` prints its range syntax verbatim.
+
+Expected values are worked by hand below (Student-t 95 % critical value for n = 3 is
+4.3027, from any printed t table).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import polars as pl
+from typer.testing import CliRunner
+
+from gpu_trace.cli import app
+from gpu_trace.replay import sweep_stats as st
+from gpu_trace.reports import sweep_section as ss
+
+runner = CliRunner()
+
+
+def _runs(values: dict[tuple[str, float], list[float]], metric: str = "jct_mean_s") -> pl.DataFrame:
+    """One row per (placement, load, seed) with ``metric``."""
+    rows = [
+        {"placement": p, "load": load, "seed": s, metric: v}
+        for (p, load), vs in values.items()
+        for s, v in enumerate(vs)
+    ]
+    return pl.DataFrame(rows)
+
+
+def test_identical_replicates_show_deterministic_not_a_zero_interval() -> None:
+    # placement a: 100 s on every seed, b: 200 s on every seed -> no spread at all.
+    frame = _runs({("a", 1.0): [100.0] * 3, ("b", 1.0): [200.0] * 3})
+    by = ["placement"]
+    stats = st.summarize(frame, by, ["jct_mean_s"])
+    html = ss.scorecard_html(stats, by, ["jct_mean_s"])
+    assert "1 min 40 s, deterministic (no spread)" in html
+    assert "± 0" not in html and "n=3)" not in html
+    # the paired comparison b - a = 100 s on every seed: no interval, no "excludes 0"
+    paired = ss.paired_html(frame, by, ["jct_mean_s"])
+    assert "excludes 0" not in paired and "± 0" not in paired
+    assert "1 comparison(s) by placement left out: deterministic (no spread)" in paired
+
+
+def test_replicates_with_spread_keep_interval_in_human_units() -> None:
+    # 3600, 3660, 3720 s: mean 3660 s = 1 h 01 min; sd = 60; half = 4.3027 * 60 / sqrt(3)
+    # = 149.05 s = 2 min 29 s. Allocation 0.50, 0.52, 0.54: mean 52.0 %, sd 0.02,
+    # half = 4.3027 * 0.02 / sqrt(3) = 0.0497 -> 5.0 pp.
+    frame = _runs({("a", 1.0): [3600.0, 3660.0, 3720.0]}).with_columns(
+        pl.Series("alloc_mean_ratio", [0.50, 0.52, 0.54])
+    )
+    assert math.isclose(4.3027 * 60 / math.sqrt(3), 149.05, abs_tol=0.01)
+    metrics = ["jct_mean_s", "alloc_mean_ratio"]
+    html = ss.scorecard_html(st.summarize(frame, [], metrics), [], metrics)
+    assert "1 h 01 min ± 2 min 29 s (n=3)" in html
+    assert "52.0 % ± 5.0 pp (n=3)" in html
+    assert "JCT mean (s)" not in html  # the values carry their unit
+
+
+def test_best_value_is_starred_within_each_load_not_across_loads() -> None:
+    # load 1.0: a = 100 s (best), b = 200 s; load 2.0: a = 900 s, b = 500 s (best).
+    # Across loads only a at 1.0 would be starred; within each load, a@1.0 and b@2.0.
+    frame = _runs(
+        {
+            ("a", 1.0): [100.0, 110.0, 120.0],
+            ("b", 1.0): [200.0, 210.0, 220.0],
+            ("a", 2.0): [900.0, 910.0, 920.0],
+            ("b", 2.0): [500.0, 510.0, 520.0],
+        }
+    )
+    by = ["placement", "load"]
+    html = ss.scorecard_html(st.summarize(frame, by, ["jct_mean_s"]), by, ["jct_mean_s"])
+    starred = re.findall(r"<tr><td>(\w)</td><td>([\d.]+)</td><td><b>", html)
+    assert starred == [("a", "1.0"), ("b", "2.0")]
+
+
+def test_header_fixed_fields_are_named_and_empty_ones_left_out() -> None:
+    assert ss.fixed_text({}) == ""
+    assert ss.fixed_text({"cluster": "32x8", "load": 1.2}) == " Fixed: cluster = 32x8; load = 1.2."
+
+
+def test_sweep_help_shows_the_range_syntax_not_an_emoji() -> None:
+    # Rich turns ":b:" into an emoji (U+1F171) in help text.
+    result = runner.invoke(app, ["replay", "sweep", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "\U0001f171" not in result.stdout
+    assert "START:STOP:STEP" in result.stdout
+    assert "[fixed]" in result.stdout or "fixed and grid tables" in result.stdout

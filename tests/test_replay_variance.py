@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import polars as pl
 from typer.testing import CliRunner
@@ -17,8 +19,10 @@ from typer.testing import CliRunner
 from gpu_trace.cli import app
 from gpu_trace.replay import sweep_stats as st
 from gpu_trace.reports import sweep_section as ss
+from gpu_trace.store.parquet import StoreTransaction
 
 runner = CliRunner()
+T0 = datetime(2020, 1, 1, tzinfo=UTC)
 
 
 def _runs(values: dict[tuple[str, float], list[float]], metric: str = "jct_mean_s") -> pl.DataFrame:
@@ -89,3 +93,55 @@ def test_sweep_help_shows_the_range_syntax_not_an_emoji() -> None:
     assert "\U0001f171" not in result.stdout
     assert "START:STOP:STEP" in result.stdout
     assert "[fixed]" in result.stdout or "fixed and grid tables" in result.stdout
+
+
+def _store(tmp_path: Path, rows: list[tuple[float, float, float]], source: str = "x") -> Path:
+    """A store whose ``source`` holds (submit offset s, run_s, gpus) completed jobs."""
+    n = len(rows)
+    jobs = pl.DataFrame(
+        {
+            "source": [source] * n,
+            "dataset": ["d"] * n,
+            "cluster": ["c"] * n,
+            "job_id": [str(i) for i in range(n)],
+            "user": [f"u{i % 2}" for i in range(n)],
+            "vc": ["v"] * n,
+            "gpus": [float(r[2]) for r in rows],
+            "submit_time": [T0 + timedelta(seconds=r[0]) for r in rows],
+            "start_time": [T0 + timedelta(seconds=r[0]) for r in rows],
+            "end_time": [T0 + timedelta(seconds=r[0] + r[1]) for r in rows],
+            "run_s": [float(r[1]) for r in rows],
+            "status": ["completed"] * n,
+            "time_basis": ["absolute"] * n,
+        }
+    )
+    store = tmp_path / "store"
+    with StoreTransaction(store) as tx:
+        tx.write("jobs", jobs, source=source, dataset="d")
+    return store
+
+
+def _rows(stdout: str) -> list[list[str]]:
+    """Table body rows of a ``--format csv`` print (every table, header rows included)."""
+    return [line.split(",") for line in stdout.strip().splitlines()]
+
+
+def test_compare_accepts_the_fault_and_slowdown_options_of_run(tmp_path: Path) -> None:
+    # One 1-GPU node, one job of 1000 s submitted at 0. Scripted failure of node 0 at
+    # 400 s, repaired 300 s later, no checkpoint: the 400 s are lost and the job reruns
+    # 1000 s from 700 -> JCT 1700 s under every policy (docs/replay.md, Faults).
+    store = _store(tmp_path, [(0, 1000, 1)])
+    args = ["replay", "compare", "--source", "x", "--store", str(store), "--gpus", "1x1"]
+    args += ["--policies", "fifo,sjf", "--faults", "fail=400@0,mttr=300", "--retries", "3"]
+    args += ["--checkpoint", "0", "--restore-s", "0", "--multinode-slowdown", "1"]
+    result = runner.invoke(app, [*args, "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    table = _rows(result.stdout)
+    head = table[0]
+    jct = head.index("jct_mean_s")
+    assert [float(r[jct]) for r in table[1:3]] == [1700.0, 1700.0]
+    # the failure table is printed as `run` prints it: one failure per run
+    fault_head = next(r for r in table if "node_failures" in r)
+    k = fault_head.index("node_failures")
+    start = table.index(fault_head)
+    assert [r[k] for r in table[start + 1 : start + 3]] == ["1", "1"]

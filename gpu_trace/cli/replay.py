@@ -173,6 +173,65 @@ InflateModeOpt = Annotated[
 ]
 
 
+# Options `run` and `compare` share, declared once (what one run models beyond the
+# policy: preemption cost, multi-node slowdown, faults, energy).
+RestoreOpt = Annotated[
+    float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
+]
+MultinodeOpt = Annotated[
+    float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
+]
+FaultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
+        "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
+    ),
+]
+CheckpointOpt = Annotated[
+    str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
+]
+RetriesOpt = Annotated[
+    int, typer.Option(help="Restarts after node failures before a job ends failed.")
+]
+PowerOpt = Annotated[
+    str | None,
+    typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
+]
+PowerOffOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
+        "longer than idle, wake them (boot time) when jobs wait."
+    ),
+]
+
+
+def _run_options(
+    restore_s: float,
+    multinode_slowdown: float,
+    faults: str | None,
+    checkpoint: str,
+    retries: int,
+    power: str | None,
+    power_off: str | None,
+) -> dict[str, Any]:
+    """The shared options as ReplayConfig fields (one place, so `run` and `compare`
+    cannot drift apart).
+    """
+    from gpu_trace.replay.faults import parse_duration
+
+    return {
+        "restore_s": restore_s,
+        "multinode_slowdown": multinode_slowdown,
+        "faults": faults,
+        "checkpoint_s": parse_duration(checkpoint, "--checkpoint"),
+        "retries": retries,
+        "power": power,
+        "power_off": power_off,
+    }
+
+
 def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float, ...] | None]:
     if text is None:
         return None, None
@@ -224,12 +283,8 @@ def run_cmd(
     window: WindowOpt = None,
     estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    restore_s: Annotated[
-        float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
-    ] = 0.0,
-    multinode_slowdown: Annotated[
-        float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
-    ] = 1.0,
+    restore_s: RestoreOpt = 0.0,
+    multinode_slowdown: MultinodeOpt = 1.0,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
@@ -242,35 +297,15 @@ def run_cmd(
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
     # -- faults and energy (docs/replay.md, "Faults and energy") --
-    faults: Annotated[
-        str | None,
-        typer.Option(
-            help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
-            "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
-        ),
-    ] = None,
-    checkpoint: Annotated[
-        str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
-    ] = "0",
-    retries: Annotated[
-        int, typer.Option(help="Restarts after node failures before a job ends failed.")
-    ] = 3,
-    power: Annotated[
-        str | None,
-        typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
-    ] = None,
-    power_off: Annotated[
-        str | None,
-        typer.Option(
-            help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
-            "longer than idle, wake them (boot time) when jobs wait."
-        ),
-    ] = None,
+    faults: FaultsOpt = None,
+    checkpoint: CheckpointOpt = "0",
+    retries: RetriesOpt = 3,
+    power: PowerOpt = None,
+    power_off: PowerOffOpt = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
     """
-    from gpu_trace.replay.faults import parse_duration
     from gpu_trace.replay.run import ReplayConfig, run
 
     check_sources(resolve_store(store), [source])
@@ -291,19 +326,15 @@ def run_cmd(
         window_end=end,
         estimator=estimator,
         seed=seed,
-        restore_s=restore_s,
-        multinode_slowdown=multinode_slowdown,
         departures=not packing,
         inflate_to=target,
         inflate_mode=inflate_mode,
         packing_points=points,
         throughput=str(throughput) if throughput else None,
         run_id=run_id,
-        faults=faults,
-        checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
-        retries=retries,
-        power=power,
-        power_off=power_off,
+        **_run_options(
+            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
+        ),
     )
     if seeds is not None:
         from gpu_trace.replay.seeds import for_seeds, parse_seeds
@@ -372,6 +403,13 @@ def compare(
         str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    restore_s: RestoreOpt = 0.0,
+    multinode_slowdown: MultinodeOpt = 1.0,
+    faults: FaultsOpt = None,
+    checkpoint: CheckpointOpt = "0",
+    retries: RetriesOpt = 3,
+    power: PowerOpt = None,
+    power_off: PowerOffOpt = None,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; when a policy trains the estimator, its training split applies to all)
@@ -407,6 +445,9 @@ def compare(
         inflate_mode=inflate_mode,
         packing_points=points,
         throughput=str(throughput) if throughput else None,
+        **_run_options(
+            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
+        ),
     )
     configs = _policy_grid(shared, names, places, sched_opts)
     one_experiment(configs)  # every name and option, before the first run is stored
@@ -479,6 +520,9 @@ def _compare_once(
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
+    extra_cols = [c for c in FAULT_ENERGY_COLUMNS if c in runs.columns]
+    if extra_cols:
+        emit(runs.select("scheduler", "placement", *extra_cols), fmt)
     if packing:
         _emit_seeds(results, fmt)
     if by:

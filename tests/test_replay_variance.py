@@ -20,6 +20,7 @@ from gpu_trace.cli import app
 from gpu_trace.replay import sweep_stats as st
 from gpu_trace.reports import sweep_section as ss
 from gpu_trace.store.parquet import StoreTransaction
+from gpu_trace.store.scan import scan
 
 runner = CliRunner()
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
@@ -95,8 +96,14 @@ def test_sweep_help_shows_the_range_syntax_not_an_emoji() -> None:
     assert "[fixed]" in result.stdout or "fixed and grid tables" in result.stdout
 
 
-def _store(tmp_path: Path, rows: list[tuple[float, float, float]], source: str = "x") -> Path:
-    """A store whose ``source`` holds (submit offset s, run_s, gpus) completed jobs."""
+def _store(
+    tmp_path: Path,
+    rows: list[tuple[float, float, float]],
+    source: str = "x",
+    users: list[str] | None = None,
+) -> Path:
+    """A store whose ``source`` holds (submit offset s, run_s, gpus) completed jobs
+    (ended at submit + run_s, as recorded)."""
     n = len(rows)
     jobs = pl.DataFrame(
         {
@@ -104,7 +111,7 @@ def _store(tmp_path: Path, rows: list[tuple[float, float, float]], source: str =
             "dataset": ["d"] * n,
             "cluster": ["c"] * n,
             "job_id": [str(i) for i in range(n)],
-            "user": [f"u{i % 2}" for i in range(n)],
+            "user": users or [f"u{i % 2}" for i in range(n)],
             "vc": ["v"] * n,
             "gpus": [float(r[2]) for r in rows],
             "submit_time": [T0 + timedelta(seconds=r[0]) for r in rows],
@@ -145,3 +152,53 @@ def test_compare_accepts_the_fault_and_slowdown_options_of_run(tmp_path: Path) -
     k = fault_head.index("node_failures")
     start = table.index(fault_head)
     assert [r[k] for r in table[start + 1 : start + 3]] == ["1", "1"]
+
+
+# (submit s, run_s, 1 GPU) and users: recorded ends j0 100, j1 60, j2 80, j3 130, j4 80,
+# j5 210.
+ONLINE_ROWS = [(0, 100, 1), (10, 50, 1), (50, 30, 1), (90, 40, 1), (60, 20, 1), (200, 10, 1)]
+ONLINE_USERS = ["u0", "u1", "u0", "u0", "u1", "u2"]
+# Each job's estimate = mean run_s of its user's jobs that ended strictly before its
+# submission, else of all jobs that had ended, else 0:
+#   j0 @0, j1 @10, j2 @50: nothing has ended -> 0
+#   j3 @90 (u0): u0's j2 ended at 80 -> 30
+#   j4 @60 (u1): u1's j1 ends at 60, not before 60; nothing else ended -> 0
+#   j5 @200 (u2): no u2 job; all five others ended -> (100+50+30+40+20)/5 = 48
+ONLINE_EXPECTED = [0.0, 0.0, 0.0, 30.0, 0.0, 48.0]
+
+
+def test_online_estimates_use_only_jobs_finished_before_submission() -> None:
+    from gpu_trace.replay import estimator as est
+
+    subs = [T0 + timedelta(seconds=r[0]) for r in ONLINE_ROWS]
+    known = pl.DataFrame(
+        {
+            "user": ONLINE_USERS,
+            "submit_time": subs,
+            "end_time": [T0 + timedelta(seconds=r[0] + r[1]) for r in ONLINE_ROWS],
+            "run_s": [float(r[1]) for r in ONLINE_ROWS],
+        }
+    )
+    pred, _ = est.online(known, known.select("user", "submit_time", "run_s"))
+    assert pred.tolist() == ONLINE_EXPECTED
+
+
+def test_adding_an_estimating_policy_keeps_every_policys_job_set(tmp_path: Path) -> None:
+    store = _store(tmp_path, ONLINE_ROWS, users=ONLINE_USERS)
+    base = ["replay", "compare", "--source", "x", "--store", str(store), "--gpus", "1x8"]
+    result = runner.invoke(app, [*base, "--policies", "fifo,qssf", "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    runs = scan(store, "replay_runs", ["x"]).collect()
+    assert sorted(runs["jobs_skipped"].to_list()) == [0, 0]  # no training split
+    jobs = scan(store, "replay_jobs", ["x"]).collect().filter(pl.col("outcome") != "skipped")
+    per_run = jobs.group_by("run_id").agg(pl.col("job_id").sort()).sort("run_id")
+    assert per_run["job_id"].to_list() == [[str(i) for i in range(6)]] * 2
+    qssf_id = runs.filter(pl.col("scheduler") == "qssf")["run_id"][0]
+    qssf = jobs.filter(pl.col("run_id") == qssf_id).sort(pl.col("job_id").cast(pl.Int64))
+    assert qssf["estimate_s"].to_list() == ONLINE_EXPECTED
+    # the training split stays available, asked for by name
+    split = runner.invoke(
+        app, [*base, "--policies", "fifo,qssf", "--estimator", "model", "--load", "1.0"]
+    )
+    assert split.exit_code == 0, split.stderr
+    assert "training split" in split.stderr

@@ -173,6 +173,14 @@ InflateModeOpt = Annotated[
 ]
 
 
+EstimatorOpt = Annotated[
+    str,
+    typer.Option(
+        help="For policies that read estimates (qssf, backfill): online (each job's from "
+        "the jobs finished before its submission; every job replayed), model (trained on "
+        "the first 25 % of jobs, which no policy then replays) or oracle (true durations)."
+    ),
+]
 # Options `run` and `compare` share, declared once (what one run models beyond the
 # policy: preemption cost, multi-node slowdown, faults, energy).
 RestoreOpt = Annotated[
@@ -281,7 +289,7 @@ def run_cmd(
     placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
-    estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
+    estimator: EstimatorOpt = "online",
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     restore_s: RestoreOpt = 0.0,
     multinode_slowdown: MultinodeOpt = 1.0,
@@ -394,9 +402,7 @@ def compare(
     inflate_to: InflateOpt = None,
     inflate_mode: InflateModeOpt = "paper",
     throughput: ThroughputOpt = None,
-    estimator: Annotated[
-        str, typer.Option(help="model or oracle, for policies that read estimates.")
-    ] = "model",
+    estimator: EstimatorOpt = "online",
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
     by: Annotated[

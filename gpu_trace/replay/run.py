@@ -95,6 +95,14 @@ class ReplayConfig:
             base.needs_estimates(self.scheduler) and not self.oracle and self.estimator == "model"
         )
 
+    def uses_online(self) -> bool:
+        """Whether this run reads online estimates (each job's from the jobs finished
+        before its submission; no training split).
+        """
+        return (
+            base.needs_estimates(self.scheduler) and not self.oracle and self.estimator == "online"
+        )
+
     def label(self) -> str:
         """Policy name as shown: ``qssf``, or ``qssf-oracle`` when fed true durations."""
         return xp.label(self.scheduler, self.oracle or self.estimator == "oracle")
@@ -290,6 +298,17 @@ def replay(
             tgt.select("user", "vc", "name", "gpus", "submit_time", "run_s"),
             seed=config.seed,
         )
+    elif config.uses_online():
+        known = frame.select(
+            "user",
+            "submit_time",
+            (pl.col("end_time") if "end_time" in frame.columns else pl.lit(None))
+            .cast(pl.Datetime("us", "UTC"))
+            .alias("end_time"),
+            "run_s",
+        )
+        tgt = w.frame.select("user", "submit_time").with_columns(pl.Series("run_s", w.duration_s))
+        estimate, accuracy = est.online(known, tgt)
     elif base.needs_estimates(config.scheduler):
         accuracy = est.score(estimate, w.duration_s, "oracle", 0)
     engine = Engine(

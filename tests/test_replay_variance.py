@@ -202,3 +202,88 @@ def test_adding_an_estimating_policy_keeps_every_policys_job_set(tmp_path: Path)
     )
     assert split.exit_code == 0, split.stderr
     assert "training split" in split.stderr
+
+
+def _summary(stdout: str) -> list[dict[str, str]]:
+    """The last csv table of a ``--format csv`` print (the mean/spread summary)."""
+    blocks = [b for b in stdout.strip().split("\n\n") if b.strip()]
+    lines = blocks[-1].strip().splitlines() if len(blocks) > 1 else []
+    if not lines:  # tables printed back to back: the summary starts at its header
+        all_lines = stdout.strip().splitlines()
+        start = max(i for i, line in enumerate(all_lines) if line.startswith("scheduler,"))
+        lines = all_lines[start:]
+    head = lines[0].split(",")
+    return [dict(zip(head, line.split(","), strict=True)) for line in lines[1:]]
+
+
+# One 1-GPU node; j0 (submit 0, 100 s) and j1 (submit 0, 10 s), input order j0, j1.
+# FIFO: j0 runs 0-100, j1 100-110 -> JCT mean (100 + 110) / 2 = 105 s.
+# SJF: j1 runs 0-10, j0 10-110 -> JCT mean (10 + 110) / 2 = 60 s.
+TWO_JOBS = [(0, 100, 1), (0, 10, 1)]
+
+
+def test_seeds_that_change_nothing_read_deterministic_not_zero_spread(tmp_path: Path) -> None:
+    store = _store(tmp_path, TWO_JOBS)
+    args = ["replay", "compare", "--source", "x", "--store", str(store), "--gpus", "1x1"]
+    result = runner.invoke(app, [*args, "--policies", "fifo,sjf", "--seeds", "0-2", "-f", "csv"])
+    assert result.exit_code == 0, result.stderr
+    summary = {r["scheduler"]: r for r in _summary(result.stdout)}
+    assert float(summary["fifo"]["jct_mean_s_mean"]) == 105.0
+    assert float(summary["sjf"]["jct_mean_s_mean"]) == 60.0
+    for row in summary.values():
+        assert row["spread"] == "deterministic (no spread)"
+        assert row["jct_mean_s_ci95"] == ""  # no interval, not +- 0
+
+
+def test_replicates_bootstrap_the_jobs_and_give_a_real_interval(tmp_path: Path) -> None:
+    # --replicates 3 = seeds 0, 1, 2, each drawing 2 jobs with replacement from
+    # {j0, j1}. numpy's default_rng(seed).integers(0, 2, 2), sorted: seed 0 -> (j1, j1),
+    # seeds 1 and 2 -> (j0, j1). FIFO JCT means: (j1, j1) both at 0 -> 10 and 20 -> 15 s;
+    # (j0, j1) -> 105 s. Mean 75 s, sd = sqrt((60^2 + 30^2 + 30^2) / 2) = 51.96 s,
+    # half-width = 4.3027 * 51.96 / sqrt(3) = 129.08 s.
+    import numpy as np
+
+    draws = [tuple(sorted(np.random.default_rng(s).integers(0, 2, 2).tolist())) for s in range(3)]
+    assert draws == [(1, 1), (0, 1), (0, 1)]
+    store = _store(tmp_path, TWO_JOBS)
+    args = ["replay", "compare", "--source", "x", "--store", str(store), "--gpus", "1x1"]
+    result = runner.invoke(app, [*args, "--policies", "fifo", "--replicates", "3", "-f", "csv"])
+    assert result.exit_code == 0, result.stderr
+    runs = scan(store, "replay_runs", ["x"]).collect().sort("seed")
+    assert runs["jct_mean_s"].to_list() == [15.0, 105.0, 105.0]
+    assert runs["experiment_id"].n_unique() == 3  # one experiment per replicate
+    (row,) = _summary(result.stdout)
+    assert row["spread"] == "95 % t interval"
+    assert float(row["jct_mean_s_mean"]) == 75.0
+    assert math.isclose(float(row["jct_mean_s_ci95"]), 129.08, abs_tol=0.01)
+    # the same replicates again: the same draws (seeded), bit for bit
+    again = runner.invoke(app, [*args, "--policies", "fifo", "--replicates", "3", "-f", "csv"])
+    assert _summary(again.stdout) == _summary(result.stdout)
+
+
+def test_resample_jitter_moves_arrivals_only_and_bad_values_fail(tmp_path: Path) -> None:
+    from gpu_trace.replay.resample import resample
+
+    jobs = pl.DataFrame(
+        {
+            "job_id": ["a", "b", "c"],
+            "submit_time": [T0, T0 + timedelta(seconds=100), T0 + timedelta(seconds=900)],
+            "run_s": [1.0, 2.0, 3.0],
+        }
+    )
+    end = T0 + timedelta(seconds=500)  # c is outside the window: kept as it is
+    out = resample(jobs, "jitter=60", 7, None, end).sort("job_id")
+    assert out["run_s"].to_list() == [1.0, 2.0, 3.0]
+    moved = [(t - T0).total_seconds() for t in out["submit_time"]]
+    assert abs(moved[0] - 0) <= 60 and abs(moved[1] - 100) <= 60 and moved[2] == 900
+    assert moved[:2] != [0.0, 100.0]
+    assert resample(jobs, "jitter=60", 7, None, end).equals(
+        resample(jobs, "jitter=60", 7, None, end)
+    )
+    boot = resample(jobs, "bootstrap", 3, None, end)
+    assert boot.height == 3 and boot.filter(pl.col("job_id") == "c").height == 1
+    store = _store(tmp_path, TWO_JOBS)
+    args = ["replay", "run", "--source", "x", "--store", str(store), "--gpus", "1x1"]
+    result = runner.invoke(app, [*args, "--resample", "shuffle"])
+    assert result.exit_code == 2
+    assert "use bootstrap or jitter=D" in result.stderr and "Traceback" not in result.stderr

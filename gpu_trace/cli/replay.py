@@ -146,6 +146,21 @@ def _cluster(cluster: str | None, gpus: str | None) -> str:
     return gpus or cluster or "from-trace"
 
 
+ReplicatesOpt = Annotated[
+    int | None,
+    typer.Option(
+        callback=number(ge=2),
+        help="Replay N resampled workloads (seeds --seed .. --seed+N-1, --resample): "
+        "mean and 95 % interval, or 'deterministic (no spread)'.",
+    ),
+]
+ResampleOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="How each replicate redraws the workload: bootstrap (jobs drawn with "
+        "replacement, default with --replicates) or jitter=D (arrivals moved by up to +-D)."
+    ),
+]
 SeedsOpt = Annotated[
     str | None,
     typer.Option("--seeds", help="Repeat over seeds (0-9, 0,3,5): mean and spread reported."),
@@ -251,6 +266,20 @@ def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float
     return parse_points(text)
 
 
+def _replicates(
+    seeds: str | None, replicates: int | None, resample: str | None, seed: int
+) -> tuple[str | None, str | None]:
+    """(seeds text, resample method) for --replicates: N seeds from --seed, each
+    redrawing the workload (bootstrap unless --resample says otherwise).
+    """
+    if replicates is None:
+        return seeds, resample
+    if seeds is not None:
+        msg = "give --seeds or --replicates, not both"
+        raise xp.UsageError(msg)
+    return f"{seed}-{seed + replicates - 1}", resample or "bootstrap"
+
+
 def _emit_seeds(results: list[Any], fmt: Format = Format.table) -> None:
     """Mean and spread over seeds (stdout), after the per-run rows."""
     from gpu_trace.replay.seeds import packing_summary, run_summary
@@ -299,6 +328,8 @@ def run_cmd(
     inflate_to: InflateOpt = None,
     inflate_mode: InflateModeOpt = "paper",
     seeds: SeedsOpt = None,
+    replicates: ReplicatesOpt = None,
+    resample: ResampleOpt = None,
     throughput: ThroughputOpt = None,
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
@@ -317,6 +348,7 @@ def run_cmd(
     from gpu_trace.replay.run import ReplayConfig, run
 
     check_sources(resolve_store(store), [source])
+    seeds, resample = _replicates(seeds, replicates, resample, seed)
     sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
@@ -340,6 +372,7 @@ def run_cmd(
         packing_points=points,
         throughput=str(throughput) if throughput else None,
         run_id=run_id,
+        resample=resample,
         **_run_options(
             restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
         ),
@@ -396,6 +429,8 @@ def compare(
     window: WindowOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     seeds: SeedsOpt = None,
+    replicates: ReplicatesOpt = None,
+    resample: ResampleOpt = None,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
     ] = False,
@@ -424,6 +459,7 @@ def compare(
     from gpu_trace.replay.run import ReplayConfig, one_experiment
 
     check_sources(resolve_store(store), [source])
+    seeds, resample = _replicates(seeds, replicates, resample, seed)
     if by is not None:
         choose("--by value", by, ("user", "vc"))
     sched_opts, place_opts = _opts(_options(option, option_old))
@@ -451,6 +487,7 @@ def compare(
         inflate_mode=inflate_mode,
         packing_points=points,
         throughput=str(throughput) if throughput else None,
+        resample=resample,
         **_run_options(
             restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
         ),

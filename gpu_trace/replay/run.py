@@ -86,6 +86,9 @@ class ReplayConfig:
     """The resolved failure model (mtbf_s, mttr_s; set from ``faults`` by :func:`run`)."""
     power_off: str | None = None
     """Power-off policy ``idle=D,boot=D[,reserve=N]`` (:mod:`gpu_trace.replay.poweroff`)."""
+    resample: str | None = None
+    """Workload resampling of this replicate (``bootstrap`` or ``jitter=D``, seeded by
+    ``seed``; :mod:`gpu_trace.replay.resample`); None = the trace as it is."""
 
     def uses_model(self) -> bool:
         """Whether this run trains the duration model (its policy declares
@@ -138,6 +141,10 @@ class ReplayConfig:
             check_number(self.inflate_to, "inflate_to", gt=0)
         if self.bin_s is not None:
             check_number(self.bin_s, "bin_s", gt=0)
+        if self.resample is not None:
+            from gpu_trace.replay.resample import parse as parse_resample
+
+            parse_resample(self.resample)
 
 
 @dataclass
@@ -268,6 +275,10 @@ def replay(
     config.validate()
     frame = jobs.lazy().collect()
     start, end = _ts(config.window_start), _ts(config.window_end)
+    if config.resample is not None:
+        from gpu_trace.replay.resample import resample
+
+        frame = resample(frame, config.resample, config.seed, start, end)
     split = config.uses_model() if config.training_split is None else config.training_split
     cut = training_cut(frame, end, config.train_fraction) if split and start is None else None
     if not config.departures:
@@ -394,6 +405,7 @@ def _experiment(
         "inflate_to": config.inflate_to,
         "jobs_digest": xp.jobs_digest(replayed, w.skipped),
         **({} if config.departures else {"inflate_mode": config.inflate_mode}),
+        **({"resample": config.resample} if config.resample else {}),
         **(extra or {}),
     }
 

@@ -287,3 +287,38 @@ def test_resample_jitter_moves_arrivals_only_and_bad_values_fail(tmp_path: Path)
     result = runner.invoke(app, [*args, "--resample", "shuffle"])
     assert result.exit_code == 2
     assert "use bootstrap or jitter=D" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_cluster_too_large_warns_no_wait_and_same_schedule(tmp_path: Path) -> None:
+    # TWO_JOBS on two 1-GPU nodes: both start at 0 under FIFO and SJF alike (j0 0-100,
+    # j1 0-10), so no job waits and both runs are the same schedule.
+    store = _store(tmp_path, TWO_JOBS)
+    args = ["replay", "compare", "--source", "x", "--store", str(store), "--policies", "fifo,sjf"]
+    big = runner.invoke(app, [*args, "--gpus", "2x1"])
+    assert big.exit_code == 0, big.stderr
+    assert "warning: no job waited in any of the 2 run(s)" in big.stderr
+    assert "warning: all 2 runs produced the same schedule" in big.stderr
+    # on one node FIFO runs j1 at 100, SJF runs j0 at 10: jobs wait, schedules differ
+    small = runner.invoke(app, [*args, "--gpus", "1x1"])
+    assert small.exit_code == 0, small.stderr
+    assert "warning" not in small.stderr
+    # the report says the same under the big cluster's experiment, and only there
+    site = tmp_path / "site"
+    report = runner.invoke(
+        app, ["report", "--store", str(store), "--out", str(site), "--replay", "all"]
+    )
+    assert report.exit_code == 0, report.stderr
+    html = (site / "index.html").read_text("utf-8")
+    assert html.count("<b>Warning:</b> no job waited") == 1
+    assert html.count("<b>Warning:</b> all 2 runs produced the same schedule") == 1
+
+
+def test_jobs_dropped_as_unfit_are_counted_with_the_reason(tmp_path: Path) -> None:
+    # a 2-GPU job on one 1-GPU node can never run: dropped, the 1-GPU job runs.
+    store = _store(tmp_path, [(0, 100, 2), (0, 10, 1)])
+    args = ["replay", "run", "--source", "x", "--store", str(store), "--gpus", "1x1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    jobs = scan(store, "replay_jobs", ["x"]).collect()
+    (reason,) = jobs.filter(pl.col("outcome") == "rejected")["reason"].to_list()
+    assert f"warning: 1 job(s) dropped as unfit ({reason}: 1) in every run" in result.stderr

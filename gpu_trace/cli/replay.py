@@ -302,6 +302,24 @@ def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str,
     return scheduler, oracle, opts
 
 
+def _warn(results: list[Any]) -> None:
+    """Sanity warnings (:mod:`gpu_trace.replay.sanity`) on stderr, after the tables:
+    no job waited, every run the same schedule, jobs dropped as unfit.
+    """
+    from gpu_trace.replay import sanity
+
+    results = [r for r in results if r.config.departures]  # packing: nobody departs
+    if not results:
+        return
+    runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
+    jobs = pl.concat(
+        [r.jobs.with_columns(pl.lit(r.run_id).alias("run_id")) for r in results],
+        how="diagonal_relaxed",
+    )
+    for text in sanity.by_experiment(runs, jobs):
+        err.print(f"warning: {text}", markup=False)
+
+
 def _print_experiment(runs: pl.DataFrame) -> None:
     """The shared experiment of ``runs``, once (stderr: the table stays parseable)."""
     err.print(xp.describe(runs.row(0, named=True)), markup=False)
@@ -393,6 +411,7 @@ def run_cmd(
             Format.table,
         )
         _emit_seeds(results)
+        _warn(results)
         return
     result = run(resolve_store(store), config, out)
     _print_experiment(result.runs)
@@ -408,6 +427,7 @@ def run_cmd(
         emit(result.runs.select(extra_cols), Format.table)
     if "packing" in result.extra:
         emit(result.extra["packing"], Format.table)
+    _warn([result])
 
 
 @app.command()
@@ -547,6 +567,7 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
     _print_experiment(runs)
     emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
     _emit_seeds(results, fmt)
+    _warn(results)
 
 
 def _compare_once(
@@ -577,6 +598,7 @@ def _compare_once(
             for r in results
         ]
         emit(pl.concat(parts), fmt)
+    _warn(results)
 
 
 @app.command()

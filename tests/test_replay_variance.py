@@ -322,3 +322,28 @@ def test_jobs_dropped_as_unfit_are_counted_with_the_reason(tmp_path: Path) -> No
     jobs = scan(store, "replay_jobs", ["x"]).collect()
     (reason,) = jobs.filter(pl.col("outcome") == "rejected")["reason"].to_list()
     assert f"warning: 1 job(s) dropped as unfit ({reason}: 1) in every run" in result.stderr
+
+
+def test_fidelity_ordering_fails_on_a_tie_where_published_is_strict(tmp_path: Path) -> None:
+    # The PAI simulator's published mean JCTs are strictly ordered (SJF 5,988.61 s <
+    # FIFO 7,918 s). Two jobs (100 s and 10 s) on the check's 6,500 x 8 GPUs both start
+    # on arrival under either policy: JCT mean (100 + 10) / 2 = 55 s for both. A tie is
+    # not the published "SJF < FIFO": the check must say OUT, and why.
+    store = _store(tmp_path, TWO_JOBS, source="pai2020")
+    args = ["replay", "fidelity", "--store", str(store), "--checks", "pai-fifo-sjf", "-f", "csv"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    rows = {r["policy"]: r for r in _summary_rows(result.stdout)}
+    assert float(rows["sjf"]["ours"]) == 55.0 == float(rows["fifo"]["ours"])
+    assert rows["sjf"]["status"] == "OUT"
+    assert "tie where the published ordering is strict: sjf = fifo" in rows["sjf"]["note"]
+    assert "no job waited" in rows["sjf"]["note"]
+    assert "out of tolerance: pai-fifo-sjf/sjf" in result.stderr
+
+
+def _summary_rows(stdout: str) -> list[dict[str, str]]:
+    """Rows of a one-table csv print (fields may be quoted)."""
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(stdout)))

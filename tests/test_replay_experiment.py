@@ -208,7 +208,7 @@ class EstimateRecorder(PolicyBase):
 
 
 def test_registered_estimating_scheduler_gets_estimates() -> None:
-    # 40 jobs of one user: the first 10 (25 %) train the estimator, all 100 s; the 30
+    # --estimator model: 40 jobs of one user: the first 10 (25 %) train the estimator, all 100 s; the 30
     # replayed jobs run 500 s. Fewer than 200 training jobs -> the user's mean log
     # duration: expm1(log1p(100)) = 100 s for every replayed job, not their true 500 s.
     rows = [(float(i), 100.0 if i < 10 else 500.0, "alice") for i in range(40)]
@@ -216,7 +216,9 @@ def test_registered_estimating_scheduler_gets_estimates() -> None:
     EstimateRecorder.seen.clear()
     try:
         result = replay(
-            frame(rows), parse_spec("8x8"), ReplayConfig(source="t", scheduler="recorder")
+            frame(rows),
+            parse_spec("8x8"),
+            ReplayConfig(source="t", scheduler="recorder", estimator="model"),
         )
     finally:
         base.unregister("scheduler", "recorder")

@@ -347,3 +347,29 @@ def _summary_rows(stdout: str) -> list[dict[str, str]]:
     import io
 
     return list(csv.DictReader(io.StringIO(stdout)))
+
+
+def test_a_config_without_an_estimator_choice_replays_every_job() -> None:
+    # A sweep point or API config that names qssf but no estimator must not hold out a
+    # training share that the fifo point of the same grid replays: the default is online.
+    from gpu_trace.replay.cluster import parse_spec
+    from gpu_trace.replay.run import ReplayConfig, replay
+
+    jobs = pl.DataFrame(
+        {
+            "job_id": [str(i) for i in range(len(ONLINE_ROWS))],
+            "user": ONLINE_USERS,
+            "vc": ["v"] * len(ONLINE_ROWS),
+            "name": ["n"] * len(ONLINE_ROWS),
+            "submit_time": [T0 + timedelta(seconds=r[0]) for r in ONLINE_ROWS],
+            "end_time": [T0 + timedelta(seconds=r[0] + r[1]) for r in ONLINE_ROWS],
+            "run_s": [float(r[1]) for r in ONLINE_ROWS],
+            "gpus": [1.0] * len(ONLINE_ROWS),
+        }
+    )
+    runs = [
+        replay(jobs, parse_spec("1x8"), ReplayConfig(source="t", scheduler=p)).runs
+        for p in ("fifo", "qssf")
+    ]
+    assert [r["jobs_skipped"][0] for r in runs] == [0, 0]
+    assert runs[0]["experiment_id"][0] == runs[1]["experiment_id"][0]

@@ -50,7 +50,9 @@ class ReplayConfig:
     load: float = 1.0
     window_start: str | None = None
     window_end: str | None = None
-    estimator: str = "model"
+    estimator: str = "online"
+    """``online`` (each job's estimate from the jobs finished before its submission),
+    ``model`` (trained on a held-out first share: the training split) or ``oracle``."""
     train_fraction: float = 0.25
     seed: int = 0
     restore_s: float = 0.0
@@ -116,7 +118,10 @@ class ReplayConfig:
         """
         if self.run_id:
             return self.run_id
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str).encode()
+        fields = dataclasses.asdict(self)
+        if fields["resample"] is None:  # added later: ids of runs without it stay as they were
+            del fields["resample"]
+        blob = json.dumps(fields, sort_keys=True, default=str).encode()
         return f"{self.label()}-{self.placement}-{hashlib.sha256(blob).hexdigest()[:8]}"
 
     def validate(self) -> None:

@@ -373,3 +373,15 @@ def test_a_config_without_an_estimator_choice_replays_every_job() -> None:
     ]
     assert [r["jobs_skipped"][0] for r in runs] == [0, 0]
     assert runs[0]["experiment_id"][0] == runs[1]["experiment_id"][0]
+
+
+def test_sweep_page_warns_about_runs_without_waits_and_flat_replicates() -> None:
+    # 6 runs: in two of them no job waited (queue mean 0). Configuration a has three
+    # identical JCTs (deterministic), b spreads: 1 of 2 cells with n > 1 is flat.
+    frame = _runs({("a", 1.0): [100.0] * 3, ("b", 1.0): [200.0, 210.0, 220.0]}).with_columns(
+        pl.Series("queue_mean_s", [0.0, 0.0, 5.0, 5.0, 6.0, 7.0])
+    )
+    stats = st.summarize(frame, ["placement"], ["jct_mean_s"])
+    html = ss.sweep_warnings(frame, stats)
+    assert "in 2 of 6 runs no job waited" in html
+    assert "1 of 2 configuration x metric cells are deterministic" in html

@@ -209,6 +209,31 @@ def curve(stats: pl.DataFrame, by: list[str], metric: str) -> alt.Chart | None:
     )
 
 
+def sweep_warnings(frame: pl.DataFrame, stats: pl.DataFrame) -> str:
+    """Warnings over the whole sweep: runs in which no job waited (the cluster too
+    large for the load to tell policies apart) and configurations whose replicates all
+    gave the same values (no interval to draw).
+    """
+    notes = []
+    if "queue_mean_s" in frame.columns and frame.height:
+        idle = frame.filter(pl.col("queue_mean_s").fill_null(0) == 0).height
+        if idle:
+            notes.append(
+                f"in {idle:,} of {frame.height:,} runs no job waited: the cluster is too "
+                "large for those loads to tell policies apart"
+            )
+    multi = stats.filter(pl.col("n") > 1)
+    if multi.height:
+        flat = multi.filter(pl.col("sd").fill_null(0) == 0).height
+        if flat:
+            notes.append(
+                f"{flat:,} of {multi.height:,} configuration x metric cells are "
+                "deterministic (no spread across seeds): use --set resample=bootstrap "
+                "(or jitter=D) for replicates that vary the workload"
+            )
+    return "".join(f'<p class="meta"><b>Warning:</b> {esc(t)}.</p>' for t in notes)
+
+
 def fixed_text(fixed: dict[str, Any]) -> str:
     """`` Fixed: cluster = 32x8; load = 1.2.`` (escaped), or nothing when no field is
     held: an empty ``{}`` tells the reader nothing.
@@ -252,7 +277,9 @@ def sweep_sections(con: duckdb.DuckDBPyConnection, sweep_dir: Path) -> list[Sect
         return [Section("Sweep", head + "<p>None of this sweep's runs is in the store.</p>")]
     metrics = st.metric_columns(frame)
     stats = st.summarize(frame, by, metrics)
-    score = Section("Sweep scorecard", head + scorecard_html(stats, by, metrics))
+    score = Section(
+        "Sweep scorecard", head + sweep_warnings(frame, stats) + scorecard_html(stats, by, metrics)
+    )
     for metric in CURVE_METRICS:
         chart = curve(stats, by, metric)
         if chart is not None:

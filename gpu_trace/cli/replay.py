@@ -473,8 +473,10 @@ def compare(
     power_off: PowerOffOpt = None,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
-    load, seed; when a policy trains the estimator, its training split applies to all)
-    and print one row per run. Every name and option is checked before anything runs.
+    load, seed; estimates are online by default, so every policy replays every job; with
+    --estimator model the training split applies to all) and print one row per run.
+    Every name and option is checked before anything runs; --replicates N repeats it
+    on N resampled workloads and prints the mean and interval, warnings on stderr.
     """
     from gpu_trace.replay.run import ReplayConfig, one_experiment
 

@@ -53,11 +53,12 @@ def test_compare_replays_one_job_set_for_every_policy(store_copy: Path) -> None:
     # the policies differ; at 32x8 backfill's scans of a longer queue took most of a minute.
     result = cli(
         "replay", "compare", "--source", "openb", "--store", store_copy, "--gpus", "64x8",
-        "--load", "4", "--policies", "fifo,sjf,qssf,backfill",
+        "--load", "4", "--policies", "fifo,sjf,qssf,backfill", "--estimator", "model",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    # expected by hand from the raw pod list: qssf trains on the first 25 % by creation
-    # time, so all four replay only the jobs from the cut on
+    # expected by hand from the raw pod list: with the training split asked for, qssf
+    # trains on the first 25 % by creation time, so all four replay only the jobs from
+    # the cut on
     rows = pods()
     created = sorted(int(p["creation_time"]) for p in rows)
     cut = created[int(len(rows) * 0.25)]
@@ -207,7 +208,7 @@ class EstimateRecorder(PolicyBase):
 
 
 def test_registered_estimating_scheduler_gets_estimates() -> None:
-    # 40 jobs of one user: the first 10 (25 %) train the estimator, all 100 s; the 30
+    # --estimator model: 40 jobs of one user: the first 10 (25 %) train the estimator, all 100 s; the 30
     # replayed jobs run 500 s. Fewer than 200 training jobs -> the user's mean log
     # duration: expm1(log1p(100)) = 100 s for every replayed job, not their true 500 s.
     rows = [(float(i), 100.0 if i < 10 else 500.0, "alice") for i in range(40)]
@@ -215,7 +216,9 @@ def test_registered_estimating_scheduler_gets_estimates() -> None:
     EstimateRecorder.seen.clear()
     try:
         result = replay(
-            frame(rows), parse_spec("8x8"), ReplayConfig(source="t", scheduler="recorder")
+            frame(rows),
+            parse_spec("8x8"),
+            ReplayConfig(source="t", scheduler="recorder", estimator="model"),
         )
     finally:
         base.unregister("scheduler", "recorder")

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
+from gpu_trace.display import duration_text
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_grid as sg
@@ -364,7 +365,9 @@ def test_report_sweep_page_shows_means_and_intervals(store_copy: Path, tmp_path:
     result = cli("report", "--store", store_copy, "--out", site, "--sweep", out)
     assert result.exit_code == 0, result.stderr
     page = (site / "sweep.html").read_text(encoding="utf-8")
-    assert f"{num(mean)} ± {num(half)} (n=3)" in page
+    assert f"{duration_text(mean)} ± {duration_text(half)} (n=3)" in page
+    assert "sweep sweep of" not in page.lower() and "Fixed: {" not in page
+    assert "Fixed: cluster = 32x8; " in page and "window_start = 1970-05-01" in page
     assert "Paired comparison by placement against random" in page
     assert "JCT mean (s) vs load" in page and "allocation vs load" in page
     assert 'href="sweep.html"' in (site / "index.html").read_text(encoding="utf-8")
@@ -372,7 +375,8 @@ def test_report_sweep_page_shows_means_and_intervals(store_copy: Path, tmp_path:
     args = ["report", "--out", str(tmp_path / "s3"), "--sweep", str(out)]
     own = runner.invoke(app, args, env={"GPU_TRACE_STORE": None})
     assert own.exit_code == 0, own.stderr
-    assert f"{num(mean)} ± {num(half)} (n=3)" in (tmp_path / "s3" / "sweep.html").read_text("utf-8")
+    s3 = (tmp_path / "s3" / "sweep.html").read_text("utf-8")
+    assert f"{duration_text(mean)} ± {duration_text(half)} (n=3)" in s3
     missing = cli("report", "--store", store_copy, "--out", tmp_path / "s2", "--sweep", tmp_path)
     assert missing.exit_code == 1
     assert "no sweep here (sweep.json is missing)" in missing.stderr

@@ -146,6 +146,21 @@ def _cluster(cluster: str | None, gpus: str | None) -> str:
     return gpus or cluster or "from-trace"
 
 
+ReplicatesOpt = Annotated[
+    int | None,
+    typer.Option(
+        callback=number(ge=2),
+        help="Replay N resampled workloads (seeds --seed .. --seed+N-1, --resample): "
+        "mean and 95 % interval, or 'deterministic (no spread)'.",
+    ),
+]
+ResampleOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="How each replicate redraws the workload: bootstrap (jobs drawn with "
+        "replacement, default with --replicates) or jitter=D (arrivals moved by up to +-D)."
+    ),
+]
 SeedsOpt = Annotated[
     str | None,
     typer.Option("--seeds", help="Repeat over seeds (0-9, 0,3,5): mean and spread reported."),
@@ -173,6 +188,73 @@ InflateModeOpt = Annotated[
 ]
 
 
+EstimatorOpt = Annotated[
+    str,
+    typer.Option(
+        help="For policies that read estimates (qssf, backfill): online (each job's from "
+        "the jobs finished before its submission; every job replayed), model (trained on "
+        "the first 25 % of jobs, which no policy then replays) or oracle (true durations)."
+    ),
+]
+# Options `run` and `compare` share, declared once (what one run models beyond the
+# policy: preemption cost, multi-node slowdown, faults, energy).
+RestoreOpt = Annotated[
+    float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
+]
+MultinodeOpt = Annotated[
+    float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
+]
+FaultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
+        "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
+    ),
+]
+CheckpointOpt = Annotated[
+    str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
+]
+RetriesOpt = Annotated[
+    int, typer.Option(help="Restarts after node failures before a job ends failed.")
+]
+PowerOpt = Annotated[
+    str | None,
+    typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
+]
+PowerOffOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
+        "longer than idle, wake them (boot time) when jobs wait."
+    ),
+]
+
+
+def _run_options(
+    restore_s: float,
+    multinode_slowdown: float,
+    faults: str | None,
+    checkpoint: str,
+    retries: int,
+    power: str | None,
+    power_off: str | None,
+) -> dict[str, Any]:
+    """The shared options as ReplayConfig fields (one place, so `run` and `compare`
+    cannot drift apart).
+    """
+    from gpu_trace.replay.faults import parse_duration
+
+    return {
+        "restore_s": restore_s,
+        "multinode_slowdown": multinode_slowdown,
+        "faults": faults,
+        "checkpoint_s": parse_duration(checkpoint, "--checkpoint"),
+        "retries": retries,
+        "power": power,
+        "power_off": power_off,
+    }
+
+
 def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float, ...] | None]:
     if text is None:
         return None, None
@@ -182,6 +264,20 @@ def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float
     from gpu_trace.replay.seeds import parse_points
 
     return parse_points(text)
+
+
+def _replicates(
+    seeds: str | None, replicates: int | None, resample: str | None, seed: int
+) -> tuple[str | None, str | None]:
+    """(seeds text, resample method) for --replicates: N seeds from --seed, each
+    redrawing the workload (bootstrap unless --resample says otherwise).
+    """
+    if replicates is None:
+        return seeds, resample
+    if seeds is not None:
+        msg = "give --seeds or --replicates, not both"
+        raise xp.UsageError(msg)
+    return f"{seed}-{seed + replicates - 1}", resample or "bootstrap"
 
 
 def _emit_seeds(results: list[Any], fmt: Format = Format.table) -> None:
@@ -206,6 +302,24 @@ def _policy(name: str, sched_opts: dict[str, Any]) -> tuple[str, bool, dict[str,
     return scheduler, oracle, opts
 
 
+def _warn(results: list[Any]) -> None:
+    """Sanity warnings (:mod:`gpu_trace.replay.sanity`) on stderr, after the tables:
+    no job waited, every run the same schedule, jobs dropped as unfit.
+    """
+    from gpu_trace.replay import sanity
+
+    results = [r for r in results if r.config.departures]  # packing: nobody departs
+    if not results:
+        return
+    runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
+    jobs = pl.concat(
+        [r.jobs.with_columns(pl.lit(r.run_id).alias("run_id")) for r in results],
+        how="diagonal_relaxed",
+    )
+    for text in sanity.by_experiment(runs, jobs):
+        err.print(f"warning: {text}", markup=False)
+
+
 def _print_experiment(runs: pl.DataFrame) -> None:
     """The shared experiment of ``runs``, once (stderr: the table stays parseable)."""
     err.print(xp.describe(runs.row(0, named=True)), markup=False)
@@ -222,58 +336,37 @@ def run_cmd(
     placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     load: LoadOpt = 1.0,
     window: WindowOpt = None,
-    estimator: Annotated[str, typer.Option(help="model or oracle (qssf, backfill).")] = "model",
+    estimator: EstimatorOpt = "online",
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    restore_s: Annotated[
-        float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
-    ] = 0.0,
-    multinode_slowdown: Annotated[
-        float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
-    ] = 1.0,
+    restore_s: RestoreOpt = 0.0,
+    multinode_slowdown: MultinodeOpt = 1.0,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
     inflate_to: InflateOpt = None,
     inflate_mode: InflateModeOpt = "paper",
     seeds: SeedsOpt = None,
+    replicates: ReplicatesOpt = None,
+    resample: ResampleOpt = None,
     throughput: ThroughputOpt = None,
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
     # -- faults and energy (docs/replay.md, "Faults and energy") --
-    faults: Annotated[
-        str | None,
-        typer.Option(
-            help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
-            "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
-        ),
-    ] = None,
-    checkpoint: Annotated[
-        str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
-    ] = "0",
-    retries: Annotated[
-        int, typer.Option(help="Restarts after node failures before a job ends failed.")
-    ] = 3,
-    power: Annotated[
-        str | None,
-        typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
-    ] = None,
-    power_off: Annotated[
-        str | None,
-        typer.Option(
-            help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
-            "longer than idle, wake them (boot time) when jobs wait."
-        ),
-    ] = None,
+    faults: FaultsOpt = None,
+    checkpoint: CheckpointOpt = "0",
+    retries: RetriesOpt = 3,
+    power: PowerOpt = None,
+    power_off: PowerOffOpt = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
     """
-    from gpu_trace.replay.faults import parse_duration
     from gpu_trace.replay.run import ReplayConfig, run
 
     check_sources(resolve_store(store), [source])
+    seeds, resample = _replicates(seeds, replicates, resample, seed)
     sched_opts, place_opts = _opts(_options(option, option_old))
     scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
     start, end = _window(window)
@@ -291,19 +384,16 @@ def run_cmd(
         window_end=end,
         estimator=estimator,
         seed=seed,
-        restore_s=restore_s,
-        multinode_slowdown=multinode_slowdown,
         departures=not packing,
         inflate_to=target,
         inflate_mode=inflate_mode,
         packing_points=points,
         throughput=str(throughput) if throughput else None,
         run_id=run_id,
-        faults=faults,
-        checkpoint_s=parse_duration(checkpoint, "--checkpoint"),
-        retries=retries,
-        power=power,
-        power_off=power_off,
+        resample=resample,
+        **_run_options(
+            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
+        ),
     )
     if seeds is not None:
         from gpu_trace.replay.seeds import for_seeds, parse_seeds
@@ -321,6 +411,7 @@ def run_cmd(
             Format.table,
         )
         _emit_seeds(results)
+        _warn(results)
         return
     result = run(resolve_store(store), config, out)
     _print_experiment(result.runs)
@@ -336,6 +427,7 @@ def run_cmd(
         emit(result.runs.select(extra_cols), Format.table)
     if "packing" in result.extra:
         emit(result.extra["packing"], Format.table)
+    _warn([result])
 
 
 @app.command()
@@ -357,29 +449,39 @@ def compare(
     window: WindowOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     seeds: SeedsOpt = None,
+    replicates: ReplicatesOpt = None,
+    resample: ResampleOpt = None,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
     ] = False,
     inflate_to: InflateOpt = None,
     inflate_mode: InflateModeOpt = "paper",
     throughput: ThroughputOpt = None,
-    estimator: Annotated[
-        str, typer.Option(help="model or oracle, for policies that read estimates.")
-    ] = "model",
+    estimator: EstimatorOpt = "online",
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
     by: Annotated[
         str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    restore_s: RestoreOpt = 0.0,
+    multinode_slowdown: MultinodeOpt = 1.0,
+    faults: FaultsOpt = None,
+    checkpoint: CheckpointOpt = "0",
+    retries: RetriesOpt = 3,
+    power: PowerOpt = None,
+    power_off: PowerOffOpt = None,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
-    load, seed; when a policy trains the estimator, its training split applies to all)
-    and print one row per run. Every name and option is checked before anything runs.
+    load, seed; estimates are online by default, so every policy replays every job; with
+    --estimator model the training split applies to all) and print one row per run.
+    Every name and option is checked before anything runs; --replicates N repeats it
+    on N resampled workloads and prints the mean and interval, warnings on stderr.
     """
     from gpu_trace.replay.run import ReplayConfig, one_experiment
 
     check_sources(resolve_store(store), [source])
+    seeds, resample = _replicates(seeds, replicates, resample, seed)
     if by is not None:
         choose("--by value", by, ("user", "vc"))
     sched_opts, place_opts = _opts(_options(option, option_old))
@@ -407,6 +509,10 @@ def compare(
         inflate_mode=inflate_mode,
         packing_points=points,
         throughput=str(throughput) if throughput else None,
+        resample=resample,
+        **_run_options(
+            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
+        ),
     )
     configs = _policy_grid(shared, names, places, sched_opts)
     one_experiment(configs)  # every name and option, before the first run is stored
@@ -463,6 +569,7 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
     _print_experiment(runs)
     emit(runs.select(["seed", *COMPARE_COLUMNS]), fmt)
     _emit_seeds(results, fmt)
+    _warn(results)
 
 
 def _compare_once(
@@ -479,6 +586,9 @@ def _compare_once(
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
+    extra_cols = [c for c in FAULT_ENERGY_COLUMNS if c in runs.columns]
+    if extra_cols:
+        emit(runs.select("scheduler", "placement", *extra_cols), fmt)
     if packing:
         _emit_seeds(results, fmt)
     if by:
@@ -490,6 +600,7 @@ def _compare_once(
             for r in results
         ]
         emit(pl.concat(parts), fmt)
+    _warn(results)
 
 
 @app.command()
@@ -818,13 +929,15 @@ def _sweep_flags(
 def sweep_cmd(
     out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
     sweep_file: Annotated[
-        Path | None, typer.Argument(help="Sweep file (TOML: source, [fixed], [grid]).")
+        Path | None, typer.Argument(help="Sweep file (TOML: source, fixed and grid tables).")
     ] = None,
     store: ReadStoreOpt = None,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Source.")] = None,
     policies: Annotated[str | None, typer.Option(help="Scheduling policies, a,b,c.")] = None,
     placements: Annotated[str | None, typer.Option(help="Placements, a,b.")] = None,
-    loads: Annotated[str | None, typer.Option(help="Loads: a:b:step (both ends) or a,b.")] = None,
+    loads: Annotated[
+        str | None, typer.Option(help="Loads: START:STOP:STEP (both ends) or a,b.")
+    ] = None,
     seeds: Annotated[str | None, typer.Option(help="Seeds: 0-9 or 1,2,3.")] = None,
     gpus: Annotated[
         str | None, typer.Option("--gpus", help="Cluster spec(s), e.g. 32x8 or 32x8,64x8.")

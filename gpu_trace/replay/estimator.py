@@ -121,3 +121,68 @@ def estimate(
         model.fit(_features(hist, users, vcs), y_hist)
         pred = np.expm1(np.clip(model.predict(_features(tgt, users, vcs)), 0.0, 20.0))
     return pred, score(pred, actual, "HistGradientBoosting(log1p run_s)", hist.height)
+
+
+def online(known: pl.DataFrame, target: pl.DataFrame) -> tuple[F64, Accuracy]:
+    """Online estimates: each ``target`` job's estimate is the mean ``run_s`` of its
+    user's jobs that *finished before it was submitted* (recorded end strictly before
+    its submit time), else the mean of every job that had finished by then, else 0 s
+    (nothing has finished yet: no information, so the policy sees every job alike).
+
+    ``known`` (columns user, submit_time, end_time, run_s) is every job of the source
+    with its recorded end (``end_time``, else submit + run_s): no job is held out for
+    training, so every policy of a comparison replays the same full job set, and no
+    estimate reads the future. ``target`` has user, submit_time, run_s.
+    """
+    done = (
+        known.lazy()
+        .with_columns(
+            pl.coalesce(
+                pl.col("end_time"), pl.col("submit_time") + pl.duration(seconds=pl.col("run_s"))
+            ).alias("_end")
+        )
+        .filter(pl.col("_end").is_not_null() & pl.col("run_s").is_not_null())
+        .select(pl.col("user").fill_null(""), "_end", pl.col("run_s").cast(pl.Float64))
+        .sort("_end", maintain_order=True)
+        .with_columns(
+            pl.col("run_s").cum_sum().over("user").alias("_user_sum"),
+            pl.col("run_s").cum_count().over("user").alias("_user_n"),
+            pl.col("run_s").cum_sum().alias("_all_sum"),
+            pl.int_range(1, pl.len() + 1).alias("_all_n"),
+        )
+        .collect()
+    )
+    tgt = (
+        target.select(pl.col("user").fill_null(""), "submit_time")
+        .with_row_index("_i")
+        .sort("submit_time", maintain_order=True)
+    )
+    per_user = tgt.join_asof(
+        done.select("user", "_end", "_user_sum", "_user_n"),
+        left_on="submit_time",
+        right_on="_end",
+        by="user",
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    )
+    both = per_user.join_asof(
+        done.select("_end", "_all_sum", "_all_n"),
+        left_on="submit_time",
+        right_on="_end",
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ).sort("_i")
+    guess = both.select(
+        pl.coalesce(
+            pl.col("_user_sum") / pl.col("_user_n"),
+            pl.col("_all_sum") / pl.col("_all_n"),
+            pl.lit(0.0),
+        )
+    ).to_series()
+    pred = guess.to_numpy().astype(np.float64)
+    actual = target["run_s"].to_numpy().astype(np.float64)
+    return pred, score(
+        pred, actual, "online (mean of jobs finished before submission)", done.height
+    )

@@ -22,7 +22,7 @@ from gpu_trace.values import unknown
 ORACLE_SUFFIX = "-oracle"
 """``qssf-oracle``: a policy that reads estimates, given the true durations instead."""
 
-ESTIMATORS = ("model", "oracle")
+ESTIMATORS = ("online", "model", "oracle")
 
 
 __all__ = ["ORACLE_SUFFIX", "UsageError"]

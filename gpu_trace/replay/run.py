@@ -50,7 +50,9 @@ class ReplayConfig:
     load: float = 1.0
     window_start: str | None = None
     window_end: str | None = None
-    estimator: str = "model"
+    estimator: str = "online"
+    """``online`` (each job's estimate from the jobs finished before its submission),
+    ``model`` (trained on a held-out first share: the training split) or ``oracle``."""
     train_fraction: float = 0.25
     seed: int = 0
     restore_s: float = 0.0
@@ -86,6 +88,9 @@ class ReplayConfig:
     """The resolved failure model (mtbf_s, mttr_s; set from ``faults`` by :func:`run`)."""
     power_off: str | None = None
     """Power-off policy ``idle=D,boot=D[,reserve=N]`` (:mod:`gpu_trace.replay.poweroff`)."""
+    resample: str | None = None
+    """Workload resampling of this replicate (``bootstrap`` or ``jitter=D``, seeded by
+    ``seed``; :mod:`gpu_trace.replay.resample`); None = the trace as it is."""
 
     def uses_model(self) -> bool:
         """Whether this run trains the duration model (its policy declares
@@ -93,6 +98,14 @@ class ReplayConfig:
         """
         return (
             base.needs_estimates(self.scheduler) and not self.oracle and self.estimator == "model"
+        )
+
+    def uses_online(self) -> bool:
+        """Whether this run reads online estimates (each job's from the jobs finished
+        before its submission; no training split).
+        """
+        return (
+            base.needs_estimates(self.scheduler) and not self.oracle and self.estimator == "online"
         )
 
     def label(self) -> str:
@@ -105,7 +118,10 @@ class ReplayConfig:
         """
         if self.run_id:
             return self.run_id
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str).encode()
+        fields = dataclasses.asdict(self)
+        if fields["resample"] is None:  # added later: ids of runs without it stay as they were
+            del fields["resample"]
+        blob = json.dumps(fields, sort_keys=True, default=str).encode()
         return f"{self.label()}-{self.placement}-{hashlib.sha256(blob).hexdigest()[:8]}"
 
     def validate(self) -> None:
@@ -130,6 +146,10 @@ class ReplayConfig:
             check_number(self.inflate_to, "inflate_to", gt=0)
         if self.bin_s is not None:
             check_number(self.bin_s, "bin_s", gt=0)
+        if self.resample is not None:
+            from gpu_trace.replay.resample import parse as parse_resample
+
+            parse_resample(self.resample)
 
 
 @dataclass
@@ -260,6 +280,10 @@ def replay(
     config.validate()
     frame = jobs.lazy().collect()
     start, end = _ts(config.window_start), _ts(config.window_end)
+    if config.resample is not None:
+        from gpu_trace.replay.resample import resample
+
+        frame = resample(frame, config.resample, config.seed, start, end)
     split = config.uses_model() if config.training_split is None else config.training_split
     cut = training_cut(frame, end, config.train_fraction) if split and start is None else None
     if not config.departures:
@@ -293,6 +317,17 @@ def replay(
             tgt.select("user", "vc", "name", "gpus", "submit_time", "run_s"),
             seed=config.seed,
         )
+    elif config.uses_online():
+        known = frame.select(
+            "user",
+            "submit_time",
+            (pl.col("end_time") if "end_time" in frame.columns else pl.lit(None))
+            .cast(pl.Datetime("us", "UTC"))
+            .alias("end_time"),
+            "run_s",
+        )
+        tgt = w.frame.select("user", "submit_time").with_columns(pl.Series("run_s", w.duration_s))
+        estimate, accuracy = est.online(known, tgt)
     elif base.needs_estimates(config.scheduler):
         accuracy = est.score(estimate, w.duration_s, "oracle", 0)
     engine = Engine(
@@ -378,6 +413,7 @@ def _experiment(
         "inflate_to": config.inflate_to,
         "jobs_digest": xp.jobs_digest(replayed, w.skipped),
         **({} if config.departures else {"inflate_mode": config.inflate_mode}),
+        **({"resample": config.resample} if config.resample else {}),
         **(extra or {}),
     }
 

@@ -109,10 +109,35 @@ HEADLINE = ("jct_mean_s", "queue_mean_s", "bsld_mean", "makespan_s", "alloc_mean
 
 
 def run_summary(results: list[RunResult]) -> pl.DataFrame:
-    """Per (scheduler, placement): mean and std over seeds of the headline metrics."""
+    """Per (scheduler, placement): over the seeds / replicates, the mean of each
+    headline metric and its 95 % Student-t half-width (``_ci95``; definition in
+    :mod:`gpu_trace.replay.sweep_stats`). ``spread`` says ``deterministic (no spread)``
+    when every run gave the same values, and then no half-width is shown: a zero-width
+    interval is not evidence of a difference.
+    """
+    from gpu_trace.replay import sweep_stats as st
+
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
-    aggs: list[pl.Expr] = [pl.len().alias("seeds")]
-    for c in HEADLINE:
-        if c in runs.columns:
-            aggs += [pl.col(c).mean().alias(f"{c}_mean"), pl.col(c).std().alias(f"{c}_std")]
-    return runs.group_by("scheduler", "placement", maintain_order=True).agg(aggs)
+    metrics = [c for c in HEADLINE if c in runs.columns]
+    by = ["scheduler", "placement"]
+    stats = st.summarize(runs, by, metrics)
+    flat = stats.group_by(by, maintain_order=True).agg(
+        pl.col("n").max().alias("runs"),
+        ((pl.col("sd").fill_null(0) == 0).all() & (pl.col("n").max() > 1)).alias("_flat"),
+    )
+    out = flat.with_columns(
+        pl.when(pl.col("_flat"))
+        .then(pl.lit("deterministic (no spread)"))
+        .when(pl.col("runs") < 2)
+        .then(pl.lit("one run (no interval)"))
+        .otherwise(pl.lit("95 % t interval"))
+        .alias("spread")
+    ).drop("_flat")
+    for m in metrics:
+        one = stats.filter(pl.col("metric") == m).select(
+            *by,
+            pl.col("mean").alias(f"{m}_mean"),
+            pl.when(pl.col("sd").fill_null(0) > 0).then(pl.col("half")).alias(f"{m}_ci95"),
+        )
+        out = out.join(one, on=by, how="left", maintain_order="left")
+    return out

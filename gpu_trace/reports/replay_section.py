@@ -14,6 +14,7 @@ import altair as alt
 import duckdb
 import polars as pl
 
+from gpu_trace.replay import sanity
 from gpu_trace.replay.experiment import describe
 from gpu_trace.reports.charts import WIDTH, cap_series, duration_axis, thin
 from gpu_trace.reports.page import Section, esc, sql_frame
@@ -98,9 +99,11 @@ def scorecard_table(runs: pl.DataFrame, rank: bool = True) -> str:
     )
 
 
-def scorecards(runs: pl.DataFrame) -> str:
+def scorecards(runs: pl.DataFrame, jobs: pl.DataFrame | None = None) -> str:
     """One described, separately ranked scorecard per experiment. Runs written before
-    experiments were recorded (no ``experiment_id``) each stand alone, unranked.
+    experiments were recorded (no ``experiment_id``) each stand alone, unranked. With
+    the runs' ``jobs``, each experiment's sanity warnings (no job waited, the same
+    schedule everywhere, jobs dropped as unfit) come under its description.
     """
     if "experiment_id" not in runs.columns:
         runs = runs.with_columns(pl.lit(None, pl.String).alias("experiment_id"))
@@ -111,9 +114,11 @@ def scorecards(runs: pl.DataFrame) -> str:
     for key in keyed["_exp"].unique().sort().to_list():
         group = keyed.filter(pl.col("_exp") == key).drop("_exp").sort("run_id")
         known = group["experiment_id"][0] is not None
+        notes = sanity.warnings(group, jobs) if jobs is not None else []
         parts.append(
             f"<h3>{esc(key if known else 'experiment not recorded')}</h3>"
             f'<p class="meta">{esc(describe(group.row(0, named=True)))}</p>'
+            + "".join(f'<p class="meta"><b>Warning:</b> {esc(t)}.</p>' for t in notes)
             + scorecard_table(group, rank=known and group.height > 1)
         )
     return "".join(parts)
@@ -164,7 +169,11 @@ def replay_section(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> Se
         "SELECT * FROM replay_runs WHERE run_id IN (SELECT unnest($runs)) ORDER BY run_id",
         params,
     )
-    sec = Section("Replay scorecard", scorecards(runs) + faults_energy_table(runs))
+    cols = ", ".join(sanity.JOB_COLUMNS)
+    jobs = sql_frame(
+        con, f"SELECT {cols} FROM replay_jobs WHERE run_id IN (SELECT unnest($runs))", params
+    )
+    sec = Section("Replay scorecard", scorecards(runs, jobs) + faults_energy_table(runs))
     qs = ", ".join(f"{i / CDF_POINTS:.4f}" for i in range(CDF_POINTS + 1))
     cdf = sql_frame(
         con,

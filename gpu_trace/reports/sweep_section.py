@@ -16,6 +16,7 @@ import altair as alt
 import duckdb
 import polars as pl
 
+from gpu_trace.display import duration_text
 from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_stats as st
 from gpu_trace.reports.charts import WIDTH
@@ -33,36 +34,73 @@ def _num(v: float | None) -> str:
     return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.0f}"
 
 
-def _interval(mean: float, half: float | None, n: int) -> str:
-    """``mean ± half (n)``; ``mean (n=1, no interval)`` for a single seed."""
+def _value(metric: str, v: float | None, *, spread: bool = False) -> str:
+    """One number in the metric's human unit: durations (``*_s``) as ``1 h 14 min``,
+    shares (``*_ratio``) as ``45.3 %`` (a spread of a share in percentage points).
+    """
+    if v is None:
+        return ""
+    if metric.endswith("_s"):
+        return duration_text(v)
+    if metric.endswith("_ratio"):
+        return f"{v * 100:.1f} pp" if spread else f"{v * 100:.1f} %"
+    return _num(v)
+
+
+def _interval(
+    mean: float, half: float | None, n: int, metric: str = "", sd: float | None = None
+) -> str:
+    """``mean ± half (n=N)``; ``mean (n=1, no interval)`` for a single seed, and
+    ``mean, deterministic (no spread)`` when every replicate gave the same value: a
+    zero-width interval is no evidence of anything, so none is printed.
+    """
     if half is None:
-        return f"{_num(mean)} (n={n}, no interval)"
-    return f"{_num(mean)} ± {_num(half)} (n={n})"
+        return f"{_value(metric, mean)} (n={n}, no interval)"
+    if not sd:
+        return f"{_value(metric, mean)}, deterministic (no spread)"
+    return f"{_value(metric, mean)} ± {_value(metric, half, spread=True)} (n={n})"
 
 
 def _label(metric: str) -> str:
-    return st.METRICS.get(metric, (metric, True))[0]
+    """The metric's label without a unit suffix (values carry their unit)."""
+    label = st.METRICS.get(metric, (metric, True))[0]
+    return label.removesuffix(" (s)")
+
+
+def _best(stats: pl.DataFrame, by: list[str], metrics: list[str]) -> dict[tuple[Any, ...], float]:
+    """(load value, metric) -> best mean. Within one load (or inflation) only: a lighter
+    load always has shorter waits, so a star across loads would only name the lightest.
+    """
+    x = next((c for c in CURVE_X if c in by), None)
+    best: dict[tuple[Any, ...], float] = {}
+    for m in metrics:
+        lower = st.METRICS.get(m, (m, True))[1]
+        sub = stats.filter(pl.col("metric") == m)
+        if not sub.height:
+            continue
+        keys = [x] if x else []
+        agg = pl.col("mean").min() if lower else pl.col("mean").max()
+        per = sub.group_by(keys).agg(agg) if keys else sub.select(agg)
+        for row in per.iter_rows(named=True):
+            best[(row[x] if x else None, m)] = float(row["mean"])
+    return best
 
 
 def scorecard_html(stats: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
     """Configuration x metric, each cell mean ± 95 % half-width; ★ marks the best mean
-    of each metric.
+    of each metric among the configurations at the same load.
     """
     configs = stats.select(by).unique(maintain_order=True) if by else pl.DataFrame({"_": [0]})
-    best: dict[str, float] = {}
-    for m in metrics:
-        sub = stats.filter(pl.col("metric") == m)["mean"]
-        if sub.len():
-            lower = st.METRICS.get(m, (m, True))[1]
-            best[m] = float(sub.min() if lower else sub.max())  # type: ignore[arg-type]
+    best = _best(stats, by, metrics)
+    x = next((c for c in CURVE_X if c in by), None)
     cells: dict[tuple[Any, ...], dict[str, str]] = {}
     for row in stats.iter_rows(named=True):
         key = tuple(row[b] for b in by)
-        text = _interval(row["mean"], row["half"], row["n"])
-        if row["metric"] in best and row["mean"] == best[row["metric"]]:
-            text = f"<b>{esc(text)} ★</b>"
-        else:
-            text = esc(text)
+        metric = row["metric"]
+        text = _interval(row["mean"], row["half"], row["n"], metric, row["sd"])
+        top = best.get((row[x] if x else None, metric))
+        starred = top is not None and row["mean"] == top
+        text = f"<b>{esc(text)} ★</b>" if starred else esc(text)
         cells.setdefault(key, {})[row["metric"]] = text
     head = "".join(f"<th>{esc(b)}</th>" for b in by) + "".join(
         f"<th>{esc(_label(m))}</th>" for m in metrics
@@ -79,7 +117,7 @@ def scorecard_html(stats: pl.DataFrame, by: list[str], metrics: list[str]) -> st
         )
     return (
         "<table><caption>Scorecard: mean ± 95 % interval across seeds (Student t; "
-        "★ = best mean)</caption>"
+        f"★ = best mean{' at each ' + x if x else ''})</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -99,22 +137,39 @@ def paired_html(frame: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
         diffs = pl.concat(
             [st.paired(frame, axis, v, values[0], rest, metrics) for v in values[1:]],
             how="vertical_relaxed",
-        ).head(MAX_PAIRED_ROWS)
+        )
+        # Only where the replicates spread: a difference that is the same on every seed
+        # (deterministic runs) has a zero-width interval that "excludes 0" by arithmetic,
+        # not by evidence.
+        flat = diffs.filter(pl.col("half").is_not_null() & (pl.col("sd").fill_null(0) == 0))
+        diffs = diffs.filter(~(pl.col("half").is_not_null() & (pl.col("sd").fill_null(0) == 0)))
+        diffs = diffs.head(MAX_PAIRED_ROWS)
+        note = (
+            f"<p>{flat.height:,} comparison(s) by {esc(axis)} left out: deterministic "
+            "(no spread), the same difference on every seed.</p>"
+            if flat.height
+            else ""
+        )
+        if not diffs.height:
+            parts.append(note)
+            continue
         head = "".join(f"<th>{esc(b)}</th>" for b in rest)
         head += "<th>A</th><th>B</th><th>metric</th><th>mean A − B ± 95 %</th><th>interval</th>"
         rows = []
         for r in diffs.iter_rows(named=True):
-            span = "" if r["half"] is None else f"[{_num(r['lo'])}, {_num(r['hi'])}]"
+            m = r["metric"]
+            span = "" if r["half"] is None else f"[{_value(m, r['lo'])}, {_value(m, r['hi'])}]"
             if r["half"] is not None and (r["lo"] > 0 or r["hi"] < 0):
                 span += " (excludes 0)"
             rows.append(
                 "<tr>"
                 + "".join(f"<td>{esc(r[b])}</td>" for b in rest)
                 + f"<td>{esc(r['a'])}</td><td>{esc(r['b'])}</td><td>{esc(_label(r['metric']))}</td>"
-                + f"<td>{esc(_interval(r['mean'], r['half'], r['n']))}</td><td>{esc(span)}</td></tr>"
+                + f"<td>{esc(_interval(r['mean'], r['half'], r['n'], m, r['sd']))}</td>"
+                + f"<td>{esc(span)}</td></tr>"
             )
         parts.append(
-            f"<table><caption>Paired comparison by {esc(axis)} against {esc(values[0])} "
+            note + f"<table><caption>Paired comparison by {esc(axis)} against {esc(values[0])} "
             "(same seeds, every other axis equal)</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
@@ -125,6 +180,7 @@ def curve(stats: pl.DataFrame, by: list[str], metric: str) -> alt.Chart | None:
     """``metric`` against load (or inflation) with a band for the 95 % interval, one
     line per combination of the other axes (placement / policy / cluster).
     """
+    axis_label = st.METRICS.get(metric, (metric, True))[0]  # the axis is in seconds
     x = next((c for c in CURVE_X if c in by), None)
     sub = stats.filter(pl.col("metric") == metric)
     if x is None or not sub.height:
@@ -145,12 +201,46 @@ def curve(stats: pl.DataFrame, by: list[str], metric: str) -> alt.Chart | None:
     fmt = "%" if metric.endswith("_ratio") else ",.0f"
     band = base.mark_area(opacity=0.2).encode(y="lo:Q", y2="hi:Q")
     line = base.mark_line(point=True).encode(
-        y=alt.Y("mean:Q", title=_label(metric), axis=alt.Axis(format=fmt)),
+        y=alt.Y("mean:Q", title=axis_label, axis=alt.Axis(format=fmt)),
         tooltip=["series:N", "x:Q", alt.Tooltip("mean:Q", format=",.3f"), "lo:Q", "hi:Q", "n:Q"],
     )
     return (band + line).properties(
-        width=WIDTH, title=f"{_label(metric)} vs {x} (band: 95 % interval across seeds)"
+        width=WIDTH, title=f"{axis_label} vs {x} (band: 95 % interval across seeds)"
     )
+
+
+def sweep_warnings(frame: pl.DataFrame, stats: pl.DataFrame) -> str:
+    """Warnings over the whole sweep: runs in which no job waited (the cluster too
+    large for the load to tell policies apart) and configurations whose replicates all
+    gave the same values (no interval to draw).
+    """
+    notes = []
+    if "queue_mean_s" in frame.columns and frame.height:
+        idle = frame.filter(pl.col("queue_mean_s").fill_null(0) == 0).height
+        if idle:
+            notes.append(
+                f"in {idle:,} of {frame.height:,} runs no job waited: the cluster is too "
+                "large for those loads to tell policies apart"
+            )
+    multi = stats.filter(pl.col("n") > 1)
+    if multi.height:
+        flat = multi.filter(pl.col("sd").fill_null(0) == 0).height
+        if flat:
+            notes.append(
+                f"{flat:,} of {multi.height:,} configuration x metric cells are "
+                "deterministic (no spread across seeds): use --set resample=bootstrap "
+                "(or jitter=D) for replicates that vary the workload"
+            )
+    return "".join(f'<p class="meta"><b>Warning:</b> {esc(t)}.</p>' for t in notes)
+
+
+def fixed_text(fixed: dict[str, Any]) -> str:
+    """`` Fixed: cluster = 32x8; load = 1.2.`` (escaped), or nothing when no field is
+    held: an empty ``{}`` tells the reader nothing.
+    """
+    if not fixed:
+        return ""
+    return " Fixed: " + esc("; ".join(f"{k} = {v}" for k, v in fixed.items())) + "."
 
 
 def sweep_sections(con: duckdb.DuckDBPyConnection, sweep_dir: Path) -> list[Section]:
@@ -170,22 +260,26 @@ def sweep_sections(con: duckdb.DuckDBPyConnection, sweep_dir: Path) -> list[Sect
     axes = spec.get("grid", {})
     order = [a for a in manifest.get("axes", []) if a in axes] or list(axes)
     grid = "; ".join(f"{k}: {', '.join(map(str, axes[k]))}" for k in order)
+    name = spec.get("name")
     head = (
-        f'<p class="meta">sweep {esc(spec.get("name", "sweep"))} of source '
+        f'<p class="meta">Sweep{" " + esc(name) if name and name != "sweep" else ""} of source '
         f"{esc(spec.get('source'))}: {len(ids):,} runs, {frame.height:,} in this store"
         + (
             f" ({len(ids) - frame.height:,} missing: not run yet or another store)"
             if len(ids) > frame.height
             else ""
         )
-        + f"; {seeds} seed(s) per configuration. Grid: {esc(grid)}. "
-        f"Fixed: {esc(spec.get('fixed') or {})}.</p>"
+        + f"; {seeds} seed(s) per configuration. Grid: {esc(grid)}."
+        + fixed_text(spec.get("fixed") or {})
+        + "</p>"
     )
     if not frame.height:
         return [Section("Sweep", head + "<p>None of this sweep's runs is in the store.</p>")]
     metrics = st.metric_columns(frame)
     stats = st.summarize(frame, by, metrics)
-    score = Section("Sweep scorecard", head + scorecard_html(stats, by, metrics))
+    score = Section(
+        "Sweep scorecard", head + sweep_warnings(frame, stats) + scorecard_html(stats, by, metrics)
+    )
     for metric in CURVE_METRICS:
         chart = curve(stats, by, metric)
         if chart is not None:

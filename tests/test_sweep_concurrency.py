@@ -80,3 +80,35 @@ def test_two_sweeps_into_one_folder_do_not_both_succeed(store_copy: Path, tmp_pa
     assert len(manifest) == 4
     assert stored == manifest  # no orphaned grid
     assert set(sw.read_markers(out)) == manifest
+
+
+def test_a_reader_keeps_its_generation_while_sweep_commits_land(
+    store_copy: Path, tmp_path: Path
+) -> None:
+    """Issue 27: a commit deleted every generation older than the two before current, so a
+    report or an ``sql`` connection failed once three sweep commits passed it. Readers
+    now pin their generation; it is deleted once they let go."""
+    import gpu_trace
+    from gpu_trace.replay import sweep_grid as sg
+    from gpu_trace.store import catalog
+    from gpu_trace.store.generations import release
+
+    con = catalog.connect(store_copy)
+    api_store = gpu_trace.open(store_copy)
+    pinned = api_store.root
+    jobs = con.execute("SELECT count(*) FROM jobs").fetchone()
+    spec = sg.load(sweep_file(tmp_path / "a.toml", "0-1"))
+    summary = sw.run_sweep(store_copy, spec, tmp_path / "sw", workers=1)
+    assert summary.ran == 4  # in process: one commit per run, four generations on
+    assert (store_copy / "current").resolve().name != pinned.name
+    # both readers still read their own generation: no replay runs there, same jobs
+    assert con.execute("SELECT count(*) FROM jobs").fetchone() == jobs
+    assert con.execute("SELECT count(*) FROM replay_runs").fetchone() == (0,)
+    assert api_store.table("replay_runs").collect().height == 0
+    assert api_store.table("jobs").collect().height == jobs[0]  # type: ignore[index]
+    # once both let go, the next commit deletes it
+    con.close()
+    release(pinned)  # the connection's pin
+    del api_store  # the API Store's pin, released when it is collected
+    sw.run_sweep(store_copy, sg.load(sweep_file(tmp_path / "b.toml", "2")), tmp_path / "sw2")
+    assert not pinned.exists()

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from gpu_trace.errors import QueryError, UsageError
 from gpu_trace.schemas.views import views_sql
-from gpu_trace.store.generations import live_root, snapshot_root
+from gpu_trace.store.generations import live_root, reader_root
 from gpu_trace.store.parquet import ensure_layout
 
 READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "SET"})
@@ -52,7 +52,7 @@ def connect(store: Path) -> duckdb.DuckDBPyConnection:
     """
     ensure_layout(store)
     con = duckdb.connect(":memory:")
-    con.execute(store_views_sql(snapshot_root(store)))
+    con.execute(store_views_sql(reader_root(store)))  # pinned: commits may land meanwhile
     return con
 
 

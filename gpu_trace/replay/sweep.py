@@ -73,6 +73,9 @@ class RunOutput:
     wall_s: float
     pid: int
     host: str
+    node: str | None = None
+    """The Ray node id the run ran on (None in process): nodes sharing a host name (two
+    on one machine, containers) are told apart in the markers."""
 
 
 def execute(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunOutput:
@@ -336,7 +339,8 @@ def _record(
     if isinstance(o, RunOutput):
         summary.ran += 1
         summary.run_wall_s.append(o.wall_s)
-        _mark(out, run_id, {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host})
+        marker = {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host}
+        _mark(out, run_id, marker | ({"node": o.node} if o.node else {}))
         return Event(run_id, "done", done, total, o.wall_s)
     summary.failed.append((run_id, o))
     _mark(out, run_id, {"status": "failed", "error": o})

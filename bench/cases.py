@@ -777,8 +777,14 @@ def machine_parallel_efficiency() -> float:
 
 def replay_sweep_60() -> dict[str, object]:
     """A 60-run openb sweep (fifo/sjf/las x best-fit/fgd x 5 loads x 2 seeds, whole
-    sample on 32x8): in process vs Ray with 2 local workers (target >= 1.7x), Ray's
-    start-up measured apart, and a 16-node estimate from the per-run times.
+    sample on 32x8): in process vs Ray with 2 local workers, Ray's start-up measured
+    apart, and a 16-node estimate from the per-run times.
+
+    Target (issue 27): Ray's speed-up without start-up is within 10 % of what two
+    CPU-bound processes get on this machine, measured in the same run (before and after
+    the sweeps, averaged, since load drifts), i.e. ``ray_vs_machine >= 0.9``. A fixed
+    figure (the old >= 1.7x) measured the machine (a 2-core VM shared with other work
+    gives two processes 1.6-1.7 of 2.0), not the sweep's overhead.
     """
     from gpu_trace.replay import sweep as sw
     from gpu_trace.replay import sweep_grid as sg
@@ -793,7 +799,7 @@ def replay_sweep_60() -> dict[str, object]:
             "seed": "0-1",
         },
     }
-    efficiency = machine_parallel_efficiency()
+    efficiency_before = machine_parallel_efficiency()
     with tempfile.TemporaryDirectory() as tmp:
         stores = {k: Path(tmp) / f"store-{k}" for k in ("local", "ray")}
         for s in stores.values():
@@ -806,15 +812,24 @@ def replay_sweep_60() -> dict[str, object]:
         on_ray = sw.run_sweep(stores["ray"], spec, Path(tmp) / "ray", workers=2)
         ray_s = time.perf_counter() - start
         same = _store_bytes(stores["local"]) == _store_bytes(stores["ray"])
+    efficiency_after = machine_parallel_efficiency()
+    efficiency = (efficiency_before + efficiency_after) / 2
     runs = sorted(local.run_wall_s)
     total = sum(runs)
     steady = ray_s - on_ray.startup_s
     per_task_overhead = max(steady - total / 2, 0.0) / (len(runs) / 2)
     slots = 16 * 16  # 16 nodes x 16 cores
     est_16 = 2.0 + max(total / slots, runs[-1]) + per_task_overhead
+    ray_vs_machine = (local_s / steady) / efficiency
     return {
         "runs": len(runs),
         "machine_parallel_efficiency": round(efficiency, 2),
+        "machine_parallel_efficiency_before_after": [
+            round(efficiency_before, 2),
+            round(efficiency_after, 2),
+        ],
+        "ray_vs_machine": round(ray_vs_machine, 3),
+        "target_ray_within_10pct_of_machine": ray_vs_machine >= 0.9,
         "in_process_s": round(local_s, 1),
         "ray_2_workers_s": round(ray_s, 1),
         "ray_startup_s": round(on_ray.startup_s, 1),

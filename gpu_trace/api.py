@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from gpu_trace.analyses.summary import summary as summary_table
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import check_read_only, connect_read_only, fetch_arrow, query
-from gpu_trace.store.generations import CURRENT, is_generation, snapshot_root
+from gpu_trace.store.generations import CURRENT, is_generation, reader_root, release
 from gpu_trace.store.parquet import ensure_layout
 from gpu_trace.store.scan import scan
 
@@ -73,7 +74,8 @@ class Store:
             raise GpuTraceError(msg)
         if not is_generation(self.path):
             ensure_layout(self.path)  # repairs what a killed writer left; reads otherwise
-        self.root = snapshot_root(self.path)
+        self.root = reader_root(self.path)  # pinned until this Store is collected
+        weakref.finalize(self, release, self.root)
         self.sources = list(sources) if sources else None
 
     def __repr__(self) -> str:

@@ -21,6 +21,8 @@ deterministic and recorded as ``failed`` in its marker.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -42,6 +44,9 @@ from gpu_trace.store.scan import scan
 
 MANIFEST = "sweep.json"
 MARKERS = "runs"
+FOLDER_LOCK = ".sweep.lock"
+"""``flock``ed by the one sweep driving a folder, from before the manifest check to its
+end (released when the process dies, so a killed sweep never blocks ``--resume``)."""
 MANIFEST_VERSION = 1
 MAX_RETRIES = 3
 """Ray re-runs a task this many times when its worker process dies."""
@@ -68,6 +73,9 @@ class RunOutput:
     wall_s: float
     pid: int
     host: str
+    node: str | None = None
+    """The Ray node id the run ran on (None in process): nodes sharing a host name (two
+    on one machine, containers) are told apart in the markers."""
 
 
 def execute(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunOutput:
@@ -279,6 +287,27 @@ def _prepare(
     return [r for r in runs if r.run_id not in done], manifest
 
 
+@contextlib.contextmanager
+def claim_folder(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one sweep: a second sweep (or ``--resume``) started into the same
+    folder while this one runs fails at once instead of racing it to the manifest, where
+    the later writer would orphan the other's grid (its runs in the store, its manifest
+    replaced). An exclusive ``flock`` on a file in the folder, so it also holds between
+    machines sharing the folder over a file system with POSIX locks (NFSv4, Lustre).
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / FOLDER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            msg = f"{out}: another sweep is running into this folder; wait for it or use another --out"
+            raise SweepError(msg) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def _mark(out: Path, run_id: str, data: dict[str, Any]) -> None:
     _atomic_json(out / MARKERS / f"{run_id}.json", {"run_id": run_id, **data})
 
@@ -310,7 +339,8 @@ def _record(
     if isinstance(o, RunOutput):
         summary.ran += 1
         summary.run_wall_s.append(o.wall_s)
-        _mark(out, run_id, {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host})
+        marker = {"status": "done", "wall_s": o.wall_s, "pid": o.pid, "host": o.host}
+        _mark(out, run_id, marker | ({"node": o.node} if o.node else {}))
         return Event(run_id, "done", done, total, o.wall_s)
     summary.failed.append((run_id, o))
     _mark(out, run_id, {"status": "failed", "error": o})
@@ -339,6 +369,27 @@ def run_sweep(
     runs = plan(spec)
     clusters = sorted({r.config.cluster for r in runs})
     specs = {c: resolve_cluster(c, store, spec.source) for c in clusters}  # before any write
+    with claim_folder(out):
+        summary = _drive(store, spec, out, runs, resume, jobs, specs, workers, address, on_event)
+    summary.wall_s = time.perf_counter() - started
+    return summary
+
+
+def _drive(
+    store: Path,
+    spec: SweepSpec,
+    out: Path,
+    runs: list[PlannedRun],
+    resume: bool,
+    jobs: pl.DataFrame,
+    specs: dict[str, ClusterSpec],
+    workers: int | None,
+    address: str | None,
+    on_event: Callable[[Event], None] | None,
+) -> SweepSummary:
+    """The sweep proper, run while :func:`claim_folder` holds ``out``: check and plan
+    against the folder, run, commit each batch, mark each run.
+    """
     todo, manifest = _prepare(store, spec, runs, out, resume, jobs)
     summary = SweepSummary(total=len(runs), already_done=len(runs) - len(todo))
     results = _backend(jobs, specs, todo, workers, address, summary)
@@ -363,7 +414,6 @@ def run_sweep(
             close()
     if unpublished:
         _atomic_json(out / MANIFEST, manifest)
-    summary.wall_s = time.perf_counter() - started
     return summary
 
 

@@ -10,6 +10,7 @@ give the same answer whether or not the extra is installed.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import math
@@ -33,9 +34,10 @@ def sweep_run(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> Ru
     run's own error returned as text (deterministic, so never retried).
     """
     try:
-        return execute(jobs, spec, config)
+        out = execute(jobs, spec, config)
     except GpuTraceError as exc:
         return str(exc)
+    return dataclasses.replace(out, node=_ray().get_runtime_context().get_node_id())
 
 
 def _ray() -> Any:

@@ -46,7 +46,7 @@ from gpu_trace.reports.sweep_section import sweep_sections
 from gpu_trace.reports.telemetry_section import telemetry_section
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.catalog import connect
-from gpu_trace.store.generations import snapshot_root
+from gpu_trace.store.generations import reader_root
 from gpu_trace.store.parquet import ensure_layout
 from gpu_trace.store.scan import table_files
 
@@ -323,7 +323,7 @@ def build_site(
     recover(out)
     check_replaceable(out)
     ensure_layout(store)
-    store = snapshot_root(store)  # every page from the same store generation
+    store = reader_root(store)  # every page from one generation, pinned while we read
     con = connect(store)
     built_dir = staging_folder(out)
     try:

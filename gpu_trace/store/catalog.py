@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from gpu_trace.errors import QueryError, UsageError
 from gpu_trace.schemas.views import views_sql
-from gpu_trace.store.generations import live_root, snapshot_root
+from gpu_trace.store.generations import is_generation, live_root, reader_root
 from gpu_trace.store.parquet import ensure_layout
 
 READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "SET"})
@@ -52,7 +52,10 @@ def connect(store: Path) -> duckdb.DuckDBPyConnection:
     """
     ensure_layout(store)
     con = duckdb.connect(":memory:")
-    con.execute(store_views_sql(snapshot_root(store)))
+    # A store is pinned (commits may land while we read); a generation passed in is the
+    # caller's, already pinned by it (a report, an API Store) or deliberately not.
+    root = store if is_generation(store) else reader_root(store)
+    con.execute(store_views_sql(root))
     return con
 
 

@@ -12,7 +12,11 @@ the next one in a hidden folder from hard links to every file of the current one
 those it replaces, moves its staged files in, fsyncs, renames the folder to
 ``gen-<N+1>`` and swaps ``current`` with one atomic rename of a fresh symlink. Readers
 resolve ``current`` once (:func:`snapshot_root`) and so see one whole generation, never a
-mix. The two previous generations are kept for readers still on them.
+mix. The two previous generations are kept for short readers still on them; a reader
+that may outlive more commits (a report, ``sql``, an API ``Store``) pins its generation
+(:func:`reader_root`: a shared ``flock`` on the generation folder, held until the process
+exits or :func:`release` is called), and an expired generation is deleted only once no
+reader pins it (:func:`expire`, retried by every later commit).
 
 Whatever a killed run leaves (its ``.tx-`` folder, a half-built generation, a temporary
 symlink, pre-generation ``.*.tmp`` files) is removed by the next run
@@ -142,6 +146,81 @@ def store_lock(store: Path) -> Iterator[None]:
         os.close(fd)
 
 
+_PINS: dict[str, tuple[int, int]] = {}
+"""Generation folder -> (open fd holding the shared flock, pin count) in this process."""
+
+
+def _pin(gen: Path) -> bool:
+    """Take a shared ``flock`` on ``gen`` (False when it was deleted meanwhile)."""
+    key = os.fspath(gen)
+    if key in _PINS:
+        fd, count = _PINS[key]
+        _PINS[key] = (fd, count + 1)
+        return True
+    try:
+        fd = os.open(gen, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_SH)  # waits while a writer is deleting it
+    if os.fstat(fd).st_nlink == 0:  # deleted before we got the lock
+        os.close(fd)
+        return False
+    _PINS[key] = (fd, 1)
+    return True
+
+
+def reader_root(store: Path) -> Path:
+    """:func:`snapshot_root`, pinned: the generation stays on disk while this process
+    reads it, however many commits land meanwhile (until :func:`release` or exit).
+    """
+    for _ in range(100):
+        root = snapshot_root(store)
+        if not is_generation(root) or not root.is_dir() or _pin(root):
+            return root
+    msg = f"{store}: could not pin a generation (commits replaced it 100 times in a row)"
+    raise StoreError(msg)
+
+
+def release(gen: Path) -> None:
+    """Drop one pin of ``gen`` taken by :func:`reader_root` (the last one unlocks it)."""
+    key = os.fspath(gen)
+    if key not in _PINS:
+        return
+    fd, count = _PINS.pop(key)
+    if count > 1:
+        _PINS[key] = (fd, count - 1)
+    else:
+        os.close(fd)
+
+
+def _delete_unpinned(path: Path) -> None:
+    """Delete an expired generation unless a reader pins it (then a later commit will)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        shutil.rmtree(path, ignore_errors=True)
+    finally:
+        os.close(fd)
+
+
+def expire(store: Path) -> None:
+    """Delete the generations older than the :data:`KEEP_PREVIOUS` before ``current``
+    that no reader pins.
+    """
+    cur = _current_number(store)
+    if cur is None:
+        return
+    for n, path in sorted(_generations(store).items()):
+        if n < cur - KEEP_PREVIOUS:
+            _delete_unpinned(path)
+
+
 FSYNC_ENV = "GPU_TRACE_FSYNC"
 """``GPU_TRACE_FSYNC=0`` skips the fsyncs of a commit: for throwaway stores (the test
 suite sets it), where ~100 fsyncs per commit cost more than the work itself. A commit
@@ -225,7 +304,7 @@ def _locked_leftovers(store: Path) -> list[Path]:
                 _BUILD.match(name)
                 or _LINK_TMP.match(name)
                 or (name.startswith(".") and name.endswith(".tmp"))
-                or (n is not None and cur is not None and (n > cur or n < cur - KEEP_PREVIOUS))
+                or (n is not None and cur is not None and n > cur)
             )
             if crashed:
                 out.append(Path(entry.path))
@@ -252,7 +331,8 @@ def _remove(path: Path) -> None:
 def clean_leftovers(store: Path, *, locked: bool = False) -> None:
     """Remove what killed runs left: ``.tx-`` folders of dead processes (no lock needed:
     nobody else owns them) and, under the lock, half-built generations, temporary
-    symlinks, unpublished or expired generations and old ``.*.tmp`` files.
+    symlinks, unpublished generations and old ``.*.tmp`` files (expired generations are
+    :func:`expire`'s, which keeps pinned ones).
     """
     for path in _dead_tx(store):
         _remove(path)
@@ -351,8 +431,5 @@ def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
         _swap_current(store, new.name)
     # Expired generations are deleted after the lock is released: no commit reads them,
     # so other writers need not wait for the unlinks.
-    cur = _current_number(store)
-    for n, path in _generations(store).items():
-        if cur is not None and n < cur - KEEP_PREVIOUS:
-            shutil.rmtree(path, ignore_errors=True)
+    expire(store)
     return new

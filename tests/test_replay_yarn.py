@@ -11,7 +11,7 @@ nothing). Every start and end below is worked out by hand from that rule.
 from __future__ import annotations
 
 from gpu_trace.replay.policies.base import names
-from tests.test_replay_golden import first_nodes, run, times
+from tests.test_replay_golden import first_nodes, preemptions, run, times
 
 # (submit s, duration s, GPUs)
 ROWS = [(0, 10, 2), (0, 100, 2), (0, 100, 3), (20, 10, 1), (21, 30, 2), (22, 5, 1)]
@@ -116,3 +116,58 @@ def test_yarn_multi_node_needs_each_nodes_cpu_share() -> None:
     result = replay(frame, parse_spec("12x4,cpu=8"), cfg, record_log=True)
     assert first_nodes(result) == [[0], [1, 2]]
     assert times(result) == {"j0": (0, 100), "j1": (0, 100)}
+
+
+def test_yarn_with_srtf_preempts_one_victim_and_restarts_it_on_the_first_node() -> None:
+    # 8x4, SRTF (shortest remaining time first, preemptive), oracle durations.
+    # j0 (2 GPUs, 100 s) at 0 -> node 0 (first fit), 0..100.
+    # j1 (3, 200) at 0: node 0 has 2 free -> node 1 (1 left), 0..
+    # j2 (2, 20) at 10: node 0 has 2 free -> node 0, 10..30, no preemption needed.
+    # j3 (3, 10) at 15: free: node 0 none, node 1 one. Remaining: j0 85, j1 185, j2 15,
+    # j3 10 (the shortest): it preempts the longest-remaining job, j1, which frees
+    # node 1 (4 free) and is enough, so only j1 stops (minimal victims). yarn: first
+    # node with 3 free = node 1 -> j3 15..25.
+    # At 25 j3 ends; j1 (185 left) restarts on the first node with 3 free: node 0 holds
+    # j0 + j2 (0 free) -> node 1, 25..210. j2 ends 30, j0 100.
+    rows = [(0, 100, 2), (0, 200, 3), (10, 20, 2), (15, 10, 3)]
+    result = run(rows, "8x4", scheduler="srtf", placement="yarn")
+    assert times(result) == {
+        "j0": (0, 100),
+        "j1": (0, 210),
+        "j2": (10, 30),
+        "j3": (15, 25),
+    }
+    assert first_nodes(result) == [[0], [1], [0], [1]]
+    assert preemptions(result) == {"j0": 0, "j1": 1, "j2": 0, "j3": 0}
+    restarts = [(t, j, sorted({p[0] for p in parts})) for t, k, j, parts in result.engine.log
+                if k == "start" and j == 1]  # fmt: skip
+    assert restarts == [(0, 1, [1]), (25, 1, [1])]
+
+
+def test_yarn_with_tiresias_defaults_demotes_preempts_and_orders_by_queue_entry() -> None:
+    # 8x4, the `tiresias` preset: the Tiresias simulator's defaults (2D-LAS on attained
+    # GPU-seconds, queue limits 3,250 and 7,200, 3 queues, no starvation rule;
+    # SymbioticLab/Tiresias simulator/run_sim.py dlas_sim_jobs), yarn placement.
+    # j0 (4 GPUs, 2000 s) at 0 -> node 0. j1 (4, 3000) at 50 -> node 1 (first fit).
+    # j2 (4, 500) at 100: no free GPU; j0 and j1 are in queue 0 like j2 and keep their
+    #   GPUs against a waiting job of their own queue: j2 waits.
+    # 812.5: j0 reaches 4 x 812.5 = 3,250 GPU-s -> queue 1. j2 (queue 0) now outranks
+    #   it: j0 stops, j2 takes node 0, 812.5..1312.5.
+    # 862.5: j1 reaches 4 x 812.5 = 3,250 -> queue 1, entering it after j0 (812.5):
+    #   within a queue the earlier entry goes first, and a job demoted at this instant
+    #   does not keep its GPUs -> j1 stops, j0 restarts on node 1 with 2000 - 812.5 =
+    #   1,187.5 s left: 862.5..2050.
+    # 1312.5: j2 ends (2,000 GPU-s, still queue 0); j1 (3000 - 812.5 = 2,187.5 s left)
+    #   takes node 0: 1312.5..3500. (j0 reaches 7,200 at 1850 and j1 at 2300: queue 2,
+    #   with no one waiting.)
+    rows = [(0, 2000, 4), (50, 3000, 4), (100, 500, 4)]
+    result = run(rows, "8x4", scheduler="tiresias", placement="yarn")
+    assert times(result) == {"j0": (0, 2050), "j1": (50, 3500), "j2": (812.5, 1312.5)}
+    assert first_nodes(result) == [[0], [1], [0]]
+    assert preemptions(result) == {"j0": 1, "j1": 1, "j2": 0}
+    events = [(t, k, j) for t, k, j, _ in result.engine.log]
+    assert events == [
+        (0, "start", 0), (50, "start", 1), (812.5, "stop", 0), (812.5, "start", 2),
+        (862.5, "stop", 1), (862.5, "start", 0), (1312.5, "stop", 2), (1312.5, "start", 1),
+        (2050, "stop", 0), (3500, "stop", 1),
+    ]  # fmt: skip

@@ -322,7 +322,7 @@ def test_short_help_and_version_everywhere(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_shell_completion_is_generated_and_answers() -> None:
     script = run("--show-completion", "bash")
-    assert script.exit_code == 0 and "_GPU_TRACE_COMPLETE" in script.stdout
+    assert script.exit_code == 0 and "_GPU_TRACE_COMPLETE" in script.stdout, script.output
     env = {"_GPU_TRACE_COMPLETE": "complete_bash", "COMP_WORDS": "gpu-trace replay ru"}
     done = runner.invoke(app, [], prog_name="gpu-trace", env={**env, "COMP_CWORD": "2"})
     assert done.stdout.split() == ["run"]

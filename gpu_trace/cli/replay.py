@@ -175,8 +175,8 @@ InflateOpt = Annotated[
 ThroughputOpt = Annotated[
     Path | None,
     typer.Option(
-        help="Throughput table (.csv job_class,gpu_type,throughput or .toml): a job's "
-        "speed on each GPU model (default 1.0); see the `hetero` placement."
+        help="Throughput table (.csv with columns job_class, gpu_type, throughput; or "
+        ".toml): a job's speed on each GPU model (default 1.0); see the `hetero` placement."
     ),
 ]
 InflateModeOpt = Annotated[
@@ -224,8 +224,8 @@ PowerOpt = Annotated[
 PowerOffOpt = Annotated[
     str | None,
     typer.Option(
-        help="Power-off policy: idle=30m,boot=5m[,reserve=N]: switch off nodes idle "
-        "longer than idle, wake them (boot time) when jobs wait."
+        help="Power-off policy, e.g. idle=30m,boot=5m (optional: ,reserve=N): switch off "
+        "nodes idle longer than idle, wake them (boot time) when jobs wait."
     ),
 ]
 

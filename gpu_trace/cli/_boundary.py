@@ -127,8 +127,9 @@ def interrupted(what: str = "interrupted") -> typer.Exit:
 def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Decorate a command so user errors end it with one line (exit 1; a
     :class:`UsageError` exit 2), Ctrl-C with one ``interrupted`` line (exit 130), and
-    :class:`InputWarning` s show as one ``warning:`` line each (every time, not once per
-    code location as Python's default filter would).
+    :class:`InputWarning` s show as one ``warning:`` line each (every distinct message,
+    not once per code location as Python's default filter would; the same text twice in
+    one command, e.g. a report whose pages each run the analysis that warns, once).
     """
 
     @functools.wraps(func)
@@ -137,6 +138,7 @@ def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", InputWarning)
                 previous = warnings.showwarning
+                seen: set[str] = set()
 
                 def show(
                     message: Warning | str,
@@ -147,7 +149,9 @@ def domain_errors(func: Callable[P, R]) -> Callable[P, R]:
                     line: str | None = None,
                 ) -> None:
                     if issubclass(category, InputWarning):
-                        warn(str(message))
+                        if str(message) not in seen:
+                            seen.add(str(message))
+                            warn(str(message))
                     else:
                         previous(message, category, filename, lineno, file, line)
 

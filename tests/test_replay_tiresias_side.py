@@ -1,7 +1,6 @@
-"""A defect found by the Tiresias side-by-side (issue 27), kept as a hand case until it
-is fixed: a job stopped for one arrival is restarted in the same instant because a
+"""A defect found by the Tiresias side-by-side (issue 27): a job stopped for one arrival is restarted in the same instant because a
 later arrival of the same pass preempted a bigger job (fewest victims) and freed more
-than it needed. It is counted as preempted and pays ``--restore-s`` for no wait.
+than it needed. It was counted as preempted and paid ``--restore-s`` for no wait.
 
 The truth is SRTF as the Tiresias simulator runs it (SymbioticLab/Tiresias
 ``simulator/run_sim.py``, ``shortest_first_sim_jobs``): at every event all jobs are
@@ -10,8 +9,6 @@ that gets none is preempted (``preempt`` + 1). Times worked by hand below.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from tests.test_replay_preemption_golden import run
 
@@ -27,7 +24,6 @@ ROWS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: same-instant stop and restart counted")
 def test_srtf_two_arrivals_stop_only_the_jobs_left_without_gpus() -> None:
     # t=1, remaining: X 10, Y 20, A 300, B 900, C 901, D 902, E 903. In that order on 8
     # GPUs: X 4, Y 1 (3 left), A needs 4: preempted; B, C, D 1 each: keep running;

@@ -318,6 +318,107 @@ def replay_las_100k() -> dict[str, object]:
     return _replay(100_000, 1000, "las")
 
 
+SIDE_RUNS = (
+    # (our policy, the simulator's --schedule, its --scheme, our cluster). Its dlas-gpu
+    # and shortest passes count free GPUs cluster-wide whatever --scheme says (dlas) or
+    # with `count` (its shortest + yarn leaks node memory every pass and stalls), so
+    # ours runs those on one pooled node of 256 GPUs; fifo uses its yarn placement.
+    ("fifo", "fifo", "yarn", "256x8"),
+    ("tiresias", "dlas-gpu", "yarn", "256x256"),
+    ("srtf", "shortest", "count", "256x256"),
+)
+
+
+def replay_tiresias_side_5k() -> dict[str, object]:
+    """The Tiresias simulator (``TIRESIAS_SIM``, see bench/baseline_tiresias.py) and
+    gpu-trace on the same 5,000 jobs (bench/tiresias_trace.py, seed 0, load 1.0 on
+    32x8 GPUs) with FIFO, its dlas-gpu defaults (= our `tiresias` preset) and SRTF:
+    wall and CPU seconds, the simulator's peak RSS, the speed-up and how many jobs
+    have the same start and end in both. Target: ours >= 50x faster. Without the
+    simulator only our side runs.
+    """
+    import json
+    import os
+
+    from bench.baseline_tiresias import skip_reason
+    from bench.tiresias_side import compare
+    from bench.tiresias_trace import write
+
+    out: dict[str, object] = {"load_before": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "t5000.csv"
+        write(trace)
+        for ours, schedule, scheme, spec in SIDE_RUNS:
+            log = Path(tmp) / f"sim-{schedule}"
+            if skip_reason() is None:
+                text, _, _ = _child(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bench.baseline_tiresias",
+                        str(trace),
+                        str(log),
+                        schedule,
+                        scheme,
+                    ]
+                )
+                sim = json.loads(text.strip().splitlines()[-1])
+            else:
+                sim = {"skipped": skip_reason()}
+            if "skipped" in sim:
+                out["simulator"] = sim["skipped"]
+            got = compare(trace, None if "skipped" in sim else log / "job.csv", ours, spec)
+            row = {k: got[k] for k in ("ours_s", "ours_cpu_s", "ours_jct_mean_s")}
+            if "skipped" not in sim:
+                row |= {
+                    "sim_s": sim["wall_s"],
+                    "sim_cpu_s": sim["cpu_s"],
+                    "sim_peak_rss_mib": sim["peak_rss_mib"],
+                    "sim_jct_mean_s": got["sim_jct_mean_s"],
+                    "speedup": round(float(sim["wall_s"]) / float(got["ours_s"]), 1),
+                    "speedup_cpu": round(float(sim["cpu_s"]) / float(got["ours_cpu_s"]), 1),
+                    "same_start_and_end": got["same_start_and_end"],
+                    "same_start": got["same_start"],
+                }
+            out[ours] = row
+    out["load_after"] = os.getloadavg()[0]
+    return out
+
+
+def replay_preemptive_100k(policy: str) -> dict[str, object]:
+    """``policy`` on 100,000 PAI-like jobs over 2,000 GPUs (8-GPU nodes) at load 1.2."""
+    from gpu_trace.replay import ReplayConfig, replay
+    from gpu_trace.replay.cluster import parse_spec
+    from gpu_trace.replay.synthetic import pai_like_jobs
+
+    jobs = pai_like_jobs(100_000, cluster_gpus=2000, utilization=1.2, seed=0)
+    start, cpu = time.perf_counter(), time.process_time()
+    r = replay(
+        jobs,
+        parse_spec("2000x8"),
+        ReplayConfig(source="synthetic", scheduler=policy, estimator="oracle"),
+    )
+    row = r.runs.row(0, named=True)
+    return {
+        "policy": policy,
+        "replay_s": round(time.perf_counter() - start, 2),
+        "replay_cpu_s": round(time.process_time() - cpu, 2),
+        "jct_mean_s": round(row["jct_mean_s"], 1),
+        "preemptions": row["preemptions"],
+        "jobs": jobs.height,
+    }
+
+
+def replay_srtf_100k_2000gpus() -> dict[str, object]:
+    """SRTF on 100,000 PAI-like jobs, 2,000 GPUs, load 1.2 (target < 60 s)."""
+    return replay_preemptive_100k("srtf")
+
+
+def replay_tiresias_100k_2000gpus() -> dict[str, object]:
+    """The `tiresias` preset (LAS, 3,250 / 7,200 GPU-s) on the same jobs (< 60 s)."""
+    return replay_preemptive_100k("tiresias")
+
+
 def replay_faults_energy() -> dict[str, object]:
     """Helios-sized replay (6,400 GPUs in 8-GPU nodes, FIFO) of PAI-like jobs without
     and with node failures (MTBF 5,000 h, MTTR 2 h, 30-min checkpoints, 120 s restore)
@@ -1096,6 +1197,9 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "replay_fifo_1m_multiresource": replay_fifo_1m_multiresource,
     "replay_fgd_openb_10seeds": replay_fgd_openb_10seeds,
     "replay_las_100k": replay_las_100k,
+    "replay_tiresias_side_5k": replay_tiresias_side_5k,
+    "replay_srtf_100k_2000gpus": replay_srtf_100k_2000gpus,
+    "replay_tiresias_100k_2000gpus": replay_tiresias_100k_2000gpus,
     "replay_fifo_20k_8gpu_nodes": replay_fifo_20k_8gpu_nodes,
     "replay_fifo_20k_1gpu_nodes": replay_fifo_20k_1gpu_nodes,
     "replay_fifo_20k_one_node": replay_fifo_20k_one_node,

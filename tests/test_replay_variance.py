@@ -313,6 +313,21 @@ def test_a_cluster_too_large_warns_no_wait_and_same_schedule(tmp_path: Path) -> 
     assert html.count("<b>Warning:</b> all 2 runs produced the same schedule") == 1
 
 
+def test_a_preempted_job_waited_so_no_no_wait_warning(tmp_path: Path) -> None:
+    # One 1-GPU node, SRTF (shortest remaining time first, preemptive): j0 (100 s) runs
+    # from 0; j1 (10 s) arrives at 5 with less left than j0's 95 s, so it starts at
+    # once and j0 waits from 5 to 15. Every first start is on arrival, yet j0 waited:
+    # the "no job waited" warning (cluster too large) must not be printed.
+    store = _store(tmp_path, [(0, 100, 1), (5, 10, 1)])
+    args = ["replay", "run", "--source", "x", "--store", str(store), "--gpus", "1x1"]
+    result = runner.invoke(app, [*args, "--policy", "srtf"])
+    assert result.exit_code == 0, result.stderr
+    jobs = scan(store, "replay_jobs", ["x"]).collect().sort("job_id")
+    assert jobs["queue_s"].to_list() == [0.0, 0.0]
+    assert jobs["finish_time_s"].to_list() == [110.0, 15.0]
+    assert "no job waited" not in result.stderr
+
+
 def test_jobs_dropped_as_unfit_are_counted_with_the_reason(tmp_path: Path) -> None:
     # a 2-GPU job on one 1-GPU node can never run: dropped, the 1-GPU job runs.
     store = _store(tmp_path, [(0, 100, 2), (0, 10, 1)])

@@ -234,6 +234,10 @@ class FitProbe:
 class Engine:
     """One replay: a workload on a cluster under (admission, scheduling, placement)."""
 
+    reassign_in_instant = True
+    """A job stopped and restarted in one instant only had its GPUs reassigned (not a
+    preemption). False in the live executor: there the stop killed a worker."""
+
     def __init__(
         self,
         workload: Workload,
@@ -285,6 +289,10 @@ class Engine:
         self.first_speed: list[float] = [1.0] * n
         """Speed of the GPU model(s) of each job's first placement (heterogeneity)."""
         self.preemptions: list[int] = [0] * n
+        self.stopped_now: dict[int, float] = {}
+        """Job -> instant of its last preemption: in simulation a job restarted in the
+        instant it was stopped was not preempted (see :meth:`try_start`); the live
+        executor, whose stop kills a real worker, keeps nothing here."""
         self.first_nodes: list[int] = [0] * n
         self.alloc: dict[int, Parts] = {}
         """Running jobs -> their allocation (keys = the running set)."""
@@ -404,6 +412,14 @@ class Engine:
         alloc[j] = parts
         self.waiting -= 1
         self.waiting_milli -= demand
+        if self.stopped_now.pop(j, None) == now:
+            # stopped and restarted in one instant (a later job of the same pass freed
+            # more than it needed): its GPUs were only reassigned, as in the Tiresias
+            # simulator's re-placement at every event; no preemption, no restore
+            self.remaining[j] -= self.options.restore_s
+            self.overhead[j] -= self.options.restore_s
+            self.preemptions[j] -= 1
+            self.total_preemptions -= 1
         if self._departures:
             end = now + self.remaining[j] * slow
             self.end_time[j] = end
@@ -559,6 +575,8 @@ class Engine:
         self._stop(j)
         self.remaining[j] = max(0.0, self.remaining[j] - elapsed / self.slow[j])
         self.remaining[j] += self.options.restore_s
+        if self.reassign_in_instant:
+            self.stopped_now[j] = self.now
         paid = min(self.overhead[j], elapsed / self.slow[j])
         self.overhead[j] += self.options.restore_s - paid
         self.version[j] += 1

@@ -1,7 +1,8 @@
 """Sanity warnings on replay results: signs that a comparison cannot show what its
 reader will take it to show.
 
-- **No job waited** in any run of an experiment: the cluster is so large for the
+- **No job waited** (none queued before its first start, none preempted) in any run
+  of an experiment: the cluster is so large for the
   workload that every policy starts every job on arrival (openb on its own inventory
   ran at 0.3 % allocation and all 12 policy x placement runs were identical).
 - **Every run produced the same schedule** (each job's start and end equal in every
@@ -38,7 +39,10 @@ def warnings(runs: pl.DataFrame, jobs: pl.DataFrame) -> list[str]:
     mine = jobs.filter(pl.col("run_id").is_in(ids))
     placed = mine.filter(pl.col("outcome").is_in(["finished", "unfinished"]))
     waited = placed.filter(pl.col("queue_s") > 0).height
-    if placed.height and not waited:
+    # queue_s ends at a job's first start: a preempted job waits after it (SRTF, LAS
+    # start every arrival at once and preempt), so preemptions are waits too
+    preempted = runs["preemptions"].sum() if "preemptions" in runs.columns else 0
+    if placed.height and not waited and not preempted:
         alloc = runs["alloc_mean_ratio"].mean() if "alloc_mean_ratio" in runs.columns else None
         at = f" (mean allocation {alloc:.1%})" if isinstance(alloc, float) else ""
         out.append(

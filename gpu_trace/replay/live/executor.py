@@ -130,6 +130,8 @@ class LiveEngine(Engine):
     it is its own :class:`~gpu_trace.replay.engine.Clock`.
     """
 
+    reassign_in_instant = False  # a stop kills the worker: a restart pays its restore
+
     simulated = False
 
     def __init__(

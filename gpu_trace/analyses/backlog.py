@@ -43,18 +43,6 @@ TS = pl.Datetime("us", "UTC")
 TOP_N = 10
 
 
-def parse_as_of(text: str) -> dt.datetime:
-    """``--as-of``: an ISO-8601 time (``2026-03-01T12:00:00Z``; no offset = UTC)."""
-    try:
-        when = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        msg = f"--as-of {text!r} is not an ISO-8601 time (2026-03-01T12:00:00Z)"
-        raise ValueError(msg) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.astimezone(dt.UTC)
-
-
 def _group(by: str) -> tuple[list[pl.Expr], list[str]]:
     """The column(s) ``by`` adds to the source and cluster, as expressions and names."""
     if by not in BY_CHOICES:

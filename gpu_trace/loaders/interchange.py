@@ -80,6 +80,30 @@ def _canonical(good: pl.LazyFrame, source: str, dataset: str, exprs: list[pl.Exp
     )
 
 
+def jobs_batch(
+    source: str,
+    dataset: str,
+    file: Any,
+    info: Any,
+    parsed: pl.LazyFrame,
+    rows: pl.LazyFrame,
+    metadata: dict[str, str],
+) -> Batch:
+    """The ``jobs`` batch of one job file of another simulator's format: its canonical
+    rows, and the lines that failed a check (a ``REASON``) as quarantine rows; the
+    cluster is named after the format (these files name none).
+    """
+    bad = quarantine_rows(
+        parsed.filter(pl.col(REASON).is_not_null()),
+        source=source,
+        dataset=dataset,
+        cluster=source,
+        table="jobs",
+        file=file,
+    )
+    return Batch("jobs", dataset, info, rows, bad, cluster=source, metadata=metadata)
+
+
 def _checked(parsed: pl.LazyFrame, names: tuple[str, ...], time_col: str) -> pl.LazyFrame:
     """Quarantine rows whose numbers no trace can hold: every numeric field (counts,
     times, durations, iterations / steps) must be finite and not negative, and the
@@ -137,23 +161,8 @@ class ChronusLoader:
                     pl.col("num_gpu").alias("gpus_raw"),
                 ],
             )
-            bad = quarantine_rows(
-                parsed.filter(pl.col(REASON).is_not_null()),
-                source=self.name,
-                dataset=dataset,
-                cluster=self.name,
-                table="jobs",
-                file=f,
-            )
-            yield Batch(
-                "jobs",
-                dataset,
-                info,
-                rows,
-                bad,
-                cluster=self.name,
-                metadata={"time_basis": "relative"},
-            )
+            meta = {"time_basis": "relative"}
+            yield jobs_batch(self.name, dataset, f, info, parsed, rows, meta)
 
 
 class GavelLoader:
@@ -199,19 +208,11 @@ class GavelLoader:
                     pl.col("scale_factor").alias("gpus_raw"),
                 ],
             )
-            bad = quarantine_rows(
-                parsed.filter(pl.col(REASON).is_not_null()),
-                source=self.name,
-                dataset=dataset,
-                cluster=self.name,
-                table="jobs",
-                file=f,
-            )
             meta = {
                 "time_basis": "relative",
                 "step_s": "unknown" if step_s is None else str(step_s),
             }
-            yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)
+            yield jobs_batch(self.name, dataset, f, info, parsed, rows, meta)
 
 
 def _step_s(text: str) -> float:

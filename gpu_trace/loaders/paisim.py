@@ -33,13 +33,12 @@ import polars as pl
 
 from gpu_trace.errors import InputError, UsageError
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.interchange import _canonical, _seconds
+from gpu_trace.loaders.interchange import _canonical, _seconds, jobs_batch
 from gpu_trace.loaders.textfile import (
     REASON,
     FieldSpec,
     file_info,
     parse_fields,
-    quarantine_rows,
     read_header,
     scan_lines,
 )
@@ -141,20 +140,12 @@ class PaiSimLoader:
                     pl.col("num_cpu").alias("cpus"),
                 ],
             )
-            bad = quarantine_rows(
-                parsed.filter(pl.col(REASON).is_not_null()),
-                source=self.name,
-                dataset=dataset,
-                cluster=self.name,
-                table="jobs",
-                file=f,
-            )
             meta = {
                 "time_basis": "relative",
                 "arrival_rate": "file" if arrival_rate is None else str(arrival_rate),
                 "arrival_interval_s": str(arrival_interval_s),
             }
-            yield Batch("jobs", dataset, info, rows, bad, cluster=self.name, metadata=meta)
+            yield jobs_batch(self.name, dataset, f, info, parsed, rows, meta)
 
 
 def _rate(text: str) -> int:

@@ -254,3 +254,52 @@ def test_write_twice_in_one_transaction_raises(store: Path) -> None:
         tx.write("jobs", jobs(3, "a"), source="t", dataset="a")
     assert read_table(store, "jobs").num_rows == 1
     assert hidden(store) == ["gen-00000001"]  # the failed transaction committed nothing
+
+
+def test_second_interrupt_during_cleanup_still_removes_staging(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Ctrl-C can raise KeyboardInterrupt twice (polars raises it from inside a sink,
+    Python again from the same pending signal). The second one landing inside the
+    clean-up's ``rmtree`` must not leave half a staging folder behind."""
+    write(store, "a", 1)
+    real_rmtree = shutil.rmtree
+    calls: list[str] = []
+
+    def rmtree_cut_short(path: str | os.PathLike[str], *args: object, **kw: object) -> None:
+        calls.append(str(path))
+        if len(calls) == 1:  # remove part of the folder, then the second interrupt lands
+            real_rmtree(next(Path(path).iterdir()))
+            raise KeyboardInterrupt
+        real_rmtree(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree_cut_short)
+    with pytest.raises(KeyboardInterrupt), StoreTransaction(store) as tx:
+        tx.write("jobs", jobs(2, "b"), source="t", dataset="b")
+        raise KeyboardInterrupt
+    assert len(calls) == 2 and re.search(r"/\.tx-\d+-[0-9a-f]+$", calls[0])
+    assert hidden(store) == ["gen-00000001"]
+    assert read_table(store, "jobs").num_rows == 1
+
+
+def test_transaction_never_closed_is_swept_at_exit(store: Path) -> None:
+    """A Ctrl-C landing as a transaction leaves its ``with`` block, before its own
+    clean-up runs: the process still removes its staging folder on the way out."""
+    write(store, "a", 1)
+    code = (
+        "import sys, polars as pl\n"
+        "from pathlib import Path\n"
+        "from gpu_trace.store.parquet import StoreTransaction\n"
+        "from tests.test_store_atomic import jobs\n"
+        "tx = StoreTransaction(Path(sys.argv[1])).__enter__()\n"
+        "tx.write('jobs', jobs(2, 'b'), source='t', dataset='b')\n"
+        "assert any(p.name.startswith('.tx-') for p in Path(sys.argv[1]).iterdir())\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "-c", code, str(store)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+    assert hidden(store) == ["gen-00000001"]

@@ -397,6 +397,23 @@ def _fsync_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
             pass  # re-raises the first OSError
 
 
+def remove_tree(path: Path) -> None:
+    """Remove a folder completely even if Ctrl-C arrives meanwhile, then re-raise the
+    interrupt. One Ctrl-C can raise twice: polars raises ``KeyboardInterrupt`` from
+    inside a sink and Python raises it again from the same pending signal a moment
+    later, which would otherwise cut ``rmtree`` short and leave half a folder behind.
+    """
+    interrupted = False
+    while True:
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+
+
 def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
     """Publish the current generation plus ``files`` (store-relative path -> staged
     file, moved) as the next generation; returns its folder.
@@ -425,7 +442,7 @@ def commit_generation(store: Path, files: Mapping[PurePosixPath, Path]) -> Path:
             new = store / gen_name((cur or 0) + 1)
             build.rename(new)
         except BaseException:
-            shutil.rmtree(build, ignore_errors=True)
+            remove_tree(build)
             raise
         _fsync_path(store)
         _swap_current(store, new.name)

@@ -19,9 +19,9 @@ the same guarantees:
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +40,7 @@ from gpu_trace.store.generations import (
     commit_generation,
     is_generation,
     needs_repair,
+    remove_tree,
     repair,
     snapshot_root,
     store_lock,
@@ -219,14 +220,34 @@ def ensure_layout(store: Path, *, publish: bool = True) -> list[Table]:
             files[rel] = tx_dir / rel
         commit_generation(store, files)
     finally:
-        shutil.rmtree(tx_dir, ignore_errors=True)
+        _remove_tx_dir(tx_dir)
     return []
+
+
+_OPEN_TX_DIRS: set[Path] = set()
+"""This process's staging folders not yet removed. Swept at interpreter exit: a Ctrl-C
+can land while a transaction is leaving its ``with`` block, before its own clean-up."""
 
 
 def _new_tx_dir(store: Path) -> Path:
     path = store / f".tx-{os.getpid()}-{uuid.uuid4().hex}"
+    _OPEN_TX_DIRS.add(path)  # before mkdir: an interrupt between the two still sweeps it
     path.mkdir(parents=True)
     return path
+
+
+def _remove_tx_dir(path: Path) -> None:
+    try:
+        remove_tree(path)
+    finally:
+        _OPEN_TX_DIRS.discard(path)
+
+
+@atexit.register
+def _sweep_open_tx_dirs() -> None:
+    mine = f".tx-{os.getpid()}-"  # a forked child leaves its parent's folders alone
+    for path in [p for p in _OPEN_TX_DIRS if p.name.startswith(mine)]:
+        _remove_tx_dir(path)
 
 
 @dataclass
@@ -367,10 +388,10 @@ class StoreTransaction:
 
     def abort(self) -> None:
         """Drop the staged files and the transaction's folder."""
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
         self.staged.clear()
+        if self._dir is not None:
+            path, self._dir = self._dir, None
+            _remove_tx_dir(path)
 
 
 def _polars_arrow_type(t: pa.DataType) -> pa.DataType:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gpu_trace.version import __version__
 
 if TYPE_CHECKING:
     from gpu_trace import analyses as analyses

@@ -53,8 +53,10 @@ sections and column headers are generated from it.
 
 A loader yields `Batch`es like every built-in one (`gpu_trace/loaders/base.py` checks rows
 read = written + quarantined); an analysis' `run(inputs, options)` returns a frame from
-the store's `Inputs`, its `chart(frame)` an altair chart (the report shows the table and
-the chart) and its `glossary` the (label, meaning) of each output column; a policy is a
+the store's `Inputs`, its optional `chart(frame)` an altair chart (the report shows the
+table and the chart; the built-in analyses' charts are the report's own,
+`gpu_trace/reports/analysis_charts.py`) and its `glossary` the (label, meaning) of each
+output column; a policy is a
 class with a `Config` dataclass (see `docs/replay.md`). An unknown name fails in one place,
 `gpu_trace.plugins.lookup`, with the known names.
 """

@@ -1,8 +1,10 @@
 """The import graph of ``gpu_trace``, built from the source with ``ast`` (nothing is imported).
 
-Edges are module-level imports, including ``from . import x`` and imports inside module-level
-``try`` / ``if`` blocks; imports under ``if TYPE_CHECKING:`` and inside functions are left out,
-because they do not run when the importing module is loaded and so cannot form a load-time cycle.
+By default edges are module-level imports, including ``from . import x`` and imports inside
+module-level ``try`` / ``if`` blocks: what runs when the importing module is loaded (the
+load-time graph, for cycles). With ``functions=True`` imports inside functions and methods
+count too (the dependency graph, for layering: a lazy import is still a dependency).
+Imports under ``if TYPE_CHECKING:`` are left out of both.
 """
 
 from __future__ import annotations
@@ -46,6 +48,22 @@ def _module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]
                 yield from _module_level(handler.body)
 
 
+def _anywhere(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement in ``body`` at any depth (functions, classes, blocks), except
+    under ``if TYPE_CHECKING:``."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _anywhere(node.orelse)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    yield from _anywhere([child])
+                elif isinstance(child, ast.excepthandler):
+                    yield from _anywhere(child.body)
+
+
 def _resolve(name: str, known: dict[str, Path]) -> str | None:
     """The longest known module that ``name`` is or lies in."""
     while name:
@@ -55,11 +73,15 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
     return None
 
 
-def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The ``gpu_trace`` modules that ``module`` imports when it is loaded."""
+def imports_of(
+    module: str, path: Path, known: dict[str, Path], *, functions: bool = False
+) -> set[str]:
+    """The ``gpu_trace`` modules that ``module`` imports when it is loaded (and, with
+    ``functions``, inside its functions too)."""
     is_package = path.name == "__init__.py"
     out: set[str] = set()
-    for node in _module_level(ast.parse(path.read_text(encoding="utf-8")).body):
+    walk = _anywhere if functions else _module_level
+    for node in walk(ast.parse(path.read_text(encoding="utf-8")).body):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -80,13 +102,14 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     return out
 
 
-def graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the modules it imports at load time. Importing ``a.b.c`` also loads the
-    packages ``a`` and ``a.b``, so those are edges too."""
+def graph(root: Path, *, functions: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules it imports at load time (with ``functions``: anywhere).
+    Importing ``a.b.c`` also loads the packages ``a`` and ``a.b``, so those are edges
+    too."""
     known = module_files(root)
     edges: dict[str, set[str]] = {}
     for module, path in known.items():
-        targets = imports_of(module, path, known)
+        targets = imports_of(module, path, known, functions=functions)
         for target in list(targets):
             parts = target.split(".")
             for i in range(1, len(parts)):

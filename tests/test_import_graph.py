@@ -1,8 +1,8 @@
-"""The package's import graph has no cycles between subpackages, and none between modules.
+"""The package's import graph: subpackages in layers (no upward import, even a lazy one
+inside a function), no cycles between subpackages, none between modules at load time.
 
-The graph comes from the source (``tests/import_graph.py``: ast, module-level imports only,
-``TYPE_CHECKING`` blocks left out), so a cycle is caught even when today's import order
-happens to work.
+The graph comes from the source (``tests/import_graph.py``: ast, ``TYPE_CHECKING`` blocks
+left out), so a cycle is caught even when today's import order happens to work.
 """
 
 from __future__ import annotations
@@ -22,8 +22,41 @@ def _describe(edges: dict[str, set[str]], component: list[str]) -> str:
     return f"{' -> '.join(there)} and back: {' -> '.join(back)}"
 
 
+LAYERS: dict[str, int] = {
+    # foundations: no gpu_trace imports, or only each other
+    "version": 0, "errors": 0, "schemas": 0, "formats": 0, "values": 0,
+    "command_index": 0, "generated_text": 0, "progress": 0,
+    "plugins": 1, "column_units": 1, "display": 1,
+    "store": 2, "datasets": 2,
+    "loaders": 3, "settings": 3,
+    "telemetry": 4, "synth": 4,
+    "analyses": 5,
+    "replay": 6,  # scores runs with the analyses' own measures (failures, power, sharing)
+    "reports": 7, "api": 7, "plugin_docs": 7,  # consumers of everything below
+    "cli": 8, "__main__": 8, "gpu_trace": 8,  # the package's __init__ is the public API
+}  # fmt: skip
+"""Rank of each subpackage and top-level module (``tests/import_graph.subpackage``): a
+module may import only from its own or a lower rank. A new subpackage must be placed
+here. Reports own how analyses are drawn (``reports/analysis_charts.py``), so no
+analysis imports a report module; the version lives in ``gpu_trace.version`` so the
+writer does not import the package's API ``__init__``."""
+
+
+def test_no_upward_imports_even_inside_functions() -> None:
+    edges = ig.graph(ROOT, functions=True)
+    groups = {ig.subpackage(m) for m in edges}
+    assert sorted(groups - LAYERS.keys()) == [], "place new subpackages in LAYERS"
+    upward = sorted(
+        f"{src} -> {dst}"
+        for src, targets in edges.items()
+        for dst in targets
+        if LAYERS[ig.subpackage(dst)] > LAYERS[ig.subpackage(src)]
+    )
+    assert upward == []
+
+
 def test_no_cycles_between_subpackages() -> None:
-    edges = ig.graph(ROOT)
+    edges = ig.graph(ROOT, functions=True)
     packages = ig.subpackage_graph(edges)
     found = ig.cycles(packages)
     detail = []
@@ -45,8 +78,9 @@ def test_no_cycles_between_modules() -> None:
 
 def test_the_graph_sees_the_import_forms(tmp_path: Path) -> None:
     """A hand-made package with a cycle made of each import form the checker must see
-    (absolute, ``from . import x``, ``from .. import``), plus the forms it must ignore
-    (``TYPE_CHECKING`` and function-level imports)."""
+    (absolute, ``from . import x``, ``from .. import``), plus the forms the load-time
+    graph ignores (``TYPE_CHECKING`` and function-level imports; the dependency graph
+    sees the function-level one)."""
     pkg = tmp_path / "gpu_trace"
     (pkg / "a").mkdir(parents=True)
     (pkg / "b").mkdir()
@@ -72,6 +106,11 @@ def test_the_graph_sees_the_import_forms(tmp_path: Path) -> None:
     assert edges["gpu_trace.b.two"] == {"gpu_trace.b.three"}
     assert edges["gpu_trace.b.three"] == set()
     assert ig.cycles(edges) == []
+    # The dependency graph sees the import inside f() (a lazy import is still a
+    # dependency, so b -> a is an upward edge for the layers), never TYPE_CHECKING's.
+    deps = ig.graph(tmp_path, functions=True)
+    assert deps["gpu_trace.b.three"] == {"gpu_trace.a", "gpu_trace.a.one"}
+    assert ig.cycles(ig.subpackage_graph(deps)) == [["a", "b"]]
     # One real module-level import back closes the loop a -> b -> a (through the package
     # gpu_trace.a too: importing a.one runs a/__init__.py first, which imports one).
     (pkg / "b/three.py").write_text("from gpu_trace.a import one\n")

@@ -181,13 +181,6 @@ def _run(inputs: Any, options: AccountingOptions) -> pl.LazyFrame:
     return usage(with_group(inputs.clipped_jobs, by), by)
 
 
-def _chart(frame: pl.DataFrame) -> Any:
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    key = next(k for k in GROUP_BY if k in frame.columns)
-    return charts.accounting_usage(frame, key)
-
-
 #: Header label and meaning of the columns (docs/metrics.md, "Accounting").
 GLOSSARY = {
     "account": ("account", "accounting / charge group (Slurm Account)"),
@@ -242,6 +235,5 @@ PLUGIN = AnalysisPlugin(
     options=AccountingOptions,
     title="Accounting",
     glossary=GLOSSARY,
-    chart=_chart,
     rank=75,
 )

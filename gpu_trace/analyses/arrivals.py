@@ -129,7 +129,7 @@ def _run(inputs: Any, options: ArrivalsOptions) -> pl.LazyFrame:
     return hourly_profile(jobs, inputs.tz)
 
 
-# No chart: the report shows the weekly heatmap (weekly_heatmap_chart) in its own section.
+# No chart of its own: the report draws the weekly heatmap in its own section.
 PLUGIN = AnalysisPlugin(
     name="arrivals",
     help="Submissions per local hour of day (and day of week), in each trace's time zone; "
@@ -137,10 +137,3 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=ArrivalsOptions,
 )
-
-
-def weekly_heatmap_chart(frame: pl.DataFrame) -> Any:
-    """The report's weekday x hour heatmap of ``arrivals --weekly``."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.arrivals_heatmap(frame)

@@ -294,22 +294,6 @@ def _run(inputs: Any, options: BacklogOptions) -> pl.LazyFrame:
     return backlog_now(inputs.jobs, options.by, as_of=as_of)
 
 
-def series_chart(series: pl.DataFrame) -> Any:
-    """The report's chart of a :func:`backlog_series` frame (binned or not)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.backlog_series(series)
-
-
-def _chart(frame: pl.DataFrame) -> Any:
-    """The declared chart: GPUs pending per group at the as-of instant (the default
-    view); the report adds the series over time (:func:`series_chart`).
-    """
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.backlog_now(frame)
-
-
 GLOSSARY = {
     "pending_jobs": (
         "pending jobs",
@@ -334,7 +318,6 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=BacklogOptions,
     title="Backlog",
-    chart=_chart,
     glossary=GLOSSARY,
     rank=35,
 )

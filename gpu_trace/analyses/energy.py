@@ -357,13 +357,6 @@ def _run(inputs: Any, options: EnergyOptions) -> pl.DataFrame:
     return table if options.by is EnergyBy.job else energy_by(table, options.by.value)
 
 
-def energy_by_group_chart(frame: pl.DataFrame, group: str) -> Any:
-    """The report's chart of ``energy --by GROUP`` (kWh per group, by basis)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.energy_by_group(frame, group)
-
-
 #: Header label and meaning of the columns (docs/metrics.md, "Energy").
 GLOSSARY = {
     # Headers are looked up by column name across the report: `basis` also labels the

@@ -421,13 +421,6 @@ def _run(inputs: Any, options: FailuresOptions) -> pl.LazyFrame:
     return status_mix(jobs, options.by)
 
 
-def lost_by_cause_chart(frame: pl.DataFrame) -> Any:
-    """The report's chart of ``failures --by cause`` (lost GPU hours per cause)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.lost_by_cause(frame)
-
-
 #: Header label and meaning of the columns of ``--by cause`` and ``--mtbf`` (the ones the
 #: report shows; shared columns such as ``lost_gpu_hours`` are in ``reports/headers.py``).
 #: Definitions: docs/metrics.md, "Failures by cause and MTBF".

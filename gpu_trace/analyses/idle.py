@@ -213,12 +213,6 @@ def _run(inputs: Any, options: IdleOptions) -> pl.DataFrame:
     return idle_by(windows, inputs.jobs, options.by)
 
 
-def _chart(frame: pl.DataFrame) -> Any:
-    from gpu_trace.reports import telemetry_charts  # altair is loaded only for a report
-
-    return telemetry_charts.idle_bars(frame)
-
-
 #: Header label and meaning of the columns (docs/metrics.md, "Idle GPUs").
 GLOSSARY = {
     "held_gpu_hours": (
@@ -257,7 +251,6 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=IdleOptions,
     title="Idle GPUs (allocated but idle)",
-    chart=_chart,
     glossary=GLOSSARY,
     rank=55,
 )

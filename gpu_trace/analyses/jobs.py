@@ -142,20 +142,6 @@ def _run(inputs: Any, options: JobsOptions) -> pl.LazyFrame:
     return duration_quantiles(inputs.jobs, by=group)
 
 
-def duration_cdf_chart(frame: pl.DataFrame) -> Any:
-    """The report's chart of ``jobs --view cdf`` (run-time CDF, GPU vs CPU jobs)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.duration_cdf(frame)
-
-
-def size_shares_chart(frame: pl.DataFrame) -> Any:
-    """The report's chart of ``jobs --view sizes`` (job share vs GPU-time share)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.size_shares(frame)
-
-
 PLUGIN = AnalysisPlugin(
     name="jobs",
     help="Job durations (GPU vs CPU jobs, by size or GPU type) and sizes.",

@@ -192,12 +192,6 @@ def censored_note(table: pl.DataFrame) -> str | None:
     )
 
 
-def _chart(frame: pl.DataFrame) -> Any:
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.queue_by(frame, "size_bucket")
-
-
 PLUGIN = AnalysisPlugin(
     name="queueing",
     help="Queueing delay of GPU jobs by requested GPUs, GPU type, hour of submission, or "
@@ -205,7 +199,6 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=QueueingOptions,
     title="Queueing",
-    chart=_chart,
     glossary={
         "censored_jobs": (
             "censored waits",

@@ -305,19 +305,6 @@ def _sharing(inputs: Any, options: SharingOptions) -> pl.LazyFrame:
     return frame
 
 
-def _request_mix_chart(frame: pl.DataFrame) -> Any:
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.request_mix(frame)
-
-
-def fragmentation_chart(frame: pl.DataFrame) -> Any:
-    """The report's chart of :func:`fragmentation_by_type` (fragmented GPUs per type)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.fragmentation(frame)
-
-
 @dataclass(frozen=True)
 class FragmentationOptions:
     """`gpu-trace analyze fragmentation` options."""
@@ -343,7 +330,6 @@ SHARING = AnalysisPlugin(
     run=_sharing,
     options=SharingOptions,
     title="GPU sharing and fragmentation",
-    chart=_request_mix_chart,
     rank=80,
 )
 

@@ -95,12 +95,6 @@ def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
     return summary(jobs, by=by)
 
 
-def _chart(frame: pl.DataFrame) -> Any:
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.status_shares(frame)
-
-
 PLUGIN = AnalysisPlugin(
     name="summary",
     help="Cross-trace summary (Helios/Acme format): counts, run and queue times, GPUs per "
@@ -108,6 +102,5 @@ PLUGIN = AnalysisPlugin(
     run=_run,
     options=SummaryOptions,
     title="Summary",
-    chart=_chart,
     rank=10,
 )

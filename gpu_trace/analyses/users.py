@@ -125,13 +125,6 @@ def _run(inputs: Any, options: UsersOptions) -> pl.LazyFrame:
     return concentration(table, options.value, count="users" if options.by == "user" else "groups")
 
 
-def lorenz_chart(frame: pl.DataFrame) -> Any:
-    """The report's Lorenz curve of GPU time across users (from :func:`lorenz`)."""
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.lorenz(frame)
-
-
 #: Header label and meaning of the columns (docs/metrics.md, "user concentration").
 GLOSSARY = {
     "users": ("users", "users with jobs in the group (those with zero GPU hours included)"),

@@ -166,12 +166,6 @@ def _utilization(inputs: Any, options: UtilizationOptions) -> pl.LazyFrame:
     return series
 
 
-def _allocation_chart(frame: pl.DataFrame) -> Any:
-    from gpu_trace.reports import charts  # altair is loaded only for a report
-
-    return charts.allocation_series(frame)
-
-
 @dataclass(frozen=True)
 class PerJobOptions:
     """`gpu-trace analyze per-job` options."""
@@ -190,7 +184,6 @@ UTILIZATION = AnalysisPlugin(
     run=_utilization,
     options=UtilizationOptions,
     title="Utilization (allocation)",
-    chart=_allocation_chart,
     glossary={
         "capacity_basis": (
             "capacity basis",

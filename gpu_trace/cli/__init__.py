@@ -13,9 +13,9 @@ from typing import Annotated
 
 import typer
 
-from gpu_trace import __version__
 from gpu_trace.cli._boundary import INTERRUPTED, alert, fail, set_verbosity
 from gpu_trace.cli.lazy import table_group
+from gpu_trace.version import __version__
 
 HELP_WIDTH = (100, 120)
 """Narrowest and widest help (columns): below 100 columns typer's option tables cut

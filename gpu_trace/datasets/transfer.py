@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from gpu_trace import __version__
 from gpu_trace.datasets.registry import DataFile, Dataset
 from gpu_trace.errors import DatasetError
+from gpu_trace.version import __version__
 
 if TYPE_CHECKING:
     # Imported where a download starts: ``urllib.request`` costs ~50 ms, and every loader

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError, InputError
 from gpu_trace.loaders.merge import (
     MERGED_TABLES,
@@ -32,6 +31,7 @@ from gpu_trace.loaders.provenance import Manifests
 from gpu_trace.loaders.textfile import FileInfo
 from gpu_trace.schemas import QUARANTINE
 from gpu_trace.store.parquet import StoreTransaction, polars_schema
+from gpu_trace.version import __version__
 
 
 class ReconciliationError(GpuTraceError):

@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpu_trace import __version__
 from gpu_trace.errors import InputWarning
 from gpu_trace.loaders.textfile import FileInfo
+from gpu_trace.version import __version__
 
 GENERATOR = "gpu-trace synth"
 PREFIX = "gpu-trace-synth-"

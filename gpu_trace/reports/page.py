@@ -15,9 +15,9 @@ import duckdb
 import polars as pl
 import vl_convert as vlc
 
-from gpu_trace import __version__
 from gpu_trace.display import readable
 from gpu_trace.reports.headers import header
+from gpu_trace.version import __version__
 
 
 @cache

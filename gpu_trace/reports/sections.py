@@ -34,6 +34,7 @@ from gpu_trace.analyses.inputs import Inputs
 from gpu_trace.column_units import analysis_units
 from gpu_trace.display import unit_of
 from gpu_trace.reports import charts
+from gpu_trace.reports.analysis_charts import chart_of, declared_chart
 from gpu_trace.reports.page import Section, esc, table_html
 
 TOP_N = 10
@@ -83,14 +84,6 @@ def _empty(title: str, why: str) -> Section:
 def has_jobs(inp: Inputs) -> bool:
     """Whether the page's sources hold any job (energy per VC needs some)."""
     return bool(inp.jobs.select(pl.len()).collect().item())
-
-
-def declared_chart(plugin: plugins.AnalysisPlugin, frame: pl.DataFrame) -> Any:
-    """The chart ``plugin`` declares, of ``frame`` (its output with default options)."""
-    if plugin.chart is None:
-        msg = f"analysis {plugin.name!r} declares no chart"
-        raise plugins.PluginError(msg)
-    return plugin.chart(frame)
 
 
 def summary_section(inp: Inputs) -> Section:
@@ -241,7 +234,7 @@ def backlog_section(inp: Inputs) -> Section:
         "<p>GPU jobs submitted and not yet started, up to each cluster's as-of instant (its "
         "latest recorded time); waits of jobs still pending are waits so far.</p>",
     )
-    sec.charts.append(blg.series_chart(series))
+    sec.charts.append(charts.backlog_series(series))
     if now.height:
         sec.html += table_html(
             _rounded(now, 1), caption="Pending at the as-of instant, by partition"
@@ -274,7 +267,7 @@ def failures_energy_section(inp: Inputs) -> Section:
         sec.html += table_html(
             _rounded(causes), caption="Failed, cancelled, preempted and retried jobs by cause"
         )
-        sec.charts.append(fail.lost_by_cause_chart(causes))
+        sec.charts.append(charts.lost_by_cause(causes))
     rates = fail.mtbf(inp.jobs, inp.events, inp.gpu_samples).collect()
     if rates.height and (rates["node_hours"] > 0).any():
         sec.html += table_html(_rounded(rates), caption="Node-attributed failures and MTBF")
@@ -287,7 +280,7 @@ def failures_energy_section(inp: Inputs) -> Section:
                 _rounded(by_vc.head(TOP_N)),
                 caption=f"Energy by VC (top {TOP_N}; basis: telemetry, model or mixed)",
             )
-            sec.charts.append(en.energy_by_group_chart(by_vc.head(TOP_N), "vc"))
+            sec.charts.append(charts.energy_by_group(by_vc.head(TOP_N), "vc"))
     devices = en.device_energy(con)
     if devices.height:
         sec.html += table_html(_rounded(devices), caption="Energy per sampled GPU (power_w)")
@@ -310,11 +303,11 @@ def jobs_users_section(inp: Inputs) -> Section:
             _rounded(top, 2), caption=f"Top {TOP_N} users by GPU hours per cluster"
         )
     if cdf.height:
-        sec.charts.append(jb.duration_cdf_chart(cdf))
+        sec.charts.append(charts.duration_cdf(cdf))
     if sizes.height:
-        sec.charts.append(jb.size_shares_chart(sizes))
+        sec.charts.append(charts.size_shares(sizes))
     if conc.height:
-        sec.charts.append(usr.lorenz_chart(usr.lorenz(per_user).collect()))
+        sec.charts.append(charts.lorenz(usr.lorenz(per_user).collect()))
     if not sec.html and not sec.charts:
         sec.html = "<p>No jobs.</p>"
     return sec
@@ -330,7 +323,7 @@ def arrivals_section(inp: Inputs) -> Section:
         for s, tz in sorted(inp.tz.items())
     )
     sec = Section("Arrivals", f"<p>Local time per source — {zones}.</p>")
-    sec.charts.append(arr.weekly_heatmap_chart(weekly))
+    sec.charts.append(charts.arrivals_heatmap(weekly))
     return sec
 
 
@@ -359,7 +352,7 @@ def sharing_section(inp: Inputs) -> Section:
             _rounded(frag),
             caption=f"Expected fragmented GPUs on the empty cluster ({sizes['dataset'][0]} inventory)",
         )
-        sec.charts.append(shr.fragmentation_chart(frag))
+        sec.charts.append(charts.fragmentation(frag))
     return sec
 
 
@@ -432,8 +425,9 @@ def plugin_section(
                 f"all rows: gpu-trace analyze {plugin.name})"
             )
         sec = Section(title, table_html(_rounded(shown, units=units), caption=text, units=units))
-        if plugin.chart is not None and options is None:  # the chart is of the defaults
-            sec.charts.append(plugin.chart(frame))
+        draw = chart_of(plugin)
+        if draw is not None and options is None:  # the chart is of the defaults
+            sec.charts.append(draw(frame))
         return sec
 
     build.__name__ = f"{plugin.name}_section"
@@ -477,5 +471,5 @@ def plugin_sections() -> tuple[Callable[[Inputs], Section], ...]:
     return tuple(
         plugin_section(p)
         for p in plugins.analyses()
-        if p.chart is not None and p.name not in COMPOSED
+        if chart_of(p) is not None and p.name not in COMPOSED
     )

@@ -25,7 +25,6 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from gpu_trace import __version__
 from gpu_trace.analyses import jobs as jb
 from gpu_trace.analyses import sharing as shr
 from gpu_trace.analyses.inputs import Inputs
@@ -49,6 +48,7 @@ from gpu_trace.store.catalog import connect
 from gpu_trace.store.generations import reader_root
 from gpu_trace.store.parquet import ensure_layout
 from gpu_trace.store.scan import table_files
+from gpu_trace.version import __version__
 
 
 def credit(source: str) -> str:

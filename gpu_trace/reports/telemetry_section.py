@@ -16,6 +16,7 @@ from gpu_trace.analyses import power as pwr
 from gpu_trace.analyses import telemetry_series as ts
 from gpu_trace.analyses.idle import connection
 from gpu_trace.analyses.inputs import Inputs
+from gpu_trace.reports import charts
 from gpu_trace.reports import telemetry_charts as tc
 from gpu_trace.reports.page import Section, table_html
 from gpu_trace.store.generations import snapshot_root
@@ -68,7 +69,7 @@ def _job_energy(inp: Inputs, sec: Section) -> None:
     for by in ("user", group):
         table = en.energy_by(measured, by).sort("energy_kwh", descending=True)
         sec.html += table_html(table, caption=f"Energy from GPU telemetry by {by}")
-        sec.charts.append(en.energy_by_group_chart(table.head(TOP_JOBS), by))
+        sec.charts.append(charts.energy_by_group(table.head(TOP_JOBS), by))
 
 
 def telemetry_section(inp: Inputs) -> Section:

@@ -32,7 +32,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gpu_trace import __version__
 from gpu_trace.errors import SchemaMismatch, StoreError
 from gpu_trace.schemas import TABLES, Table
 from gpu_trace.store.generations import (
@@ -45,6 +44,7 @@ from gpu_trace.store.generations import (
     snapshot_root,
     store_lock,
 )
+from gpu_trace.version import __version__
 
 ROW_GROUP_SIZE = 256 * 1024
 """Rows per row group: large enough for good zstd ratios, small enough that DuckDB and

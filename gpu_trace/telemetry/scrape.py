@@ -34,12 +34,12 @@ from pathlib import Path
 
 import polars as pl
 
-from gpu_trace import __version__
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders.prometheus import SOURCE, parse
 from gpu_trace.loaders.telemetry_common import run_periodic
 from gpu_trace.loaders.textfile import LINE, RAW
 from gpu_trace.store.parquet import StoreTransaction, slug
+from gpu_trace.version import __version__
 
 MAX_BODY = 16 * 1024 * 1024
 """Default body cap: dcgm-exporter pages are tens of kB per GPU; 16 MiB is hundreds of

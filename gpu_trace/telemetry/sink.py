@@ -14,9 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
-from gpu_trace import __version__
 from gpu_trace.schemas import TABLES
 from gpu_trace.store.parquet import StoreTransaction, polars_schema, slug
+from gpu_trace.version import __version__
 
 
 @dataclass

@@ -2,7 +2,7 @@ r"""Independent record counts and the classifier of the ingest fuzz campaign.
 
 The harness must not trust the loaders it tests, so the expected record count of a
 mutated input is computed here from its bytes with the *documented* per-format rules
-(README "Data model", ``docs/trace-formats.md``, ``docs/telemetry-formats.md``), never
+(README "Data model", each format's own documentation: the trace READMEs, NVIDIA's nvidia-smi / DCGM docs, Prometheus' exposition format), never
 with our parsers. A line is a ``\n``-terminated byte run (a last line without ``\n``
 counts; ``\r`` is not a break), as every loader documents.
 

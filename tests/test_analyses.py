@@ -269,7 +269,7 @@ def test_real_openb(openb_store: Path) -> None:
 
 
 def test_reproduces_published_philly_runtime_percentiles() -> None:
-    """analyses.md §2: Philly runtimes (philly_runtime.csv) n = 83,154; median 1,186 s;
+    """HeliosArtifact's processed philly_runtime.csv: Philly runtimes (philly_runtime.csv) n = 83,154; median 1,186 s;
     p10 61 s; p90 12,860 s; mean 14,613 s; 9.7 % <= 60 s; 3.5 % >= 1 day."""
     path = SAMPLES / "processed" / "alibaba-v2020-analysis" / "philly_runtime.csv"
     runtimes = pl.read_csv(path)["runtime"].cast(pl.Float64)

@@ -42,7 +42,7 @@ PODS = _pods()
 
 
 def gpus(p: dict[str, str]) -> float:
-    """openb: GPUs requested = num_gpu x gpu_milli / 1000 (trace-formats.md)."""
+    """openb: GPUs requested = num_gpu x gpu_milli / 1000 (the cluster-trace-gpu-v2023 README)."""
     return int(p["num_gpu"]) * int(p["gpu_milli"]) / 1000
 
 

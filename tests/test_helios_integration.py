@@ -3,7 +3,7 @@
 The Helios loader and synthetic generator.
 
 Expected values are hand-computed from the fixtures (the three README rows of
-``docs/trace-formats.md`` 2.2, a ``jobname`` variant, a file of bad rows) or computed
+HeliosData's README, a ``jobname`` variant, a file of bad rows) or computed
 here with the standard library (csv, datetime, zipfile) from the real
 ``cluster_gpu_number.csv`` files and from the synthetic output, never read back from
 our own results.

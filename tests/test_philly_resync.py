@@ -3,7 +3,7 @@ read normally (resynchronization at the next job-object start); the count of rec
 read comes from the bytes, so a merge fails the ingest; an unrecoverable tail exits
 non-zero; a UTF-8 BOM is skipped.
 
-Every file here follows the byte layout of docs/trace-formats.md section 1.2: a JSON
+Every file here follows the byte layout that msr-fiddle/philly-traces documents for cluster_job_log: a JSON
 array of job objects whose first key is ``"status"``, written with ``", "`` and
 ``": "`` separators (one line) or pretty-printed."""
 

@@ -1,6 +1,6 @@
 """``gpu-trace datasets fetch``: put each file of a registered trace in place, verified.
 
-The contract (pooch's, see ``docs/style.md`` part 5):
+The contract (the one pooch, fatiando/pooch, keeps for its downloads):
 
 - **Explicit.** Only :func:`fetch` touches the network, and only when a file is not
   already in place and verified; nothing else in gpu-trace downloads anything.

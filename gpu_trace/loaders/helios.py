@@ -1,6 +1,6 @@
 """SenseTime Helios (S-Lab-System-Group/HeliosData): Slurm job logs and daily GPU counts.
 
-Inputs (``docs/trace-formats.md`` section 2), per cluster (Venus, Earth, Saturn, Uranus):
+Inputs (the trace's README, github.com/S-Lab-System-Group/HeliosData), per cluster (Venus, Earth, Saturn, Uranus):
 
 - ``cluster_log.csv`` -> ``jobs``, one row per Slurm job. Header present; columns are
   picked **by name** (the released files carry a ``jobname`` column the README omits,

@@ -1,6 +1,6 @@
 """Alibaba 2023 GPU-sharing trace "openb" (alibaba/clusterdata cluster-trace-gpu-v2023).
 
-Inputs (see ``docs/trace-formats.md`` section 4):
+Inputs (the trace's README, github.com/alibaba/clusterdata cluster-trace-gpu-v2023):
 
 - pod lists ``openb_pod_list_<variant>.csv``, 11 columns
   ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,

@@ -2,7 +2,7 @@
 
 Input: a folder with the seven headerless CSVs ``pai_<table>.csv`` (and their ``.header``
 files, beside them or in ``headers/``), or one of those CSVs. Any subset loads; what each
-file becomes (``docs/trace-formats.md`` section 3):
+file becomes (the trace's README, github.com/alibaba/clusterdata cluster-trace-gpu-v2020):
 
 =====================  ============================================  ==================
 file                   canonical table(s)                            dataset

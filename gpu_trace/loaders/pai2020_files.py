@@ -2,7 +2,7 @@
 columns, and the line-exact parsing every PAI table shares.
 
 The CSVs have no header line; their column names ship as one-line ``<table>.header``
-files, next to the CSV or in a ``headers/`` subfolder (``docs/trace-formats.md`` 3.2).
+files, next to the CSV or in a ``headers/`` subfolder (the trace's README, github.com/alibaba/clusterdata cluster-trace-gpu-v2020).
 The column lists below are the documented ones (3.3): a header file that says anything
 else is refused, and a missing one is replaced by the built-in list (recorded in the
 written files' metadata), so the real machine spec alone, or a folder without headers,
@@ -292,7 +292,7 @@ def open_input(csv: Path, spec: Spec) -> Input:
             raise InputError(
                 header,
                 f"columns {','.join(got)} differ from the documented "
-                f"{','.join(spec.names)} (docs/trace-formats.md 3.3)",
+                f"{','.join(spec.names)} (the trace's README: github.com/alibaba/clusterdata, cluster-trace-gpu-v2020)",
                 "line 1",
             )
         source = header.name if header.parent == csv.parent else f"headers/{header.name}"

@@ -1,6 +1,6 @@
 """Microsoft Philly (msr-fiddle/philly-traces): the unpacked ``trace-data/`` folder.
 
-Inputs (``docs/trace-formats.md`` section 1), all without file extensions:
+Inputs (the trace's README, github.com/msr-fiddle/philly-traces), all without file extensions:
 
 - ``cluster_job_log`` (required): one JSON array of jobs. It becomes ``jobs`` (one row
   per record) and ``placements`` (one row per attempt per machine), both in dataset

@@ -1,6 +1,6 @@
 """Philly's per-minute utilization CSVs -> ``gpu_samples`` and ``host_samples``.
 
-Three files, no extension (``docs/trace-formats.md`` section 1.3):
+Three files, no extension (the trace's README, github.com/msr-fiddle/philly-traces):
 
 - ``cluster_gpu_util``: ``time,machineId,gpu0_util,...,gpu7_util``. Values are
   nvidia-smi utilization in percent. Each becomes one ``gpu_samples`` row with metric

@@ -51,7 +51,7 @@ analysis_allo_discrete.csv)."""
 FGD_JUDGED = ("fgd", "best-fit", "random")
 
 PAI_PUBLISHED = {"fifo": 7918.0, "sjf": 5988.61}
-"""Mean JCT (s), PAI simulator, 20,000 jobs, 6,500 GPUs (docs/analyses.md section 2)."""
+"""Mean JCT (s), PAI simulator, 20,000 jobs, 6,500 GPUs (alibaba/clusterdata cluster-trace-gpu-v2020/simulator/README.md)."""
 
 PHILLY_PUBLISHED = {"fifo": 86072.0, "sjf": 34272.0, "srtf": 30683.0, "qssf": 37324.0}
 """Mean JCT (s), HeliosArtifact Philly table (Oct-Nov 2017, all VCs)."""

@@ -1,6 +1,6 @@
 """Synthetic canonical ``jobs`` frames for replay tests and benchmarks, vectorized.
 
-PAI-2020-like marginals (analyses.md §2): log-normal durations with median ~480 s and
+PAI-2020-like marginals (Weng et al., "MLaaS in the Wild", NSDI'22, and the trace's README): log-normal durations with median ~480 s and
 mean ~4,800 s, mostly 1-GPU jobs with a tail of 2-16 GPUs, Poisson arrivals at a rate
 chosen to load the given cluster to ``utilization`` on average.
 """

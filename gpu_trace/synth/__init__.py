@@ -2,7 +2,7 @@
 
 A generator writes files byte-compatible with the real trace (same names, columns,
 units, missing markers and quirks), so the very same loaders read them; distributions
-are calibrated to the published statistics in ``docs/analyses.md``. They feed the
+are calibrated to the published statistics with each trace (its README and paper; each module names its figures). They feed the
 loader tests and every benchmark.
 
 ``SYNTHS`` maps a family to ``"module:function"``; the function has the signature

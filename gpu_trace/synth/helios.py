@@ -3,9 +3,9 @@
 Writes ``data/<Cluster>/cluster_log.csv`` (with the ``jobname`` column the released
 files carry) and ``data/<Cluster>/cluster_gpu_number.csv`` for Venus, Earth, Saturn and
 Uranus, so ``gpu-trace ingest helios OUT`` reads them exactly as it reads the unzipped
-``data.zip``. Format: ``docs/trace-formats.md`` section 2.
+``data.zip``. Format: the trace's README, github.com/S-Lab-System-Group/HeliosData.
 
-Calibration (per cluster, from ``helios_cluster_summary.csv``, ``docs/analyses.md`` §2):
+Calibration (per cluster, from ``helios_cluster_summary.csv``, HeliosArtifact ``analysis``):
 
 - ``jobs`` is split across the clusters in the published proportions
   (246,708 / 872,886 / 1,753,078 / 490,309 of 3,362,981);

@@ -7,7 +7,7 @@ none), requests/limits with the quantity spellings seen in practice (``500m``, `
 ``4Gi``, ``512Mi``, ``1G``, ``128974848``), MIG devices, ``PodScheduled`` conditions,
 container states with exit codes and reasons (``Completed``, ``Error``, ``OOMKilled``),
 ``Evicted`` and ``DeadlineExceeded`` pods, pending pods. Sizes and durations follow the
-openb / Helios shapes (``docs/analyses.md``): mostly 1-GPU pods, heavy-tailed runs.
+openb / Helios shapes (the traces' READMEs): mostly 1-GPU pods, heavy-tailed runs.
 ``jobs`` is the number of pods. Same seed, same bytes.
 """
 

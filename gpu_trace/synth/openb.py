@@ -2,7 +2,7 @@
 
 Writes ``openb_pod_list_default.csv`` (the 11-column pod list) and the two node lists
 ``openb_node_list_all_node.csv`` / ``openb_node_list_gpu_node.csv`` exactly as upstream
-formats them (``docs/trace-formats.md`` section 4): same headers, LF endings, empty
+formats them (the trace's README, github.com/alibaba/clusterdata cluster-trace-gpu-v2023): same headers, LF endings, empty
 ``gpu_spec`` (the default list never fills it), empty ``scheduled_time`` for ``Pending``
 pods, empty ``model`` for CPU-only nodes, names ``openb-pod-0000`` zero-padded to at
 least four digits, and integer seconds from the first pod's creation (pod 0 at 0).

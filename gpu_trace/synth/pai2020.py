@@ -1,13 +1,13 @@
 """Synthetic Alibaba PAI 2020 traces, byte-compatible with ``cluster-trace-gpu-v2020``.
 
 Writes the seven headerless CSVs ``pai_<table>.csv`` and their one-line ``.header`` files
-exactly as upstream lays them out (``docs/trace-formats.md`` section 3): no header line,
+exactly as upstream lays them out (the trace's README, github.com/alibaba/clusterdata cluster-trace-gpu-v2020): no header line,
 LF endings, empty fields for missing values, times, counts and plans as floats with a
 trailing ``.0`` (``4550879.0``, ``1.0``, ``600.0``), ``plan_mem`` as MiB / 1024
 (``29.296875``), machine-metric times as integers (``6150435``), 24-hex job and machine
 names, 60-hex instance, worker and inst ids, 12-hex users, 32-hex groups.
 
-Calibration (``docs/analyses.md`` section 2 unless noted):
+Calibration (Weng et al., "MLaaS in the Wild", NSDI'22, and the trace's README, unless noted):
 
 - 1.2 tasks per job (``TASKS_PER_JOB``): ``FULL_SCALE_JOBS`` = 1,050,000 jobs give the
   published 1,260,920 tasks; 82 % of tasks request GPUs (1,037,085 of 1,260,920).

@@ -1,6 +1,6 @@
 """Synthetic Microsoft Philly traces, byte-compatible with the unpacked ``trace-data/``.
 
-Writes the five extension-less files of ``docs/trace-formats.md`` section 1 into
+Writes the five extension-less files of the trace's README, github.com/msr-fiddle/philly-traces, into
 ``out`` (so ``gpu-trace ingest philly out`` reads them unchanged):
 
 - ``cluster_job_log``: one JSON array on one line, written the way Python's
@@ -23,7 +23,7 @@ Why it looks the way it does:
   1 x 3, 3 x 2 and 13 x 0 GPUs, which is Qinghao-Hu's revised list, 3,205 GPUs. So an
   8-GPU job can land on a machine listed with 2 GPUs, and the loader's inferred
   inventories have something real to find.
-- Calibration comes from ``docs/analyses.md`` section 2 (the Philly row of the
+- Calibration comes from the published statistics (the Philly row of the
   AcmeTrace summary). Statuses are Pass/Killed/Failed 60.4/9.0/30.5%. GPUs per job
   have a median of 1 and a mean of about 1.93, up to 128. Run time (first start to
   last end) has a median of about 874 s and a mean of about 18,000 s (a heavy

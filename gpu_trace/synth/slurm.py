@@ -5,7 +5,7 @@ export (``JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submi
 Eligible,Start,End,Elapsed,Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,NodeList``), so
 ``gpu-trace ingest slurm OUT/sacct_jobs.psv`` reads it as it reads a real export.
 
-Calibration: the Helios Earth cluster (a Slurm cluster; ``docs/analyses.md`` section 2),
+Calibration: the Helios Earth cluster (a Slurm cluster; HeliosData's README and Hu et al., SC'21),
 reused through :mod:`gpu_trace.synth.helios`'s samplers: 48.9 % GPU jobs with mean 2.1
 GPUs (median 1, powers of two), GPU run times with median 234 s and mean 5,131 s, CPU run
 times median 1 s / mean 163 s, zero-inflated queueing with the published means, final

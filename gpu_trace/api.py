@@ -11,7 +11,9 @@ commit, even while an ingest publishes a newer one (open the store again to see 
   returns a polars DataFrame.
 - The analyses are plain functions over LazyFrames in :mod:`gpu_trace.analyses`
   (``gpu_trace.analyses.queueing.queue_by(s.jobs, "gpus")``); the most used ones are
-  also methods here (``s.summary()``, ``s.queueing()``, ...) with the CLI's defaults.
+  also methods here (``s.summary()``, ``s.queueing()``, ...) with the CLI's defaults,
+  and every declared analysis, plugins included, runs by name from its declaration:
+  ``s.analyze("accounting", by="account")``.
 
 Opening a folder that is not a store is an error: unlike the ingest path, the API never
 creates an empty store by accident (a mistyped path would otherwise read as zero rows).
@@ -19,14 +21,17 @@ creates an empty store by accident (a mistyped path would otherwise read as zero
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from gpu_trace import plugins
 from gpu_trace.analyses import backlog as blg
 from gpu_trace.analyses import failures as fail
 from gpu_trace.analyses import jobs as jb
@@ -151,6 +156,22 @@ class Store:
             return frame
         finally:
             con.close()
+
+    def analyze(self, name: str, **options: Any) -> pl.DataFrame:
+        """Any declared analysis (``gpu-trace analyze NAME``), built-in or plugin, run
+        from its declaration: ``options`` are its declared option fields (the CLI's
+        flags with ``_`` for ``-``; defaults as the CLI's), e.g.
+        ``s.analyze("queueing", by="hour")``. Same rows as the command prints.
+        """
+        plugin = plugins.lookup("analyses", name, {p.name: p for p in plugins.analyses()})
+        fields = {f.name for f in dataclasses.fields(plugin.options)}
+        unknown = sorted(set(options) - fields)
+        if unknown:
+            known = ", ".join(sorted(fields)) or "none"
+            msg = f"analysis {name!r} has no option {', '.join(unknown)} (its options: {known})"
+            raise GpuTraceError(msg)
+        frame: pl.LazyFrame | pl.DataFrame = plugin.run(self.inputs, plugin.options(**options))
+        return frame.lazy().collect()
 
     # The analyses with the CLI's defaults; each is one call into gpu_trace.analyses.
 

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
 
 import gpu_trace as gt
+from gpu_trace import plugins
+from gpu_trace.cli import app
 from gpu_trace.errors import GpuTraceError, QueryError
 from gpu_trace.loaders import LOADERS, ingest
 from tests.conftest import OPENB
@@ -74,3 +78,43 @@ def test_missing_store_is_refused_not_created(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(GpuTraceError, match="no store at"):
         gt.open(tmp_path / "empty")
+
+
+def _cli_frame(store: Path, out: Path, *args: str) -> pl.DataFrame | None:
+    """What ``gpu-trace analyze ARGS`` writes as Parquet (None: it refused)."""
+    result = CliRunner().invoke(
+        app, ["analyze", *args, "--store", str(store), "--format", "parquet", "-o", str(out)]
+    )
+    return pl.read_parquet(out) if result.exit_code == 0 else None
+
+
+def test_every_declared_analysis_runs_by_name_as_the_cli_does(
+    openb_store: Path, tmp_path: Path
+) -> None:
+    """``Store.analyze`` is built from the declarations: each analysis, with its declared
+    defaults, gives the rows ``gpu-trace analyze NAME`` writes (or refuses as it does)."""
+    s = gt.open(openb_store)
+    names = [p.name for p in plugins.analyses()]
+    assert len(names) >= 15
+    compared = 0
+    for name in names:
+        want = _cli_frame(openb_store, tmp_path / f"{name}.parquet", name)
+        if want is None:
+            with pytest.raises(GpuTraceError):
+                s.analyze(name)
+            continue
+        got = s.analyze(name)
+        assert_frame_equal(got, want, check_dtypes=False)
+        compared += 1
+    assert compared >= 10  # openb alone answers most analyses
+
+
+def test_analyze_options_are_the_declared_fields(openb_store: Path, tmp_path: Path) -> None:
+    s = gt.open(openb_store)
+    want = _cli_frame(openb_store, tmp_path / "q.parquet", "queueing", "--by", "gpu_type")
+    assert want is not None and want.height > 0
+    assert_frame_equal(s.analyze("queueing", by="gpu_type"), want, check_dtypes=False)
+    with pytest.raises(GpuTraceError, match=r"no option colour \(its options: by"):
+        s.analyze("queueing", colour="red")
+    with pytest.raises(GpuTraceError, match="did you mean"):
+        s.analyze("queuing")

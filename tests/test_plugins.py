@@ -248,3 +248,19 @@ def test_a_broken_installed_plugin_is_skipped_with_a_warning(
     assert "'broken' (no_such_module_xyz:PLUGIN" in lines[0] and "does not load" in lines[0]
     assert "'wrong'" in lines[1] and "is not a LoaderPlugin" in lines[1]
     assert "'openb' is already declared: skipped" in lines[2]
+
+
+def test_built_in_sections_name_declared_analyses() -> None:
+    """The analyses a built-in report section shows are declared ones (a renamed analysis
+    must not silently get a second section or none), and every other analysis with a
+    chart gets its own section."""
+    from gpu_trace.reports import sections
+    from gpu_trace.reports.analysis_charts import chart_of
+
+    declared = {p.name: p for p in plugins.analyses()}
+    assert sections.COMPOSED <= declared.keys()
+    assert {"summary", "failures", "energy", "sharing"} <= sections.COMPOSED
+    own = {b.__name__ for b in sections.plugin_sections()}
+    charted = {n for n, p in declared.items() if chart_of(p) is not None}
+    assert own == {f"{n}_section" for n in charted - sections.COMPOSED}
+    assert own  # accounting, idle: charts of their own, not composed

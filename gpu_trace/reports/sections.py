@@ -443,25 +443,29 @@ failures_section = plugin_section(
 """GPU hours lost to failed, cancelled and preempted jobs by size: ``analyze failures --lost
 --by gpus``."""
 
-COMPOSED = frozenset(
-    {"summary", "utilization", "queueing", "backlog", "failures", "energy", "jobs", "users"}
-    | {"arrivals", "sharing", "fragmentation"}
+SOURCE_SECTIONS_SHOWING: tuple[tuple[Callable[[Inputs], Section], tuple[str, ...]], ...] = (
+    (inventory_section, ()),
+    (summary_section, ("summary",)),
+    (utilization_section, ("utilization",)),
+    (queueing_section, ("queueing",)),
+    (backlog_section, ("backlog",)),
+    (failures_section, ("failures",)),
+    (failures_energy_section, ("failures", "energy")),
+    (jobs_users_section, ("jobs", "users")),
+    (arrivals_section, ("arrivals",)),
+    (sharing_section, ("sharing", "fragmentation")),
 )
-"""Analyses the sections above already show: their declared sections would repeat them."""
+"""The built-in sections of a source page, in order, each with the analyses it shows:
+the one declaration from which both the page and :data:`COMPOSED` follow."""
 
-SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = (
-    inventory_section,
-    summary_section,
-    utilization_section,
-    queueing_section,
-    backlog_section,
-    failures_section,
-    failures_energy_section,
-    jobs_users_section,
-    arrivals_section,
-    sharing_section,
+SOURCE_SECTIONS: tuple[Callable[[Inputs], Section], ...] = tuple(
+    build for build, _ in SOURCE_SECTIONS_SHOWING
 )
 """Analysis sections of a source page, in order."""
+
+COMPOSED = frozenset(name for _, shows in SOURCE_SECTIONS_SHOWING for name in shows)
+"""Analyses the built-in sections already show: their declared sections would repeat
+them (derived from :data:`SOURCE_SECTIONS_SHOWING`, never kept by hand)."""
 
 
 def plugin_sections() -> tuple[Callable[[Inputs], Section], ...]:

@@ -62,10 +62,11 @@ test-all: $(STAMP) ## Tests including slow ones
 samples: $(STAMP) ## Regenerate the synthetic job samples in data/samples/*/synthetic/
 	$(BIN)/python -m gpu_trace.synth.bundled .
 
-docs: $(STAMP) ## Regenerate docs/cli.md (from --help), docs/plugins.md (from the plugin declarations) and gpu_trace/command_index.py (the listing index)
+docs: $(STAMP) ## Regenerate docs/cli.md (from --help), docs/plugins.md and docs/analyses/ (from the plugin declarations) and gpu_trace/command_index.py (the listing index)
 	$(BIN)/python -m gpu_trace.cli.index_gen gpu_trace/command_index.py
 	$(BIN)/python -m gpu_trace.cli.docs docs/cli.md
 	$(BIN)/python -m gpu_trace.plugin_docs docs/plugins.md
+	$(BIN)/python -m gpu_trace.analysis_docs docs/analyses
 
 schemas: $(STAMP) ## Regenerate schemas/*.json and schemas/views.sql
 	$(BIN)/python -m gpu_trace.schemas.export schemas

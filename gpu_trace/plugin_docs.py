@@ -62,7 +62,8 @@ class with a `Config` dataclass (see `docs/replay.md`). An unknown name fails in
 """
 
 
-def _options(options: type[Any]) -> list[str]:
+def option_table(options: type[Any]) -> list[str]:
+    """A Markdown table of the declared options (a blank line first; none: empty)."""
     specs = plugins.option_specs(options)
     if not specs:
         return []
@@ -88,14 +89,14 @@ def render() -> str:
     """The whole of ``docs/plugins.md``."""
     out = [HEADER, "## Loaders (`gpu-trace ingest NAME PATH`)", ""]
     for p in plugins.builtins("loaders"):
-        out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
+        out += [f"### `{p.name}`", "", _first_line(p.help), *option_table(p.options), ""]
         if p.many_paths:  # e.g. pods and nodes in two files
             out += [f"`gpu-trace ingest {p.name} PATHS...`: one or more inputs.", ""]
         if p.options is plugins.NoOptions:
             out += ["No options but `--store`.", ""]
     out += ["## Analyses (`gpu-trace analyze NAME`)", ""]
     for p in sorted(plugins.builtins("analyses"), key=lambda p: p.rank):
-        out += [f"### `{p.name}`", "", _first_line(p.help), *_options(p.options), ""]
+        out += [f"### `{p.name}`", "", _first_line(p.help), *option_table(p.options), ""]
         if p.periods:
             out += ["Also `--period day|week|month`: one row per period (sreport-style).", ""]
         if p.glossary:

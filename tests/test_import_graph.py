@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "replay": 6,  # scores runs with the analyses' own measures (failures, power, sharing)
     "reports": 7, "api": 7, "plugin_docs": 7,  # consumers of everything below
     "cli": 8, "__main__": 8, "gpu_trace": 8,  # the package's __init__ is the public API
+    "analysis_docs": 8,  # runs the CLI to write docs/analyses/
 }  # fmt: skip
 """Rank of each subpackage and top-level module (``tests/import_graph.subpackage``): a
 module may import only from its own or a lower rank. A new subpackage must be placed

@@ -18,6 +18,7 @@ duplicate name is an error, never a silent override).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -360,6 +361,11 @@ class ClassedQueue:
         placement attempt; None = no such check."""
         self.groups: dict[Hashable, list[tuple[Any, int]]] = {}
         self.need: dict[Hashable, int] = {}
+        self.needs: list[int] = []
+        """Every group's need, ascending (groups are never dropped), and beside it
+        ``by_need`` the groups in that order: a pass reads only the groups that need
+        at most the free capacity (a bisection), not every shape ever seen."""
+        self.by_need: list[list[tuple[Any, int]]] = []
         self.size = 0
 
     def push(self, prio: Any, j: int) -> None:
@@ -369,7 +375,10 @@ class ClassedQueue:
         if h is None:
             h = self.groups[key] = []
             if self.need_of is not None:
-                self.need[key] = self.need_of(j)
+                want = self.need[key] = self.need_of(j)
+                at = bisect.bisect_right(self.needs, want)
+                self.needs.insert(at, want)
+                self.by_need.insert(at, h)
         heapq.heappush(h, (prio, j))
         self.size += 1
 
@@ -443,8 +452,8 @@ class ClassedQueue:
         so the key decides alone), one C-level operation per pick.
         """
         free = room()
-        need = self.need
-        live = [(h[0], need[k], h) for k, h in self.groups.items() if h and need[k] <= free]
+        n = bisect.bisect_right(self.needs, free)
+        live = [(h[0], w, h) for w, h in zip(self.needs[:n], self.by_need[:n], strict=True) if h]
         heapq.heapify(live)
         started = 0
         heappop, heapreplace = heapq.heappop, heapq.heapreplace

@@ -385,6 +385,19 @@ def replay_tiresias_side_5k() -> dict[str, object]:
     return out
 
 
+def replay_paisim_side_20k() -> dict[str, object]:
+    """The published PAI 2020 simulator and gpu-trace end to end on the same 20,000-job
+    CSV in its format (its README run: 6,500 GPUs on one node, 1,000 arrivals/min), FIFO
+    (= our fifo-skip) and SJF: our ingest + replay as two processes vs its process,
+    speed-ups and job-by-job agreement (bench/paisim_side.py). Target: >= 100x.
+    ``PAI_SIM`` = its ``simulator/`` folder, ``PAI_SIM_PYTHON`` = a Python with numpy
+    and matplotlib; without them only our side runs and the case says why.
+    """
+    from bench.paisim_side import side_by_side
+
+    return side_by_side()
+
+
 def replay_preemptive_100k(policy: str) -> dict[str, object]:
     """``policy`` on 100,000 PAI-like jobs over 2,000 GPUs (8-GPU nodes) at load 1.2."""
     from gpu_trace.replay import ReplayConfig, replay
@@ -1198,6 +1211,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "replay_fgd_openb_10seeds": replay_fgd_openb_10seeds,
     "replay_las_100k": replay_las_100k,
     "replay_tiresias_side_5k": replay_tiresias_side_5k,
+    "replay_paisim_side_20k": replay_paisim_side_20k,
     "replay_srtf_100k_2000gpus": replay_srtf_100k_2000gpus,
     "replay_tiresias_100k_2000gpus": replay_tiresias_100k_2000gpus,
     "replay_fifo_20k_8gpu_nodes": replay_fifo_20k_8gpu_nodes,

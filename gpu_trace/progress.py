@@ -51,6 +51,11 @@ def task(
         yield _noop
         return
     from rich.console import Console
+
+    console = console or Console(stderr=True)
+    if not shown(console):  # before rich.progress: output to a file or pipe never pays for it
+        yield _noop
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -60,10 +65,6 @@ def task(
         TimeElapsedColumn,
     )
 
-    console = console or Console(stderr=True)
-    if not shown(console):
-        yield _noop
-        return
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description}"),

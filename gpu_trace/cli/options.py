@@ -105,13 +105,14 @@ def check_sources(store: Path, names: list[str]) -> list[str]:
     when gpu-trace knows it (ingest it first) and a usage error with "did you mean"
     when it names nothing (``report -s nope`` must not build an empty report).
     """
-    from gpu_trace.loaders import LOADERS
     from gpu_trace.store.scan import store_sources
 
     have = store_sources(store)
     for name in names:
         if name in have:
             continue
+        from gpu_trace.loaders import LOADERS  # only to word the error (its import is not free)
+
         if name in LOADERS:
             msg = (
                 f"no data for source {name!r} in the store {store} "

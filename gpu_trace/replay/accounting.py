@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from gpu_trace.analyses import failures as fa
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import energy as en
 from gpu_trace.replay import faults as fl
@@ -51,6 +50,10 @@ def resolve_faults(store: Path | None, config: ReplayConfig) -> ReplayConfig:
         if store is None:
             msg = "--faults trace needs a store"
             raise GpuTraceError(msg)
+        # Imported here: the analyses package is only needed for trace-derived rates,
+        # and importing it cost every `replay run` ~0.1 s of start-up.
+        from gpu_trace.analyses import failures as fa
+
         src = [config.source]
         summary = fa.mtbf(
             scan(store, "jobs", src), scan(store, "events", src), scan(store, "gpu_samples", src)

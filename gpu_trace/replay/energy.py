@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from gpu_trace.analyses import power
 from gpu_trace.replay.engine import Engine
 from gpu_trace.replay.metrics import _integral
+
+if TYPE_CHECKING:
+    # Only for annotations: importing gpu_trace.analyses runs its package, every
+    # analysis module (~0.1 s), which a replay without --power never needs.
+    from gpu_trace.analyses import power
 
 F64 = npt.NDArray[np.float64]
 J_PER_KWH = 3.6e6
@@ -28,6 +32,8 @@ J_PER_KWH = 3.6e6
 
 def load_model(text: str) -> power.PowerModel:
     """``gpu-model`` = the built-in table, else a TOML file overriding it."""
+    from gpu_trace.analyses import power
+
     return power.load(None if text == "gpu-model" else Path(text))
 
 

@@ -23,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gpu_trace.analyses.sharing import task_classes
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
 from gpu_trace.replay.policies.base import EngineView, HasView, Parts
@@ -41,6 +40,10 @@ def class_arrays(
     npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]
 ]:
     """(GPUs per task, per-GPU milli, type mask, popularity) of the workload's classes."""
+    # Imported here: the analyses package is not needed by any other policy, and
+    # loading it at registry time cost every `replay run` start-up ~0.1 s.
+    from gpu_trace.analyses.sharing import task_classes
+
     cls = task_classes(jobs.lazy().select("gpus", "gpu_type")).collect()
     k = cls["task_gpus"].to_numpy().astype(np.int64)
     m = np.rint(cls["per_gpu"].to_numpy() * MILLI).astype(np.int64)

@@ -128,12 +128,6 @@ def _cpu_rows() -> pl.DataFrame:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known, not fixed: waiting jobs are grouped by GPU shape only, so a head "
-    "refused for its CPUs blocks same-GPU jobs asking fewer CPUs for the pass (CPU in "
-    "the shape key fixes it but cost +1.1 s CPU on the 20,000-job PAI side by side)",
-)
 @pytest.mark.parametrize("policy", ["fifo-skip", "sjf"])
 def test_a_job_refused_for_cpus_does_not_block_one_asking_fewer(policy: str) -> None:
     # The PAI simulator (alibaba/clusterdata cluster-trace-gpu-v2020/simulator,

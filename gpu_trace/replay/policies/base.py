@@ -328,12 +328,17 @@ def needs_estimates(name: str) -> bool:
 
 
 class ClassedQueue:
-    """Waiting jobs grouped by request shape, each group a heap by priority.
+    """Waiting jobs grouped by GPU request shape, each group a heap by priority.
 
     Within one scheduling pass resources only shrink, so once the best job of a group
-    does not fit, no job of that group fits for the rest of the pass: a pass costs
-    O(starts x groups), not O(queue). ``fill`` starts jobs best-first across groups and
-    is work-conserving: after it returns, no waiting job fits the free capacity.
+    does not fit, no job of that group needing as much CPU and memory fits for the rest
+    of the pass: on a GPU-only cluster (no CPU or memory enforced) the group is done, and
+    a pass costs O(starts x groups), not O(queue). Where CPUs or memory are enforced a
+    refused job rules out only the jobs of its group that ask at least as much of both;
+    the group's best job not ruled out is tried next (the PAI simulator tries every
+    waiting job; a job refused for its CPUs must not hold back one asking fewer).
+    ``fill`` starts jobs best-first across groups and is work-conserving: after it
+    returns, no waiting job fits the free capacity.
     """
 
     def __init__(
@@ -355,6 +360,11 @@ class ClassedQueue:
             # applies to any policy keyed so (SJF's queue), not only to those that ask.
             need_of = owner.need_milli
             self.room_of = owner.e.state.room_milli
+        self.cpu: Sequence[int] | None = None
+        self.mem: Sequence[int] | None = None
+        """CPU and memory each job asks (the engine's; zeros where not enforced)."""
+        if isinstance(owner, PolicyBase):
+            self.cpu, self.mem = owner.e.cpu_req, owner.e.mem_req
         self.need_of = need_of
         """Milli-GPU a job needs in all (the same for every job of a group), so that
         :meth:`fill` can pass over a group that cannot fit the free capacity without a
@@ -427,50 +437,90 @@ class ClassedQueue:
         if room is None:
             room = self.room_of
         if room is not None and self.need_of is not None:
-            return self._fill_room(try_start, room)
-        live = [(h[0], h) for h in self.groups.values() if h]
+            free = room()
+            n = bisect.bisect_right(self.needs, free)
+            pairs = zip(self.needs[:n], self.by_need[:n], strict=True)
+            return self._fill(try_start, [(h[0], w, h) for w, h in pairs if h], room)
+        return self._fill(try_start, [(h[0], 0, h) for h in self.groups.values() if h], None)
+
+    def _fill(
+        self,
+        try_start: Callable[[int], bool],
+        live: list[tuple[tuple[Any, int], int, list[tuple[Any, int]]]],
+        room: Callable[[], int] | None,
+    ) -> int:
+        """:meth:`fill` over ``live`` (each group's candidate, its milli-GPU need and
+        the group): the groups in play sit in a heap keyed by their candidate
+        (candidates are unique, so the key decides alone), one C-level operation per
+        pick. With ``room`` a group needing more than is free is passed over without
+        a placement attempt (the engine would refuse it first thing: same outcome).
+        """
         heapq.heapify(live)
+        free = room() if room is not None else None
+        refused: dict[int, list[tuple[int, int]]] = {}
         started = 0
         heappop, heapreplace = heapq.heappop, heapq.heapreplace
         while live:
-            top, best = live[0]
-            if try_start(top[1]):
-                heappop(best)
-                self.size -= 1
+            item, want, group = live[0]
+            if free is not None and want > free:
+                heappop(live)  # no job of the group fits the free GPUs
+                continue
+            if try_start(item[1]):
+                self._take(group, item)
                 started += 1
-                if best:
-                    heapreplace(live, (best[0], best))
-                else:
-                    heappop(live)
+                if room is not None:
+                    free = room()
             else:
+                asked = self._asked(item[1])
+                if asked is None:  # refused for its GPUs alone: the group is done
+                    heappop(live)
+                    continue
+                refused.setdefault(id(group), []).append(asked)
+            nxt = self._candidate(group, refused.get(id(group)))
+            if nxt is None:
                 heappop(live)
+            else:
+                heapreplace(live, (nxt, want, group))
         return started
 
-    def _fill_room(self, try_start: Callable[[int], bool], room: Callable[[], int]) -> int:
-        """:meth:`fill` with the free-capacity check: the same picks, in the same order.
-        The groups in play sit in a small heap keyed by their head (heads are unique,
-        so the key decides alone), one C-level operation per pick.
+    def _take(self, group: list[tuple[Any, int]], item: tuple[Any, int]) -> None:
+        """Remove a started job from its group (usually the head)."""
+        if group[0] == item:
+            heapq.heappop(group)
+        else:
+            group.remove(item)
+            heapq.heapify(group)
+        self.size -= 1
+
+    def _asked(self, j: int) -> tuple[int, int] | None:
+        """(CPU, memory) job ``j`` asks, where the cluster enforces them; None when it
+        asks none of either (nothing smaller could fit where it did not).
         """
-        free = room()
-        n = bisect.bisect_right(self.needs, free)
-        live = [(h[0], w, h) for w, h in zip(self.needs[:n], self.by_need[:n], strict=True) if h]
-        heapq.heapify(live)
-        started = 0
-        heappop, heapreplace = heapq.heappop, heapq.heapreplace
-        while live:
-            top, want, best = live[0]
-            if want <= free and try_start(top[1]):
-                heappop(best)
-                self.size -= 1
-                started += 1
-                free = room()
-                if best:
-                    heapreplace(live, (best[0], want, best))
-                else:
-                    heappop(live)
-            else:
-                heappop(live)
-        return started
+        if self.cpu is None or self.mem is None:
+            return None
+        c, m = self.cpu[j], self.mem[j]
+        return (c, m) if c or m else None
+
+    def _candidate(
+        self, group: list[tuple[Any, int]], refused: list[tuple[int, int]] | None
+    ) -> tuple[Any, int] | None:
+        """The group's best job not ruled out by a refusal of this pass (a job asking
+        at least the CPU and the memory of a refused one is refused too).
+        """
+        if not group:
+            return None
+        if not refused:
+            return group[0]
+        assert self.cpu is not None and self.mem is not None
+        cpu, mem = self.cpu, self.mem
+        best: tuple[Any, int] | None = None
+        for item in group:
+            c, m = cpu[item[1]], mem[item[1]]
+            if any(c >= rc and m >= rm for rc, rm in refused):
+                continue
+            if best is None or item < best:
+                best = item
+        return best
 
 
 class PolicyBase:

@@ -227,7 +227,14 @@ _CTRL_C = textwrap.dedent(
     from pathlib import Path
     import polars as pl
     from gpu_trace.replay.live.executor import LiveOptions, run_live
+    from gpu_trace.replay.live import executor
     from gpu_trace.replay.run import ReplayConfig
+    launch = executor.LiveEngine._launch
+    def launched(self, j):  # called through; the test waits for this line, not a guess
+        launch(self, j)
+        with open(Path(sys.argv[1]) / "launched", "a") as f:
+            f.write(f"{j} ")
+    executor.LiveEngine._launch = launched
     t0 = datetime(2020, 1, 1, tzinfo=UTC)
     jobs = pl.DataFrame({"job_id": ["a", "b", "c"], "submit_time": [t0] * 3,
                          "run_s": [600.0] * 3, "gpus": [1.0] * 3})
@@ -244,14 +251,17 @@ def test_ctrl_c_stops_every_worker_and_writes_results(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", _CTRL_C, str(run)], stdout=subprocess.PIPE, text=True
     )
-    deadline = time.monotonic() + 30
-    log = run / "workers.log"
-    while time.monotonic() < deadline and not (run / "input_jobs.parquet").exists():
-        time.sleep(0.1)
-    time.sleep(1.0)  # the two workers are running (60 s of wall time each)
+    # SIGINT once the executor has launched and recorded both workers (60 s of wall time
+    # each): a fixed sleep after the input file appeared was a guess that a busy machine
+    # can outlast (the interrupt then finds fewer than two attempts), and a worker
+    # process seen alone may not be recorded yet (Ctrl-C raises between the two)
+    log, launched = run / "workers.log", run / "launched"
+    while not (launched.exists() and len(launched.read_text().split()) >= 2):
+        assert proc.poll() is None, "the live run ended before its workers started"
+        time.sleep(0.05)
     assert log.exists()
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=300)  # its shutdown (grace 2 s) on a busy machine
     assert proc.returncode == 0 and out.strip() == "interrupted"
     jobs = by_job(pl.read_parquet(run / "replay_jobs.parquet"))
     assert {j["outcome"] for j in jobs.values()} == {"unfinished"}

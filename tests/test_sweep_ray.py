@@ -100,18 +100,50 @@ def test_runs_finishing_within_the_commit_interval_share_one_commit(
     assert sorted(sw.read_markers(tmp_path / "sw")) == sorted(runs["run_id"].to_list())
 
 
-def _task_pids() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            title = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if title.startswith(TASK_TITLE):
-            found.append(int(entry.name))
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root`` (this test's Ray: its raylet and workers are children
+    of the driver), read from ``/proc/<pid>/task/<tid>/children``. Scanning all of
+    ``/proc`` instead would find another pytest-xdist worker's Ray (or another user's)
+    and kill its task: that test then sees a retry it did not cause, and this one kills
+    nothing of its own.
+    """
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
     return found
+
+
+def _title(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _kill_mid_run(pid: int) -> bool:
+    """SIGKILL ``pid`` if it is still inside a sweep run, checked while it is stopped.
+
+    Ray titles a worker ``ray::sweep_run`` from the call of the task's function until it
+    returns (``ray._private.worker._changeproctitle``), before the result is stored and
+    sent to the driver. Read once and killed later, a worker (under load, seconds later)
+    may have sent its result, or finished that run and begun the next: the test then
+    kills a worker whose pid is in a marker. Stopped first, the title cannot change
+    before the kill.
+    """
+    os.kill(pid, signal.SIGSTOP)
+    if _title(pid).startswith(TASK_TITLE):
+        os.kill(pid, signal.SIGKILL)
+        return True
+    os.kill(pid, signal.SIGCONT)
+    return False
 
 
 def test_a_killed_worker_is_retried_and_every_run_is_stored_once(
@@ -127,20 +159,30 @@ def test_a_killed_worker_is_retried_and_every_run_is_stored_once(
         "test",
     )
     killed: list[int] = []
+    done = threading.Event()
 
     def killer() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
-            pids = _task_pids()
-            if pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
+        # until the sweep returns, however long a busy machine makes it (no deadline);
+        # only a worker's first run of this sweep: one that finished a run before the
+        # kill would rightly have its pid in that run's marker
+        ran_before: set[int] = set()
+        while not done.is_set() and not killed:
+            for pid in _descendants(os.getpid()):
+                if not _title(pid).startswith(TASK_TITLE) or pid in ran_before:
+                    continue
+                if _kill_mid_run(pid):
+                    killed.append(pid)
+                    break
+                ran_before.add(pid)
             time.sleep(0.002)
 
     thread = threading.Thread(target=killer)
     thread.start()
-    summary = sw.run_sweep(store_copy, spec, tmp_path / "sw", workers=2)
-    thread.join()
+    try:
+        summary = sw.run_sweep(store_copy, spec, tmp_path / "sw", workers=2)
+    finally:
+        done.set()
+        thread.join()
     assert killed, "no running sweep task was seen"
     assert summary.ran == 4 and not summary.failed
     runs = scan(store_copy, "replay_runs", ["openb"]).collect()

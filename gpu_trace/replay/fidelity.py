@@ -14,7 +14,11 @@ Checks (each skipped, with the reason, when its source is not in the store):
   jobs, 6,500 GPUs in 8-GPU nodes). Judged: the ordering, strict where the published
   figures are (a tie is OUT, with the reason in ``note``).
 - ``philly-qssf``: the Helios Philly table's ordering SRTF < SJF < QSSF < FIFO (mean
-  JCT). Judged: the ordering, strict where the published figures are.
+  JCT) on the trace's GPU jobs, on a cluster sized from their demand so that jobs wait
+  (:func:`busy_setting`: the trace's own cluster when that is smaller, arrivals sped up
+  when even that cluster would stay near empty). Judged: the
+  ordering, strict where the published figures are; all policies at one value is OUT
+  ("too idle to tell"), never ok.
 
 Runs here are not stored (a check, not an experiment to keep).
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster
+from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster, training_cut
 from gpu_trace.store.scan import scan
 
 TOLERANCE_PP = 1.5
@@ -55,6 +60,19 @@ PAI_PUBLISHED = {"fifo": 7918.0, "sjf": 5988.61}
 
 PHILLY_PUBLISHED = {"fifo": 86072.0, "sjf": 34272.0, "srtf": 30683.0, "qssf": 37324.0}
 """Mean JCT (s), HeliosArtifact Philly table (Oct-Nov 2017, all VCs)."""
+
+BUSY_LOAD = 0.9
+"""Offered load (the jobs' GPU time / the cluster's GPU time from first to last arrival)
+the Philly check speeds arrivals up to when the sized cluster would be emptier."""
+
+BUSY_SHARE = 0.9
+"""The Philly check's cluster holds the GPUs the jobs would hold, had none waited, for
+this share of the time any job runs (:func:`busy_setting`): demand exceeds it the rest
+of the time, so jobs queue and the policies can differ."""
+
+NODE_GPUS = 8
+"""GPUs per node of the sized cluster: HeliosArtifact's simulator default
+(``--num_gpus_per_node 8``, ``framework/QSSF Service/simulator.py``)."""
 
 
 @dataclass(frozen=True)
@@ -123,11 +141,95 @@ def fgd_check(
     return rows
 
 
+def no_wait_demand(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The GPUs the jobs would hold had none waited (each from its submission for its
+    recorded run time): one row per interval, ``gpus`` held for ``seconds``, only the
+    intervals in which some job runs.
+    """
+    t = pl.col("submit_time").dt.epoch("ms").cast(pl.Float64) / 1000.0
+    runs = jobs.filter(pl.col("gpus") > 0, pl.col("run_s") > 0, pl.col("submit_time").is_not_null())
+    gpus = pl.col("gpus").cast(pl.Float64)
+    events = (
+        pl.concat(
+            [
+                runs.select(t.alias("t"), gpus.alias("d")),
+                runs.select((t + pl.col("run_s")).alias("t"), (-gpus).alias("d")),
+            ]
+        )
+        .group_by("t")
+        .agg(pl.col("d").sum())
+        .sort("t")
+    )
+    return (
+        events.select(
+            pl.col("d").cum_sum().round(6).alias("gpus"),
+            (pl.col("t").shift(-1) - pl.col("t")).alias("seconds"),
+        )
+        .drop_nulls("seconds")
+        .filter(pl.col("gpus") > 0)
+    )
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Where an ordering check replays: the cluster, the arrival speed-up and why."""
+
+    cluster: str
+    """A cluster spec (``32x8``: 32 GPUs in nodes of 8) or ``from-trace``."""
+    load: float
+    """Arrivals this many times faster (1: as recorded)."""
+    note: str
+
+
+def busy_setting(jobs: pl.DataFrame, trace_gpus: int | None) -> Setting:
+    """A cluster and load at which ``jobs`` queue, and how they were chosen.
+
+    The cluster: whole :data:`NODE_GPUS`-GPU nodes for the larger of the largest job and
+    the GPUs the jobs would hold, had none waited, for :data:`BUSY_SHARE` of the time any
+    job runs (time-weighted); the trace's own cluster of ``trace_gpus`` when it is no
+    larger (it is as busy already). The load: when the jobs' GPU time over the cluster's
+    GPU time between the first and last arrival is below :data:`BUSY_LOAD`, arrivals are
+    sped up to reach it (a trace sample spread over months fills no cluster its largest
+    job fits). On a near-empty cluster every policy starts every job on arrival and all
+    give one mean JCT, which reproduces nothing.
+    """
+    demand = no_wait_demand(jobs).sort("gpus")
+    if not demand.height:
+        return Setting("from-trace", 1.0, "no job with GPUs and a run time")
+    share = demand["seconds"].cum_sum() / float(demand["seconds"].sum())
+    held = float(demand.filter(share >= BUSY_SHARE - 1e-9)["gpus"][0])
+    largest = float(jobs.select(pl.col("gpus").cast(pl.Float64).max()).item())
+    nodes = math.ceil(max(held, largest) / NODE_GPUS)
+    gpus, cluster = nodes * NODE_GPUS, f"{nodes * NODE_GPUS}x{NODE_GPUS}"
+    where = f"{gpus} GPUs ({nodes} nodes of {NODE_GPUS}) sized from demand"
+    if trace_gpus is not None and trace_gpus <= gpus:
+        gpus, cluster, where = trace_gpus, "from-trace", f"the trace's cluster ({trace_gpus} GPUs)"
+    peak = float(demand.select(pl.col("gpus").max()).item())
+    how = (
+        f"{where}: had no job waited, the jobs would hold <= {held:g} GPUs "
+        f"{BUSY_SHARE:.0%} of the time any runs (peak {peak:g}, "
+        f"largest job {largest:g})"
+    )
+    runs = jobs.filter(pl.col("gpus") > 0, pl.col("run_s") > 0)
+    gpu_s = float((runs["gpus"].cast(pl.Float64) * runs["run_s"]).sum())
+    span = pl.col("submit_time").max() - pl.col("submit_time").min()
+    span_s = float(runs.select(span.dt.total_seconds(fractional=True)).item())
+    offered = gpu_s / (gpus * span_s) if span_s > 0 else math.inf
+    if offered >= BUSY_LOAD:
+        return Setting(cluster, 1.0, f"{how}; offered load {offered:.2f}")
+    load = BUSY_LOAD / offered
+    return Setting(
+        cluster,
+        load,
+        f"{how}; offered load {offered:.3f}, arrivals {load:.1f}x faster to reach {BUSY_LOAD}",
+    )
+
+
 def _ordering(
     check: str,
     store: Path,
     source: str,
-    cluster: str,
+    cluster: str | Callable[[pl.DataFrame, Path], Setting],
     order: list[str],
     published: dict[str, float],
     prepare: Callable[[pl.DataFrame], pl.DataFrame],
@@ -136,8 +238,16 @@ def _ordering(
     if not jobs.height:
         return [Row(check, "-", None, None, "s", "", f"skipped: no {source} jobs in the store")]
     jobs = prepare(jobs)
-    spec = resolve_cluster(cluster, store, source)
-    base = ReplayConfig(source=source, cluster=cluster, estimator="model", training_split=True)
+    setting = cluster(jobs, store) if callable(cluster) else Setting(cluster, 1.0, "")
+    where = setting.note
+    spec = resolve_cluster(setting.cluster, store, source)
+    base = ReplayConfig(
+        source=source,
+        cluster=setting.cluster,
+        load=setting.load,
+        estimator="model",
+        training_split=True,
+    )
     jct: dict[str, float] = {}
     waited = False
     for p in order:
@@ -152,13 +262,25 @@ def _ordering(
     strict = {(a, b) for a, b in pairs if _strict(published, a, b)}
     ties = [f"{a} = {b}" for a, b in pairs if (a, b) in strict and jct[a] == jct[b]]
     holds = all(jct[a] < jct[b] if (a, b) in strict else jct[a] <= jct[b] for a, b in pairs)
-    status = "ok" if holds else "OUT"
+    same = len(order) > 1 and len(set(jct.values())) == 1
+    unrun = [p for p in order if math.isnan(jct[p])]
+    status = "ok" if holds and not same and not unrun else "OUT"
     rel = " ".join(f"{a} {'<' if (a, b) in strict else '<='}" for a, b in pairs) + f" {order[-1]}"
-    note = ""
+    notes = [where] if where else []
     if ties:
-        note = "tie where the published ordering is strict: " + ", ".join(ties)
+        notes.append("tie where the published ordering is strict: " + ", ".join(ties))
+    if unrun:
+        notes.append(f"no job ran under {', '.join(unrun)} (every job unfit for this cluster)")
+    elif same:
+        notes.append(
+            f"all {len(order)} policies gave {jct[order[0]]:,.1f} s: the cluster is too idle "
+            "to tell them apart"
+        )
     if not waited:
-        note = (note + "; " if note else "") + "no job waited: the policies cannot differ here"
+        notes.append("no job waited: the policies cannot differ here")
+    if not same and not unrun:
+        notes.append("ordering holds" if holds else "ordering does not hold")
+    note = "; ".join(notes)
     return [
         Row(check, p, round(jct[p], 1), published.get(p), "s", f"ordering {rel}", status, note)
         for p in order
@@ -188,16 +310,30 @@ def pai_check(store: Path) -> list[Row]:
     )
 
 
-def philly_check(store: Path) -> list[Row]:
-    """Helios' Philly ordering SRTF < SJF < QSSF < FIFO on the trace's own cluster."""
+def philly_check(store: Path, cluster: str | None = None) -> list[Row]:
+    """Helios' Philly ordering SRTF < SJF < QSSF < FIFO on the trace's GPU jobs (as
+    HeliosArtifact's ``trace_philly_process``: ``gpu_num > 0``), on ``cluster`` or by
+    default one they keep busy (:func:`busy_setting`).
+    """
+
+    def sized(jobs: pl.DataFrame, store: Path) -> Setting:
+        try:
+            trace: int | None = resolve_cluster("from-trace", store, "philly").gpus
+        except GpuTraceError:
+            trace = None
+        # sized on the jobs replayed: the estimator's training share is held out
+        cut = training_cut(jobs, None, ReplayConfig(source="philly").train_fraction)
+        replayed = jobs if cut is None else jobs.filter(pl.col("submit_time") >= cut)
+        return busy_setting(replayed, trace)
+
     return _ordering(
         "philly-qssf",
         store,
         "philly",
-        "from-trace",
+        cluster or sized,
         ["srtf", "sjf", "qssf", "fifo"],
         PHILLY_PUBLISHED,
-        lambda j: j,
+        lambda j: j.filter(pl.col("gpus") > 0),
     )
 
 

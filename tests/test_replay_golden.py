@@ -410,17 +410,25 @@ def test_fgd_fills_the_fragment_a_larger_share_cannot_use() -> None:
 
 
 class _SrtfNoMemo(Srtf):
-    """SRTF that never trusts its "no room" memo (the epoch moves every pass)."""
+    """SRTF that never trusts its "no room" memo (the epoch moves every pass) nor the
+    dirty-node check that extends it: every blocked job gets the full what-if.
+    """
 
     def schedule(self) -> None:
         self.epoch += 1
         super().schedule()
+
+    def _still_no_room(self, b: int, bkey: Any, seen: Any) -> bool:
+        return False
 
 
 class _LasNoMemo(Las):
     def schedule(self) -> None:
         self.epoch += 1
         super().schedule()
+
+    def _still_no_room(self, b: int, bkey: Any, seen: Any) -> bool:
+        return False
 
 
 @pytest.mark.parametrize(("name", "cls"), [("srtf", _SrtfNoMemo), ("las", _LasNoMemo)])

@@ -39,6 +39,10 @@ from typing import Any
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
+FEW_NODES = 4
+"""Below this many nodes the dirty-node check (:meth:`_Preemptive._still_no_room`) is
+skipped."""
+
 ROUND = 1
 DEMOTE = 2
 STARVE = 3
@@ -166,10 +170,19 @@ class _Preemptive(PolicyBase):
         only events that can give a waiting job room it could not get by preemption (a
         start takes capacity, and if the job outranks it, releasing it gives no more)."""
         self.no_room: dict[int, tuple[Any, ...]] = {}
-        """job -> (key, epoch) when preempting could not place it: until the epoch moves
-        (or its key changes), trying again gives the same answer."""
+        """job -> (key, epoch, length of ``dirty``, ``state.ups``) when preempting could
+        not place it: until the epoch moves (or its key changes), trying again gives the
+        same answer."""
         self.memo_hits = 0
         """Times the memo spared a what-if (tests check it is used)."""
+        self.dirty: list[int] = []
+        """Nodes where capacity came free or a running job's rank dropped, in order (an
+        epoch bump appends the nodes it concerns): a job memoed without room at position
+        ``p`` can only have gained room on ``dirty[p:]`` (see :meth:`_still_no_room`)."""
+        self.where: dict[int, list[int]] = {}
+        """Running job -> its nodes (kept after it stops, until it starts again)."""
+        self.on_node: dict[int, set[int]] = {}
+        """Node -> the running jobs that hold part of it."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         """The waiting job's rank, lowest first: its place in the wait queue."""
@@ -192,6 +205,26 @@ class _Preemptive(PolicyBase):
     def on_finish(self, j: int) -> None:
         """A finish frees capacity: a job that could not get room may fit now."""
         self.epoch += 1
+        self._left(j)
+
+    def _placed(self, j: int) -> None:
+        """Record where started job ``j`` runs (for :meth:`_still_no_room`)."""
+        nodes = list(dict.fromkeys(p[0] for p in self.e.running[j]))
+        self.where[j] = nodes
+        on_node = self.on_node
+        for n in nodes:
+            got = on_node.get(n)
+            if got is None:
+                on_node[n] = {j}
+            else:
+                got.add(j)
+
+    def _left(self, j: int) -> None:
+        """Job ``j`` stopped: its nodes are dirty (capacity came free there)."""
+        nodes = self.where.get(j, ())
+        self.dirty.extend(nodes)
+        for n in nodes:
+            self.on_node[n].discard(j)
 
     def _push_running(self, j: int) -> None:
         st = self.stamp.get(j, 0) + 1
@@ -201,6 +234,7 @@ class _Preemptive(PolicyBase):
     def _start(self, j: int) -> bool:
         if self.e.try_start(j):
             self.no_room.pop(j, None)
+            self._placed(j)
             self._push_running(j)
             self.started(j)
             return True
@@ -270,18 +304,54 @@ class _Preemptive(PolicyBase):
             if self._start_best(b):
                 continue
             memo = (bkey, self.epoch)
-            if self.no_room.get(b) == memo:
+            seen = self.no_room.get(b)
+            if seen is not None and seen[:2] == memo:
+                self.memo_hits += 1
+                blocked.add(id(heap))
+                continue
+            if seen is not None and seen[0] == bkey and self._still_no_room(b, bkey, seen):
+                self.no_room[b] = (bkey, self.epoch, len(self.dirty), self.e.state.ups)
                 self.memo_hits += 1
                 blocked.add(id(heap))
                 continue
             victims = self._victims_for(b, bkey)
             if victims is None:
-                self.no_room[b] = memo
+                self.no_room[b] = (bkey, self.epoch, len(self.dirty), self.e.state.ups)
                 blocked.add(id(heap))
                 continue
             if not self._preempt_and_start(b, victims):
                 blocked.add(id(heap))
         queue.fill(self._start)
+
+    def _still_no_room(self, b: int, bkey: tuple[Any, ...], seen: tuple[Any, ...]) -> bool:
+        """Whether waiting job ``b``, found without room (even by preemption) as its
+        memo ``seen`` (key, epoch, length of the dirty list, nodes back in service) says, surely still has none, so the full what-if
+        (:meth:`_victims_for`) would answer None again.
+
+        For a job that must fit on one node (or one GPU), room is per node: free GPUs
+        plus those held by running jobs it outranks. On a node where nothing stopped and
+        no running job's rank dropped since, that room did not grow: a start takes free
+        GPUs and adds at most as many outranked ones, and ranks only rise with time
+        (SRTF: time left shrinks; LAS: a demotion is the one drop, and it marks its
+        nodes). So only the dirty nodes need a look, releasing the outranked jobs there.
+        A node back in service, a job spread over nodes, a long dirty list or a cluster
+        of few nodes: no answer (False), the full what-if decides.
+        """
+        e = self.e
+        if e.state.ups != seen[3] or len(e.state.node_gpus) < FEW_NODES:
+            return False  # on a few large nodes every change dirties the one node: no gain
+        probe = e.fit_probe(b)
+        if probe.ok or not probe.single or probe.split:
+            return False
+        fresh = self.dirty[seen[2] :]
+        if len(fresh) > 64:
+            return False
+        on_node, run_key, outranks = self.on_node, self.run_key, self.outranks
+        for n in set(fresh):
+            for r in on_node.get(n, ()):
+                if outranks(bkey, run_key(r)) and probe.release(r):
+                    return False
+        return True
 
     def _start_best(self, b: int) -> bool:
         """Start ``b`` (its group's head) if it fits as things are."""
@@ -339,12 +409,14 @@ class _Preemptive(PolicyBase):
         if not started:
             for _, victim, _ in victims:
                 e.preempt(victim)
+                self._left(victim)
                 self.queue.push(self.wait_key(victim), victim)
                 self.requeued(victim)
             started = e.try_start(b)
         if started:
             self.no_room.pop(b, None)
             self.queue.remove_best_of(b)
+            self._placed(b)
             self._push_running(b)
             self.started(b)
         return started
@@ -503,6 +575,7 @@ class Las(_Preemptive):
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
             self.epoch += 1
+            self.dirty.extend(self.where.get(j, ()))
             self.entered[j] = (self.e.now, 1, j)
             self._push_running(j)
             self._arm(j)

@@ -172,6 +172,10 @@ class LucidLasConfig(LasConfig):
 
 class _Preemptive(PolicyBase):
     preemptive = True
+    dirty_nodes_check = True
+    """Whether :meth:`_still_no_room` looks at the dirty nodes of a cluster of several
+    nodes (measured: it pays where a rank is cheap, SRTF; LAS's rank costs more than the
+    what-if it spares, 23.7 s vs 27.9 s CPU on 100,000 jobs on ``2000x8``)."""
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -236,6 +240,8 @@ class _Preemptive(PolicyBase):
         """Record where started job ``j`` runs (for :meth:`_still_no_room`)."""
         nodes = list(dict.fromkeys(p[0] for p in self.e.running[j]))
         self.where[j] = nodes
+        if not self.dirty_nodes_check:
+            return
         on_node = self.on_node
         for n in nodes:
             got = on_node.get(n)
@@ -246,9 +252,11 @@ class _Preemptive(PolicyBase):
 
     def _left(self, j: int) -> None:
         """Job ``j`` stopped: its nodes are dirty (capacity came free there)."""
+        self.freed += self.e.ngpu[j]
+        if not self.dirty_nodes_check:
+            return
         nodes = self.where.get(j, ())
         self.dirty.extend(nodes)
-        self.freed += self.e.ngpu[j]
         for n in nodes:
             self.on_node[n].discard(j)
 
@@ -414,7 +422,7 @@ class _Preemptive(PolicyBase):
         nodes = len(e.state.node_gpus)
         if nodes == 1:  # one node: room grew by at most the GPUs of the jobs that left
             return e.milli[b] == MILLI and self.freed - seen[4] < seen[5]
-        if nodes < FEW_NODES:
+        if nodes < FEW_NODES or not self.dirty_nodes_check:
             return False  # on a few large nodes every change dirties them all: no gain
         probe = e.fit_probe(b)
         if probe.ok or not probe.single or probe.split:
@@ -566,6 +574,7 @@ class Las(_Preemptive):
     """
 
     Config = LasConfig
+    dirty_nodes_check = False
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -687,7 +696,6 @@ class Las(_Preemptive):
             self.round_set = False
         elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
             self.epoch += 1
-            self.dirty.extend(self.where.get(j, ()))
             self.freed += self.e.ngpu[j]
             self.entered[j] = (self.e.now, 1, j)
             self._push_running(j)

@@ -398,13 +398,16 @@ def replay_paisim_side_20k() -> dict[str, object]:
     return side_by_side()
 
 
-def replay_preemptive_100k(policy: str) -> dict[str, object]:
-    """``policy`` on 100,000 PAI-like jobs over 2,000 GPUs (8-GPU nodes) at load 1.2."""
+def replay_preemptive_100k(policy: str, like: str = "pai") -> dict[str, object]:
+    """``policy`` on 100,000 PAI-like (or Philly-like) jobs over 2,000 GPUs (8-GPU
+    nodes) at load 1.2.
+    """
     from gpu_trace.replay import ReplayConfig, replay
     from gpu_trace.replay.cluster import parse_spec
-    from gpu_trace.replay.synthetic import pai_like_jobs
+    from gpu_trace.replay.synthetic import pai_like_jobs, philly_like_jobs
 
-    jobs = pai_like_jobs(100_000, cluster_gpus=2000, utilization=1.2, seed=0)
+    make = philly_like_jobs if like == "philly" else pai_like_jobs
+    jobs = make(100_000, cluster_gpus=2000, utilization=1.2, seed=0)
     start, cpu = time.perf_counter(), time.process_time()
     r = replay(
         jobs,
@@ -430,6 +433,16 @@ def replay_srtf_100k_2000gpus() -> dict[str, object]:
 def replay_tiresias_100k_2000gpus() -> dict[str, object]:
     """The `tiresias` preset (LAS, 3,250 / 7,200 GPU-s) on the same jobs (< 60 s)."""
     return replay_preemptive_100k("tiresias")
+
+
+def replay_srtf_100k_philly() -> dict[str, object]:
+    """SRTF on 100,000 Philly-like jobs (1-128 GPUs), 2,000 GPUs, load 1.2 (< 60 s)."""
+    return replay_preemptive_100k("srtf", "philly")
+
+
+def replay_tiresias_100k_philly() -> dict[str, object]:
+    """The `tiresias` preset on the same Philly-like jobs (< 60 s)."""
+    return replay_preemptive_100k("tiresias", "philly")
 
 
 def replay_faults_energy() -> dict[str, object]:
@@ -1233,6 +1246,8 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "replay_paisim_side_20k": replay_paisim_side_20k,
     "replay_srtf_100k_2000gpus": replay_srtf_100k_2000gpus,
     "replay_tiresias_100k_2000gpus": replay_tiresias_100k_2000gpus,
+    "replay_srtf_100k_philly": replay_srtf_100k_philly,
+    "replay_tiresias_100k_philly": replay_tiresias_100k_philly,
     "replay_fifo_20k_8gpu_nodes": replay_fifo_20k_8gpu_nodes,
     "replay_fifo_20k_1gpu_nodes": replay_fifo_20k_1gpu_nodes,
     "replay_fifo_20k_one_node": replay_fifo_20k_one_node,

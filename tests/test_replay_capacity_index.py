@@ -71,7 +71,16 @@ def brute_by_whole(s: ClusterState, mask: int) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize(
-    "spec", ["64x8", "40x8:A+300x100:B+20x4:A", "2000x1000", "1500x1500", "700x1"]
+    "spec",
+    [
+        "64x8",
+        "40x8:A+300x100:B+20x4:A",
+        "2000x1000",
+        "1500x1500",
+        "700x1",
+        "800x8:A+100x4:B",  # > 64 nodes of <= 64 GPUs: first_with_whole reads the index
+        "600x8+1000x100",  # > 64 nodes, one larger than 64 GPUs: its vectorized pass
+    ],
 )
 def test_cluster_queries_match_brute_force_after_random_churn(spec: str) -> None:
     s = ClusterState(parse_spec(spec))
@@ -96,6 +105,15 @@ def test_cluster_queries_match_brute_force_after_random_churn(spec: str) -> None
                 s.whole[n] for n in range(len(s.node_gpus)) if mask >> s.node_type[n] & 1
             )
             for ngpu in (1, 2, 7, s.gmax):
+                # Tiresias' yarn: the first node by index with that many GPUs free
+                assert s.first_with_whole(ngpu, mask) == next(
+                    (
+                        n
+                        for n in range(len(s.node_gpus))
+                        if mask >> s.node_type[n] & 1 and s.whole[n] >= ngpu
+                    ),
+                    -1,
+                )
                 assert s.node_with_whole(ngpu, s.gmax, 1, mask) == brute_node_with_whole(
                     s, ngpu, s.gmax, 1, mask
                 )

@@ -486,3 +486,21 @@ def test_fgd_fragmentation_matches_sharing_measure() -> None:
         cls["popularity"].to_numpy(),
     )
     assert got / 1000 == pytest.approx(want["fragmented_gpus"].to_numpy())
+
+
+def test_philly_like_jobs_follow_the_published_philly_marginals() -> None:
+    # Philly GPU jobs as the AcmeTrace summary gives them (the figures gpu_trace/synth/
+    # philly.py is calibrated to): GPUs per job median 1, mean about 1.93, up to 128;
+    # run time median about 874 s, mean about 18,000 s.
+    from gpu_trace.replay.synthetic import philly_like_jobs
+
+    jobs = philly_like_jobs(200_000, cluster_gpus=2000, utilization=1.2, seed=5)
+    assert jobs.height == 200_000
+    assert jobs["dataset"].unique().to_list() == ["philly-like"]
+    gpus, run = jobs["gpus"], jobs["run_s"]
+    assert gpus.median() == 1.0
+    assert abs(float(gpus.mean()) - 1.93) < 0.1  # type: ignore[arg-type]
+    assert float(gpus.max()) == 128.0  # type: ignore[arg-type]
+    assert abs(float(run.median()) - 874.0) < 0.1 * 874.0  # type: ignore[arg-type]
+    assert 12_000 < float(run.mean()) < 24_000  # type: ignore[arg-type]
+    assert (jobs["submit_time"].diff().drop_nulls().dt.total_seconds() >= 0).all()

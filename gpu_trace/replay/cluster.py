@@ -41,6 +41,10 @@ MILLI = 1000
 ANY_TYPE = -1
 """Type mask meaning "any GPU type" (all bits set)."""
 
+FEW_NODES = 64
+"""Clusters of at most this many nodes are scanned node by node in Python (cheaper than
+one numpy pass at that size)."""
+
 UNLIMITED = 1 << 60
 """CPU (milli-cores) or memory (bytes) of a node whose spec does not give it: so large that
 no job is ever refused for it, so a GPU-only cluster (``6500x8``) replays as before."""
@@ -473,6 +477,7 @@ class ClusterState:
         self.types_for_mask: dict[int, tuple[int, ...]] = {}
         self.max_whole_for_mask: dict[int, int] = {}
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
+        self.capacity_of_mask: dict[int, tuple[int, int]] = {}
         self.index = CapacityIndex(spec.node_gpus, spec.node_type, len(spec.type_names), gmax)
         per_type = [0] * len(spec.type_names)
         for t in spec.node_type:
@@ -492,6 +497,9 @@ class ClusterState:
         """Nodes out of service (failed, powered off) -> the pseudo-allocation that
         holds all their GPUs so no placement uses them."""
         self.down_milli = 0
+        self.ups = 0
+        """Nodes put back in service so far (a policy that remembers "no room" must look
+        again after one: it frees capacity without any job ending)."""
 
     def set_down(self, n: int) -> None:
         """Take node ``n`` out of service: hold its free capacity (its jobs must have
@@ -511,6 +519,7 @@ class ClusterState:
             return
         self.release(parts)
         self.down_milli -= sum(p[2] for p in parts)
+        self.ups += 1
 
     def types_of(self, mask: int) -> tuple[int, ...]:
         """Type codes allowed by ``mask`` (cached)."""
@@ -527,12 +536,46 @@ class ClusterState:
         return ((mask >> self.type_np) & 1).astype(bool)
 
     def capacity_for(self, mask: int) -> tuple[int, int]:
-        """(GPUs on the largest allowed node, GPUs on all allowed nodes)."""
-        ok = self.node_ok_np(mask)
-        gpus = np.asarray(self.node_gpus)[ok]
-        if not gpus.size:
-            return 0, 0
-        return int(gpus.max()), int(gpus.sum())
+        """(GPUs on the largest allowed node, GPUs on all allowed nodes); node sizes
+        never change, so the answer is kept per mask (placements ask it per attempt).
+        """
+        got = self.capacity_of_mask.get(mask)
+        if got is None:
+            ok = self.node_ok_np(mask)
+            gpus = np.asarray(self.node_gpus)[ok]
+            got = (int(gpus.max()), int(gpus.sum())) if gpus.size else (0, 0)
+            self.capacity_of_mask[mask] = got
+        return got
+
+    def first_with_whole(self, ngpu: int, mask: int) -> int:
+        """The lowest-index node of an allowed type with at least ``ngpu`` wholly free
+        GPUs; -1 if none (first fit by index, as Tiresias' ``yarn`` scans its nodes).
+        Few nodes: a scan of the per-node counts; nodes of at most ``SMALL_NODE``
+        GPUs: the lowest node of each count from ``ngpu`` up (O(gmax x log G)); else
+        one vectorized pass.
+        """
+        whole = self.whole
+        if len(whole) <= FEW_NODES:
+            ntype = self.node_type
+            for n, k in enumerate(whole):
+                if k >= ngpu and (mask == ANY_TYPE or (mask >> ntype[n]) & 1):
+                    return n
+            return -1
+        if self.gmax <= SMALL_NODE:
+            rows = self.bucket_rows.get(mask)
+            if rows is None:
+                rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
+            types = self.types_of(mask)
+            best = -1
+            for k in range(max(ngpu, 0), self.gmax + 1):
+                if any(row[k] for row in rows):
+                    n = self.index.lowest_node(types, k)
+                    if best < 0 or n < best:
+                        best = n
+            return best
+        ok = self.node_ok_np(mask) & (np.asarray(whole) >= ngpu)
+        hits = np.flatnonzero(ok)
+        return int(hits[0]) if hits.size else -1
 
     def node_with_whole(self, lo: int, hi: int, step: int, mask: int) -> int:
         """The first node of an allowed type whose count of wholly free GPUs is ``lo``,
@@ -945,6 +988,7 @@ class ClusterView:
         "capacity_milli",
         "cpu_cap",
         "cpu_free",
+        "first_with_whole",
         "free",
         "free_np",
         "gmax",
@@ -982,6 +1026,7 @@ class ClusterView:
     whole_parts: Callable[[int, int], list[tuple[int, int, int]]]
     node_with_whole: Callable[[int, int, int, int], int]
     nodes_by_whole: Callable[[int], list[tuple[int, int]]]
+    first_with_whole: Callable[[int, int], int]
     iter_by_whole: Callable[[int], Iterator[tuple[int, int]]]
     whole_free: Callable[[int], int]
     room_milli: Callable[[], int]
@@ -1016,6 +1061,7 @@ class ClusterView:
             "whole_parts",
             "node_with_whole",
             "nodes_by_whole",
+            "first_with_whole",
             "iter_by_whole",
             "whole_free",
             "room_milli",
@@ -1048,6 +1094,11 @@ class ClusterView:
         timeline).
         """
         return self._s.frag_milli
+
+    @property
+    def ups(self) -> int:
+        """Nodes put back in service so far (see :attr:`ClusterState.ups`)."""
+        return self._s.ups
 
     @property
     def free_milli(self) -> int:

@@ -52,10 +52,14 @@ class Yarn(PlacementBase):
         if milli < MILLI:
             first = self._first(self.fits_np(1, milli, mask, j))
             return None if first < 0 else self.on_node(first, 1, milli)
-        per_node = self.s.capacity_for(mask)[0]
+        s = self.s
+        per_node = s.capacity_for(mask)[0]
         if ngpu <= per_node:
+            if not s.multi_resource:  # GPUs alone decide: the counts per node, no numpy
+                first = s.first_with_whole(ngpu, mask)
+                return None if first < 0 else s.whole_parts(first, ngpu)
             first = self._first(self.fits_np(ngpu, MILLI, mask, j))
-            return None if first < 0 else self.s.whole_parts(first, ngpu)
+            return None if first < 0 else s.whole_parts(first, ngpu)
         return self._cross_node(j, ngpu, per_node, mask)
 
     @staticmethod

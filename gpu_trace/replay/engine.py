@@ -281,7 +281,7 @@ class Engine:
         self.finish: list[float] = [INF] * n
         self.end_time = array.array("d", [INF]) * n
         self.seg_start = array.array("d", bytes(8 * n))
-        self.slow: list[float] = [1.0] * n
+        self.slow = array.array("d", [1.0]) * n
         self.speed_table = w.speed_table
         self.speed_code: tuple[int, ...] = (
             tuple(w.speed_code.tolist()) if w.speed_code is not None else ()

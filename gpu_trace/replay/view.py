@@ -39,6 +39,7 @@ _SLOTS = (
     "attained_gpu_s",
     "end_time",
     "seg_start",
+    "slow",
     "ngpu",
     "milli",
     "mask",
@@ -90,6 +91,7 @@ class PolicyView:
     attained_gpu_s: Sequence[float]
     end_time: Sequence[float]
     seg_start: Sequence[float]
+    slow: Sequence[float]
     ngpu: Sequence[int]
     milli: Sequence[int]
     mask: Sequence[int]
@@ -114,7 +116,7 @@ class PolicyView:
         put(self, "w", readonly_workload(e.w))
         put(self, "state", ClusterView(e.state))
         put(self, "estimate_s", _ro(e.estimate_s))
-        for name in ("remaining", "attained_gpu_s", "end_time", "seg_start"):
+        for name in ("remaining", "attained_gpu_s", "end_time", "seg_start", "slow"):
             put(self, name, memoryview(getattr(e, name)).toreadonly())
         for name in ("ngpu", "milli", "mask", "gpus", "vc", "arrival", "cpu_req", "mem_req"):
             put(self, name, getattr(e, name))  # tuples

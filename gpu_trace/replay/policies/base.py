@@ -91,6 +91,13 @@ class EngineView(Protocol):
         ...
 
     @property
+    def slow(self) -> Sequence[float]:
+        """Wall seconds per second of work of each running job at its placement
+        (multi-node slowdown, heterogeneous speed; 1 = full pace).
+        """
+        ...
+
+    @property
     def ngpu(self) -> Sequence[int]:
         """GPUs (or GPU slots) each job asks for."""
         ...

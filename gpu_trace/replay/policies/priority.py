@@ -559,9 +559,13 @@ class Srtf(_Preemptive):
         return (self.e.remaining[j], j)
 
     def run_key(self, j: int) -> tuple[Any, ...]:
-        """The time left until the running job's end."""
+        """The work left (the time left until its end at its placement's pace): on the
+        same basis as :meth:`wait_key`. Time left would rank a job slowed by a
+        multi-node placement behind itself waiting, and two such jobs would preempt
+        each other forever within one instant.
+        """
         e = self.e
-        return ((e.end_time[j] - e.now) / 1.0, j)
+        return ((e.end_time[j] - e.now) / e.slow[j], j)
 
     def heap_key(self, j: int) -> tuple[Any, ...]:
         """Latest end first: the order of remaining time, fixed while it runs."""

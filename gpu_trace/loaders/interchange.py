@@ -61,13 +61,21 @@ def _specs(names: tuple[str, ...]) -> tuple[FieldSpec, ...]:
     )
 
 
-def _seconds(col: str) -> pl.Expr:
+def offset_time(col: str) -> pl.Expr:
+    """Seconds since the trace's start (column ``col``) as a UTC timestamp from 1970-01-01
+    (the interchange formats carry relative times only: ``time_basis`` relative).
+    """
     return pl.from_epoch(
         (pl.col(col) * 1_000_000).round().cast(pl.Int64, strict=False), time_unit="us"
     ).dt.replace_time_zone("UTC")
 
 
-def _canonical(good: pl.LazyFrame, source: str, dataset: str, exprs: list[pl.Expr]) -> pl.LazyFrame:
+def canonical_jobs(
+    good: pl.LazyFrame, source: str, dataset: str, exprs: list[pl.Expr]
+) -> pl.LazyFrame:
+    """The canonical ``jobs`` columns of one interchange file's good rows: the source and
+    dataset labels, then the format's own expressions ``exprs``.
+    """
     return good.select(
         pl.lit(source).alias("source"),
         pl.lit(dataset).alias("dataset"),
@@ -147,7 +155,7 @@ class ChronusLoader:
             )
             good = parsed.filter(pl.col(REASON).is_null())
             dataset = slug(f.stem)
-            rows = _canonical(
+            rows = canonical_jobs(
                 good,
                 self.name,
                 dataset,
@@ -155,7 +163,7 @@ class ChronusLoader:
                     pl.col("job_id"),
                     (pl.col("user") if "user" in header else pl.lit(None, pl.String)).alias("vc"),
                     pl.col("model_name").alias("name"),
-                    _seconds("submit_time").alias("submit_time"),
+                    offset_time("submit_time").alias("submit_time"),
                     pl.col("duration").alias("run_s"),
                     pl.col("num_gpu").alias("gpus"),
                     pl.col("num_gpu").alias("gpus_raw"),
@@ -195,14 +203,14 @@ class GavelLoader:
             good = parsed.filter(pl.col(REASON).is_null())
             dataset = slug(f.stem)
             run = pl.col("total_steps") * step_s if step_s is not None else pl.lit(None, pl.Float64)
-            rows = _canonical(
+            rows = canonical_jobs(
                 good,
                 self.name,
                 dataset,
                 [
                     (pl.col("_line") - 1).cast(pl.String).alias("job_id"),
                     pl.col("job_type").alias("name"),
-                    _seconds("arrival_time").alias("submit_time"),
+                    offset_time("arrival_time").alias("submit_time"),
                     run.alias("run_s"),
                     pl.col("scale_factor").alias("gpus"),
                     pl.col("scale_factor").alias("gpus_raw"),

@@ -33,7 +33,7 @@ import polars as pl
 
 from gpu_trace.errors import InputError, UsageError
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.interchange import _canonical, _seconds, jobs_batch
+from gpu_trace.loaders.interchange import canonical_jobs, jobs_batch, offset_time
 from gpu_trace.loaders.textfile import (
     REASON,
     FieldSpec,
@@ -45,6 +45,7 @@ from gpu_trace.loaders.textfile import (
 from gpu_trace.loaders.units import TIME_MAX_S
 from gpu_trace.plugins import LoaderPlugin, option
 from gpu_trace.store.parquet import slug
+from gpu_trace.values import check_number
 
 REQUIRED = ("job_id", "num_gpu", "num_cpu", "submit_time", "duration")
 NUMERIC = ("num_gpu", "num_cpu", "submit_time", "duration", "num_inst")
@@ -126,14 +127,14 @@ class PaiSimLoader:
             )
             dataset = slug(f.stem)
 
-            rows = _canonical(
+            rows = canonical_jobs(
                 good,
                 self.name,
                 dataset,
                 [
                     pl.col("job_id"),
                     _col(header, "user", pl.String()).alias("user"),
-                    _seconds("submit_time").alias("submit_time"),
+                    offset_time("submit_time").alias("submit_time"),
                     pl.col("duration").alias("run_s"),
                     pl.col("num_gpu").alias("gpus"),
                     pl.col("num_gpu").alias("gpus_raw"),
@@ -166,10 +167,7 @@ def _interval(text: str) -> float:
     except ValueError:
         msg = f"--arrival-interval-s {text!r} is not a number of seconds"
         raise UsageError(msg) from None
-    if not value > 0 or value == float("inf"):
-        msg = f"--arrival-interval-s {text} must be a finite number above 0"
-        raise UsageError(msg)
-    return value
+    return check_number(value, "--arrival-interval-s", gt=0)
 
 
 @dataclass(frozen=True)

@@ -354,19 +354,7 @@ class ClassedQueue:
         need_of: Callable[[int], int] | None = None,
     ) -> None:
         self.key_of = key_of
-        self.room_of: Callable[[], int] | None = None
-        """The free milli-GPU now, for :meth:`fill` when its caller gives none."""
         owner = getattr(key_of, "__self__", None)
-        if (
-            need_of is None
-            and isinstance(owner, PolicyBase)
-            and getattr(key_of, "__func__", None) is PolicyBase.shape_key
-        ):
-            # Groups by the base request shape (GPU count and share are part of the
-            # key), so every job of a group needs the same milli-GPU: the check below
-            # applies to any policy keyed so (SJF's queue), not only to those that ask.
-            need_of = owner.need_milli
-            self.room_of = owner.e.state.room_milli
         self.cpu: Sequence[int] | None = None
         self.mem: Sequence[int] | None = None
         """CPU and memory each job asks (the engine's; zeros where not enforced)."""
@@ -377,7 +365,6 @@ class ClassedQueue:
         :meth:`fill` can pass over a group that cannot fit the free capacity without a
         placement attempt; None = no such check."""
         self.groups: dict[Hashable, list[tuple[Any, int]]] = {}
-        self.need: dict[Hashable, int] = {}
         self.needs: list[int] = []
         """Every group's need, ascending (groups are never dropped), and beside it
         ``by_need`` the groups in that order: a pass reads only the groups that need
@@ -392,7 +379,7 @@ class ClassedQueue:
         if h is None:
             h = self.groups[key] = []
             if self.need_of is not None:
-                want = self.need[key] = self.need_of(j)
+                want = self.need_of(j)
                 at = bisect.bisect_right(self.needs, want)
                 self.needs.insert(at, want)
                 self.by_need.insert(at, h)
@@ -441,8 +428,6 @@ class ClassedQueue:
         """
         if not self.size:
             return 0
-        if room is None:
-            room = self.room_of
         if room is not None and self.need_of is not None:
             free = room()
             n = bisect.bisect_right(self.needs, free)
@@ -558,7 +543,10 @@ class PolicyBase:
         raise NotImplementedError
 
     def need_milli(self, j: int) -> int:
-        """Milli-GPU job ``j`` needs in all (GPUs x share per GPU)."""
+        """Milli-GPU job ``j`` needs in all (GPUs x share per GPU): its queue group's
+        free-capacity check (:class:`ClassedQueue`: a group needing more than is free is
+        passed over without a placement attempt).
+        """
         return self.e.ngpu[j] * self.e.milli[j]
 
     def shape_key(self, j: int) -> Hashable:

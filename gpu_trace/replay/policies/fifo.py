@@ -49,7 +49,7 @@ class Fifo(PolicyBase):
         super().__init__(config, engine)
         self.blocking = self.is_blocking()
         self.lines: dict[int, deque[int]] = {}
-        self.first_fit = ClassedQueue(self.shape_key, self.need)
+        self.first_fit = ClassedQueue(self.shape_key, self.need_milli)
 
     def on_arrival(self, j: int) -> None:
         """Queue job ``j`` at the back of its line (or its shape group, skip mode)."""
@@ -73,10 +73,6 @@ class Fifo(PolicyBase):
         for q in self.lines.values():
             while q and start(q[0]):
                 q.popleft()
-
-    def need(self, j: int) -> int:
-        """Milli-GPU job ``j`` needs in all (its queue group's free-capacity check)."""
-        return self.e.ngpu[j] * self.e.milli[j]
 
     def is_blocking(self) -> bool:
         """Strict (head-of-line) or skip mode, from the options."""

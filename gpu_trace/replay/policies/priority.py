@@ -57,21 +57,10 @@ class NoOptions:
     """The options of a policy that has none (``-o`` is refused for it)."""
 
 
-def _need(e: EngineView, j: int) -> int:
-    """Milli-GPU job ``j`` needs in all: its queue group's free-capacity check (a group
-    needing more than is free is passed over without a placement attempt).
-    """
-    return e.ngpu[j] * e.milli[j]
-
-
 class _NonPreemptive(PolicyBase):
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
-        self.queue = ClassedQueue(self.shape_key, self.need)
-
-    def need(self, j: int) -> int:
-        """Milli-GPU job ``j`` needs in all (see :func:`_need`)."""
-        return _need(self.e, j)
+        self.queue = ClassedQueue(self.shape_key, self.need_milli)
 
     def key(self, j: int) -> tuple[float, int]:
         """The job's fixed rank, lowest first (the job id breaks ties)."""
@@ -179,7 +168,7 @@ class _Preemptive(PolicyBase):
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
-        self.queue = ClassedQueue(self.shape_key, self.need)
+        self.queue = ClassedQueue(self.shape_key, self.need_milli)
         self.run_heap: list[tuple[Any, int, int]] = []
         self.stamp: dict[int, int] = {}
         self.round_set = False
@@ -208,10 +197,6 @@ class _Preemptive(PolicyBase):
         self.deficit = 0
         """GPUs the last :meth:`_victims_for` that found no room lacked on the one node
         of a one-node cluster (after counting every job it outranks as stopped)."""
-
-    def need(self, j: int) -> int:
-        """Milli-GPU job ``j`` needs in all (see :func:`_need`)."""
-        return _need(self.e, j)
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         """The waiting job's rank, lowest first: its place in the wait queue."""

@@ -23,18 +23,19 @@ a worker exit on the wall clock, and a job ends when its process does.
 
 from __future__ import annotations
 
-import array
 import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from heapq import heappush
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterSpec, ClusterState
+from gpu_trace.replay import job_table, whatif
+from gpu_trace.replay.cluster import MILLI, ClusterSpec, ClusterState
+from gpu_trace.replay.job_table import EngineColumns, FloatArray
 from gpu_trace.replay.policies.base import (
     AdmissionPolicy,
     Parts,
@@ -42,6 +43,7 @@ from gpu_trace.replay.policies.base import (
     SchedulingPolicy,
 )
 from gpu_trace.replay.view import PolicyView, set_now
+from gpu_trace.replay.whatif import Asking, FitProbe, Placeable
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
@@ -81,18 +83,6 @@ class Timeline:
     arrived_milli: list[int] = field(default_factory=list)
     down_milli: list[int] = field(default_factory=list)
     """Capacity of nodes out of service (failed, powered off): not allocated work."""
-
-
-class Placeable(NamedTuple):
-    """Answer of :meth:`Engine.placeable_after`."""
-
-    groups: int
-    """How many of the given groups of running jobs must end first (0 = fits now)."""
-    parts: Parts
-    """Where the placement policy would put the job then."""
-    hold: Parts
-    """The part of that placement that is free *now*: GPUs a job started now must leave
-    alone not to delay it (pass as ``try_start(j, hold)``)."""
 
 
 class Clock(Protocol):
@@ -147,92 +137,12 @@ class SimClock:
         raise AssertionError(msg)
 
 
-class FitProbe:
-    """Whether a waiting job would fit if some running jobs ended, counted on the side
-    from per-GPU free capacity (no state change). Fits = some allowed node has room for
-    it (a job larger than a node, or any job under a splitting placement: the allowed
-    nodes' wholly free GPUs together), the rule every built-in placement follows.
+class Engine(EngineColumns[FloatArray]):
+    """One replay: a workload on a cluster under (admission, scheduling, placement).
+
+    Its per-job columns (``arrival``, ``remaining``, ``first_start`` ...) are declared
+    once in :mod:`gpu_trace.replay.job_table` and set by :func:`job_table.fill`.
     """
-
-    __slots__ = (
-        "e",
-        "gain",
-        "hit",
-        "mask",
-        "milli",
-        "ngpu",
-        "ok",
-        "rel",
-        "single",
-        "split",
-        "total",
-    )
-
-    def __init__(self, e: Engine, j: int) -> None:
-        s = e.state
-        self.e = e
-        self.ngpu, self.milli, self.mask = e.ngpu[j], e.milli[j], e.mask[j]
-        self.single = self.ngpu <= s.gmax
-        self.split = e._split
-        self.rel: dict[tuple[int, int], int] = {}
-        self.gain: dict[int, int] = {}
-        self.total = 0
-        self.hit: tuple[int, int] | None = None
-        """(node, GPU or -1) that first made room on one node; None if not one node."""
-        if self.milli < MILLI:
-            self.ok = bool((s.free_np[s.node_ok_np(self.mask)] >= self.milli).any())
-        else:
-            self.total = s.whole_free(self.mask)
-            self.ok = (self.single and s.node_with_whole(self.ngpu, s.gmax, 1, self.mask) >= 0) or (
-                (not self.single or self.split) and self.total >= self.ngpu
-            )
-
-    def release(self, r: int) -> bool:
-        """Count running job ``r`` as ended; whether the job fits now."""
-        if self.ok:
-            return True
-        s = self.e.state
-        free, whole, ntype = s.free, s.whole, s.node_type
-        mask, milli, ngpu = self.mask, self.milli, self.ngpu
-        rel, gain = self.rel, self.gain
-        ok = False
-        for n, g, m in self.e.alloc[r]:
-            if mask != ANY_TYPE and not (mask >> ntype[n]) & 1:
-                continue
-            if m == MILLI:  # a whole GPU of r: wholly free once r ends
-                f = MILLI
-            else:
-                v = rel.get((n, g), 0) + m
-                rel[(n, g)] = v
-                f = free[n][g] + v
-            if milli < MILLI:
-                if not ok and f >= milli:
-                    ok, self.hit = True, (n, g)
-            elif f == MILLI:
-                c = gain.get(n, 0) + 1
-                gain[n] = c
-                self.total += 1
-                if not ok and self.single and whole[n] + c >= ngpu:
-                    ok, self.hit = True, (n, -1)
-                elif not ok and (not self.single or self.split) and self.total >= ngpu:
-                    ok = True
-        self.ok = ok
-        return ok
-
-    def needed(self, r: int) -> bool:
-        """Whether released job ``r`` helped make the room: it holds part of the node
-        (or GPU) that first could take the job; every released job when the room is
-        several nodes'.
-        """
-        hit = self.hit
-        if hit is None:
-            return True
-        n, g = hit
-        return any(pn == n and (g < 0 or pg == g) for pn, pg, _ in self.e.alloc[r])
-
-
-class Engine:
-    """One replay: a workload on a cluster under (admission, scheduling, placement)."""
 
     reassign_in_instant = True
     """A job stopped and restarted in one instant only had its GPUs reassigned (not a
@@ -247,7 +157,6 @@ class Engine:
         clock: Clock | None = None,
     ) -> None:
         w = workload
-        n = w.n
         self.w = w
         self.spec = spec
         self.options = options
@@ -255,49 +164,20 @@ class Engine:
         self.rng = np.random.default_rng(options.seed)
         self.now = 0.0
         self.estimate_s = estimate_s if estimate_s is not None else w.duration_s.copy()
-        self.arrival: tuple[float, ...] = tuple(w.arrival_s.tolist())
-        self.duration: tuple[float, ...] = tuple(w.duration_s.tolist())
-        self.remaining = array.array("d", self.duration)
-        self.attained_gpu_s = array.array("d", bytes(8 * n))
-        self.ngpu: tuple[int, ...] = tuple(w.ngpu.tolist())
-        self.milli: tuple[int, ...] = tuple(w.milli.tolist())
-        self.gpus: tuple[float, ...] = tuple(w.gpus.tolist())
-        self.vc: tuple[int, ...] = tuple(w.vc_code.tolist())
-        self.gpu_type: list[str | None] = w.frame["gpu_type"].to_list()
-        multi = spec.multi_resource
-        self.cpu_req: tuple[int, ...] = tuple(w.cpu().tolist()) if multi else (0,) * n
-        self.mem_req: tuple[int, ...] = tuple(w.mem().tolist()) if multi else (0,) * n
-        """CPU / memory requests enforced (zeros on a GPU-only cluster: nothing to check)."""
-        masks: dict[str | None, int] = {}
-        self.mask: tuple[int, ...] = tuple(
-            masks.setdefault(t, spec.type_mask(t)) if t else ANY_TYPE for t in self.gpu_type
-        )
+        job_table.fill(self, w, spec)  # every per-job column (see job_table)
         self.vc_quota_milli: dict[int, int] = {}
         for code, name in enumerate(w.vcs):
             if name in spec.vc_quota_gpus:
                 self.vc_quota_milli[code] = round(spec.vc_quota_gpus[name] * MILLI)
         self.vc_used_milli: dict[int, int] = dict.fromkeys(self.vc_quota_milli, 0)
-        self.first_start: list[float] = [INF] * n
-        self.finish: list[float] = [INF] * n
-        self.end_time = array.array("d", [INF]) * n
-        self.seg_start = array.array("d", bytes(8 * n))
-        self.slow = array.array("d", [1.0]) * n
         self.speed_table = w.speed_table
-        self.speed_code: tuple[int, ...] = (
-            tuple(w.speed_code.tolist()) if w.speed_code is not None else ()
-        )
-        self.first_speed: list[float] = [1.0] * n
-        """Speed of the GPU model(s) of each job's first placement (heterogeneity)."""
-        self.preemptions: list[int] = [0] * n
         self.stopped_now: dict[int, float] = {}
         """Job -> instant of its last preemption: in simulation a job restarted in the
         instant it was stopped was not preempted (see :meth:`try_start`); the live
         executor, whose stop kills a real worker, keeps nothing here."""
-        self.first_nodes: list[int] = [0] * n
         self.alloc: dict[int, Parts] = {}
         """Running jobs -> their allocation (keys = the running set)."""
         self.running = self.alloc
-        self.version: list[int] = [0] * n
         self.rejected: dict[int, str] = {}
         self.waiting = 0
         self.waiting_milli = 0
@@ -329,9 +209,6 @@ class Engine:
         """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
         self.hooks: list[Callable[[int], None]] = []
         """Callbacks of timed events (:meth:`at`): node failures, repairs, power."""
-        self.overhead = array.array("d", bytes(8 * n))
-        """Restore time (engine seconds) still to pay at the start of a job's next
-        segment: what a preemption or a failure restart added to ``remaining``."""
         self.segments: list[tuple[int, float, float, int]] | None = None
         """(job, start, end, first node) per ended run segment, when a list is set
         (energy accounting); None = not recorded."""
@@ -460,81 +337,21 @@ class Engine:
         """What-if for reservations and preemption: the fewest leading ``groups`` of
         running jobs whose end lets waiting job ``j`` be placed (ignoring VC quotas);
         None if not even all of them. With ``where``, also where the placement policy
-        would put it then (the state is released and restored exactly, integer
-        milli-GPU); without, only the count, from per-node free GPUs (no state change:
-        cheap enough to call before every preemption).
+        would put it then (see :func:`gpu_trace.replay.whatif.placeable_after`).
         """
-        k = self._feasible_after(j, groups)
-        if k is None:
-            return None
-        if not where:
-            return Placeable(k, [], [])
-        return self._place_after(j, groups, k)
-
-    def _feasible_after(self, j: int, groups: Sequence[Sequence[int]]) -> int | None:
-        """First prefix of ``groups`` after which ``j`` fits (see :class:`FitProbe`)."""
-        probe = self.fit_probe(j)
-        if probe.ok:
-            return 0
-        for k, group in enumerate(groups, 1):
-            for r in group:
-                probe.release(r)
-            if probe.ok:
-                return k
-        return None
+        return whatif.placeable_after(self.state, self.alloc, self._job(j), groups, where)
 
     def fit_probe(self, j: int) -> FitProbe:
         """A what-if counter for waiting job ``j``: release running jobs into it one by
         one (nothing changes in the cluster) and read whether ``j`` would fit.
         """
-        return FitProbe(self, j)
+        return FitProbe(self.state, self.alloc, self._job(j))
 
-    @property
-    def _split(self) -> bool:
-        """Whether the placement splits a job across nodes when no single node fits."""
-        return bool(getattr(getattr(self.placement, "config", None), "split", False))
-
-    def _place_after(self, j: int, groups: Sequence[Sequence[int]], k: int) -> Placeable | None:
-        """Release the first ``k`` groups (then one more at a time) until the placement
-        policy places ``j``; restore the state; the placement and its part free now.
-        """
-        state = self.state
-        place = self.placement.place
-        ngpu, milli, mask = self.ngpu[j], self.milli[j], self.mask[j]
-        alloc = self.alloc
-        released: list[tuple[int, Parts]] = []
-        try:
-            cpu, mem = self.cpu_req, self.mem_req
-            for group in groups[:k]:
-                for r in group:
-                    released.append((r, alloc[r]))
-                    state.release(alloc[r])
-                    state.give_res(alloc[r], cpu[r], mem[r])
-            parts = place(j, ngpu, milli, mask)
-            for group in groups[k:]:
-                if parts is not None:
-                    break
-                k += 1
-                for r in group:
-                    released.append((r, alloc[r]))
-                    state.release(alloc[r])
-                    state.give_res(alloc[r], cpu[r], mem[r])
-                parts = place(j, ngpu, milli, mask)
-            if parts is None:
-                return None
-            parts = list(parts)
-            future = [state.free[n][g] for n, g, _ in parts]
-        finally:
-            for r, p in reversed(released):
-                state.allocate(p)
-                state.take_res(p, self.cpu_req[r], self.mem_req[r])
-        hold: Parts = []
-        for (n, g, m), fut in zip(parts, future, strict=True):
-            free_now = state.free[n][g]
-            take = min(free_now, max(0, m - (fut - free_now)))
-            if take > 0:
-                hold.append((n, g, take))
-        return Placeable(k, parts, hold)
+    def _job(self, j: int) -> Asking:
+        """What waiting job ``j`` asks, as the what-ifs read it."""
+        return Asking(
+            j, self.ngpu[j], self.milli[j], self.mask[j], self.cpu_req, self.mem_req, self.placement
+        )
 
     def _stop(self, j: int) -> None:
         parts = self.alloc.pop(j)
@@ -710,15 +527,7 @@ class Engine:
                 after_pass()
 
     def result_arrays(self) -> dict[str, Any]:
-        """Per-job outcome arrays (NaN where a time does not exist)."""
-        fs = np.asarray(self.first_start, dtype=np.float64)
-        fin = np.asarray(self.finish, dtype=np.float64)
-        fs[np.isinf(fs)] = np.nan
-        fin[np.isinf(fin)] = np.nan
-        return {
-            "start": fs,
-            "finish": fin,
-            "preemptions": np.asarray(self.preemptions, dtype=np.int32),
-            "nodes": np.asarray(self.first_nodes, dtype=np.int32),
-            "speed": np.asarray(self.first_speed, dtype=np.float64),
-        }
+        """Per-job outcome arrays (NaN where a time does not exist): the outcome
+        columns of :mod:`~gpu_trace.replay.job_table` that name a result field.
+        """
+        return job_table.result_arrays(self)

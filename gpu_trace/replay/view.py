@@ -25,39 +25,27 @@ import numpy as np
 import numpy.typing as npt
 
 from gpu_trace.replay.cluster import ClusterView
+from gpu_trace.replay.job_table import PolicyColumns, policy_columns
 from gpu_trace.replay.workload import Workload
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.engine import Engine, FitProbe, Placeable
+    from gpu_trace.replay.engine import Engine
+    from gpu_trace.replay.whatif import FitProbe, Placeable
 
-_SLOTS = (
+_MEMBERS = (
     "now",
     "w",
     "state",
     "estimate_s",
-    "remaining",
-    "attained_gpu_s",
-    "end_time",
-    "seg_start",
-    "slow",
-    "ngpu",
-    "milli",
-    "mask",
-    "gpus",
-    "vc",
-    "arrival",
-    "cpu_req",
-    "mem_req",
     "running",
     "vc_quota_milli",
     "rng",
-    "try_start",
-    "preempt",
-    "set_timer",
-    "reject",
-    "placeable_after",
-    "fit_probe",
 )
+"""What a view holds besides the per-job columns."""
+_ACTIONS = ("try_start", "preempt", "set_timer", "reject", "placeable_after", "fit_probe")
+"""The engine's methods policies may call (bound methods: the view only forwards)."""
+_COLUMNS = tuple(name for name, _ in policy_columns())
+_SLOTS = _MEMBERS + _COLUMNS + _ACTIONS
 
 
 def _ro(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -76,9 +64,11 @@ def readonly_workload(w: Workload) -> Workload:
     return dataclasses.replace(w, **changes)  # type: ignore[arg-type]
 
 
-class PolicyView:
+class PolicyView(PolicyColumns[Sequence[float]]):
     """Read-only view of an :class:`~gpu_trace.replay.engine.Engine` (satisfies
-    :class:`~gpu_trace.replay.policies.base.EngineView`).
+    :class:`~gpu_trace.replay.policies.base.EngineView`). Its per-job columns are the
+    ones :mod:`~gpu_trace.replay.job_table` declares for policies: static ones shared
+    as the engine's tuples, state ones as read-only memoryviews of its buffers.
     """
 
     __slots__ = _SLOTS
@@ -87,19 +77,6 @@ class PolicyView:
     w: Workload
     state: ClusterView
     estimate_s: npt.NDArray[np.float64]
-    remaining: Sequence[float]
-    attained_gpu_s: Sequence[float]
-    end_time: Sequence[float]
-    seg_start: Sequence[float]
-    slow: Sequence[float]
-    ngpu: Sequence[int]
-    milli: Sequence[int]
-    mask: Sequence[int]
-    gpus: Sequence[float]
-    vc: Sequence[int]
-    arrival: Sequence[float]
-    cpu_req: Sequence[int]
-    mem_req: Sequence[int]
     running: MappingProxyType[int, Any]
     vc_quota_milli: MappingProxyType[int, int]
     rng: np.random.Generator
@@ -116,14 +93,15 @@ class PolicyView:
         put(self, "w", readonly_workload(e.w))
         put(self, "state", ClusterView(e.state))
         put(self, "estimate_s", _ro(e.estimate_s))
-        for name in ("remaining", "attained_gpu_s", "end_time", "seg_start", "slow"):
-            put(self, name, memoryview(getattr(e, name)).toreadonly())
-        for name in ("ngpu", "milli", "mask", "gpus", "vc", "arrival", "cpu_req", "mem_req"):
-            put(self, name, getattr(e, name))  # tuples
+        for name, col in policy_columns():
+            value = getattr(e, name)
+            if col.role == "state":  # the engine's array: read-only, same memory
+                value = memoryview(value).toreadonly()
+            put(self, name, value)  # static: the engine's tuple
         put(self, "running", MappingProxyType(e.alloc))
         put(self, "vc_quota_milli", MappingProxyType(e.vc_quota_milli))
         put(self, "rng", e.rng)
-        for name in ("try_start", "preempt", "set_timer", "reject", "placeable_after", "fit_probe"):
+        for name in _ACTIONS:
             put(self, name, getattr(e, name))
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -30,11 +30,12 @@ import numpy.typing as npt
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import ClusterView
+from gpu_trace.replay.job_table import PolicyColumns
 from gpu_trace.replay.workload import Workload
 from gpu_trace.values import parse_bool, unknown
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.engine import FitProbe, Placeable
+    from gpu_trace.replay.whatif import FitProbe, Placeable
 
 Parts = list[tuple[int, int, int]]
 """An allocation: (node, GPU index, milli-GPU) triples."""
@@ -42,11 +43,13 @@ Parts = list[tuple[int, int, int]]
 Kind = Literal["scheduler", "placement", "admission"]
 
 
-class EngineView(Protocol):
-    """What the engine offers to policies: read-only state, and four actions.
+class EngineView(PolicyColumns[Sequence[float]], Protocol):
+    """What the engine offers to policies: read-only state, and its actions.
 
+    The per-job columns (``arrival``, ``ngpu``, ``remaining`` ...) come from
+    :class:`~gpu_trace.replay.job_table.PolicyColumns`, where each is declared once.
     The engine hands policies a :class:`~gpu_trace.replay.view.PolicyView`: every
-    member below is read-only (tuples, read-only memoryviews / numpy views, mapping
+    member is read-only (tuples, read-only memoryviews / numpy views, mapping
     proxies), so writing to it raises instead of corrupting the engine's state.
     """
 
@@ -68,73 +71,6 @@ class EngineView(Protocol):
     @property
     def estimate_s(self) -> npt.NDArray[np.float64]:
         """Each job's duration as the scheduler may know it (the estimator's, or true)."""
-        ...
-
-    @property
-    def remaining(self) -> Sequence[float]:
-        """Work left per job, in seconds at full speed."""
-        ...
-
-    @property
-    def attained_gpu_s(self) -> Sequence[float]:
-        """GPU-seconds each job has run so far (LAS ranks by it)."""
-        ...
-
-    @property
-    def end_time(self) -> Sequence[float]:
-        """Expected finish time of each running job (inf when not running)."""
-        ...
-
-    @property
-    def seg_start(self) -> Sequence[float]:
-        """Start of each running job's current segment."""
-        ...
-
-    @property
-    def slow(self) -> Sequence[float]:
-        """Wall seconds per second of work of each running job at its placement
-        (multi-node slowdown, heterogeneous speed; 1 = full pace).
-        """
-        ...
-
-    @property
-    def ngpu(self) -> Sequence[int]:
-        """GPUs (or GPU slots) each job asks for."""
-        ...
-
-    @property
-    def milli(self) -> Sequence[int]:
-        """Milli-GPU each job takes per GPU (1000 = whole GPUs)."""
-        ...
-
-    @property
-    def mask(self) -> Sequence[int]:
-        """Allowed GPU types per job, as a bit mask."""
-        ...
-
-    @property
-    def gpus(self) -> Sequence[float]:
-        """GPUs each job asks for, as in the trace (fractional for shared GPUs)."""
-        ...
-
-    @property
-    def vc(self) -> Sequence[int]:
-        """VC code of each job."""
-        ...
-
-    @property
-    def arrival(self) -> Sequence[float]:
-        """Arrival time of each job (s, from the replay's origin)."""
-        ...
-
-    @property
-    def cpu_req(self) -> Sequence[int]:
-        """CPU milli-cores each job holds per node (zeros on a GPU-only cluster)."""
-        ...
-
-    @property
-    def mem_req(self) -> Sequence[int]:
-        """Memory bytes each job holds (zeros on a GPU-only cluster)."""
         ...
 
     @property

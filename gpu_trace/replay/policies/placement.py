@@ -53,6 +53,13 @@ class PlacementBase:
         self.e = view_of(engine)
         self.s: ClusterView = self.e.state
 
+    @property
+    def splits(self) -> bool:
+        """Whether this placement may split a job across nodes when no single node
+        fits (its ``split`` option; the what-ifs count room the same way).
+        """
+        return bool(getattr(self.config, "split", False))
+
     def gather(self, need: int, mask: int, j: int = -1) -> Parts | None:
         """Fewest nodes: take wholly free GPUs from the nodes with the most of them
         (ties: lowest node index); with job ``j`` on a multi-resource cluster, only

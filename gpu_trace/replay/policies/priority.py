@@ -41,7 +41,7 @@ from gpu_trace.replay.cluster import MILLI
 from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.engine import FitProbe
+    from gpu_trace.replay.whatif import FitProbe
 
 FEW_NODES = 4
 """Below this many nodes the dirty-node check (:meth:`_Preemptive._still_no_room`) is

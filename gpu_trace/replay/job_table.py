@@ -82,7 +82,9 @@ class Column:
 
     role: Role
     doc: str
-    source: Callable[[Workload, ClusterSpec], Sequence[Any]] | None = None
+    source: Callable[[Any, Any], Sequence[Any]] | None = None
+    """Reads the column from (workload, cluster spec): any workload type, so another
+    simulator's table (requests) is filled the same way."""
     initial: float = 0.0
     like: str | None = None
     result: str | None = None
@@ -251,7 +253,11 @@ class EngineColumns(PolicyColumns[S], Protocol):
 
 
 @cache
-def _declared(cls: type[Any]) -> tuple[tuple[str, Column], ...]:
+def declared(cls: Any) -> tuple[tuple[str, Column], ...]:
+    """The columns a columns class declares (its ``Annotated`` attributes carrying a
+    :class:`Column`), bases first: how any per-item table of a simulator (jobs here,
+    requests in a serving simulator) is read.
+    """
     hints = get_type_hints(cls, include_extras=True)
     out = []
     for name, hint in hints.items():
@@ -263,22 +269,22 @@ def _declared(cls: type[Any]) -> tuple[tuple[str, Column], ...]:
 
 def policy_columns() -> tuple[tuple[str, Column], ...]:
     """The columns policies read, in declaration order."""
-    return _declared(PolicyColumns)
+    return declared(PolicyColumns)
 
 
 def engine_columns() -> tuple[tuple[str, Column], ...]:
     """Every column, policies' first (the engine holds them all)."""
-    return _declared(EngineColumns)
+    return declared(EngineColumns)
 
 
-def fill(target: Any, workload: Workload, spec: ClusterSpec) -> None:
+def fill(target: Any, workload: Any, spec: Any, table: type[Any] = EngineColumns) -> None:
     """Set every declared column on ``target`` (the engine), each in the container its
     role calls for: static columns as tuples read from the workload, state columns as
     ``array('d')`` buffers, outcomes as lists.
     """
     n = workload.n
     made: dict[str, Any] = {}
-    cols = engine_columns()
+    cols = declared(table)
     for name, col in cols:  # static first: a state column may start as a copy of one
         if col.role == "static":
             assert col.source is not None
@@ -297,12 +303,12 @@ def fill(target: Any, workload: Workload, spec: ClusterSpec) -> None:
         setattr(target, name, value)
 
 
-def result_arrays(source: Any) -> dict[str, npt.NDArray[Any]]:
+def result_arrays(source: Any, table: type[Any] = EngineColumns) -> dict[str, npt.NDArray[Any]]:
     """The per-job outcome fields of a finished run (NaN where a time does not exist):
     one array per outcome column that names a ``result``.
     """
     out: dict[str, npt.NDArray[Any]] = {}
-    for name, col in engine_columns():
+    for name, col in declared(table):
         if col.result is None:
             continue
         a = np.asarray(getattr(source, name), dtype=col.dtype)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import array
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import (
@@ -277,7 +277,7 @@ def engine_columns() -> tuple[tuple[str, Column], ...]:
     return declared(EngineColumns)
 
 
-def fill(target: Any, workload: Any, spec: Any, table: type[Any] = EngineColumns) -> None:
+def fill(target: Any, workload: Any, spec: Any, table: Hashable = EngineColumns) -> None:
     """Set every declared column on ``target`` (the engine), each in the container its
     role calls for: static columns as tuples read from the workload, state columns as
     ``array('d')`` buffers, outcomes as lists.
@@ -303,7 +303,7 @@ def fill(target: Any, workload: Any, spec: Any, table: type[Any] = EngineColumns
         setattr(target, name, value)
 
 
-def result_arrays(source: Any, table: type[Any] = EngineColumns) -> dict[str, npt.NDArray[Any]]:
+def result_arrays(source: Any, table: Hashable = EngineColumns) -> dict[str, npt.NDArray[Any]]:
     """The per-job outcome fields of a finished run (NaN where a time does not exist):
     one array per outcome column that names a ``result``.
     """

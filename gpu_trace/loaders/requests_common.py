@@ -1,0 +1,92 @@
+"""What the serving-trace loaders (azure_llm.py, mooncake.py) share: the lineage
+columns every ``requests`` row carries, the checks on token counts, and the batch of
+one file's requests with its rejects.
+
+The serving traces publish no request id, so a request's key (``request_id``) is its
+record number in the file: the line number minus the header lines. It is stable across
+re-ingests of the same bytes and joins ``request_blocks``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpu_trace.loaders.base import Batch
+from gpu_trace.loaders.textfile import LINE, REASON, FileInfo, quarantine_rows
+
+INT_TEXT = r"^[+-]?[0-9]+$"
+"""A whole number as text (no decimal point, no exponent): ``1.0`` is not guessed."""
+MAX_TOKENS = 2**40
+"""Above any context a model has (10^12 tokens): a larger count is a corrupt value, and
+kept below it sums over millions of requests stay exact in int64."""
+
+
+def first_reason(reasons: list[pl.Expr]) -> pl.Expr:
+    """The first non-null reason of ``reasons`` (null for a good row)."""
+    return pl.coalesce(reasons)
+
+
+def quoted(text: pl.Expr) -> pl.Expr:
+    """``'text'`` for a reason (the value as the file wrote it)."""
+    return pl.lit("'") + text + pl.lit("'")
+
+
+def count_checks(name: str, text: pl.Expr, *, tokens: bool = True) -> list[pl.Expr]:
+    """Reasons a whole-number field (as text, null when missing) is unusable: missing,
+    not a whole number, negative, or (``tokens``: a token count) beyond
+    :data:`MAX_TOKENS`.
+    """
+    value = text.str.strip_chars().cast(pl.Int64, strict=False)
+    checks: list[pl.Expr] = [
+        pl.when(text.is_null() | (text.str.strip_chars() == "")).then(pl.lit(f"{name} is missing")),
+        pl.when(~text.str.strip_chars().str.contains(INT_TEXT) | value.is_null()).then(
+            pl.format(f"{name} {{}} is not a whole number", quoted(text))
+        ),
+        pl.when(value < 0).then(pl.format(f"{name} {{}} is negative", value)),
+    ]
+    if tokens:
+        checks.append(
+            pl.when(value > MAX_TOKENS).then(
+                pl.format(f"{name} {{}} is out of range (> 2^40 tokens)", value)
+            )
+        )
+    return checks
+
+
+def as_count(text: pl.Expr) -> pl.Expr:
+    """A checked count field as Int64."""
+    return text.str.strip_chars().cast(pl.Int64, strict=False)
+
+
+def lineage(info: FileInfo, header_lines: int) -> list[pl.Expr]:
+    """``request_id``, ``file``, ``line`` and ``file_sha256`` of rows with ``_line``."""
+    return [
+        (pl.col(LINE) - header_lines).alias("request_id"),
+        pl.lit(info.path.name).alias("file"),
+        pl.col(LINE).alias("line"),
+        pl.lit(info.sha256).alias("file_sha256"),
+    ]
+
+
+def requests_batch(
+    source: str,
+    dataset: str,
+    info: FileInfo,
+    parsed: pl.LazyFrame | pl.DataFrame,
+    rows: pl.LazyFrame | pl.DataFrame,
+    metadata: dict[str, str],
+    *,
+    sort: bool = True,
+) -> Batch:
+    """The ``requests`` batch of one file: its canonical rows and, as quarantine rows,
+    the lines of ``parsed`` that failed a check (``_reason`` set; ``_raw`` kept).
+    """
+    bad = quarantine_rows(
+        parsed.lazy().filter(pl.col(REASON).is_not_null()),
+        source=source,
+        dataset=dataset,
+        cluster=None,
+        table="requests",
+        file=info.path,
+    )
+    return Batch("requests", dataset, info, rows, bad, metadata=metadata, sort=sort)

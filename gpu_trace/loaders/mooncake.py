@@ -83,7 +83,7 @@ RECORD = pl.Struct(
 and every value is checked as written."""
 SMALL = 256
 """Below this many lines, a failing slice is checked line by line."""
-_OBJECT = r"^\s*\{.*\}\s*$"
+_OBJECT = r"^\s*\{"
 _HASH_ARRAY = r"\"hash_ids\"\s*:\s*\["
 
 

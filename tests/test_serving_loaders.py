@@ -100,7 +100,7 @@ def test_azure_rows_time_and_quarantine_by_hand(tmp_path: Path) -> None:
     q = rows(store, "select locator, reason, raw from quarantine order by locator")
     assert q == [
         ("line 4", "ContextTokens -5 is negative", "2023-11-16 18:16:00.5000000,-5,10"),
-        ("line 5", "TIMESTAMP 'not-a-time' is not a time (YYYY-MM-DD HH:MM:SS[.fraction])",
+        ("line 5", "TIMESTAMP 'not-a-time' is not a time (YYYY-MM-DD HH:MM:SS[.fraction][+HH:MM])",
          "not-a-time,10,10"),
         ("line 6", "ContextTokens '12.0' is not a whole number", "2023-11-16 18:16:01.0000000,12.0,3"),
         ("line 7", "expected at least 3 fields, found 2", "2023-11-16 18:16:02.0000000,7"),
@@ -124,6 +124,27 @@ def test_azure_zone_is_recorded_and_a_dst_gap_quarantined(tmp_path: Path) -> Non
     assert rows(store, "select locator, reason from quarantine") == [
         ("line 3", "TIMESTAMP 2023-03-12 02:30:00.0000000 does not exist in America/Los_Angeles")
     ]
+
+
+def test_azure_times_with_an_offset_are_that_instant(tmp_path: Path) -> None:
+    lines = [
+        AZURE[0],
+        "2024-05-10 00:00:00.009930+00:00,100,10",
+        "2024-05-10 01:00:01+01:00,200,20",
+        "2024-05-10 00:00:02Z,300,30",
+        "2024-05-10 00:00:03+1:00,1,1",
+    ]
+    store = tmp_path / "store"
+    code, err = ingest(
+        "azure-llm", azure_file(tmp_path, lines), "--tz", "Asia/Tokyo", "--store", store
+    )
+    assert code == 0, err
+    assert rows(store, "select arrival_time, arrival_raw from requests order by request_id") == [
+        (datetime(2024, 5, 10, 0, 0, 0, 9930, UTC), "2024-05-10 00:00:00.009930+00:00"),
+        (datetime(2024, 5, 10, 0, 0, 1, tzinfo=UTC), "2024-05-10 01:00:01+01:00"),
+        (datetime(2024, 5, 10, 0, 0, 2, tzinfo=UTC), "2024-05-10 00:00:02Z"),
+    ]
+    assert rows(store, "select locator from quarantine") == [("line 5",)]
 
 
 def test_azure_file_without_the_columns_is_one_error_line(tmp_path: Path) -> None:

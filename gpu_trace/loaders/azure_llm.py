@@ -13,10 +13,12 @@ released files end their lines with CRLF; a LF file reads the same. The files ar
 
 Decisions on points the format leaves open:
 
-- **Time zone.** The timestamps are naive and the README names no zone; they are read
-  as UTC unless ``--tz`` names another IANA zone, recorded in ``source_tz``. A local
-  time that does not exist in that zone (a DST gap) is quarantined; an ambiguous one
-  takes the earlier instant.
+- **Time zone.** The 2023 timestamps are naive and the README names no zone; they are
+  read as UTC unless ``--tz`` names another IANA zone, recorded in ``source_tz``. A
+  local time that does not exist in that zone (a DST gap) is quarantined; an ambiguous
+  one takes the earlier instant. A time written with a UTC offset (``+00:00``, ``Z``;
+  users of the 2024 week's files report such values, which pandas reads with
+  ``format="mixed"``) is that instant whatever ``--tz`` says.
 - **Precision.** ``arrival_time`` is microseconds (the store's unit): the 7th
   fractional digit (100 ns) is cut, and kept in ``arrival_raw`` as written.
 - **Checks.** Every field is required; token counts must be whole non-negative
@@ -45,6 +47,7 @@ from gpu_trace.loaders.requests_common import (
     lineage,
     quoted,
     requests_batch,
+    with_raw,
 )
 from gpu_trace.loaders.textfile import LINE, RAW, REASON, file_info, read_header, scan_lines
 from gpu_trace.loaders.units import TIME_MAX, TIME_MIN
@@ -59,7 +62,9 @@ PREFIX = "azurellminferencetrace_"
 SERVICES = {"code": "code", "conv": "conversation"}
 """File kind -> service: the trace's two services, coding and conversation (Splitwise)."""
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S%.f"
-_TIME_TEXT = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?$"
+_TIME_TEXT = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})?$"
+_SPLIT = r"^(.*?)(Z|[+-]\d{2}:\d{2})?$"
+"""The time and its optional UTC offset (``2024-05-10 00:00:00.009930+00:00``)."""
 
 
 def dataset_of(path: Path) -> str:
@@ -109,8 +114,27 @@ def parse(path: Path, tz: str) -> tuple[Any, pl.LazyFrame]:
         return parts.list.get(at[name], null_on_oob=True)
 
     stamp = field("TIMESTAMP").str.strip_chars()
-    local = stamp.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
-    utc = local.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    base = stamp.str.extract(_SPLIT, 1).str.replace("T", " ", literal=True)
+    offset = stamp.str.extract(_SPLIT, 2)
+    local = base.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
+    minutes = (
+        pl.when(offset == "Z")
+        .then(pl.lit(0, dtype=pl.Int64))
+        .otherwise(
+            (offset.str.slice(1, 2).cast(pl.Int64, strict=False) * 60
+             + offset.str.slice(-2).cast(pl.Int64, strict=False))
+            * pl.when(offset.str.starts_with("-")).then(-1).otherwise(1)
+        )
+    )  # fmt: skip
+    utc = (
+        pl.when(offset.is_null())
+        .then(local.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null"))
+        .otherwise(
+            (local - pl.duration(minutes=minutes))
+            .dt.replace_time_zone("UTC")
+            .dt.convert_time_zone(tz)
+        )
+    )
     reasons = [
         pl.when(pl.col(RAW) == "").then(pl.lit("empty line")),
         pl.when(pl.col(RAW).str.contains("\ufffd", literal=True)).then(pl.lit("invalid UTF-8")),
@@ -120,7 +144,7 @@ def parse(path: Path, tz: str) -> tuple[Any, pl.LazyFrame]:
         pl.when(stamp.is_null() | (stamp == "")).then(pl.lit("TIMESTAMP is missing")),
         pl.when(~stamp.str.contains(_TIME_TEXT) | local.is_null()).then(
             pl.format(
-                "TIMESTAMP {} is not a time (YYYY-MM-DD HH:MM:SS[.fraction])",
+                "TIMESTAMP {} is not a time (YYYY-MM-DD HH:MM:SS[.fraction][+HH:MM])",
                 quoted(field("TIMESTAMP")),
             )
         ),
@@ -158,7 +182,7 @@ class AzureLlmLoader:
         tz = parse_tz(tz)
         for file in inputs(path):
             info, parsed = parse(file, tz)
-            frame = parsed.collect()
+            frame = parsed.drop(RAW).collect()
             dataset = dataset_of(file)
             rows = (
                 frame.lazy()
@@ -184,7 +208,7 @@ class AzureLlmLoader:
                 SOURCE,
                 dataset,
                 info,
-                frame.select(LINE, RAW, REASON),
+                with_raw(info, frame.filter(pl.col(REASON).is_not_null()).select(LINE, REASON)),
                 rows,
                 {"time_basis": "absolute", "source_tz": tz},
                 sort=not ordered,

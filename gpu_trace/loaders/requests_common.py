@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.textfile import LINE, REASON, FileInfo, quarantine_rows
+from gpu_trace.loaders.textfile import LINE, RAW, REASON, FileInfo, quarantine_rows, scan_lines
 
 INT_TEXT = r"^[+-]?[0-9]+$"
 """A whole number as text (no decimal point, no exponent): ``1.0`` is not guessed."""
@@ -66,6 +66,20 @@ def lineage(info: FileInfo, header_lines: int) -> list[pl.Expr]:
         pl.col(LINE).alias("line"),
         pl.lit(info.sha256).alias("file_sha256"),
     ]
+
+
+def with_raw(info: FileInfo, bad: pl.DataFrame) -> pl.DataFrame:
+    """``bad`` (``_line``, ``_reason``) with each line's raw text, read again by line
+    number: the parse drops the raw text, so good rows (nearly all) never keep a copy.
+    """
+    if bad.is_empty():
+        return bad.with_columns(pl.lit(None, dtype=pl.String).alias(RAW))
+    lines = (
+        scan_lines(info)
+        .filter(pl.col(LINE).is_in(bad[LINE].implode()))
+        .with_columns(pl.col(RAW).str.strip_suffix("\r"))
+    )
+    return bad.join(lines.collect(), on=LINE, how="left", maintain_order="left")
 
 
 def requests_batch(

@@ -9,16 +9,104 @@ re-ingests of the same bytes and joins ``request_blocks``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
+from gpu_trace.errors import InputError
 from gpu_trace.loaders.base import Batch
-from gpu_trace.loaders.textfile import LINE, RAW, REASON, FileInfo, quarantine_rows, scan_lines
+from gpu_trace.loaders.textfile import (
+    LINE,
+    RAW,
+    REASON,
+    FileInfo,
+    quarantine_rows,
+    read_header,
+    scan_lines,
+)
 
 INT_TEXT = r"^[+-]?[0-9]+$"
 """A whole number as text (no decimal point, no exponent): ``1.0`` is not guessed."""
 MAX_TOKENS = 2**40
 """Above any context a model has (10^12 tokens): a larger count is a corrupt value, and
 kept below it sums over millions of requests stay exact in int64."""
+
+
+def header_positions(
+    path: Path, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, int]:
+    """Column name -> field index from the header line (names stripped, BOM dropped),
+    for the ``required`` and present ``optional`` columns; a missing required column or
+    a duplicated name is one error naming the file.
+    """
+    names = [n.strip() for n in read_header(path).split(",")]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(path, f"duplicate column(s) {', '.join(dupes)} in the header", "line 1")
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise InputError(
+            path,
+            f"header lacks column(s) {', '.join(missing)}; expected {','.join(required)}",
+            "line 1",
+        )
+    return {c: names.index(c) for c in (*required, *optional) if c in names}
+
+
+def split_lines(info: FileInfo, header_lines: int = 1) -> pl.LazyFrame:
+    """The data lines (``_line``, ``_raw`` without a CR) split on commas into ``_parts``:
+    the serving CSVs quote nothing (no field holds a comma).
+    """
+    return (
+        scan_lines(info, skip=header_lines)
+        .with_columns(pl.col(RAW).str.strip_suffix("\r"))
+        .with_columns(pl.col(RAW).str.split(",").alias("_parts"))
+    )
+
+
+def line_checks(width: int) -> list[pl.Expr]:
+    """Reasons a whole line is unusable: empty, invalid UTF-8, fewer fields than needed."""
+    parts = pl.col("_parts")
+    return [
+        pl.when(pl.col(RAW) == "").then(pl.lit("empty line")),
+        pl.when(pl.col(RAW).str.contains("\ufffd", literal=True)).then(pl.lit("invalid UTF-8")),
+        pl.when(parts.list.len() < width).then(
+            pl.format(f"expected at least {width} fields, found {{}}", parts.list.len())
+        ),
+    ]
+
+
+def number_checks(
+    name: str, text: pl.Expr, *, required: bool, whole: bool, limit: float | None = None
+) -> list[pl.Expr]:
+    """Reasons a decimal field (``32.0``, ``1e3``; empty is missing) is unusable: missing
+    when ``required``, not a finite number, negative, not whole when ``whole`` (``4.0``
+    is whole: the GenTD26 README types its counts as floats), at or above ``limit``.
+    """
+    t = text.str.strip_chars()
+    missing = text.is_null() | (t == "")
+    value = t.cast(pl.Float64, strict=False)
+    checks: list[pl.Expr] = []
+    if required:
+        checks.append(pl.when(missing).then(pl.lit(f"{name} is missing")))
+    checks += [
+        pl.when(~missing & (value.is_null() | ~value.is_finite())).then(
+            pl.format(f"{name} {{}} is not a number", quoted(text))
+        ),
+        pl.when(value < 0).then(pl.format(f"{name} {{}} is negative", t)),
+    ]
+    if whole:
+        checks.append(
+            pl.when(value != value.floor()).then(pl.format(f"{name} {{}} is not whole", t))
+        )
+    if limit is not None:
+        checks.append(pl.when(value >= limit).then(pl.format(f"{name} {{}} is out of range", t)))
+    return checks
+
+
+def as_number(text: pl.Expr) -> pl.Expr:
+    """A checked decimal field as Float64 (null when empty)."""
+    return text.str.strip_chars().cast(pl.Float64, strict=False)
 
 
 def first_reason(reasons: list[pl.Expr]) -> pl.Expr:

@@ -114,30 +114,36 @@ def _bad_lines(raw: pl.Series, offset: int, out: dict[int, str]) -> None:
     """
     try:
         _decode(raw)
-    except pl.exceptions.PolarsError as exc:
+    except pl.exceptions.PolarsError:
         if raw.len() <= SMALL:
-            for i, text in enumerate(raw.to_list()):
-                _one(text, offset + i, out)
+            _small(raw.to_list(), offset, out)
             return
-        del exc
         half = raw.len() // 2
         _bad_lines(raw.slice(0, half), offset, out)
         _bad_lines(raw.slice(half), offset + half, out)
 
 
-def _one(text: str | None, at: int, out: dict[int, str]) -> None:
-    """Check one line of a failing slice: Python's JSON reader names the syntax error;
-    a line it accepts that the decoder still refuses has a value of the wrong type.
+def _small(texts: list[str | None], offset: int, out: dict[int, str]) -> None:
+    """Check the lines of a small failing slice: Python's JSON reader names each syntax
+    error; the lines it accepts are decoded together, and one by one only if the decoder
+    still refuses one of them (a value of the wrong JSON type).
     """
+    valid: list[int] = []
+    for i, text in enumerate(texts):
+        try:
+            json.loads(text or "")
+        except ValueError as err:
+            out[offset + i] = f"malformed JSON: {err}"
+        else:
+            valid.append(i)
     try:
-        json.loads(text or "")
-    except ValueError as err:
-        out[at] = f"malformed JSON: {err}"
-        return
-    try:
-        _decode(pl.Series([text], dtype=pl.String()))
+        _decode(pl.Series([texts[i] for i in valid], dtype=pl.String()))
     except pl.exceptions.PolarsError:
-        out[at] = "not a request object (a value has the wrong JSON type)"
+        for i in valid:
+            try:
+                _decode(pl.Series([texts[i]], dtype=pl.String()))
+            except pl.exceptions.PolarsError:
+                out[offset + i] = "not a request object (a value has the wrong JSON type)"
 
 
 def decode(lines: pl.DataFrame) -> pl.DataFrame:

@@ -121,9 +121,11 @@ REQUESTS = Table(
         Column(
             "arrival_raw_unit",
             pa.string(),
-            "How to read arrival_raw: `local_datetime` (a naive local time in source_tz), "
+            "How to read arrival_raw: `local_datetime` (Azure: a naive local time in source_tz, or "
+            "a time with its UTC offset), "
             "`ms_since_start` (Mooncake: milliseconds since the trace's start), "
-            "`s_since_start` (BurstGPT: seconds from 0:00:00 of the first day).",
+            "`s_since_start` (BurstGPT: seconds from 0:00:00 of the first day), "
+            "`shifted_datetime` (GenTD26: a datetime moved by a secret offset).",
             nullable=False,
         ),
         Column(

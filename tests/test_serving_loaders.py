@@ -294,6 +294,12 @@ def test_real_files_match_the_upstream_tables(tmp_path: Path) -> None:
         "select count(*) from requests where source = 'mooncake'"
         " and prefix_blocks <> (input_tokens + 511) // 512",
     ) == [(0,)]
+    # every block belongs to a request of the same source and dataset
+    assert rows(
+        store,
+        "select count(*) from request_blocks b anti join requests r"
+        " using (source, dataset, request_id)",
+    ) == [(0,)]
     blocks = rows(store, "select count(*) from request_blocks")[0][0]
     listed = sum(
         len(json.loads(line)["hash_ids"])

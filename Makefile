@@ -26,6 +26,8 @@ demo: $(DEMO_NEEDS) ## Ingest every bundled sample into data/store and build the
 	$(BIN)/gpu-trace ingest pai2020 data/samples/pai2020 --store $(STORE)
 	$(BIN)/gpu-trace ingest acme data/samples/acme --store $(STORE)
 	$(BIN)/gpu-trace ingest philly data/samples/philly/cluster_machine_list --store $(STORE)
+	$(BIN)/gpu-trace ingest azure-llm data/samples/azure-llm --store $(STORE)
+	$(BIN)/gpu-trace ingest mooncake data/samples/mooncake --store $(STORE)
 	@echo "Synthetic job logs (gpu-trace synth, labelled in the report; see data/samples/README.md):"
 	$(BIN)/gpu-trace ingest philly data/samples/philly/synthetic --store $(STORE)
 	$(BIN)/gpu-trace ingest helios data/samples/helios/synthetic --store $(STORE)

@@ -81,7 +81,17 @@ def test_cli_fetch_verify_list_openb_from_a_mirror(server: Server, tmp_path: Pat
     listed = runner.invoke(app, ["datasets", "list", "--dest", str(dest)])
     assert listed.exit_code == 0
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
-    assert set(rows) == {"philly", "helios", "pai2020", "openb", "acme"}
+    assert set(rows) == {
+        "philly",
+        "helios",
+        "pai2020",
+        "openb",
+        "acme",
+        "azure-llm",
+        "mooncake",
+        "burstgpt",
+        "gentd26",
+    }
     assert " verified " in rows["openb"] and " missing " in rows["philly"]
     assert "CC BY 4.0" in rows["philly"] and "Jeon et al., USENIX ATC'19" in rows["philly"]
 
@@ -120,6 +130,10 @@ def test_list_json_reports_each_state(server: Server, tmp_path: Path) -> None:
         "pai2020": "partial",
         "openb": "verified",
         "acme": "missing",
+        "azure-llm": "missing",
+        "mooncake": "missing",
+        "burstgpt": "missing",
+        "gentd26": "missing",
     }
     files = {f["name"]: f for f in entries["pai2020"]["files"]}
     assert files["pai_job_table.header"]["status"] == "unchecked"

@@ -26,7 +26,17 @@ def test_registry_carries_the_published_numbers() -> None:
     by hand; Helios and AcmeTrace publish none, so theirs are unpinned. Every entry credits
     its source (licence, citation, https homepage and URLs)."""
     reg = registry()
-    assert list(reg) == ["philly", "helios", "pai2020", "openb", "acme"]
+    assert list(reg) == [
+        "philly",
+        "helios",
+        "pai2020",
+        "openb",
+        "acme",
+        "azure-llm",
+        "mooncake",
+        "burstgpt",
+        "gentd26",
+    ]
     philly = reg["philly"].file("trace-data.tar.gz")
     assert philly.size == 1_055_988_361
     assert philly.sha256 == "2037ccf63a725a02be718b0e1aeee6142c90b7f62d0d849295120e9f6ba13d2c"

@@ -17,6 +17,7 @@ from gpu_trace.schemas.replay import (
     REPLAY_TIMESERIES,
     REPLAY_VALIDATION,
 )
+from gpu_trace.schemas.requests import LATENCY_KINDS, REQUEST_BLOCKS, REQUEST_STATUSES, REQUESTS
 from gpu_trace.schemas.tasks import JOB_TAGS, TASKS
 from gpu_trace.schemas.telemetry import (
     EVENT_KINDS,
@@ -49,6 +50,8 @@ TABLES: dict[str, Table] = {
         TASKS,
         JOB_TAGS,
         USAGE,
+        REQUESTS,
+        REQUEST_BLOCKS,
     )
 }
 
@@ -65,6 +68,7 @@ __all__ = [
     "JOBS",
     "JOB_STATUSES",
     "JOB_TAGS",
+    "LATENCY_KINDS",
     "MACHINES",
     "PLACEMENTS",
     "QUARANTINE",
@@ -72,6 +76,9 @@ __all__ = [
     "REPLAY_RUNS",
     "REPLAY_TIMESERIES",
     "REPLAY_VALIDATION",
+    "REQUESTS",
+    "REQUEST_BLOCKS",
+    "REQUEST_STATUSES",
     "TABLES",
     "TASKS",
     "TIME_BASES",

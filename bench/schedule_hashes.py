@@ -50,8 +50,8 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import parse_spec
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.synthetic import pai_like_jobs
 
 CLUSTERS = ("64x64", "64x8", "40x8+12x4+3x3")

@@ -23,7 +23,7 @@ from gpu_trace import plugins
 from gpu_trace.cli.generated import option_parameters
 from gpu_trace.loaders import LOADERS
 from gpu_trace.loaders import get as get_loader
-from gpu_trace.replay.policies import base
+from gpu_trace.replay import policy as base
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = Path(__file__).parent / "plugin_pkg"

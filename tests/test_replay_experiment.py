@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from gpu_trace.cli import app
 from gpu_trace.cli.replay import _live_id
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.live.executor import LiveOptions
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policy import EngineView, PolicyBase
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.scan import scan

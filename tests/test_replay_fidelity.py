@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import ClusterSpec, from_groups, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.experiment import UsageError
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.policies.fgd_paper import (
     TaskClasses,
     expected_fragmentation,

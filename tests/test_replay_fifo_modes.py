@@ -12,8 +12,8 @@ import pytest
 
 from bench.baseline_replay import tick_fifo_jobs
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import parse_spec
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.synthetic import pai_like_jobs
 from tests.replay_frames import jobs_frame
 

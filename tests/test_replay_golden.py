@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import from_groups, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.policies.priority import Las, Srtf
 from gpu_trace.replay.synthetic import pai_like_jobs
 from gpu_trace.replay.workload import Workload

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import MILLI, load_file, parse_spec
 from gpu_trace.replay.estimator import estimate
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policy import EngineView, PolicyBase
 from tests.replay_common import SAMPLES, T0, jobs_frame
 
 

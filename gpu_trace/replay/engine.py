@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterSpec, ClusterState
-from gpu_trace.replay.policies.base import (
+from gpu_trace.replay.policy import (
     AdmissionPolicy,
     Parts,
     PlacementPolicy,

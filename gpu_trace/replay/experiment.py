@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, UsageError
-from gpu_trace.replay.policies import base
+from gpu_trace.replay import policy as base
 from gpu_trace.values import unknown
 
 ORACLE_SUFFIX = "-oracle"

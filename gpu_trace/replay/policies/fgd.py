@@ -25,8 +25,8 @@ import polars as pl
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import PlacementBase
+from gpu_trace.replay.policy import EngineView, HasView, Parts
 
 
 @dataclass(frozen=True)

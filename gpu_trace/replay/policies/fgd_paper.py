@@ -41,8 +41,8 @@ import polars as pl
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI, UNLIMITED
-from gpu_trace.replay.policies.base import EngineView, HasView, Parts
 from gpu_trace.replay.policies.placement import BestFit, PlacementBase, RandomFit
+from gpu_trace.replay.policy import EngineView, HasView, Parts
 from gpu_trace.replay.workload import CLONE_TAG
 
 I64 = npt.NDArray[np.int64]

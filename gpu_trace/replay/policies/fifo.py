@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import ClassedQueue, EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)

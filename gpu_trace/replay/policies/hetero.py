@@ -16,8 +16,8 @@ import numpy as np
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import Parts
 from gpu_trace.replay.policies.placement import PlacementBase
+from gpu_trace.replay.policy import Parts
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterView
-from gpu_trace.replay.policies.base import EngineView, HasView, Parts, view_of
+from gpu_trace.replay.policy import EngineView, HasView, Parts, view_of
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import ClassedQueue, EngineView, HasView, PolicyBase
 
 if TYPE_CHECKING:
     from gpu_trace.replay.engine import FitProbe

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 
 START = 3
 

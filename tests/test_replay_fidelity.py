@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
-from gpu_trace.replay import policy as base
+from gpu_trace.replay import policy
 from gpu_trace.replay.cluster import ClusterSpec, from_groups, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.experiment import UsageError
-from gpu_trace.replay.policies.fgd_paper import (
+from gpu_trace.replay.placement.fgd import (
     TaskClasses,
     expected_fragmentation,
     typical_classes,
@@ -61,12 +61,12 @@ def engine(rows: list[dict[str, Any]], spec: ClusterSpec, placement: str, **opts
     """An engine with ``placement`` bound (arrival-only), to set up a state by hand."""
     w = Workload.from_jobs(jobs(rows), cpu_only=True)
     e = Engine(w, spec, EngineOptions(departures=False, record_log=True))
-    sched = base.get("scheduler", "packing")
-    place = base.get("placement", placement)
-    adm = base.get("admission", "fits")
+    sched = policy.get("scheduler", "packing")
+    place = policy.get("placement", placement)
+    adm = policy.get("admission", "fits")
     e.bind(
         sched(sched.Config(), e),
-        place(base.build_config(place.Config, opts), e),
+        place(policy.build_config(place.Config, opts), e),
         adm(adm.Config(), e),
     )
     return e

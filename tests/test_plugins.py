@@ -264,3 +264,23 @@ def test_built_in_sections_name_declared_analyses() -> None:
     charted = {n for n, p in declared.items() if chart_of(p) is not None}
     assert own == {f"{n}_section" for n in charted - sections.COMPOSED}
     assert own  # accounting, idle: charts of their own, not composed
+
+
+def test_a_renamed_policy_keeps_its_old_name_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`packing` named both the arrival-only scheduler and the FGD paper's GPU packing
+    placement; the placement is `gpu-packing` now and its old name still selects it, with
+    one warning line per process (issue 28), without being listed."""
+    from gpu_trace.replay import experiment
+
+    monkeypatch.setattr(policy, "_WARNED", set())
+    new = policy.get("placement", "gpu-packing")
+    assert policy.get("placement", "packing") is new
+    experiment.check_policy("placement", "packing", {"ties": "first"})
+    assert capsys.readouterr().err == (
+        "warning: placement policy 'packing' is deprecated: use 'gpu-packing'\n"
+    )
+    assert "packing" not in policy.names("placement")
+    assert policy.get("scheduler", "packing") is not new  # the scheduler keeps its name
+    assert capsys.readouterr().err == ""

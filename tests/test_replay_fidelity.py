@@ -247,7 +247,7 @@ def test_gpu_packing_uses_shared_gpus_then_used_nodes_then_idle_ones() -> None:
     #   idle -> 33 - 2 = 31. -> node 1, GPU 0.
     # 1 whole GPU: node 1 is used -> 50 - 1 = 49; node 0 idle 31 -> node 1, GPU 1.
     spec = parse_spec("4x2")
-    e = engine([{"gpus": 0.5}, {"gpus": 1.0}], spec, "packing")
+    e = engine([{"gpus": 0.5}, {"gpus": 1.0}], spec, "gpu-packing")
     e.state.allocate([(1, 0, 400)])
     assert place(e, 0) == [(1, 0, 500)]
     assert place(e, 1) == [(1, 1, 1000)]

@@ -35,9 +35,10 @@ and may override:
 - ``on_timer``: call ``super().on_timer`` for tags it does not own; tag :data:`ROUND`
   is the base's own (scheduling rounds), so a subclass uses other tags.
 
-A running job's rank may only rise (its ``run_key`` grow) as time passes, except
-through :meth:`Preemptive.rank_dropped`, which a subclass calls when a running job's
-rank drops (LAS' demotion): the memo of jobs known to have no room relies on it.
+A running job's ``run_key`` may only shrink (its rank improve: SRTF's time left) as time
+passes; where it grows (its rank drops: LAS' demotion) the subclass calls
+:meth:`Preemptive.rank_dropped`: the memo of waiting jobs known to have no room relies
+on it.
 A ``Config`` with ``quantum_s`` > 0 makes preemption happen only at multiples of it
 (scheduling rounds); without the field, at every event.
 
@@ -128,7 +129,7 @@ class Preemptive(PolicyBase):
 
     def run_key(self, j: int) -> tuple[Any, ...]:
         """The running job's rank now, comparable with :meth:`wait_key` (it may only
-        grow with time, but through :meth:`rank_dropped`).
+        shrink with time, but where the subclass calls :meth:`rank_dropped`).
         """
         raise NotImplementedError
 

@@ -49,9 +49,8 @@ from typing import Any
 
 import polars as pl
 
-from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import ReplayConfig, policy, replay
 from gpu_trace.replay.cluster import parse_spec
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.synthetic import pai_like_jobs
 
 CLUSTERS = ("64x64", "64x8", "40x8+12x4+3x3")
@@ -81,7 +80,7 @@ def _cfg(scheduler: str, placement: str, **kw: Any) -> ReplayConfig:
 
 
 def _preemptive() -> list[str]:
-    return [n for n in base.names("scheduler") if base.get("scheduler", n).preemptive]
+    return [n for n in policy.names("scheduler") if policy.get("scheduler", n).preemptive]
 
 
 def cases() -> Iterator[Case]:
@@ -103,7 +102,7 @@ def _preemptive_cases() -> Iterator[Case]:
     ]
     for cluster in CLUSTERS:
         for label, sched, kw in variants:
-            for placement in base.names("placement"):
+            for placement in policy.names("placement"):
                 for restore in (0.0, 20.0):
                     yield Case(
                         f"{cluster}/{label}/{placement}/restore={restore:g}",
@@ -115,7 +114,7 @@ def _preemptive_cases() -> Iterator[Case]:
 def _other_cases() -> Iterator[Case]:
     """The non-preemptive schedulers with a few placements; estimate readers online too."""
     preemptive = _preemptive()
-    others = [n for n in base.names("scheduler") if n not in preemptive and n != "packing"]
+    others = [n for n in policy.names("scheduler") if n not in preemptive and n != "packing"]
     for cluster in CLUSTERS:
         for sched in others:
             for placement in ("consolidate", "best-fit", "yarn", "spread"):
@@ -224,8 +223,26 @@ def compute(only: str | None = None) -> dict[str, str]:
     return out
 
 
+RENAMED_PLACEMENTS = {"packing": "gpu-packing"}
+"""Placements renamed since a hash file may have been written (issue 28: the placement
+``packing`` is ``gpu-packing``): a configuration named with the old name is compared
+under the new one, so files from before and after the rename still compare."""
+
+
+def current_name(name: str) -> str:
+    """A configuration's name with a renamed placement (the third part) renamed."""
+    parts = name.split("/")
+    if len(parts) > 2:
+        parts[2] = RENAMED_PLACEMENTS.get(parts[2], parts[2])
+    return "/".join(parts)
+
+
 def compare(a: dict[str, str], b: dict[str, str]) -> list[str]:
-    """Names of configurations whose hashes differ or that only one side has."""
+    """Names of configurations whose hashes differ or that only one side has (names
+    as :func:`current_name` gives them).
+    """
+    a = {current_name(k): v for k, v in a.items()}
+    b = {current_name(k): v for k, v in b.items()}
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
@@ -241,9 +258,8 @@ def main(argv: list[str]) -> int:
         diff = compare(left, right)
         for name in diff:
             sys.stdout.write(f"differs: {name}\n")
-        sys.stdout.write(
-            f"{len(left.keys() | right.keys()) - len(diff)} equal, {len(diff)} differ\n"
-        )
+        names = {current_name(k) for k in left.keys() | right.keys()}
+        sys.stdout.write(f"{len(names) - len(diff)} equal, {len(diff)} differ\n")
         return 1 if diff else 0
     if a.out is None:
         p.error("give OUT.json or --compare A B")

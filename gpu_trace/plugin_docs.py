@@ -44,8 +44,9 @@ sections and column headers are generated from it.
 - **Paths**: a loader reads `PATH` (help: `path_help`); `many_paths=True` makes it
   `PATHS...`, the first the ingest's path and the rest passed to `batches` as `more`.
 - **Built in**: a new module in `gpu_trace/loaders/`, `gpu_trace/analyses/` or
-  `gpu_trace/replay/policies/` with a module-level `PLUGIN` (or `PLUGINS`, a tuple) of
-  `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`. Nothing else changes.
+  `gpu_trace/replay/scheduling/`, `placement/` or `admission/` with a module-level
+  `PLUGIN` (or `PLUGINS`, a tuple) of `LoaderPlugin`, `AnalysisPlugin` or `PolicyPlugin`.
+  Nothing else changes.
 - **Third party**: a package that names the declaration (`module:PLUGIN`) or its module
   under the entry-point group `gpu_trace.loaders`, `gpu_trace.analyses` or
   `gpu_trace.policies` in its `pyproject.toml`; `pip install` it next to gpu-trace.

@@ -6,8 +6,9 @@ Everything else is generated from it: the ``gpu-trace ingest`` / ``analyze`` com
 the ``replay`` policy registry, the report's plugin sections, the glossary and
 ``docs/plugins.md``. So adding one is adding one file:
 
-- built in: a module under ``gpu_trace/loaders/``, ``gpu_trace/analyses/`` or
-  ``gpu_trace/replay/policies/`` with a module-level ``PLUGIN`` (or ``PLUGINS``, a tuple);
+- built in: a module under ``gpu_trace/loaders/``, ``gpu_trace/analyses/`` or one of
+  ``gpu_trace/replay/scheduling/``, ``placement/``, ``admission/`` with a module-level
+  ``PLUGIN`` (or ``PLUGINS``, a tuple);
 - third party: a package whose ``pyproject.toml`` names the declaration (or its module)
   under the entry-point group ``gpu_trace.loaders``, ``gpu_trace.analyses`` or
   ``gpu_trace.policies``.
@@ -44,10 +45,14 @@ ENTRY_POINT_GROUPS: dict[Group, str] = {
     "analyses": "gpu_trace.analyses",
     "policies": "gpu_trace.policies",
 }
-_BUILTIN_PACKAGES: dict[Group, str] = {
-    "loaders": "gpu_trace.loaders",
-    "analyses": "gpu_trace.analyses",
-    "policies": "gpu_trace.replay.policies",
+_BUILTIN_PACKAGES: dict[Group, tuple[str, ...]] = {
+    "loaders": ("gpu_trace.loaders",),
+    "analyses": ("gpu_trace.analyses",),
+    "policies": (
+        "gpu_trace.replay.scheduling",
+        "gpu_trace.replay.placement",
+        "gpu_trace.replay.admission",
+    ),
 }
 
 
@@ -256,6 +261,9 @@ class PolicyPlugin:
     policy: type[Any]
     #: Listing order (``replay policies``); built-ins keep their historical order.
     rank: int = 1000
+    #: Old names that still select it, with a one-line deprecation warning (a renamed
+    #: policy must not break scripts); never listed.
+    deprecated: tuple[str, ...] = ()
 
 
 Plugin = LoaderPlugin | AnalysisPlugin | PolicyPlugin
@@ -279,11 +287,16 @@ def _declared(module: ModuleType) -> list[Any]:
 
 
 def _builtin(group: Group) -> list[Any]:
-    package = importlib.import_module(_BUILTIN_PACKAGES[group])
-    found = _declared(package)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if not info.ispkg:
-            found.extend(_declared(importlib.import_module(f"{package.__name__}.{info.name}")))
+    """The declarations of the group's built-in packages, package by package, each
+    package's own first, then its modules in name order.
+    """
+    found: list[Any] = []
+    for name in _BUILTIN_PACKAGES[group]:
+        package = importlib.import_module(name)
+        found.extend(_declared(package))
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            if not info.ispkg:
+                found.extend(_declared(importlib.import_module(f"{name}.{info.name}")))
     return found
 
 
@@ -360,7 +373,8 @@ def _package_modules(group: Group) -> list[str]:
     """The names of the built-in package's modules, read from its folder without
     importing the package (importing ``gpu_trace.loaders`` loads polars and pyarrow).
     """
-    folder = Path(__file__).parent.joinpath(*_BUILTIN_PACKAGES[group].split(".")[1:])
+    (package,) = _BUILTIN_PACKAGES[group]
+    folder = Path(__file__).parent.joinpath(*package.split(".")[1:])
     return sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.ispkg)
 
 
@@ -378,7 +392,7 @@ def _unindexed_loaders() -> list[LoaderPlugin]:
     file just added): those modules are imported, so adding a loader stays adding a file.
     """
     index = _loader_index()
-    package = _BUILTIN_PACKAGES["loaders"]
+    (package,) = _BUILTIN_PACKAGES["loaders"]
     found: list[LoaderPlugin] = []
     for stem in _package_modules("loaders"):
         if stem not in index:
@@ -412,7 +426,7 @@ def loader(name: str) -> LoaderPlugin:
     a built-in the index knows; otherwise (a new file, an installed plugin, an unknown
     name) as :func:`loaders` finds it, unknown names failing in :func:`lookup`.
     """
-    package = _BUILTIN_PACKAGES["loaders"]
+    (package,) = _BUILTIN_PACKAGES["loaders"]
     present = {*_package_modules("loaders"), "__init__"}
     for stem, declared in _loader_index().items():
         if name in declared and stem in present:

@@ -137,3 +137,33 @@ def test_moved_telemetry_parsers_keep_their_old_paths() -> None:
     ]:
         moved = importlib.import_module(f"gpu_trace.loaders.{new}")
         assert importlib.import_module(f"gpu_trace.telemetry.{old}") is moved
+
+
+POLICY_PACKAGES = (
+    "gpu_trace.replay.scheduling",
+    "gpu_trace.replay.placement",
+    "gpu_trace.replay.admission",
+)
+POLICY_MAY_IMPORT = (
+    "gpu_trace.replay.policy",  # the contracts (EngineView, PolicyBase) and the registry
+    "gpu_trace.replay.cluster",  # the cluster model and its read-only view
+    "gpu_trace.replay.workload",
+    *POLICY_PACKAGES,  # the shared bases (queue, preemptive, placement.base)
+)
+
+
+def test_policies_see_the_engine_only_through_the_contract() -> None:
+    """A policy module imports, of replay, only the contracts, the cluster and workload
+    models and the policy packages' own bases (``TYPE_CHECKING`` imports aside): never the
+    engine or the driver, so a new policy is one file written against a public contract
+    (issue 28)."""
+    edges = ig.graph(ROOT, functions=True)
+    reach = sorted(
+        f"{src} -> {dst}"
+        for src, targets in edges.items()
+        if src.startswith(POLICY_PACKAGES)
+        for dst in targets
+        if dst.startswith("gpu_trace.replay") and not dst.startswith(POLICY_MAY_IMPORT)
+    )
+    assert reach == []
+    assert any(src.startswith(POLICY_PACKAGES) for src in edges)  # the packages were seen

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from gpu_trace.replay import job_table, whatif
+from gpu_trace.replay.admission.fits import Fits, FitsConfig
 from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
-from gpu_trace.replay.policies.admission import Fits, FitsConfig
-from gpu_trace.replay.policies.base import EngineView
-from gpu_trace.replay.policies.fifo import Fifo, FifoConfig
-from gpu_trace.replay.policies.placement import Consolidate, ConsolidateConfig
+from gpu_trace.replay.placement.consolidate import Consolidate
+from gpu_trace.replay.policy import EngineView, NoConfig
+from gpu_trace.replay.scheduling.fifo import Fifo, FifoConfig
 from gpu_trace.replay.view import PolicyView
 from gpu_trace.replay.workload import Workload
 from tests.test_replay_golden import frame
@@ -28,7 +28,7 @@ def _engine(rows: list[tuple[float, float, int]], spec: str = "4x4") -> Engine:
     e = Engine(Workload.from_jobs(frame(rows)), parse_spec(spec), EngineOptions())
     e.bind(
         Fifo(FifoConfig(), e),
-        Consolidate(ConsolidateConfig(), e),
+        Consolidate(NoConfig(), e),
         Fits(FitsConfig(), e),
     )
     return e

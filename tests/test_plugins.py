@@ -5,7 +5,7 @@
 builds and installs it with pip (``--target``, offline: its in-tree build backend) and
 runs the real CLI in subprocesses with that folder on ``PYTHONPATH``: the plugins show in
 ``--help`` and work end to end. The same three files dropped into a copy of the package
-(``gpu_trace/loaders/``, ``gpu_trace/analyses/``, ``gpu_trace/replay/policies/``) are
+(``gpu_trace/loaders/``, ``gpu_trace/analyses/``, ``gpu_trace/replay/scheduling/``) are
 built-ins, with no other file touched.
 """
 
@@ -23,7 +23,7 @@ from gpu_trace import plugins
 from gpu_trace.cli.generated import option_parameters
 from gpu_trace.loaders import LOADERS
 from gpu_trace.loaders import get as get_loader
-from gpu_trace.replay.policies import base
+from gpu_trace.replay import policy
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = Path(__file__).parent / "plugin_pkg"
@@ -116,7 +116,7 @@ def test_one_file_each_as_builtins(tmp_path: Path) -> None:
     before = {p.relative_to(copy) for p in copy.rglob("*.py")}
     shutil.copy(PKG / "toy_loader.py", copy / "gpu_trace/loaders/toy_loader.py")
     shutil.copy(PKG / "toy_analysis.py", copy / "gpu_trace/analyses/toy_analysis.py")
-    shutil.copy(PKG / "toy_policy.py", copy / "gpu_trace/replay/policies/toy_policy.py")
+    shutil.copy(PKG / "toy_policy.py", copy / "gpu_trace/replay/scheduling/toy_policy.py")
     after = {p.relative_to(copy) for p in copy.rglob("*.py")}
     assert len(after - before) == 3
     assert "toy " in _cli([copy], "ingest", "--help")
@@ -133,10 +133,10 @@ def test_registries_come_from_the_declarations() -> None:
     for kind in ("nvidia-smi", "dcgmi", "prometheus", "prometheus-range", "chronus", "gavel"):
         assert kind in names
     # Policies keep their historical order (rank) and every declared class is returned.
-    assert base.names("scheduler")[:3] == ["fifo", "fifo-skip", "sjf"]
-    assert base.names("placement")[0] == "consolidate"
+    assert policy.names("scheduler")[:3] == ["fifo", "fifo-skip", "sjf"]
+    assert policy.names("placement")[0] == "consolidate"
     for p in plugins.policies("placement"):
-        assert base.get("placement", p.name) is p.policy
+        assert policy.get("placement", p.name) is p.policy
 
 
 def test_unknown_names_fail_in_one_place() -> None:
@@ -146,7 +146,7 @@ def test_unknown_names_fail_in_one_place() -> None:
     with pytest.raises(UsageError, match=r"unknown loader 'opneb'; did you mean 'openb'\?"):
         get_loader("opneb")
     with pytest.raises(UsageError, match=r"unknown scheduler policy 'fifoo'; did you mean"):
-        base.get("scheduler", "fifoo")
+        policy.get("scheduler", "fifoo")
 
 
 def test_choices_become_a_usage_check() -> None:
@@ -264,3 +264,23 @@ def test_built_in_sections_name_declared_analyses() -> None:
     charted = {n for n, p in declared.items() if chart_of(p) is not None}
     assert own == {f"{n}_section" for n in charted - sections.COMPOSED}
     assert own  # accounting, idle: charts of their own, not composed
+
+
+def test_a_renamed_policy_keeps_its_old_name_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`packing` named both the arrival-only scheduler and the FGD paper's GPU packing
+    placement; the placement is `gpu-packing` now and its old name still selects it, with
+    one warning line per process (issue 28), without being listed."""
+    from gpu_trace.replay import experiment
+
+    monkeypatch.setattr(policy, "_WARNED", set())
+    new = policy.get("placement", "gpu-packing")
+    assert policy.get("placement", "packing") is new
+    experiment.check_policy("placement", "packing", {"ties": "first"})
+    assert capsys.readouterr().err == (
+        "warning: placement policy 'packing' is deprecated: use 'gpu-packing'\n"
+    )
+    assert "packing" not in policy.names("placement")
+    assert policy.get("scheduler", "packing") is not new  # the scheduler keeps its name
+    assert capsys.readouterr().err == ""

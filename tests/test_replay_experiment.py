@@ -18,11 +18,10 @@ from typer.testing import CliRunner
 
 from gpu_trace.cli import app
 from gpu_trace.cli.replay import _live_id
-from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import ReplayConfig, policy, replay
 from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.live.executor import LiveOptions
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policy import EngineView, PolicyBase
 from gpu_trace.reports.replay_section import replay_section, resolve_runs
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.scan import scan
@@ -212,7 +211,7 @@ def test_registered_estimating_scheduler_gets_estimates() -> None:
     # replayed jobs run 500 s. Fewer than 200 training jobs -> the user's mean log
     # duration: expm1(log1p(100)) = 100 s for every replayed job, not their true 500 s.
     rows = [(float(i), 100.0 if i < 10 else 500.0, "alice") for i in range(40)]
-    base.register("scheduler", "recorder", EstimateRecorder)
+    policy.register("scheduler", "recorder", EstimateRecorder)
     EstimateRecorder.seen.clear()
     try:
         result = replay(
@@ -221,7 +220,7 @@ def test_registered_estimating_scheduler_gets_estimates() -> None:
             ReplayConfig(source="t", scheduler="recorder", estimator="model"),
         )
     finally:
-        base.unregister("scheduler", "recorder")
+        policy.unregister("scheduler", "recorder")
     assert len(EstimateRecorder.seen) == 30
     assert all(v == pytest.approx(100.0) for v in EstimateRecorder.seen.values())
     row = result.runs.row(0, named=True)

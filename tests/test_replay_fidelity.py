@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
+from gpu_trace.replay import policy
 from gpu_trace.replay.cluster import ClusterSpec, from_groups, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.experiment import UsageError
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.fgd_paper import (
+from gpu_trace.replay.placement.fgd import (
     TaskClasses,
     expected_fragmentation,
     typical_classes,
@@ -61,12 +61,12 @@ def engine(rows: list[dict[str, Any]], spec: ClusterSpec, placement: str, **opts
     """An engine with ``placement`` bound (arrival-only), to set up a state by hand."""
     w = Workload.from_jobs(jobs(rows), cpu_only=True)
     e = Engine(w, spec, EngineOptions(departures=False, record_log=True))
-    sched = base.get("scheduler", "packing")
-    place = base.get("placement", placement)
-    adm = base.get("admission", "fits")
+    sched = policy.get("scheduler", "packing")
+    place = policy.get("placement", placement)
+    adm = policy.get("admission", "fits")
     e.bind(
         sched(sched.Config(), e),
-        place(base.build_config(place.Config, opts), e),
+        place(policy.build_config(place.Config, opts), e),
         adm(adm.Config(), e),
     )
     return e
@@ -247,7 +247,7 @@ def test_gpu_packing_uses_shared_gpus_then_used_nodes_then_idle_ones() -> None:
     #   idle -> 33 - 2 = 31. -> node 1, GPU 0.
     # 1 whole GPU: node 1 is used -> 50 - 1 = 49; node 0 idle 31 -> node 1, GPU 1.
     spec = parse_spec("4x2")
-    e = engine([{"gpus": 0.5}, {"gpus": 1.0}], spec, "packing")
+    e = engine([{"gpus": 0.5}, {"gpus": 1.0}], spec, "gpu-packing")
     e.state.allocate([(1, 0, 400)])
     assert place(e, 0) == [(1, 0, 500)]
     assert place(e, 1) == [(1, 1, 1000)]

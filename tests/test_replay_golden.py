@@ -15,11 +15,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import ReplayConfig, policy, replay
 from gpu_trace.replay.cluster import from_groups, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.priority import Las, Srtf
+from gpu_trace.replay.scheduling.las import Las
+from gpu_trace.replay.scheduling.srtf import Srtf
 from gpu_trace.replay.synthetic import pai_like_jobs
 from gpu_trace.replay.workload import Workload
 from tests.replay_frames import jobs_frame
@@ -128,11 +128,11 @@ def _engine(
     w = Workload.from_jobs(frame(rows))
     est = None if estimate is None else np.asarray(estimate, dtype=np.float64)
     e = Engine(w, parse_spec(spec), EngineOptions(record_log=True), estimate_s=est)
-    sched = base.get("scheduler", scheduler)
-    place = base.get("placement", "consolidate")
-    adm = base.get("admission", "fits")
+    sched = policy.get("scheduler", scheduler)
+    place = policy.get("placement", "consolidate")
+    adm = policy.get("admission", "fits")
     e.bind(
-        sched(base.build_config(sched.Config, opts), e),
+        sched(policy.build_config(sched.Config, opts), e),
         place(place.Config(), e),
         adm(adm.Config(), e),
     )
@@ -442,7 +442,7 @@ def test_preemption_memo_changes_no_decision(name: str, cls: type[Any], gpus: st
     load = 0.95 if gpus == "32x8" else 2.5
     jobs = pai_like_jobs(600, cluster_gpus=256, utilization=load, seed=3)
     opts = {"thresholds_gpu_s": "600,6000"} if name == "las" else {}
-    base.register("scheduler", f"{name}-nomemo-test", cls)
+    policy.register("scheduler", f"{name}-nomemo-test", cls)
     try:
         runs = []
         for sched in (name, f"{name}-nomemo-test"):
@@ -454,4 +454,4 @@ def test_preemption_memo_changes_no_decision(name: str, cls: type[Any], gpus: st
         assert runs[0].engine.total_preemptions > 100
         assert runs[0].engine.scheduler.memo_hits > 0  # the memo was used
     finally:
-        base.unregister("scheduler", f"{name}-nomemo-test")
+        policy.unregister("scheduler", f"{name}-nomemo-test")

@@ -216,7 +216,7 @@ def _check_log(r: Any, rows: list[dict[str, Any]]) -> None:
                 assert allowed is None or t in allowed.split("|")
 
 
-PLACEMENTS = ["consolidate", "best-fit", "spread", "random", "fgd", "dot-product", "packing"]
+PLACEMENTS = ["consolidate", "best-fit", "spread", "random", "fgd", "dot-product", "gpu-packing"]
 PLACEMENTS.append("clustering")
 
 

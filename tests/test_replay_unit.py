@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import MILLI, load_file, parse_spec
 from gpu_trace.replay.estimator import estimate
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.base import EngineView, PolicyBase
+from gpu_trace.replay.policy import EngineView, PolicyBase
 from tests.replay_common import SAMPLES, T0, jobs_frame
 
 
@@ -460,7 +460,7 @@ def test_estimator_learns_user_durations() -> None:
 
 def test_fgd_fragmentation_matches_sharing_measure() -> None:
     from gpu_trace.analyses.sharing import fragmentation, task_classes
-    from gpu_trace.replay.policies.fgd import node_fragmentation
+    from gpu_trace.replay.placement.fgd_gpu import node_fragmentation
 
     jobs = pl.DataFrame(
         {"gpus": [0.5, 0.5, 1.0, 2.0, 0.25], "gpu_type": [None] * 5},

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from gpu_trace.replay import ReplayConfig, replay
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import MILLI, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
 from gpu_trace.replay.live.executor import LiveEngine
-from gpu_trace.replay.policies import base
-from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 from gpu_trace.replay.workload import Workload
 from tests.test_replay_golden import frame, times
 

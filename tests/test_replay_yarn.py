@@ -10,7 +10,7 @@ nothing). Every start and end below is worked out by hand from that rule.
 
 from __future__ import annotations
 
-from gpu_trace.replay.policies.base import names
+from gpu_trace.replay.policy import names
 from tests.test_replay_golden import first_nodes, preemptions, run, times
 
 # (submit s, duration s, GPUs)

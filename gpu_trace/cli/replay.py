@@ -17,7 +17,7 @@ from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
-from gpu_trace.replay.policies import base
+from gpu_trace.replay import policy as base
 from gpu_trace.settings import resolve_store
 from gpu_trace.values import choose, parse_bool, split_list
 

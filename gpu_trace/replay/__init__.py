@@ -3,7 +3,7 @@ emulated cluster and score the outcome.
 
 ``run(store, ReplayConfig(...))`` replays a source from the store; ``replay(jobs, spec,
 config)`` replays any canonical jobs frame. Policies are listed by
-``gpu_trace.replay.policies.base.names`` and added with ``register``.
+``gpu_trace.replay.policy.names`` and added with ``register``.
 
 Those four names are imported from :mod:`gpu_trace.replay.run` on first use: importing
 a submodule (a policy for plugin discovery, the cluster model, the live-replay worker

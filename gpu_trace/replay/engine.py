@@ -36,7 +36,7 @@ import numpy.typing as npt
 from gpu_trace.replay import job_table, whatif
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, ClusterState
 from gpu_trace.replay.job_table import EngineColumns, FloatArray
-from gpu_trace.replay.policies.base import (
+from gpu_trace.replay.policy import (
     AdmissionPolicy,
     Parts,
     PlacementPolicy,

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, UsageError
-from gpu_trace.replay.policies import base
+from gpu_trace.replay import policy
 from gpu_trace.values import unknown
 
 ORACLE_SUFFIX = "-oracle"
@@ -30,32 +30,29 @@ __all__ = ["ORACLE_SUFFIX", "UsageError"]
 
 def scheduler_names() -> list[str]:
     """Registered schedulers plus the ``-oracle`` variant of each that reads estimates."""
-    names = base.names("scheduler")
-    return [*names, *(n + ORACLE_SUFFIX for n in names if base.needs_estimates(n))]
+    names = policy.names("scheduler")
+    return [*names, *(n + ORACLE_SUFFIX for n in names if policy.needs_estimates(n))]
 
 
 def parse_scheduler(name: str) -> tuple[str, bool]:
     """``qssf`` -> (qssf, False); ``qssf-oracle`` -> (qssf, True); unknown -> UsageError."""
-    known = base.names("scheduler")
+    known = policy.names("scheduler")
     if name in known:
         return name, False
     stem = name.removesuffix(ORACLE_SUFFIX)
-    if name.endswith(ORACLE_SUFFIX) and stem in known and base.needs_estimates(stem):
+    if name.endswith(ORACLE_SUFFIX) and stem in known and policy.needs_estimates(stem):
         return stem, True
     msg = "scheduling policy"
     raise unknown(msg, name, scheduler_names())
 
 
-def check_policy(kind: base.Kind, name: str, options: dict[str, Any]) -> None:
+def check_policy(kind: policy.Kind, name: str, options: dict[str, Any]) -> None:
     """Raise :class:`UsageError` unless ``name`` is registered and ``options`` build its
     config (unknown keys, bad values).
     """
-    known = base.names(kind)
-    if name not in known:
-        msg = f"{kind} policy"
-        raise unknown(msg, name, known)
+    cls = policy.get(kind, name)  # an unknown name: the registry's usage error
     try:
-        base.build_config(base.get(kind, name).Config, options)
+        policy.build_config(cls.Config, options)
     except UsageError:
         raise
     except GpuTraceError as exc:
@@ -73,7 +70,7 @@ def label(scheduler: str, oracle: bool) -> str:
     """The name a run is shown under: an estimating policy fed true durations is named
     ``<scheduler>-oracle`` so it is never mistaken for the estimator.
     """
-    if oracle and base.needs_estimates(scheduler):
+    if oracle and policy.needs_estimates(scheduler):
         return scheduler + ORACLE_SUFFIX
     return scheduler
 

@@ -11,7 +11,7 @@ engine and its accounting read). Everything else is derived from these declarati
   list per outcome column;
 - the read-only view policies get (:mod:`gpu_trace.replay.view` builds its slots and
   exports from :func:`policy_columns`);
-- the policy protocol: :class:`~gpu_trace.replay.policies.base.EngineView` extends
+- the policy protocol: :class:`~gpu_trace.replay.policy.EngineView` extends
   :class:`PolicyColumns`, so a type checker sees every column a policy reads;
 - the per-job result frame (:func:`result_arrays`: the outcome columns that name a
   result field).

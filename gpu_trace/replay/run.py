@@ -27,9 +27,9 @@ from gpu_trace.replay import accounting as acct
 from gpu_trace.replay import estimator as est
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import metrics as mt
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, from_trace, load_file, parse_spec
 from gpu_trace.replay.engine import Engine, EngineOptions
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.workload import CLONE_TAG, Workload, arrival_order
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan

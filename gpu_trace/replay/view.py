@@ -66,7 +66,7 @@ def readonly_workload(w: Workload) -> Workload:
 
 class PolicyView(PolicyColumns[Sequence[float]]):
     """Read-only view of an :class:`~gpu_trace.replay.engine.Engine` (satisfies
-    :class:`~gpu_trace.replay.policies.base.EngineView`). Its per-job columns are the
+    :class:`~gpu_trace.replay.policy.EngineView`). Its per-job columns are the
     ones :mod:`~gpu_trace.replay.job_table` declares for policies: static ones shared
     as the engine's tuples, state ones as read-only memoryviews of its buffers.
     """

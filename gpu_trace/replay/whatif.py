@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterState
-from gpu_trace.replay.policies.base import Parts
+from gpu_trace.replay.policy import Parts
 
 
 class Asking(NamedTuple):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.fifo import Fifo
+from gpu_trace.replay.scheduling.fifo import Fifo
 
 
 class LargestFirst(Fifo):

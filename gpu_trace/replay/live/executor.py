@@ -53,9 +53,9 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay import policy as base
 from gpu_trace.replay.engine import INF, Engine, EngineOptions
 from gpu_trace.replay.live.devices import Devices, parse_devices
-from gpu_trace.replay.policies import base
 from gpu_trace.replay.run import ReplayConfig, RunResult, _score, write
 from gpu_trace.replay.workload import WORKLOAD_COLUMNS, Workload
 from gpu_trace.store.scan import scan

@@ -12,25 +12,19 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, NoConfig, PolicyBase
 
 START = 3
-
-
-@dataclass(frozen=True)
-class RecordedConfig:
-    """``recorded`` has no options: the trace decides every start."""
 
 
 class Recorded(PolicyBase):
     """Replay the trace's own start times."""
 
-    Config = RecordedConfig
+    Config = NoConfig  # the trace decides every start
 
-    def __init__(self, config: RecordedConfig, engine: EngineView | HasView) -> None:
+    def __init__(self, config: NoConfig, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
         w = self.e.w
         raw_arrival = (w.arrival_s * w.load_factor).tolist()

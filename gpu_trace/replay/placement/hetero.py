@@ -10,25 +10,16 @@ All nodes are scored at once with numpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import Parts
-from gpu_trace.replay.policies.placement import PlacementBase
-
-
-@dataclass(frozen=True)
-class HeteroConfig:
-    """``hetero`` has no options: the speeds come from ``--throughput``."""
+from gpu_trace.replay.placement.base import PlacementBase
+from gpu_trace.replay.policy import Parts
 
 
 class Hetero(PlacementBase):
     """The fastest GPU model for the job's class, then the fullest node that fits."""
-
-    Config = HeteroConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """A node of the fastest feasible model, the fullest one that fits; a job

@@ -8,7 +8,7 @@ import numpy as np
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)

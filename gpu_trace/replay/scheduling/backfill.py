@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)

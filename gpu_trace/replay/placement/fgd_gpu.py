@@ -1,4 +1,6 @@
-"""FGD: fragmentation-gradient-descent placement (Weng et al., ATC'23).
+"""``fgd-gpu``: an earlier, GPU-only reading of FGD (Weng et al., ATC'23); the paper's
+own definition, on CPU, memory and GPUs with its simulator's scores, is ``fgd``
+(:mod:`~gpu_trace.replay.placement.fgd`).
 
 The fragmentation of a node is the measure of :func:`gpu_trace.analyses.sharing.fragmentation`:
 for each task class of the workload (GPUs per task, per-GPU share, allowed types;
@@ -16,7 +18,6 @@ array operations instead of a Python loop over nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,8 @@ import polars as pl
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import EngineView, HasView, Parts
-from gpu_trace.replay.policies.placement import PlacementBase
-
-
-@dataclass(frozen=True)
-class FgdConfig:
-    """``fgd-gpu`` has no options: the task classes come from the workload."""
+from gpu_trace.replay.placement.base import PlacementBase
+from gpu_trace.replay.policy import EngineView, HasView, Parts
 
 
 def class_arrays(
@@ -77,10 +73,11 @@ def node_fragmentation(
     return out
 
 
-class Fgd(PlacementBase):
-    """Place on the node whose fragmentation increases least."""
+class FgdGpu(PlacementBase):
+    """Place on the node whose GPU-only fragmentation increases least.
 
-    Config = FgdConfig
+    No options: the task classes come from the workload.
+    """
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
@@ -117,4 +114,4 @@ class Fgd(PlacementBase):
         return self.on_node(node, ngpu, milli)
 
 
-PLUGINS = (PolicyPlugin("placement", "fgd-gpu", Fgd, rank=5),)
+PLUGINS = (PolicyPlugin("placement", "fgd-gpu", FgdGpu, rank=5),)

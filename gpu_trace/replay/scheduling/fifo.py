@@ -1,4 +1,4 @@
-"""First-in first-out (two named modes), and arrival-only packing.
+"""First-in first-out, in two named modes.
 
 - ``fifo`` (default ``blocking = true``) is *strict* FIFO: the oldest waiting job blocks
   everyone behind it until it fits (head-of-line blocking), so it is not
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, NoConfig, PolicyBase
+from gpu_trace.replay.scheduling.queue import ClassedQueue
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,6 @@ class FifoConfig:
             "(false = fifo-skip, the PAI simulator's scan: start every job that fits)."
         },
     )
-
-
-@dataclass(frozen=True)
-class FifoSkipConfig:
-    """``fifo-skip`` has no options: it is ``fifo -o blocking=false``."""
 
 
 class Fifo(PolicyBase):
@@ -83,49 +79,19 @@ class FifoSkip(Fifo):
     """The PAI simulator's FIFO: scan in arrival order, start every job that fits.
 
     Jobs of one request shape fit or not together within a pass, so the scan runs on
-    :class:`~gpu_trace.replay.policies.base.ClassedQueue` (one heap per shape) and
-    costs O(starts x shapes) per pass, with the same outcome as scanning every job.
+    :class:`~gpu_trace.replay.scheduling.queue.ClassedQueue` (one heap per shape) and
+    costs O(starts x shapes) per pass, with the same outcome as scanning every job. No
+    options: it is ``fifo -o blocking=false``.
     """
 
-    Config = FifoSkipConfig
+    Config = NoConfig
 
     def is_blocking(self) -> bool:
         """Always the skip mode."""
         return False
 
 
-@dataclass(frozen=True)
-class PackingConfig:
-    """Options of ``packing`` (none)."""
-
-    pass
-
-
-class Packing(PolicyBase):
-    """Arrival-only packing (the FGD paper's protocol): each job is placed when it
-    arrives or fails for good; nothing waits. Use with ``departures = false``.
-    """
-
-    Config = PackingConfig
-
-    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
-        super().__init__(config, engine)
-        self.pending: list[int] = []
-
-    def on_arrival(self, j: int) -> None:
-        """Remember the job: it is placed or refused in this instant's pass."""
-        self.pending.append(j)
-
-    def schedule(self) -> None:
-        """Place every job that arrived now, or refuse it for good."""
-        for j in self.pending:
-            if not self.e.try_start(j):
-                self.e.reject(j, "unschedulable at arrival")
-        self.pending.clear()
-
-
 PLUGINS = (
     PolicyPlugin("scheduler", "fifo", Fifo, rank=0),
     PolicyPlugin("scheduler", "fifo-skip", FifoSkip, rank=1),
-    PolicyPlugin("scheduler", "packing", Packing, rank=10),
 )

@@ -1,165 +1,86 @@
-"""Priority schedulers: SJF, QSSF (non-preemptive) and SRTF, LAS / Tiresias
-(preemptive).
+"""The public base of preemptive schedulers (SRTF, LAS / Tiresias): subclass
+:class:`Preemptive`, give it a rank, register it.
 
-All are work-conserving: the wait queue is a :class:`ClassedQueue` and every pass starts
-every waiting job that fits, best priority first (no head-of-line blocking).
+One file is a new preemptive policy::
 
-- ``sjf``: shortest job first on the true duration (oracle).
-- ``qssf``: quasi-shortest-service first (Helios): smallest *predicted* GPU time
-  (estimated duration x GPUs).
-- ``srtf``: shortest remaining time first (oracle), preempting longer-remaining jobs.
-- ``las`` / ``tiresias`` / ``las-lucid``: 2D-LAS with discretized queues, modelled on
-  the Tiresias simulator (SymbioticLab/Tiresias ``run_sim.py`` ``dlas_sim_jobs``): a
-  job's queue is the number of thresholds its attained GPU time (GPU-seconds, since its
-  last promotion) has passed; lower queue first; within a queue, the order in which
-  jobs entered it (arrival, or demotion / promotion: the tail), and a running job keeps
-  its GPUs against the queue's waiting jobs unless it was demoted into the queue at
-  this very instant. A running job is demoted exactly when it crosses a threshold.
-  Starvation (``starve_factor`` > 0): a waiting job outside queue 0 is promoted to the
-  tail of queue 0 once its pending seconds since its last promotion (every wait after
-  it has run) reach ``starve_factor`` x the time it has run since then; both counts
-  then restart. ``tiresias`` = the simulator's defaults (3,250 and 7,200 GPU-s, 3
-  queues); ``las-lucid`` = Lucid's setting (18,000 GPU-s, 60-s rounds).
+    class Oldest(Preemptive):  # oldest job first, preempting younger ones
+        def wait_key(self, j):
+            return (self.e.arrival[j], j)
 
-Preemption: one pass over the waiting jobs in rank order; each starts if it fits, else
-preempts the fewest running jobs it outranks that make room for it, else is passed over
-and the next ones still get their turn. A job started in a pass outranks every job
-after it, so it is never stopped in the same pass. With ``quantum_s > 0`` preemption is
-only considered at multiples of the quantum (scheduling rounds); arrivals and
-completions still start jobs that fit at once.
+        def run_key(self, j):
+            return (self.e.arrival[j], j)
+
+
+    PLUGIN = PolicyPlugin("scheduler", "oldest", Oldest)
+
+**The contract.** A subclass defines two ranks, lowest first, comparable with each other:
+
+- :meth:`Preemptive.wait_key` (required): a waiting job's rank, read when it is queued
+  (arrival, requeue after a preemption); its place in the wait queue. End it with the
+  job id so that ranks are unique (the pass is then independent of queue order).
+- :meth:`Preemptive.run_key` (required): a running job's rank *now*, compared with a
+  waiting job's ``wait_key`` to decide whether the waiting job may preempt it.
+
+and may override:
+
+- :meth:`Preemptive.heap_key`: the order in which running jobs are offered as victims,
+  worst first; read when a job starts (or :meth:`Preemptive.rank_dropped` is called) and
+  must not change in between. Default: ``run_key`` negated element-wise (numbers only).
+- :meth:`Preemptive.outranks`: whether a waiting rank may preempt a running one
+  (default ``wait_key < run_key``; a margin or a hysteresis goes here).
+- :meth:`Preemptive.started` / :meth:`Preemptive.requeued`: hooks after a start and
+  after a preempted job is back in the queue (timers, counters).
+- ``dirty_nodes_check`` (class attribute): set False when ``run_key`` costs more than
+  the what-if it spares (see :meth:`Preemptive._still_no_room`).
+- ``on_timer``: call ``super().on_timer`` for tags it does not own; tag :data:`ROUND`
+  is the base's own (scheduling rounds), so a subclass uses other tags.
+
+A running job's ``run_key`` may only shrink (its rank improve: SRTF's time left) as time
+passes; where it grows (its rank drops: LAS' demotion) the subclass calls
+:meth:`Preemptive.rank_dropped`: the memo of waiting jobs known to have no room relies
+on it.
+A ``Config`` with ``quantum_s`` > 0 makes preemption happen only at multiples of it
+(scheduling rounds); without the field, at every event.
+
+**What the engine guarantees** (:class:`~gpu_trace.replay.policy.EngineView`): at each
+instant it applies the completions (``on_finish``), then the arrivals (``on_arrival``,
+admitted jobs only), then the timers (``on_timer``), then calls ``schedule`` once; a job
+stopped by a node failure gets ``on_finish`` and, when retried, ``on_arrival`` again.
+``try_start`` starts a job or changes nothing; ``preempt`` stops a running job now,
+keeping its progress (``remaining`` less the work done, plus the restore time), and the
+policy requeues it (the base does). The views are read-only and ``now`` never goes back.
+
+**How a pass preempts.** One pass over the waiting jobs in rank order; each starts if it
+fits, else preempts the fewest running jobs it outranks that make room for it, else is
+passed over and the next ones still get their turn. A job started in a pass outranks
+every job after it, so it is never stopped in the same pass. With ``quantum_s > 0``
+arrivals and completions still start jobs that fit at once.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import ClassedQueue, EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
+from gpu_trace.replay.scheduling.queue import ClassedQueue
 
 if TYPE_CHECKING:
     from gpu_trace.replay.whatif import FitProbe
 
 FEW_NODES = 4
-"""Below this many nodes the dirty-node check (:meth:`_Preemptive._still_no_room`) is
+"""Below this many nodes the dirty-node check (:meth:`Preemptive._still_no_room`) is
 skipped."""
 
 ROUND = 1
-DEMOTE = 2
-STARVE = 3
+"""Timer tag of the base's scheduling rounds (``quantum_s``): subclasses use others."""
 
 
-@dataclass(frozen=True)
-class NoOptions:
-    """The options of a policy that has none (``-o`` is refused for it)."""
+class Preemptive(PolicyBase):
+    """A preemptive scheduler by rank (the module docstring is the contract)."""
 
-
-class _NonPreemptive(PolicyBase):
-    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
-        super().__init__(config, engine)
-        self.queue = ClassedQueue(self.shape_key, self.need_milli)
-
-    def key(self, j: int) -> tuple[float, int]:
-        """The job's fixed rank, lowest first (the job id breaks ties)."""
-        raise NotImplementedError
-
-    def on_arrival(self, j: int) -> None:
-        """Queue the job by its rank; it only starts in :meth:`schedule`."""
-        self.queue.push(self.key(j), j)
-
-    def schedule(self) -> None:
-        """Start every waiting job that fits, best rank first (work-conserving)."""
-        self.queue.fill(self.e.try_start, self.e.state.room_milli)
-
-
-class Sjf(_NonPreemptive):
-    """Shortest job first (true duration, oracle)."""
-
-    Config = NoOptions
-
-    def key(self, j: int) -> tuple[float, int]:
-        """The true duration (still all remaining: the job has not started)."""
-        return (self.e.remaining[j], j)
-
-
-class Qssf(_NonPreemptive):
-    """Quasi-shortest-service first: smallest estimated duration x GPUs."""
-
-    Config = NoOptions
-    needs_estimates = True
-
-    def key(self, j: int) -> tuple[float, int]:
-        """Predicted GPU time: the estimated duration times the GPUs asked for."""
-        return (float(self.e.estimate_s[j]) * self.e.gpus[j], j)
-
-
-@dataclass(frozen=True)
-class SrtfConfig:
-    """SRTF's options: how often preemption is considered."""
-
-    quantum_s: float = field(
-        default=0.0,
-        metadata={"help": "Consider preemption only every quantum seconds (0 = at any event)."},
-    )
-
-
-@dataclass(frozen=True)
-class LasConfig:
-    """2D-LAS's options: the queue thresholds, the round length and the starvation
-    rule.
-    """
-
-    thresholds_gpu_s: tuple[float, ...] = field(
-        default=(3600.0, 36000.0, 360000.0),
-        metadata={"help": "Queue thresholds on attained GPU-seconds (comma-separated)."},
-    )
-    quantum_s: float = field(
-        default=0.0,
-        metadata={"help": "Consider preemption only every quantum seconds (0 = at any event)."},
-    )
-    starve_factor: float = field(
-        default=0.0,
-        metadata={
-            "help": "Promote a job to queue 0 once its wait reaches this x its run time "
-            "since the last promotion (Tiresias' starvation rule; 0 = off)."
-        },
-    )
-
-
-@dataclass(frozen=True)
-class TiresiasConfig(LasConfig):
-    """LAS's options with the Tiresias simulator's defaults (SymbioticLab/Tiresias,
-    ``simulator/jobs.py``: 3 queues, ``queue_limit`` 3,250 and 7,200 GPU-seconds, the
-    last queue unbounded; ``run_sim.py`` schedules at every event, starvation off
-    unless ``--solve_starvation``).
-    """
-
-    thresholds_gpu_s: tuple[float, ...] = field(
-        default=(3250.0, 7200.0),
-        metadata={"help": "Queue thresholds on attained GPU-seconds (Tiresias: 3250,7200)."},
-    )
-
-
-@dataclass(frozen=True)
-class LucidLasConfig(LasConfig):
-    """LAS's options as Lucid's simulator configures its "tiresias" baseline (one
-    threshold at 18,000 GPU-s, 60-s rounds).
-    """
-
-    thresholds_gpu_s: tuple[float, ...] = field(
-        default=(18000.0,),
-        metadata={"help": "Queue thresholds on attained GPU-seconds (Lucid's setting: 18000)."},
-    )
-    quantum_s: float = field(
-        default=60.0,
-        metadata={"help": "Scheduling round: preemption every 60 s as in Lucid's simulator."},
-    )
-
-
-class _Preemptive(PolicyBase):
     preemptive = True
     dirty_nodes_check = True
     """Whether :meth:`_still_no_room` looks at the dirty nodes of a cluster of several
@@ -168,6 +89,8 @@ class _Preemptive(PolicyBase):
 
     def __init__(self, config: Any, engine: EngineView | HasView) -> None:
         super().__init__(config, engine)
+        self.quantum_s = float(getattr(config, "quantum_s", 0.0))
+        """Preemption only at multiples of this (0 = at any event), from the config."""
         self.queue = ClassedQueue(self.shape_key, self.need_milli)
         self.run_heap: list[tuple[Any, int, int]] = []
         self.stamp: dict[int, int] = {}
@@ -199,15 +122,21 @@ class _Preemptive(PolicyBase):
         of a one-node cluster (after counting every job it outranks as stopped)."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
-        """The waiting job's rank, lowest first: its place in the wait queue."""
+        """The waiting job's rank, lowest first: its place in the wait queue (read when
+        it is queued: arrival or requeue).
+        """
         raise NotImplementedError
 
     def run_key(self, j: int) -> tuple[Any, ...]:
-        """The running job's rank now, comparable with :meth:`wait_key`."""
+        """The running job's rank now, comparable with :meth:`wait_key` (it may only
+        shrink with time, but where the subclass calls :meth:`rank_dropped`).
+        """
         raise NotImplementedError
 
     def heap_key(self, j: int) -> tuple[Any, ...]:
-        """Order of running jobs, worst first (static between stamps)."""
+        """Order of running jobs as victims, worst first; read at a start (and at
+        :meth:`rank_dropped`), fixed in between. Default: ``run_key`` negated.
+        """
         return tuple(-x for x in self.run_key(j))
 
     def started(self, j: int) -> None:
@@ -215,6 +144,18 @@ class _Preemptive(PolicyBase):
 
     def requeued(self, j: int) -> None:
         """Hook after a preempted job is back in the wait queue."""
+
+    def rank_dropped(self, j: int) -> None:
+        """Tell the base that running job ``j``'s rank dropped (a demotion): it may now
+        be preempted by jobs that could not before, so the memo of waiting jobs without
+        room is out of date, and it is re-filed in the victims' order (its
+        :meth:`heap_key` is read again).
+        """
+        self.epoch += 1
+        self.freed += self.e.ngpu[j]
+        if self.dirty_nodes_check:
+            self.dirty.extend(self.where.get(j, ()))
+        self._push_running(j)
 
     def on_finish(self, j: int) -> None:
         """A finish frees capacity: a job that could not get room may fit now."""
@@ -292,7 +233,7 @@ class _Preemptive(PolicyBase):
         same pass (it outranks every job that comes after it): no zero-length runs.
         """
         e = self.e
-        q = float(self.config.quantum_s)
+        q = self.quantum_s
         if q > 0:
             k = math.floor(e.now / q + 1e-9)
             if abs(e.now - k * q) > 1e-6:
@@ -532,184 +473,3 @@ class _Preemptive(PolicyBase):
         if w is None or not self.outranks(bkey, self.run_key(w)):
             return None
         return w
-
-
-class Srtf(_Preemptive):
-    """Shortest remaining time first (oracle), preemptive."""
-
-    Config = SrtfConfig
-
-    def wait_key(self, j: int) -> tuple[Any, ...]:
-        """The remaining time (oracle)."""
-        return (self.e.remaining[j], j)
-
-    def run_key(self, j: int) -> tuple[Any, ...]:
-        """The work left (the time left until its end at its placement's pace): on the
-        same basis as :meth:`wait_key`. Time left would rank a job slowed by a
-        multi-node placement behind itself waiting, and two such jobs would preempt
-        each other forever within one instant.
-        """
-        e = self.e
-        return ((e.end_time[j] - e.now) / e.slow[j], j)
-
-    def heap_key(self, j: int) -> tuple[Any, ...]:
-        """Latest end first: the order of remaining time, fixed while it runs."""
-        return (-self.e.end_time[j], -j)
-
-
-class Las(_Preemptive):
-    """2D-LAS with discretized queues on attained GPU time (Tiresias), with optional
-    starvation promotion.
-    """
-
-    Config = LasConfig
-    dirty_nodes_check = False
-
-    def __init__(self, config: Any, engine: EngineView | HasView) -> None:
-        super().__init__(config, engine)
-        self.armed: dict[int, float] = {}
-        self.offset: dict[int, float] = {}
-        """Attained GPU-seconds at the job's last promotion (service before it does not
-        count towards its queue)."""
-        self.waited: dict[int, float] = {}
-        """Seconds waited since the last promotion, after having run."""
-        self.wait_since: dict[int, float] = {}
-        self.starve_at: dict[int, float] = {}
-        self.entered: dict[int, tuple[float, int, int]] = {}
-        """(time, 1, job) when the job entered its current queue by a demotion or a
-        promotion; absent = (arrival, 0, job). The order within a queue: a moved job
-        goes to the tail, behind the jobs that arrived in the same second (Tiresias'
-        loop appends arrivals, then walks the runnable jobs in arrival order to move
-        them)."""
-
-    def _queue_of(self, attained: float) -> int:
-        q = 0
-        for t in self.config.thresholds_gpu_s:
-            if attained >= t - 1e-9:
-                q += 1
-        return q
-
-    def _attained_now(self, j: int) -> float:
-        """GPU-seconds that count towards the job's queue (since its last promotion)."""
-        e = self.e
-        a = e.attained_gpu_s[j] - self.offset.get(j, 0.0)
-        if j in e.running:
-            a += (e.now - e.seg_start[j]) * e.gpus[j]
-        return a
-
-    def wait_key(self, j: int) -> tuple[Any, ...]:
-        """(queue by attained GPU time since the last promotion, 1, time it entered
-        that queue, input order): FIFO within a queue, a demoted or promoted job at the
-        tail of its new queue (Tiresias ``run_sim.py`` ``dlas_sim_jobs`` appends it to
-        the new queue's list).
-        """
-        counted = self.e.attained_gpu_s[j] - self.offset.get(j, 0.0)
-        return (self._queue_of(counted), 1, self._entered(j))
-
-    def run_key(self, j: int) -> tuple[Any, ...]:
-        """(queue now, 0, entered, input order) for a job already running in its queue
-        before this instant: ahead of the queue's waiting jobs (``dlas_sim_jobs`` moves
-        pending jobs behind running ones after every pass). A job demoted at this very
-        instant gets 1 instead: it sits at the tail, behind the jobs already waiting
-        there, which may preempt it.
-        """
-        entered = self._entered(j)
-        tier = 1 if entered[0] >= self.e.now else 0
-        return (self._queue_of(self._attained_now(j)), tier, entered)
-
-    def heap_key(self, j: int) -> tuple[Any, ...]:
-        """Worst first: highest queue, then latest into it (fixed between demotions)."""
-        t, moved, k = self._entered(j)
-        return (-self._queue_of(self._attained_now(j)), -t, -moved, -k)
-
-    def _entered(self, j: int) -> tuple[float, int, int]:
-        got = self.entered.get(j)
-        return got if got is not None else (self.e.arrival[j], 0, j)
-
-    def started(self, j: int) -> None:
-        """Add the wait that just ended to its starvation count and set the timer for
-        its next demotion.
-        """
-        since = self.wait_since.pop(j, None)
-        if since is not None:
-            self.waited[j] = self.waited.get(j, 0.0) + self.e.now - since
-        self.starve_at.pop(j, None)
-        self._arm(j)
-
-    def requeued(self, j: int) -> None:
-        """A preempted job that has run since its last promotion counts this wait
-        towards starvation, whatever its queue (Tiresias ``dlas_sim_jobs``: pending time
-        adds up while ``executed_time`` > 0). With ``starve_factor`` > 0 a job outside
-        queue 0 gets a timer for when its waits reach ``starve_factor`` x its run (then
-        it is promoted).
-        """
-        e = self.e
-        counted = e.attained_gpu_s[j] - self.offset.get(j, 0.0)
-        if counted <= 0:
-            return
-        self.wait_since[j] = e.now
-        factor = float(self.config.starve_factor)
-        if factor <= 0 or self._queue_of(counted) == 0:
-            return
-        ran_s = counted / max(e.gpus[j], 1e-9)
-        at = e.now + max(0.0, factor * ran_s - self.waited.get(j, 0.0))
-        self.starve_at[j] = at
-        e.set_timer(at, j, STARVE)
-
-    def _promote(self, j: int) -> None:
-        old = self.wait_key(j)
-        self.offset[j] = self.e.attained_gpu_s[j]
-        self.entered[j] = (self.e.now, 1, j)
-        self.waited[j] = 0.0
-        self.wait_since.pop(j, None)
-        self.starve_at.pop(j, None)
-        self.queue.reprioritize(old, self.wait_key(j), j)
-
-    def _arm(self, j: int) -> None:
-        e = self.e
-        a = self._attained_now(j)
-        for t in self.config.thresholds_gpu_s:
-            if a < t - 1e-9:
-                at = e.now + (t - a) / max(e.gpus[j], 1e-9)
-                self.armed[j] = at
-                e.set_timer(at, j, DEMOTE)
-                return
-        self.armed.pop(j, None)
-
-    def on_timer(self, j: int, tag: int) -> None:
-        """A round boundary, a running job crossing a threshold (demoted: re-ranked
-        in the run heap) or a waiting job's starvation promotion; stale timers are
-        ignored.
-        """
-        if tag == ROUND:
-            self.round_set = False
-        elif tag == DEMOTE and j in self.e.running and self.armed.get(j) == self.e.now:
-            self.epoch += 1
-            self.freed += self.e.ngpu[j]
-            self.entered[j] = (self.e.now, 1, j)
-            self._push_running(j)
-            self._arm(j)
-        elif tag == STARVE and self.starve_at.get(j) == self.e.now:
-            self._promote(j)
-
-
-class Tiresias(Las):
-    """Tiresias' discretized 2D-LAS with the Tiresias simulator's defaults."""
-
-    Config = TiresiasConfig
-
-
-class LucidLas(Las):
-    """2D-LAS as Lucid's simulator runs its Tiresias baseline (2 queues, 60-s rounds)."""
-
-    Config = LucidLasConfig
-
-
-PLUGINS = (
-    PolicyPlugin("scheduler", "sjf", Sjf, rank=2),
-    PolicyPlugin("scheduler", "qssf", Qssf, rank=3),
-    PolicyPlugin("scheduler", "srtf", Srtf, rank=4),
-    PolicyPlugin("scheduler", "las", Las, rank=5),
-    PolicyPlugin("scheduler", "tiresias", Tiresias, rank=6),
-    PolicyPlugin("scheduler", "las-lucid", LucidLas, rank=6),
-)

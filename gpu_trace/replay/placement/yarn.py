@@ -22,28 +22,19 @@ by index with a GPU that has room, on its fullest such GPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
 from gpu_trace.plugins import PolicyPlugin
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.policies.base import Parts
-from gpu_trace.replay.policies.placement import PlacementBase
-
-
-@dataclass(frozen=True)
-class YarnConfig:
-    """Options of ``yarn`` (none: the Tiresias simulator has none for it)."""
+from gpu_trace.replay.placement.base import PlacementBase
+from gpu_trace.replay.policy import Parts
 
 
 class Yarn(PlacementBase):
     """First node by index that fits; a multi-node job takes whole free nodes plus one
     node for the remainder (Tiresias' ``ms_yarn``).
     """
-
-    Config = YarnConfig
 
     def place(self, j: int, ngpu: int, milli: int, mask: int) -> Parts | None:
         """The first node by index that holds the job, or whole free nodes plus one for the

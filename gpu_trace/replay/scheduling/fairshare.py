@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.plugins import PolicyPlugin
-from gpu_trace.replay.policies.base import EngineView, HasView, PolicyBase
+from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+"""Admission policies: whether an arriving job may ever run (one module per policy,
+declared in its module-level ``PLUGINS`` or ``PLUGIN``).
+"""

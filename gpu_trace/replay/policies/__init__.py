@@ -1,3 +1,0 @@
-"""Replay policies: admission, scheduling and placement, registered by name in
-:mod:`gpu_trace.replay.policies.base`.
-"""

@@ -74,8 +74,6 @@ US_PER_S = 1_000_000
 
 ENDED = {STOP_FINISH: "finish", STOP_PREEMPT: "preempt", STOP_FAIL: "fail"}
 """``args.ended`` of a job segment by the engine's stop kind."""
-RUNNING = -1
-"""Kind of a segment still open when the replay ended."""
 
 NODE_STATES = {"failure": "failed", "off": "off", "boot": "booting"}
 """Node log entry that starts an out-of-service period -> the period's name."""
@@ -121,36 +119,23 @@ class _Interval:
 def _segments(
     rec: EventRecorder,
 ) -> list[tuple[int, float, float, list[tuple[int, int, int]], str]]:
-    """Every segment with how it ended as a word; a preemption followed by the same
-    job's restart in that instant is a ``reassign`` (in simulation the engine undoes
-    such a preemption, :meth:`Engine.try_start`); open segments end at the last instant.
+    """Every segment with how it ended as a word, the open ones (``running``) ending at
+    the last instant. A preemption followed by the same job's restart in that instant
+    is a ``reassign``: in simulation the engine undoes such a preemption
+    (:meth:`Engine.try_start`), so the trace's preemptions match the run's count.
     """
     e = rec.e
-    out: list[tuple[int, float, float, list[tuple[int, int, int]], str]] = []
+    every = [(j, s, t, parts, ENDED[how]) for j, s, t, parts, how in rec.segments]
+    every += [(j, e.seg_start[j], e.now, list(e.alloc[j]), "running") for j in sorted(e.alloc)]
     last: dict[int, int] = {}
-    for j, s, t, parts, how in rec.segments:
+    for i, (j, s, *_) in enumerate(every):
         prev = last.get(j)
-        if (
-            prev is not None
-            and out[prev][4] == "preempt"
-            and out[prev][2] == s
-            and e.reassign_in_instant
-        ):
-            out[prev] = (*out[prev][:4], "reassign")
-        last[j] = len(out)
-        out.append((j, s, t, parts, ENDED[how]))
-    for j in sorted(e.alloc):
-        prev = last.get(j)
-        s = e.seg_start[j]
-        if (
-            prev is not None
-            and out[prev][4] == "preempt"
-            and out[prev][2] == s
-            and e.reassign_in_instant
-        ):
-            out[prev] = (*out[prev][:4], "reassign")
-        out.append((j, s, e.now, list(e.alloc[j]), "running"))
-    return out
+        if prev is not None and e.reassign_in_instant:
+            pj, ps, pt, pparts, pended = every[prev]
+            if pended == "preempt" and pt == s:
+                every[prev] = (pj, ps, pt, pparts, "reassign")
+        last[j] = i
+    return every
 
 
 def _node_periods(rec: EventRecorder, end: float) -> list[tuple[int, _Interval]]:

@@ -3,8 +3,8 @@
 The format rules checked here are the format's own, from its documents:
 
 - the Trace Event Format document (Google Docs
-  1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU, mirrored in catapult's
-  docs/trace-event-format.md; field by field in wix-incubator/trace-event-lib's typings):
+  1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU, linked from catapult's trace-event-format
+  page; field by field in wix-incubator/trace-event-lib's typings):
   the JSON Object Format ``{"traceEvents": [...], "displayTimeUnit": "ms" | "ns",
   "otherData": {...}}``; every event has ``name``, ``ph``, ``pid``, and ``ts`` in
   microseconds (integer or fractional); complete events (``X``) add ``dur`` (tracing clock
@@ -43,6 +43,7 @@ from gpu_trace.cli import app
 from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.events import write_events
+from gpu_trace.store.atomic import atomic_text
 from tests.replay_frames import jobs_frame
 
 runner = CliRunner()
@@ -334,3 +335,18 @@ def test_cli_compare_writes_one_trace_per_run(store_copy: Path, tmp_path: Path) 
         doc = load(tmp_path / name)
         check_format(doc)
         assert doc["otherData"]["run_id"] == name[len("cmp.") : -len(".json")]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    # atomic_text (the writer's file handling): content replaces the file only when the
+    # block ends cleanly; an exception mid-write keeps the old file, removes the temp.
+    path = tmp_path / "trace.json"
+    path.write_text("old", encoding="utf-8")
+    with pytest.raises(RuntimeError), atomic_text(path) as fh:
+        fh.write('{"traceEvents": [')
+        raise RuntimeError
+    assert path.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["trace.json"]
+    with atomic_text(path) as fh:
+        fh.write("new")
+    assert path.read_text(encoding="utf-8") == "new"

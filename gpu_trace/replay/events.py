@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import MILLI
 from gpu_trace.replay.engine import STOP_FAIL, STOP_FINISH, STOP_PREEMPT, Engine
-from gpu_trace.store.atomic import atomic_text
+from gpu_trace.store import atomic
 from gpu_trace.version import __version__
 
 if TYPE_CHECKING:
@@ -254,28 +254,24 @@ def _queue_events(e: Engine, ids: list[str]) -> Iterator[dict[str, Any]]:
     """An instant per arrival (and per rejected job, at its arrival)."""
     for j, t in enumerate(e.arrival):
         ts = _us(t)
-        yield {
-            "name": f"arrive {ids[j]}",
-            "cat": "queue",
-            "ph": "i",
-            "s": "t",
-            "ts": ts,
-            "pid": PID,
-            "tid": QUEUE_TID,
-            "args": {"job": ids[j], "gpus": e.gpus[j]},
-        }
+        yield _instant(f"arrive {ids[j]}", ts, {"job": ids[j], "gpus": e.gpus[j]})
         reason = e.rejected.get(j)
         if reason is not None:
-            yield {
-                "name": f"reject {ids[j]}",
-                "cat": "queue",
-                "ph": "i",
-                "s": "t",
-                "ts": ts,
-                "pid": PID,
-                "tid": QUEUE_TID,
-                "args": {"job": ids[j], "reason": reason},
-            }
+            yield _instant(f"reject {ids[j]}", ts, {"job": ids[j], "reason": reason})
+
+
+def _instant(name: str, ts: int, args: dict[str, Any]) -> dict[str, Any]:
+    """An instant event of the queue thread (thread scope)."""
+    return {
+        "name": name,
+        "cat": "queue",
+        "ph": "i",
+        "s": "t",
+        "ts": ts,
+        "pid": PID,
+        "tid": QUEUE_TID,
+        "args": args,
+    }
 
 
 def _counters(e: Engine) -> Iterator[dict[str, Any]]:
@@ -324,15 +320,10 @@ def keep(result: RunResult, recorder: EventRecorder | None) -> RunResult:
 
 
 def check_target(path: Path) -> None:
-    """Refuse a trace path whose folder does not exist or that is a folder, before the
-    replay runs (a long run must not fail at its last step).
+    """Refuse an ``--events`` path whose folder does not exist or that is a folder,
+    before the replay runs.
     """
-    if path.is_dir():
-        msg = f"--events {path} is a folder; give a file name"
-        raise GpuTraceError(msg)
-    if not path.parent.is_dir():
-        msg = f"--events {path}: no folder {path.parent}; create it first"
-        raise GpuTraceError(msg)
+    atomic.check_target(path, "--events")
 
 
 def target(base: Path, tag: str) -> Path:
@@ -377,7 +368,7 @@ def write_events(source: RunResult | EventRecorder, path: Path) -> int:
     check_target(path)
     count = 0
     try:
-        with atomic_text(path) as fh:
+        with atomic.atomic_text(path) as fh:
             fh.write('{"displayTimeUnit":"ms","otherData":')
             fh.write(json.dumps(other, sort_keys=True, default=str, allow_nan=False))
             fh.write(',"traceEvents":[\n')

@@ -18,7 +18,10 @@ The format rules checked here are the format's own, from its documents:
 - Perfetto's JSON importer (perfetto.dev/docs/getting-started/other-formats, "Chrome
   JSON format"): "Perfetto's data model requires duration events (B/E pairs and X
   events) to nest, as mandated by the spec. Overlapping, non-nested events are out of
-  spec" (they go to an overflow track, google/perfetto#4280). JSON itself has no NaN or
+  spec" (they go to an overflow track, google/perfetto#4280). Its parser
+  (src/trace_processor/json_trace_parser.cc) drops an ``X`` without ``dur``, counts a
+  thread-scoped instant without ``tid`` or a non-numeric counter value as a parse
+  failure, and names a counter track "<name> <series key>". JSON itself has no NaN or
   Infinity (RFC 8259), which a browser's JSON.parse refuses.
 
 The hand cases' events are worked out by hand in the comments from the policies' own
@@ -89,8 +92,9 @@ def check_format(doc: dict[str, Any]) -> None:
         assert type(ev["pid"]) is int, ev
         if ph == "M":
             assert ev["name"] in META, ev
-            arg = ev["args"][META[ev["name"]]]
-            assert isinstance(arg, int if arg == "sort_index" else (str, int, list)), ev
+            key = META[ev["name"]]
+            want = {"name": str, "sort_index": int, "labels": str}[key]
+            assert isinstance(ev["args"][key], want), ev
             if ev["name"].startswith("thread_"):
                 assert type(ev["tid"]) is int, ev
                 if ev["name"] == "thread_name":
@@ -207,22 +211,22 @@ def test_srtf_preemption_and_node_failure_hand_case(tmp_path: Path) -> None:
         ("arrive j2", 0, "t", 1),
         ("arrive j3", 10 * S, "t", 1),
     ]
-    # Counters, one sample per change of the state after each instant's pass:
+    # Counters, one sample per change of the state after each instant's pass (Perfetto
+    # names the tracks "waiting jobs", "GPUs used by jobs", "GPUs out of service"):
     # waiting: none at 0, j0 at 10, none from 30. Jobs' GPUs: 4 (0), 3 (j2 gone, 40),
-    # 2 (50), 2 (j0 moved to node 0 at 60: no change), 0 at 150. Out of service: 0, then
-    # node 1's 2 GPUs from 60 to 90.
+    # 2 (50), 2 (j0 moved to node 0 at 60), 0 at 150. Out of service: 0, then node 1's
+    # 2 GPUs from 60 to 90.
     counters = [(e["name"], e["ts"], e["args"]) for e in by_phase(doc, "C")]
     assert counters == [
-        ("waiting jobs", 0, {"jobs": 0}),
-        ("waiting jobs", 10 * S, {"jobs": 1}),
-        ("waiting jobs", 30 * S, {"jobs": 0}),
-        ("GPUs used by jobs", 0, {"GPUs": 4}),
-        ("GPUs used by jobs", 40 * S, {"GPUs": 3}),
-        ("GPUs used by jobs", 50 * S, {"GPUs": 2}),
-        ("GPUs used by jobs", 150 * S, {"GPUs": 0}),
-        ("GPUs out of service", 0, {"GPUs": 0}),
-        ("GPUs out of service", 60 * S, {"GPUs": 2}),
-        ("GPUs out of service", 90 * S, {"GPUs": 0}),
+        ("waiting", 0, {"jobs": 0}),
+        ("waiting", 10 * S, {"jobs": 1}),
+        ("waiting", 30 * S, {"jobs": 0}),
+        ("GPUs", 0, {"used by jobs": 4, "out of service": 0}),
+        ("GPUs", 40 * S, {"used by jobs": 3, "out of service": 0}),
+        ("GPUs", 50 * S, {"used by jobs": 2, "out of service": 0}),
+        ("GPUs", 60 * S, {"used by jobs": 2, "out of service": 2}),
+        ("GPUs", 90 * S, {"used by jobs": 2, "out of service": 0}),
+        ("GPUs", 150 * S, {"used by jobs": 0, "out of service": 0}),
     ]
     assert all(type(e["ts"]) is int for e in doc["traceEvents"] if "ts" in e)
     assert doc["displayTimeUnit"] == "ms"
@@ -294,7 +298,7 @@ def test_shared_gpus_and_many_jobs_stay_in_format(tmp_path: Path) -> None:
         assert got.count("fail") == row["failures"], row
         if row["outcome"] == "finished":
             assert got[-1] == "finish"
-    assert sum(e["args"]["jobs"] == 0 for e in by_phase(doc, "C") if e["name"] == "waiting jobs")
+    assert sum(e["args"]["jobs"] == 0 for e in by_phase(doc, "C") if e["name"] == "waiting")
     assert any(e["name"] == "failed" for e in by_phase(doc, "X"))
 
 

@@ -20,7 +20,9 @@ Object Format) is ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData":
   preemption, or ``running``: still running when the replay ended); and an ``X`` event
   per period the node was out of service (``failed``, ``off``, ``booting``);
 - counters (``ph: "C"``): waiting jobs, GPUs used by jobs and, with failures or
-  power-off, GPUs out of service, from the engine's timeline (one sample per change).
+  power-off, GPUs out of service, from the engine's timeline (one sample per change;
+  Perfetto names a JSON counter track "<event name> <series>": "waiting jobs", "GPUs
+  used by jobs", "GPUs out of service").
 
 Jobs sharing a node overlap in time, and the format does not allow that on one thread:
 "duration events ... must be nested. It is not possible to have non-nested duration
@@ -74,6 +76,9 @@ US_PER_S = 1_000_000
 
 ENDED = {STOP_FINISH: "finish", STOP_PREEMPT: "preempt", STOP_FAIL: "fail"}
 """``args.ended`` of a job segment by the engine's stop kind."""
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+"""One compact encoder for every event (``json.dumps`` with options builds one per call)."""
 
 NODE_STATES = {"failure": "failed", "off": "off", "boot": "booting"}
 """Node log entry that starts an out-of-service period -> the period's name."""
@@ -274,24 +279,35 @@ def _instant(name: str, ts: int, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _number(v: float) -> float | int:
+    return int(v) if v == int(v) else v
+
+
 def _counters(e: Engine) -> Iterator[dict[str, Any]]:
-    """Counter samples from the timeline (state after each instant), one per change."""
+    """Counter samples from the timeline (state after each instant), one per change.
+
+    Two counters, named so that Perfetto's track names (the event name, a space, the
+    series) read plainly: ``waiting`` / ``jobs`` and ``GPUs`` / ``used by jobs`` (and
+    ``out of service`` with failures or power-off: chrome://tracing stacks the two).
+    """
     tl = e.timeline
-    series: list[tuple[str, str, list[float]]] = [
-        ("waiting jobs", "jobs", [float(v) for v in tl.waiting]),
+    down = any(tl.down_milli)
+    series: list[tuple[str, list[dict[str, float | int]]]] = [
+        ("waiting", [{"jobs": v} for v in tl.waiting]),
         (
-            "GPUs used by jobs",
             "GPUs",
-            [(u - d) / MILLI for u, d in zip(tl.used_milli, tl.down_milli, strict=True)],
+            [
+                {"used by jobs": _number((u - d) / MILLI)}
+                | ({"out of service": _number(d / MILLI)} if down else {})
+                for u, d in zip(tl.used_milli, tl.down_milli, strict=True)
+            ],
         ),
     ]
-    if any(tl.down_milli):
-        series.append(("GPUs out of service", "GPUs", [v / MILLI for v in tl.down_milli]))
-    for name, key, values in series:
-        last: float | None = None
-        for t, v in zip(tl.time, values, strict=True):
-            if v != last:
-                last = v
+    for name, samples in series:
+        last: dict[str, float | int] | None = None
+        for t, args in zip(tl.time, samples, strict=True):
+            if args != last:
+                last = args
                 yield {
                     "name": name,
                     "cat": "cluster",
@@ -299,7 +315,7 @@ def _counters(e: Engine) -> Iterator[dict[str, Any]]:
                     "ts": _us(t),
                     "pid": PID,
                     "tid": QUEUE_TID,
-                    "args": {key: int(v) if v == int(v) else v},
+                    "args": args,
                 }
 
 
@@ -372,10 +388,10 @@ def write_events(source: RunResult | EventRecorder, path: Path) -> int:
             fh.write('{"displayTimeUnit":"ms","otherData":')
             fh.write(json.dumps(other, sort_keys=True, default=str, allow_nan=False))
             fh.write(',"traceEvents":[\n')
+            sep = ""
             for ev in trace_events(rec, title):
-                if count:
-                    fh.write(",\n")
-                fh.write(json.dumps(ev, separators=(",", ":"), allow_nan=False))
+                fh.write(sep + _ENCODE(ev))
+                sep = ",\n"
                 count += 1
             fh.write("\n]}\n")
     except OSError as exc:

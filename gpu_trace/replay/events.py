@@ -16,8 +16,8 @@ Object Format) is ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData":
   ``thread_sort_index``): a complete event (``ph: "X"``) per run segment on every node
   the segment held, ``args`` = job id, GPUs on that node, GPUs of the job, the segment's
   number and how it ended (``finish``, ``preempt``, ``fail``, ``reassign``: stopped and
-  restarted elsewhere in the same instant, which the engine does not count as a
-  preemption, or ``running``: still running when the replay ended); and an ``X`` event
+  restarted (on the same GPUs or others) in the same instant, which the engine does
+  not count as a preemption, or ``running``: still running when the replay ended); and an ``X`` event
   per period the node was out of service (``failed``, ``off``, ``booting``);
 - counters (``ph: "C"``): waiting jobs, GPUs used by jobs and, with failures or
   power-off, GPUs out of service, from the engine's timeline (one sample per change;

@@ -12,7 +12,8 @@ from polars.datatypes import DataTypeClass
 
 from gpu_trace.cli._boundary import err
 from gpu_trace.display import WIDE_ONE_ROW, readable, transposed
-from gpu_trace.errors import GpuTraceError, UsageError
+from gpu_trace.errors import UsageError
+from gpu_trace.store.atomic import check_target
 
 
 class Format(StrEnum):
@@ -129,14 +130,8 @@ def check_output(output: Path | None) -> None:
     """Refuse an ``--output`` whose folder does not exist (a typo in the path must not
     create folders) or that is a folder; checked before the query runs.
     """
-    if output is None:
-        return
-    if output.is_dir():
-        msg = f"--output {output} is a folder; give a file name"
-        raise GpuTraceError(msg)
-    if not output.parent.is_dir():
-        msg = f"--output {output}: no folder {output.parent}; create it first"
-        raise GpuTraceError(msg)
+    if output is not None:
+        check_target(output, "--output")
 
 
 def table_text(frame: pl.DataFrame, max_rows: int, units: Mapping[str, str] | None = None) -> str:

@@ -228,6 +228,17 @@ PowerOffOpt = Annotated[
         "nodes idle longer than idle, wake them (boot time) when jobs wait."
     ),
 ]
+EventsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--events",
+        help="Write the schedule as a Chrome trace-event JSON file (open it in "
+        "ui.perfetto.dev or chrome://tracing): arrivals, every run segment on each node "
+        "and how it ended, node failures and power states. Several runs (compare, "
+        "--seeds): one file each, FILE's stem + run id (or s<seed>).",
+        show_default=False,
+    ),
+]
 
 
 def _run_options(
@@ -359,6 +370,7 @@ def run_cmd(
     retries: RetriesOpt = 3,
     power: PowerOpt = None,
     power_off: PowerOffOpt = None,
+    events: EventsOpt = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
@@ -402,7 +414,10 @@ def run_cmd(
         for c in configs:
             c.validate()
         root = resolve_store(store)
-        results = [run(root, c, out / f"s{c.seed}" if out else None) for c in configs]
+        results = [
+            run(root, c, out / f"s{c.seed}" if out else None, events=_events(events, c.seed))
+            for c in configs
+        ]
         _print_experiment(results[0].runs)
         emit(
             pl.concat([r.runs for r in results], how="diagonal_relaxed").select(
@@ -413,7 +428,7 @@ def run_cmd(
         _emit_seeds(results)
         _warn(results)
         return
-    result = run(resolve_store(store), config, out)
+    result = run(resolve_store(store), config, out, events=events)
     _print_experiment(result.runs)
     if result.accuracy is not None:
         a = result.accuracy
@@ -471,6 +486,7 @@ def compare(
     retries: RetriesOpt = 3,
     power: PowerOpt = None,
     power_off: PowerOffOpt = None,
+    events: EventsOpt = None,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; estimates are online by default, so every policy replays every job; with
@@ -517,9 +533,9 @@ def compare(
     configs = _policy_grid(shared, names, places, sched_opts)
     one_experiment(configs)  # every name and option, before the first run is stored
     if seeds is not None:
-        _compare_seeds(resolve_store(store), configs, seeds, fmt)
+        _compare_seeds(resolve_store(store), configs, seeds, fmt, events)
         return
-    _compare_once(resolve_store(store), configs, fmt, packing=packing, by=by)
+    _compare_once(resolve_store(store), configs, fmt, packing=packing, by=by, events=events)
 
 
 def _policy_grid(
@@ -544,7 +560,16 @@ def _policy_grid(
     return configs
 
 
-def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format) -> None:
+def _events(events: Path | None, seed: int) -> Path | None:
+    """``--events`` of one seed among several: FILE's stem + ``s<seed>``."""
+    from gpu_trace.replay.events import target
+
+    return target(events, f"s{seed}") if events is not None else None
+
+
+def _compare_seeds(
+    root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format, events: Path | None = None
+) -> None:
     """``replay compare --seeds``: the whole grid once per seed, one row per run, then the
     mean and spread per policy.
     """
@@ -563,7 +588,7 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
                 update(k * len(configs) + done, total, f"seed {s}: {what}")
 
             results += compare_runs(
-                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress
+                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress, events
             )
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
@@ -573,7 +598,13 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
 
 
 def _compare_once(
-    root: Path, configs: list[ReplayConfig], fmt: Format, *, packing: bool, by: str | None
+    root: Path,
+    configs: list[ReplayConfig],
+    fmt: Format,
+    *,
+    packing: bool,
+    by: str | None,
+    events: Path | None = None,
 ) -> None:
     """``replay compare`` with one seed: one row per run, the packing curve with
     --packing, and the per-user / per-vc breakdown with --by.
@@ -582,7 +613,7 @@ def _compare_once(
     from gpu_trace.replay.run import compare as compare_runs
 
     with task("replay compare: runs", len(configs)) as update:
-        results = compare_runs(root, configs, update)
+        results = compare_runs(root, configs, update, events)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)

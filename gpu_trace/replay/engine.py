@@ -53,6 +53,13 @@ HOOK = 1
 TIMER = 2
 INF = math.inf
 
+STOP_FINISH = 0
+"""How a run segment ended (:attr:`Engine.watchers`): the job's work is done."""
+STOP_PREEMPT = 1
+"""Stopped by the scheduler (:meth:`Engine.preempt`), progress kept."""
+STOP_FAIL = 2
+"""Killed: its node failed (:mod:`gpu_trace.replay.faults`)."""
+
 
 @dataclass(frozen=True)
 class EngineOptions:
@@ -212,6 +219,11 @@ class Engine(EngineColumns[FloatArray]):
         self.segments: list[tuple[int, float, float, int]] | None = None
         """(job, start, end, first node) per ended run segment, when a list is set
         (energy accounting); None = not recorded."""
+        self.watchers: list[Callable[[int, float, Parts, int], None]] = []
+        """Called as ``fn(job, segment start, parts, how)`` when a run segment ends, at
+        ``now``, ``how`` one of ``STOP_FINISH`` / ``STOP_PREEMPT`` / ``STOP_FAIL``: the
+        event trace (:mod:`gpu_trace.replay.events`). Empty (the default): one truth
+        test per stop, nothing recorded."""
 
     def bind(
         self,
@@ -353,7 +365,7 @@ class Engine(EngineColumns[FloatArray]):
             j, self.ngpu[j], self.milli[j], self.mask[j], self.cpu_req, self.mem_req, self.placement
         )
 
-    def _stop(self, j: int) -> None:
+    def _stop(self, j: int, how: int = STOP_FINISH) -> None:
         parts = self.alloc.pop(j)
         state = self.state
         state.release(parts)
@@ -368,6 +380,9 @@ class Engine(EngineColumns[FloatArray]):
         self.attained_gpu_s[j] += elapsed * self.gpus[j]
         if self.segments is not None:
             self.segments.append((j, self.seg_start[j], now, parts[0][0]))
+        if self.watchers:
+            for fn in self.watchers:
+                fn(j, self.seg_start[j], parts, how)
         if self._record_log:
             self.log.append((now, "stop", j, parts))
 
@@ -389,7 +404,7 @@ class Engine(EngineColumns[FloatArray]):
             msg = f"job {j} is not running"
             raise AssertionError(msg)
         elapsed = self.now - self.seg_start[j]
-        self._stop(j)
+        self._stop(j, STOP_PREEMPT)
         self.remaining[j] = max(0.0, self.remaining[j] - elapsed / self.slow[j])
         self.remaining[j] += self.options.restore_s
         if self.reassign_in_instant:

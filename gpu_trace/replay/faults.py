@@ -27,7 +27,7 @@ import polars as pl
 
 from gpu_trace import values
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.engine import Engine, Timeline
+from gpu_trace.replay.engine import STOP_FAIL, Engine, Timeline
 
 
 def parse_duration(text: str, what: str) -> float:
@@ -254,7 +254,7 @@ class Faults:
         saved = max(done_before, math.floor(p / c + 1e-9) * c) if c > 0 else done_before
         saved = min(saved, p)
         self.lost_failure += (p - saved) * g
-        e._stop(j)
+        e._stop(j, STOP_FAIL)
         e.version[j] += 1
         e.end_time[j] = math.inf
         self.failures[j] += 1

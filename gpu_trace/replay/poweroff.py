@@ -80,6 +80,9 @@ class PowerOff:
         self._since = 0.0
         self.last_ready = -math.inf
         """When the last boot ended: a check right after it lets the scheduler try first."""
+        self.events: list[tuple[float, int, str]] = []
+        """(time s, node, ``off`` / ``boot`` / ``on``) per state change, as the failure
+        log (``Faults.events``) keeps them: the event trace draws them."""
         self.check_s = config.check_s or max(1.0, min(60.0, config.idle_s / 2))
         self.last_arrival = engine.arrival[-1] if engine.w.n else 0.0
         self._tick_hook = engine.add_hook(self._tick)
@@ -109,6 +112,7 @@ class PowerOff:
             for n in long_idle[::-1][: max(0, can)].tolist():
                 s.set_down(n)
                 self.off.add(n)
+                self.events.append((now, n, "off"))
                 self._mark(self.cap[n] / MILLI)
         if e.alloc or e.waiting > 0 or now < self.last_arrival:
             e.at(now + self.check_s, self._tick_hook, 0)
@@ -131,11 +135,13 @@ class PowerOff:
             self.off.discard(n)
             self.booting.add(n)
             self.boots += 1
+            self.events.append((e.now, n, "boot"))
             e.at(e.now + self.c.boot_s, self._boot_hook, n)
 
     def _booted(self, n: int) -> None:
         self.booting.discard(n)
         self.e.state.set_up(n)
+        self.events.append((self.e.now, n, "on"))
         self._mark(-self.cap[n] / MILLI)
         self.idle_since[n] = self.e.now
         self.last_ready = self.e.now

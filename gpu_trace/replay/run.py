@@ -25,6 +25,7 @@ import polars as pl
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import accounting as acct
 from gpu_trace.replay import estimator as est
+from gpu_trace.replay import events as ev
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import metrics as mt
 from gpu_trace.replay import policy as base
@@ -274,8 +275,11 @@ def replay(
     config: ReplayConfig,
     *,
     record_log: bool = False,
+    record_events: bool = False,
 ) -> RunResult:
-    """Replay canonical ``jobs`` rows on ``spec`` (no store needed)."""
+    """Replay canonical ``jobs`` rows on ``spec`` (no store needed); with
+    ``record_events`` the event trace is kept for :func:`gpu_trace.replay.events.write_events`.
+    """
     started = time.perf_counter()
     config.validate()
     frame = jobs.lazy().collect()
@@ -351,11 +355,12 @@ def replay(
         adm_cls(adm_cls.Config(), engine),
     )
     hooks = acct.attach(engine, config)
+    recorder = ev.attach(engine, hooks.faults, hooks.power_off, record_events)
     engine.run()
     acct.after_run(engine, hooks)
     wall = time.perf_counter() - started
     result = _score(config, spec, w, engine, estimate, accuracy, wall, training_cut=cut)
-    return acct.finish(result, hooks)
+    return ev.keep(acct.finish(result, hooks), recorder)
 
 
 def training_cut(frame: pl.DataFrame, end: datetime | None, fraction: float) -> datetime | None:
@@ -610,15 +615,25 @@ def write(result: RunResult, store: Path | None, out_dir: Path | None) -> None:
 
 
 def run(
-    store: Path, config: ReplayConfig, out_dir: Path | None = None, write_store: bool = True
+    store: Path,
+    config: ReplayConfig,
+    out_dir: Path | None = None,
+    write_store: bool = True,
+    events: Path | None = None,
 ) -> RunResult:
-    """Replay ``config.source`` from the store and write the results."""
+    """Replay ``config.source`` from the store and write the results (and the event
+    trace to ``events``).
+    """
     config.validate()
+    if events is not None:
+        ev.check_target(events)
     jobs = _source_jobs(store, config.source)
     spec = resolve_cluster(config.cluster, store, config.source)
     config = acct.resolve_faults(store, config)
-    result = replay(jobs, spec, config)
+    result = replay(jobs, spec, config, record_events=events is not None)
     write(result, store if write_store else None, out_dir)
+    if events is not None:
+        ev.report(events, ev.write_events(result, events))
     return result
 
 
@@ -644,14 +659,18 @@ def compare(
     store: Path,
     configs: list[ReplayConfig],
     on_progress: Callable[[int, int | None, str], None] | None = None,
+    events: Path | None = None,
 ) -> list[RunResult]:
     """Replay every config as one experiment (validated before anything runs; jobs and
     cluster resolved once) and write each run. ``on_progress(runs done, total, what
-    runs now)`` is called before each run and once at the end.
+    runs now)`` is called before each run and once at the end. With ``events``, each
+    run's trace goes to :func:`gpu_trace.replay.events.target` (``events`` + run id).
     """
     resolved = one_experiment(configs)
     if not resolved:
         return []
+    if events is not None:
+        ev.check_target(events)
     first = resolved[0]
     jobs = _source_jobs(store, first.source)
     spec = resolve_cluster(first.cluster, store, first.source)
@@ -660,8 +679,12 @@ def compare(
         if on_progress is not None:
             on_progress(i, len(resolved), f"{config.label()} / {config.placement}")
         config = acct.resolve_faults(store, config)
-        result = replay(jobs, spec, config)
+        result = replay(jobs, spec, config, record_events=events is not None)
         write(result, store, None)
+        if events is not None:
+            path = ev.target(events, result.run_id)
+            ev.report(path, ev.write_events(result, path))
+            del result.extra["events"]  # written: do not hold every run's segments
         results.append(result)
     if on_progress is not None:
         on_progress(len(resolved), len(resolved), "done")

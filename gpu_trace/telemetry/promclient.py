@@ -29,13 +29,10 @@ one line) and ingested with the ``prometheus-range`` loader, so a pull and a lat
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import http.client
 import json
-import os
 import re
-import tempfile
 import time as _time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -45,6 +42,7 @@ from typing import Any
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders.prometheus import FIELDS
+from gpu_trace.store.atomic import atomic_bytes
 from gpu_trace.store.parquet import slug
 from gpu_trace.telemetry.scrape import (
     TRANSPORT_ERRORS,
@@ -346,22 +344,10 @@ def pull(
     chunks = len(window.chunks(max_points))
     result = PullResult(out, families, 0, chunks)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for line, n_series, n_samples in _lines(client, window, families, matchers, max_points):
-                fh.write(line + b"\n")
-                result.series += n_series
-                result.samples += n_samples
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        Path(tmp).chmod(0o666 & ~umask)  # mkstemp's 0600 is for the temp name only
-        Path(tmp).replace(out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
+    with atomic_bytes(out) as fh:
+        for line, n_series, n_samples in _lines(client, window, families, matchers, max_points):
+            fh.write(line + b"\n")
+            result.series += n_series
+            result.samples += n_samples
     result.requests = client.requests
     return result

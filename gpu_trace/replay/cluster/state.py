@@ -33,7 +33,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError, InputError
-from gpu_trace.replay.capacity_index import SMALL_NODE, CapacityIndex
+from gpu_trace.replay.cluster.index import SMALL_NODE, CapacityIndex
 
 MILLI = 1000
 """Milli-GPU per GPU."""

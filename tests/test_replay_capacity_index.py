@@ -10,7 +10,8 @@ import random
 import pytest
 
 from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterState, parse_spec
-from gpu_trace.replay.cluster.index import SMALL_NODE, BitIndex
+from gpu_trace.replay.cluster.bitmap import BitIndex
+from gpu_trace.replay.cluster.index import SMALL_NODE
 
 
 @pytest.mark.parametrize("size", [1, 63, 64, 65, 4097, 300_000])

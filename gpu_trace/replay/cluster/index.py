@@ -1,31 +1,42 @@
-"""Free-capacity indexes that make every whole-GPU placement query O(log G) on any
+"""The free-capacity index that makes every whole-GPU placement query O(log G) on any
 cluster shape: thousands of small nodes, or one node of thousands of GPUs.
 
-The cluster keeps, per GPU type t, the nodes with exactly k wholly free GPUs in
-``buckets[t][k]`` (sets; their iteration order picks among equal nodes, as before).
-Scanning k upward for "the fullest node that fits" costs O(GPUs per node), and scanning
-a node's GPUs for its free ones O(node size): fine on 8-GPU nodes, minutes on one
-6,500-GPU node. :class:`CapacityIndex` adds, kept in step by the cluster's
-allocate / release:
+The allocation state (:mod:`~gpu_trace.replay.cluster.state`) counts each node's wholly
+free GPUs; placements ask for "the fullest node that fits", "nodes by wholly free GPUs"
+and "the lowest free GPUs of this node". Scanning counts, nodes or a node's GPUs for
+those costs O(GPUs per node) or O(node size): fine on 8-GPU nodes, minutes on one
+6,500-GPU node. :class:`CapacityIndex` keeps, in step with the state's allocate /
+release (:meth:`CapacityIndex.move` once per node whose count changed):
 
-- per type, one :class:`BitIndex` of (count, node) keys, ``(gmax - k) * nodes + n``:
-  ascending keys are "most wholly free GPUs first, then node index" (the multi-node
-  gather's order, without sorting a bucket), and the first key at or after / last key
-  at or before a bound gives the next non-empty count above / below it, both in
-  O(log_64 (nodes x GPUs per node)); a node's move between counts is one discard and
-  one add;
-- per type, the total of wholly free GPUs (O(1) instead of a sum over buckets);
-- per node of more than :data:`SMALL_NODE` GPUs, a :class:`BitIndex` of its wholly free
-  GPUs (the lowest free GPU indices in O(log_64 g) each), or, for such a node alone in
-  its GPU type, an ascending list (``listed``; C slices and memmoves beat the bitmap's
-  Python word walks there); smaller nodes are scanned, at most :data:`SMALL_NODE` slots.
+- on clusters of nodes of at most :data:`SMALL_NODE` GPUs, per type t the nodes with
+  exactly k wholly free GPUs (``buckets[t][k]``): a scan of these few counts finds the
+  first non-empty one;
+- per type, one :class:`~gpu_trace.replay.cluster.bitmap.BitIndex` of (count, node)
+  keys, ``(gmax - k) * nodes + n``: ascending keys are "most wholly free GPUs first,
+  then node index" (the multi-node gather's order, without sorting a bucket), and the
+  first key at or after / last key at or before a bound gives the next non-empty count
+  above / below it, both in O(log_64 (nodes x GPUs per node)); a node's move between
+  counts is one discard and one add;
+- per type, the total of wholly free GPUs (O(1) instead of a sum over nodes);
+- per node of more than :data:`SMALL_NODE` GPUs, its wholly free GPUs (``gpus_free``:
+  the lowest free GPU indices in O(log_64 g) each); smaller nodes are scanned, at most
+  :data:`SMALL_NODE` slots.
+
+One shape gets its own representation, invisible to the state's callers: a large node
+alone in its GPU type (the PAI simulator's single 6,500-GPU node). Its free GPUs are an
+ascending :class:`GpuList` (C slices and memmoves beat the bitmap's Python word walks),
+its type's key moves are deferred to the next query that reads them, and it is offered
+to the state as a batch node (``batch``): whole GPUs taken or given back on it move its
+counts once per job, not once per GPU.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
+
+from gpu_trace.replay.cluster.bitmap import BitIndex
 
 T = TypeVar("T")
 
@@ -33,161 +44,50 @@ SMALL_NODE = 64
 """Nodes of at most this many GPUs are scanned for free GPUs (a bounded constant)."""
 
 
-class BitIndex:
-    """A set of integers in ``[0, size)`` as a hierarchical bitmap of 64-bit words:
-    membership changes and ordered queries (first member >= i, last member <= i) cost
-    O(log_64 size) word operations.
+class GpuList:
+    """A large node's wholly free GPUs as an ascending list, with the queries the state
+    makes of a :class:`BitIndex` (``add``, ``discard``, ``pick``): its lowest free GPUs
+    are a slice, taking them a slice delete, giving one back a ``bisect`` insert (C
+    memmoves: O(g) in theory but cheaper than the bitmap's Python-level word walks at
+    any realistic size).
     """
 
-    __slots__ = ("count", "levels", "size")
+    __slots__ = ("items",)
 
-    def __init__(self, size: int, full: bool = False) -> None:
-        self.size = size
-        full = full and size > 0
-        self.count = size if full else 0
-        self.levels: list[list[int]] = []
-        n = max(size, 1)
-        while True:  # level 0 holds the members; level L+1 one bit per non-zero word of L
-            words = (n + 63) >> 6
-            level = [0] * words
-            if full:
-                level = [(1 << 64) - 1] * words
-                if n & 63:
-                    level[-1] = (1 << (n & 63)) - 1
-            self.levels.append(level)
-            if words == 1:
-                break
-            n = words
+    def __init__(self, size: int) -> None:
+        self.items = list(range(size))
 
     def __len__(self) -> int:
-        return self.count
-
-    def __contains__(self, i: int) -> bool:
-        return bool(self.levels[0][i >> 6] >> (i & 63) & 1)
-
-    def add(self, i: int) -> None:
-        """Make ``i`` a member (no-op if it is one); O(log_64 size)."""
-        lv0 = self.levels[0]
-        w = i >> 6
-        old = lv0[w]
-        bit = 1 << (i & 63)
-        if old & bit:
-            return
-        self.count += 1
-        lv0[w] = old | bit
-        if not old:  # the word was empty: one call in 64 adds at most
-            self.word_filled(w)
-
-    def discard(self, i: int) -> None:
-        """Remove ``i`` (no-op if it is not a member); O(log_64 size)."""
-        lv0 = self.levels[0]
-        w = i >> 6
-        old = lv0[w]
-        bit = 1 << (i & 63)
-        if not old & bit:
-            return
-        self.count -= 1
-        new = old & ~bit
-        lv0[w] = new
-        if not new:
-            self.word_emptied(w)
-
-    def word_filled(self, w: int) -> None:
-        """Level-0 word ``w`` went from zero to non-zero (the caller set its bits
-        directly, a batch at a time, or through :meth:`add`): mark it in the upper levels.
-        """
-        for level in self.levels[1:]:
-            i = w
-            w = i >> 6
-            old = level[w]
-            level[w] = old | 1 << (i & 63)
-            if old:
-                return
-
-    def word_emptied(self, w: int) -> None:
-        """Level-0 word ``w`` went from non-zero to zero (the caller cleared its bits
-        directly, or through :meth:`discard`): unmark it in the upper levels.
-        """
-        for level in self.levels[1:]:
-            i = w
-            w = i >> 6
-            new = level[w] & ~(1 << (i & 63))
-            level[w] = new
-            if new:
-                return
-
-    def first_from(self, i: int) -> int:
-        """The smallest member >= ``i``; -1 if none."""
-        if i < 0:
-            i = 0
-        levels = self.levels
-        depth = 0
-        for level in levels:
-            w = i >> 6
-            if w >= len(level):
-                return -1
-            word = level[w] >> (i & 63)
-            if word:
-                p = i + ((word & -word).bit_length() - 1)
-                while depth:  # down again: the lowest member under bit p
-                    depth -= 1
-                    x = levels[depth][p]
-                    p = (p << 6) | ((x & -x).bit_length() - 1)
-                return p
-            i = w + 1
-            depth += 1
-        return -1
-
-    def last_upto(self, i: int) -> int:
-        """The largest member <= ``i``; -1 if none."""
-        if i >= self.size:
-            i = self.size - 1
-        levels = self.levels
-        depth = 0
-        for level in levels:
-            if i < 0:
-                return -1
-            w = i >> 6
-            word = level[w] & ((2 << (i & 63)) - 1)
-            if word:
-                p = (w << 6) | (word.bit_length() - 1)
-                while depth:  # down again: the highest member under bit p
-                    depth -= 1
-                    p = (p << 6) | (levels[depth][p].bit_length() - 1)
-                return p
-            i = w - 1
-            depth += 1
-        return -1
-
-    def take(self, k: int) -> list[int]:
-        """The ``k`` smallest members (fewer if there are fewer), reading whole words."""
-        return self.pick(k, range(self.size))
-
-    def pick(self, k: int, items: Sequence[T]) -> list[T]:
-        """``items[i]`` for the ``k`` smallest members ``i`` (fewer if there are fewer),
-        reading whole words: no second pass mapping indices to items.
-        """
-        out: list[T] = []
-        lv0 = self.levels[0]
-        i = self.first_from(0)
-        while i >= 0:  # i starts a word's members: from 0 or a word boundary
-            w = i >> 6
-            word = lv0[w]
-            base = w << 6
-            while word:
-                low = word & -word
-                out.append(items[base | (low.bit_length() - 1)])
-                if len(out) == k:
-                    return out
-                word ^= low
-            i = self.first_from(base + 64)
-        return out
+        return len(self.items)
 
     def __iter__(self) -> Iterator[int]:
-        i = self.first_from(0)
-        while i >= 0:
-            yield i
-            i = self.first_from(i + 1)
+        return iter(self.items)
+
+    def __contains__(self, g: int) -> bool:
+        lst = self.items
+        i = bisect_left(lst, g)
+        return i < len(lst) and lst[i] == g
+
+    def add(self, g: int) -> None:
+        """Make ``g`` a member (no-op if it is one)."""
+        lst = self.items
+        i = bisect_left(lst, g)
+        if i == len(lst) or lst[i] != g:
+            lst.insert(i, g)
+
+    def discard(self, g: int) -> None:
+        """Remove ``g`` (no-op if it is not a member)."""
+        lst = self.items
+        i = bisect_left(lst, g)
+        if i < len(lst) and lst[i] == g:
+            del lst[i]
+
+    def pick(self, k: int, items: Sequence[T]) -> list[T]:
+        """``items[g]`` for the ``k`` lowest members ``g`` (fewer if there are fewer)."""
+        lst = self.items
+        if k == 1:
+            return [items[lst[0]]] if lst else []
+        return [items[g] for g in lst[:k]]
 
 
 class CapacityIndex:
@@ -197,13 +97,15 @@ class CapacityIndex:
     """
 
     __slots__ = (
+        "batch",
+        "buckets",
         "gmax",
         "gpus_free",
         "keyed",
         "keys",
         "large",
-        "listed",
         "n",
+        "node_type",
         "solo",
         "whole",
         "whole_total",
@@ -214,27 +116,37 @@ class CapacityIndex:
     ) -> None:
         self.gmax = gmax
         self.n = n = len(node_gpus)
+        self.node_type = list(node_type)
         self.keys = [BitIndex((gmax + 1) * n) for _ in range(types)]
         self.whole_total = [0] * types
+        self.buckets: list[list[set[int]]] = [
+            [set() for _ in range(gmax + 1)] for _ in range(types if gmax <= SMALL_NODE else 0)
+        ]
+        """Per type t (only when no node has more than :data:`SMALL_NODE` GPUs): the nodes
+        with exactly k wholly free GPUs in ``buckets[t][k]``. The state's placement
+        queries scan these few counts for a non-empty one (cheaper than the keys at that
+        size); ties within a count go to :meth:`lowest_node`, so their order is unread."""
+        for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True)):
+            if self.buckets:
+                self.buckets[t][g].add(i)
         self.large = [g > SMALL_NODE for g in node_gpus]
         count = [0] * types
         for t in node_type:
             count[t] += 1
-        self.listed: dict[int, list[int]] = {
-            i: list(range(g))
+        self.batch: dict[int, GpuList] = {
+            i: GpuList(g)
             for i, (g, t) in enumerate(zip(node_gpus, node_type, strict=True))
             if g > SMALL_NODE and count[t] == 1
         }
-        """A large node alone in its type (the PAI simulator's one 6,500-GPU node) keeps
-        its wholly free GPUs in an ascending list instead of a bitmap: its lowest free
-        GPUs are a slice, taking them a slice delete, giving one back a ``bisect``
-        insert (C memmoves, O(g) in theory but cheaper than the bitmap's Python-level
-        word walks at any realistic size)."""
-        self.gpus_free: dict[int, BitIndex] = {
-            i: BitIndex(g, full=True)
+        """Large nodes alone in their GPU type, with their free-GPU lists: the state may
+        take or give back whole GPUs on one of them as one batch and tell the index once
+        (:meth:`batch_taken` / :meth:`batch_given`) instead of once per GPU."""
+        self.gpus_free: dict[int, BitIndex | GpuList] = {
+            i: self.batch[i] if i in self.batch else BitIndex(g, full=True)
             for i, g in enumerate(node_gpus)
-            if g > SMALL_NODE and i not in self.listed
+            if g > SMALL_NODE
         }
+        """Large node -> its wholly free GPUs (a bitmap, or the batch node's list)."""
         per_type = [0] * types
         self.solo = [-1] * types
         """Per type: its node when it has only one, else -1. Such a type's key moves
@@ -251,9 +163,46 @@ class CapacityIndex:
         self.keyed = list(self.whole)
         """Per solo type: the count its key in ``keys`` stands for."""
 
+    def batch_taken(self, n: int, parts: Sequence[tuple[int, int, int]], k: int) -> None:
+        """Batch node ``n`` lost the ``k`` wholly free GPUs of ``parts`` (each a member
+        of its list, once): its list and its type's count (its key moves at the next query).
+        The usual batch, the node's lowest free GPUs in order, is one slice delete.
+        """
+        lst = self.batch[n].items
+        t = self.node_type[n]
+        self.whole_total[t] -= k
+        self.whole[t] -= k
+        if k == 1:  # most jobs: one GPU
+            g = parts[0][1]
+            del lst[0 if lst[0] == g else bisect_left(lst, g)]
+            return
+        for i, p in enumerate(parts):
+            if lst[i] != p[1]:
+                break
+        else:
+            del lst[:k]
+            return
+        for _, g, _ in parts:
+            del lst[bisect_left(lst, g)]
+
+    def batch_given(self, n: int, parts: Sequence[tuple[int, int, int]], k: int) -> None:
+        """:meth:`batch_taken` in reverse: the ``k`` GPUs of ``parts`` (none a member)
+        are wholly free again.
+        """
+        lst = self.batch[n].items
+        t = self.node_type[n]
+        self.whole_total[t] += k
+        self.whole[t] += k
+        for _, g, _ in parts:
+            insort(lst, g)
+
     def move(self, node: int, t: int, k_old: int, k_new: int) -> None:
         """Node ``node`` of type ``t`` went from ``k_old`` to ``k_new`` wholly free GPUs."""
         self.whole_total[t] += k_new - k_old
+        if self.buckets:
+            b = self.buckets[t]
+            b[k_old].discard(node)
+            b[k_new].add(node)
         if self.solo[t] >= 0:
             self.whole[t] = k_new
             return
@@ -290,22 +239,6 @@ class CapacityIndex:
         else:
             keys.add(j)
 
-    def gpu_whole(self, n: int, g: int, whole: bool) -> None:
-        """GPU ``g`` of large node ``n`` became wholly free (or stopped being)."""
-        lst = self.listed.get(n)
-        if lst is not None:
-            i = bisect_left(lst, g)
-            if whole and (i == len(lst) or lst[i] != g):
-                lst.insert(i, g)
-            elif not whole and i < len(lst) and lst[i] == g:
-                del lst[i]
-            return
-        b = self.gpus_free[n]
-        if whole:
-            b.add(g)
-        else:
-            b.discard(g)
-
     def first_count(self, types: Sequence[int], lo: int, hi: int, step: int) -> tuple[int, int]:
         """(type, k) of the first non-empty count from ``lo`` towards ``hi`` (inclusive)
         in direction ``step``; among types at the same k, the first in ``types``.
@@ -326,6 +259,22 @@ class CapacityIndex:
                 if hi <= k <= lo and k > best_k:
                     best_t, best_k = t, k
         return best_t, best_k
+
+    def node_with_count(self, types: Sequence[int], lo: int, hi: int, step: int) -> int:
+        """The lowest-index node of the given types whose count of wholly free GPUs is
+        the first non-empty one from ``lo`` towards ``hi`` (inclusive) in direction
+        ``step``; -1 if none. A type with one node answers from its count, without
+        bringing its deferred key up to date.
+        """
+        if len(types) == 1:
+            node = self.solo[types[0]]
+            if node >= 0:
+                k = self.whole[types[0]]
+                return node if (lo <= k <= hi if step > 0 else hi <= k <= lo) else -1
+        t, k = self.first_count(types, lo, hi, step)
+        if t < 0:
+            return -1
+        return self.lowest_node(types, k)
 
     def lowest_node(self, types: Sequence[int], k: int) -> int:
         """The lowest-index node of the given types with exactly ``k`` wholly free GPUs
@@ -372,10 +321,3 @@ class CapacityIndex:
                     yield key - lo, k
                     key = idx.first_from(key + 1)
             k -= 1
-
-    def whole_gpus(self, n: int, k: int) -> list[int]:
-        """The ``k`` lowest-index wholly free GPUs of large node ``n``."""
-        lst = self.listed.get(n)
-        if lst is not None:
-            return lst[:k]
-        return self.gpus_free[n].take(k)

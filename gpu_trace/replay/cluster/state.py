@@ -15,7 +15,6 @@ serves the vectorized policies (random, best-fit, FGD) that score every node at 
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -31,15 +30,15 @@ one numpy pass at that size)."""
 
 class ClusterState:
     """Mutable allocation state of a cluster (the engine's; policies see a
-    :class:`ClusterView`).
+    :class:`~gpu_trace.replay.cluster.views.ClusterView`).
 
     ``free[n][g]`` is the free milli-GPU of GPU g on node n: ``memoryview`` rows over
     the matrix ``free_np`` that the vectorized policies score (-1 marks GPU slots a
     smaller node does not have), so an allocation writes each value once and the two can
     never disagree (scalar access through a memoryview is as cheap as through an
     ``array``).
-    ``whole[n]`` counts wholly free GPUs and ``buckets[t][k]`` holds the nodes of type t
-    with exactly k wholly free GPUs; ``index`` (:class:`CapacityIndex`) orders them.
+    ``whole[n]`` counts wholly free GPUs; ``index`` (:class:`CapacityIndex`) orders the
+    nodes by that count and keeps large nodes' free GPUs.
     """
 
     def __init__(self, spec: ClusterSpec) -> None:
@@ -57,11 +56,6 @@ class ClusterState:
         """Per-node rows *of* ``free_np`` (one write updates both)."""
         self.whole = list(spec.node_gpus)
         self.node_free = [g * MILLI for g in spec.node_gpus]
-        self.buckets: list[list[set[int]]] = [
-            [set() for _ in range(gmax + 1)] for _ in spec.type_names
-        ]
-        for i, (g, t) in enumerate(zip(spec.node_gpus, spec.node_type, strict=True)):
-            self.buckets[t][g].add(i)
         self.type_np = np.asarray(spec.node_type, dtype=np.int64)
         self.capacity_milli = spec.gpus * MILLI
         self.used_milli = 0
@@ -80,20 +74,11 @@ class ClusterState:
         self.bucket_rows: dict[int, list[list[set[int]]]] = {}
         self.capacity_of_mask: dict[int, tuple[int, int]] = {}
         self.index = CapacityIndex(spec.node_gpus, spec.node_type, len(spec.type_names), gmax)
-        per_type = [0] * len(spec.type_names)
-        for t in spec.node_type:
-            per_type[t] += 1
+        self.batch = self.index.batch
+        """Nodes the index takes whole-GPU batches on (see :meth:`allocate`)."""
         self.whole_part_of: dict[int, list[tuple[int, int, int]]] = {}
         """Large node -> its whole-GPU parts ``(n, g, MILLI)`` by GPU (see
         :meth:`whole_parts`)."""
-        self.type_node = [-1] * len(spec.type_names)
-        """Per GPU type: its node when it has exactly one, else -1."""
-        for i, t in enumerate(spec.node_type):
-            self.type_node[t] = i if per_type[t] == 1 else -1
-        self.solo = [i in self.index.listed for i in range(n)]
-        """Per node: large (its free GPUs in ``index.listed``) and alone in its GPU type, so its
-        type's bucket sets never hold another node and whole-GPU parts on it can be taken
-        and given back as one batch (see :meth:`allocate`)."""
         self.down: dict[int, list[tuple[int, int, int]]] = {}
         """Nodes out of service (failed, powered off) -> the pseudo-allocation that
         holds all their GPUs so no placement uses them."""
@@ -165,7 +150,7 @@ class ClusterState:
         if self.gmax <= SMALL_NODE:
             rows = self.bucket_rows.get(mask)
             if rows is None:
-                rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
+                rows = self.bucket_rows[mask] = [self.index.buckets[t] for t in self.types_of(mask)]
             types = self.types_of(mask)
             best = -1
             for k in range(max(ngpu, 0), self.gmax + 1):
@@ -189,21 +174,14 @@ class ClusterState:
         if self.gmax <= SMALL_NODE:
             rows = self.bucket_rows.get(mask)
             if rows is None:
-                rows = self.bucket_rows[mask] = [self.buckets[t] for t in self.types_of(mask)]
+                rows = self.bucket_rows[mask] = [self.index.buckets[t] for t in self.types_of(mask)]
             for k in range(lo, hi + step, step):
                 for row in rows:
                     if row[k]:
                         return self.index.lowest_node(self.types_of(mask), k)
             return -1
-        types = self.types_of(mask)
-        if len(types) == 1 and self.type_node[types[0]] >= 0:  # its bucket sets hold only it
-            n = self.type_node[types[0]]
-            k = self.whole[n]
-            return n if (lo <= k <= hi if step > 0 else hi <= k <= lo) else -1
-        t, k = self.index.first_count(types, lo, hi, step)
-        if t < 0:
-            return -1
-        return self.index.lowest_node(types, k)
+        types = self.types_for_mask.get(mask) or self.types_of(mask)  # a call fewer
+        return self.index.node_with_count(types, lo, hi, step)
 
     def nodes_by_whole(self, mask: int) -> list[tuple[int, int]]:
         """(node, wholly free GPUs) of the allowed types with any, most free first, then
@@ -233,86 +211,67 @@ class ClusterState:
     def allocate(self, parts: Sequence[tuple[int, int, int]]) -> None:
         """Take ``milli`` on GPU ``g`` of node ``n`` for each part (checked).
 
-        Whole GPUs on one node that is alone in its type and large (the PAI simulator's
-        single 6,500-GPU node) are taken as one batch: per GPU only its slot changes,
-        its free list loses them in one slice (usually), and the node's counts, bucket
-        and index count move once. Anything else goes part by part
-        (:meth:`_allocate_each`).
+        Whole GPUs on one node that the index batches (see
+        :attr:`CapacityIndex.batch <gpu_trace.replay.cluster.index.CapacityIndex.batch>`)
+        are taken at once: per GPU only its slot changes, and the node's counts, bucket
+        and index entry move once (:meth:`_move_whole`). If any part is not a wholly
+        free GPU of that node, the slots written are put back and everything goes part
+        by part (:meth:`_allocate_each`, which raises at a bad part).
         """
         if parts:
             n = parts[0][0]
-            if self.solo[n] and self._take_solo(n, parts):
-                return
+            if n in self.batch:  # inline, not a helper: one frame fewer per job start
+                row = self.free[n]
+                if len(parts) == 1:  # most jobs: one GPU, without the loop
+                    g = parts[0][1]
+                    if parts[0][2] == MILLI and row[g] == MILLI:
+                        row[g] = 0
+                        self._move_whole(n, parts, -1)
+                        return
+                    self._allocate_each(parts)
+                    return
+                for i, (m, g, milli) in enumerate(parts):
+                    if m != n or milli != MILLI or row[g] != MILLI:
+                        for _, h, _ in parts[:i]:
+                            row[h] = MILLI
+                        break
+                    row[g] = 0
+                else:
+                    self._move_whole(n, parts, -len(parts))
+                    return
         self._allocate_each(parts)
 
     def release(self, parts: Sequence[tuple[int, int, int]]) -> None:
-        """Give back what :meth:`allocate` took (the same batch rule)."""
+        """Give back what :meth:`allocate` took (the same batch rule: every part a wholly
+        used GPU of a batch node, else part by part).
+        """
         if parts:
             n = parts[0][0]
-            if self.solo[n] and self._give_solo(n, parts):
-                return
+            if n in self.batch:
+                row = self.free[n]
+                if len(parts) == 1:
+                    g = parts[0][1]
+                    if parts[0][2] == MILLI and row[g] == 0:
+                        row[g] = MILLI
+                        self._move_whole(n, parts, 1)
+                        return
+                    self._release_each(parts)
+                    return
+                for i, (m, g, milli) in enumerate(parts):
+                    if m != n or milli != MILLI or row[g] != 0:
+                        for _, h, _ in parts[:i]:
+                            row[h] = 0
+                        break
+                    row[g] = MILLI
+                else:
+                    self._move_whole(n, parts, len(parts))
+                    return
         self._release_each(parts)
 
-    def _take_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
-        """Take whole GPUs on solo node ``n``; False, with nothing changed, unless every
-        part is a wholly free GPU of ``n`` (then the part-by-part path decides). The
-        bucket sets of a solo node's type hold at most that node, so moving it once
-        leaves them as moving it one GPU at a time would.
-        """
-        row = self.free[n]
-        free = self.index.listed[n]
-        if len(parts) == 1:  # most jobs: one GPU, without the loop
-            m, g, milli = parts[0]
-            if m != n or milli != MILLI or row[g] != MILLI:
-                return False
-            row[g] = 0
-            del free[0 if free[0] == g else bisect_left(free, g)]
-            self._move_whole(n, -1)
-            return True
-        lowest = True  # the parts are the node's lowest free GPUs, in order (the usual)
-        for i, (m, g, milli) in enumerate(parts):
-            if m != n or milli != MILLI or row[g] != MILLI:
-                for _, h, _ in parts[:i]:
-                    row[h] = MILLI
-                return False
-            row[g] = 0
-            if lowest and free[i] != g:  # i < len(free): parts so far are distinct free GPUs
-                lowest = False
-        k = len(parts)
-        if lowest:
-            del free[:k]
-        else:
-            for _, g, _ in parts:
-                del free[bisect_left(free, g)]
-        self._move_whole(n, -k)
-        return True
-
-    def _give_solo(self, n: int, parts: Sequence[tuple[int, int, int]]) -> bool:
-        """:meth:`_take_solo` in reverse: every part a wholly used GPU of ``n``."""
-        row = self.free[n]
-        if len(parts) == 1:  # most jobs: one GPU, without the loop
-            m, g, milli = parts[0]
-            if m != n or milli != MILLI or row[g] != 0:
-                return False
-            row[g] = MILLI
-            insort(self.index.listed[n], g)
-            self._move_whole(n, 1)
-            return True
-        for i, (m, g, milli) in enumerate(parts):
-            if m != n or milli != MILLI or row[g] != 0:
-                for _, h, _ in parts[:i]:
-                    row[h] = 0
-                return False
-            row[g] = MILLI
-        free = self.index.listed[n]
-        for _, g, _ in parts:
-            insort(free, g)
-        self._move_whole(n, len(parts))
-        return True
-
-    def _move_whole(self, n: int, d: int) -> None:
-        """Node ``n`` gained ``d`` (< 0: lost) wholly free GPUs in a batch: its free and
-        fragmented capacity, the used total, its bucket and its index key.
+    def _move_whole(self, n: int, parts: Sequence[tuple[int, int, int]], d: int) -> None:
+        """Batch node ``n`` gained ``d`` (< 0: lost) wholly free GPUs, those of
+        ``parts``: its free and fragmented capacity, the used total, and the index (its
+        free-GPU list and count).
         """
         cap = self.node_gpus[n] * MILLI
         f = self.node_free[n]
@@ -325,30 +284,24 @@ class ClusterState:
         self.frag_milli = frag
         self.node_free[n] = f
         self.used_milli -= d * MILLI
-        k = self.whole[n]
-        t = self.node_type[n]
-        b = self.buckets[t]
-        b[k].discard(n)
-        b[k + d].add(n)
-        self.whole[n] = k + d
-        index = self.index  # index.move(n, t, k, k + d) for a solo type, inlined
-        index.whole_total[t] += d
-        index.whole[t] = k + d
+        self.whole[n] += d
+        if d < 0:
+            self.index.batch_taken(n, parts, -d)
+        else:
+            self.index.batch_given(n, parts, d)
 
     def _allocate_each(self, parts: Sequence[tuple[int, int, int]]) -> None:  # noqa: C901  measured hot path (one frame per call)
         """:meth:`allocate`, part by part.
 
         Runs for every part of every start (a job on one big node has one part per GPU),
-        so it works on locals and writes the cluster-wide sums once. The bucket sets are
-        updated one GPU at a time, as always: their iteration order (which picks among
-        nodes of equal free count) depends on the order of adds and discards.
+        so it works on locals and writes the cluster-wide sums once, and tells the
+        index once per node whose count of wholly free GPUs changed.
         """
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
-        solo, listed = self.solo, index.listed
         node_free, whole, free = self.node_free, self.whole, self.free
-        buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
+        node_type, node_gpus = self.node_type, self.node_gpus
         frag = self.frag_milli
         used = 0
         try:
@@ -372,27 +325,13 @@ class ClusterState:
                 used += milli
                 if before == MILLI:
                     k = whole[n]
-                    b = buckets[node_type[n]]
-                    b[k].discard(n)
-                    b[k - 1].add(n)
                     whole[n] = k - 1
                     if moved is None:
                         moved = {n: k}
                     elif n not in moved:
                         moved[n] = k
-                    if large[n]:  # GPU g was wholly free: its bit is set
-                        if solo[n]:
-                            lst = listed[n]
-                            del lst[bisect_left(lst, g)]
-                            continue
-                        bits = gpus_free[n]
-                        lv0 = bits.levels[0]
-                        x = lv0[g >> 6] & ~(1 << (g & 63))
-                        if x:  # the word stays non-zero: no upper level changes
-                            lv0[g >> 6] = x
-                            bits.count -= 1
-                        else:
-                            bits.discard(g)
+                    if large[n]:  # GPU g is no longer wholly free
+                        gpus_free[n].discard(g)
         finally:
             self.frag_milli = frag
             self.used_milli += used
@@ -405,9 +344,8 @@ class ClusterState:
         moved: dict[int, int] | None = None
         index = self.index
         large, gpus_free = index.large, index.gpus_free
-        solo, listed = self.solo, index.listed
         node_free, whole, free = self.node_free, self.whole, self.free
-        buckets, node_type, node_gpus = self.buckets, self.node_type, self.node_gpus
+        node_type, node_gpus = self.node_type, self.node_gpus
         frag = self.frag_milli
         used = 0
         try:
@@ -431,26 +369,13 @@ class ClusterState:
                 used += milli
                 if after == MILLI:
                     k = whole[n]
-                    b = buckets[node_type[n]]
-                    b[k].discard(n)
-                    b[k + 1].add(n)
                     whole[n] = k + 1
                     if moved is None:
                         moved = {n: k}
                     elif n not in moved:
                         moved[n] = k
-                    if large[n]:  # GPU g was not wholly free: its bit is clear
-                        if solo[n]:
-                            insort(listed[n], g)
-                            continue
-                        bits = gpus_free[n]
-                        lv0 = bits.levels[0]
-                        x = lv0[g >> 6]
-                        if x:  # the word was non-zero: no upper level changes
-                            lv0[g >> 6] = x | 1 << (g & 63)
-                            bits.count += 1
-                        else:
-                            bits.add(g)
+                    if large[n]:  # GPU g is wholly free again
+                        gpus_free[n].add(g)
         finally:
             self.frag_milli = frag
             self.used_milli -= used
@@ -554,12 +479,7 @@ class ClusterState:
             items = self.whole_part_of.get(n)
             if items is None:  # built on first use: one tuple per GPU, shared by all jobs
                 items = self.whole_part_of[n] = [(n, g, MILLI) for g in range(self.node_gpus[n])]
-            lst = index.listed.get(n)
-            if lst is None:
-                return index.gpus_free[n].pick(k, items)
-            if k == 1:
-                return [items[lst[0]]] if lst else []
-            return [items[g] for g in lst[:k]]
+            return index.gpus_free[n].pick(k, items)
         out: list[tuple[int, int, int]] = []
         for g, f in enumerate(self.free[n]):
             if f == MILLI:

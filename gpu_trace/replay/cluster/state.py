@@ -213,8 +213,8 @@ class ClusterState:
 
         Whole GPUs on one node that the index batches (see
         :attr:`CapacityIndex.batch <gpu_trace.replay.cluster.index.CapacityIndex.batch>`)
-        are taken at once: per GPU only its slot changes, and the node's counts, bucket
-        and index entry move once (:meth:`_move_whole`). If any part is not a wholly
+        are taken at once: per GPU only its slot changes, and the node's counts and index
+        entry move once (:meth:`_move_whole`). If any part is not a wholly
         free GPU of that node, the slots written are put back and everything goes part
         by part (:meth:`_allocate_each`, which raises at a bad part).
         """

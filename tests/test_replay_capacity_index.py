@@ -1,4 +1,4 @@
-"""The ordered free-capacity index (gpu_trace/replay/capacity_index.py) against brute
+"""The ordered free-capacity index (gpu_trace/replay/cluster/index.py) against brute
 force: every query the placements make answers exactly what a scan over all buckets,
 nodes and GPUs answers, on small nodes, multi-type clusters and nodes of thousands of
 GPUs."""
@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from gpu_trace.replay.capacity_index import SMALL_NODE, BitIndex
 from gpu_trace.replay.cluster import ANY_TYPE, MILLI, ClusterState, parse_spec
+from gpu_trace.replay.cluster.bitmap import BitIndex
+from gpu_trace.replay.cluster.index import SMALL_NODE, GpuList
 
 
 @pytest.mark.parametrize("size", [1, 63, 64, 65, 4097, 300_000])
@@ -36,6 +37,26 @@ def test_bitindex_matches_a_set(size: int) -> None:
             assert list(idx) == sorted(ref)
             assert idx.take(5) == sorted(ref)[:5]
             assert all((i in idx) == (i in ref) for i in range(0, size, max(1, size // 97)))
+
+
+def test_gpulist_matches_a_set() -> None:
+    # the batch node's free GPUs (a sorted list) answer as the bitmap does: membership,
+    # the lowest k as items, no-op add / discard of a member / non-member
+    rng = random.Random(5)
+    lst, ref = GpuList(300), set(range(300))
+    items = [f"gpu{g}" for g in range(300)]
+    for _ in range(3000):
+        g = rng.randrange(300)
+        if rng.random() < 0.5:
+            lst.add(g)
+            ref.add(g)
+        else:
+            lst.discard(g)
+            ref.discard(g)
+        k = rng.choice([1, 2, 8])
+        assert lst.pick(k, items) == [items[i] for i in sorted(ref)[:k]]
+        assert (g in lst) == (g in ref) and len(lst) == len(ref)
+    assert list(lst) == sorted(ref)
 
 
 def test_bitindex_full_and_empty() -> None:

@@ -1,5 +1,5 @@
-"""The special case for a large node alone in its GPU type (gpu_trace/replay/cluster.py,
-``ClusterState.solo``): its free GPUs live in a sorted list, whole-GPU parts on it are
+"""The special case for a large node alone in its GPU type (gpu_trace/replay/cluster/index.py,
+``CapacityIndex.batch``): its free GPUs live in a sorted list, whole-GPU parts on it are
 taken and given back in one batch, and its index key moves lazily. Every check compares
 with what the per-GPU state says (``free[n][g] == 1000`` marks a wholly free GPU), so the
 special case must agree with the plain per-GPU bookkeeping."""
@@ -20,14 +20,14 @@ def _free_gpus(s: ClusterState, n: int) -> list[int]:
 def _consistent(s: ClusterState, n: int) -> None:
     """The sorted list, the whole count and the per-GPU slots tell one story."""
     free = _free_gpus(s, n)
-    assert s.index.listed[n] == free
+    assert list(s.index.gpus_free[n]) == free
     assert s.whole[n] == len(free)
-    assert n in s.buckets[s.node_type[n]][len(free)]
+    assert s.index.whole_total[s.node_type[n]] == len(free)  # alone in its type
 
 
 def test_one_big_node_is_solo_and_hands_out_its_lowest_free_gpus() -> None:
     s = ClusterState(parse_spec("100x100"))
-    assert s.solo == [True]
+    assert list(s.index.batch) == [0]
     s.allocate(s.whole_parts(0, 3))  # GPUs 0, 1, 2
     assert s.whole_parts(0, 2) == [(0, 3, MILLI), (0, 4, MILLI)]
     s.release([(0, 1, MILLI)])  # GPU 1 free again: now the lowest
@@ -46,7 +46,7 @@ def test_parts_out_of_order_and_not_the_lowest_are_taken_exactly() -> None:
     s.release([(0, 50, MILLI), (0, 7, MILLI)])
     _consistent(s, 0)
     assert s.whole_parts(0, 3) == [(0, 0, MILLI), (0, 1, MILLI), (0, 2, MILLI)]
-    assert 3 not in s.index.listed[0]
+    assert 3 not in s.index.gpus_free[0]
 
 
 def test_fractional_parts_on_a_solo_node_go_part_by_part() -> None:
@@ -83,7 +83,7 @@ def test_the_solo_nodes_index_key_is_current_when_a_query_reads_it() -> None:
     # lists nodes by wholly free GPUs, most first. After taking 95 V100 GPUs the V100
     # node has 5, fewer than the T4 nodes' 8, so it comes last.
     s = ClusterState(parse_spec("100x100:V100+64x8:T4"))
-    assert s.solo == [True] + [False] * 8
+    assert list(s.index.batch) == [0]  # the T4 nodes are small
     assert s.nodes_by_whole(ANY_TYPE)[0] == (0, 100)
     s.allocate(s.whole_parts(0, 95))
     got = s.nodes_by_whole(ANY_TYPE)

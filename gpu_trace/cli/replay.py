@@ -24,7 +24,7 @@ from gpu_trace.values import choose, parse_bool, split_list
 if TYPE_CHECKING:
     # The replay driver (DuckDB, the store writer, the estimator) is imported by the
     # commands that run it, so building the command line stays cheap.
-    from gpu_trace.replay.run import ReplayConfig
+    from gpu_trace.replay.config import ReplayConfig
 
 # The declared policies (built-in and installed plugins), named in --help.
 _SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
@@ -363,7 +363,8 @@ def run_cmd(
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
     """
-    from gpu_trace.replay.run import ReplayConfig, run
+    from gpu_trace.replay.config import ReplayConfig
+    from gpu_trace.replay.simulate import run
 
     check_sources(resolve_store(store), [source])
     seeds, resample = _replicates(seeds, replicates, resample, seed)
@@ -478,7 +479,8 @@ def compare(
     Every name and option is checked before anything runs; --replicates N repeats it
     on N resampled workloads and prints the mean and interval, warnings on stderr.
     """
-    from gpu_trace.replay.run import ReplayConfig, one_experiment
+    from gpu_trace.replay.config import ReplayConfig
+    from gpu_trace.replay.simulate import one_experiment
 
     check_sources(resolve_store(store), [source])
     seeds, resample = _replicates(seeds, replicates, resample, seed)
@@ -548,8 +550,8 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
     """``replay compare --seeds``: the whole grid once per seed, one row per run, then the
     mean and spread per policy.
     """
-    from gpu_trace.replay.run import compare as compare_runs
     from gpu_trace.replay.seeds import parse_seeds
+    from gpu_trace.replay.simulate import compare as compare_runs
 
     results = []
     seed_list = parse_seeds(seeds)
@@ -579,7 +581,7 @@ def _compare_once(
     --packing, and the per-user / per-vc breakdown with --by.
     """
     from gpu_trace.replay.metrics import breakdown
-    from gpu_trace.replay.run import compare as compare_runs
+    from gpu_trace.replay.simulate import compare as compare_runs
 
     with task("replay compare: runs", len(configs)) as update:
         results = compare_runs(root, configs, update)
@@ -797,9 +799,9 @@ def live_cmd(
     time scaled by --time-scale; results go to the store and --out.
     """
     check_sources(resolve_store(store), [source])
+    from gpu_trace.replay.config import ReplayConfig
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
-    from gpu_trace.replay.run import ReplayConfig
     from gpu_trace.replay.workload import Workload
 
     sched_opts, place_opts = _opts(_options(option, option_old))

@@ -4,31 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 
 from gpu_trace.cli._boundary import domain_errors, err, fail, interrupted
+from gpu_trace.cli.generated import option_parameters, option_values
 from gpu_trace.cli.options import ReadStoreOpt, check_sources, deprecated, number
 from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.replay.policies import base
 from gpu_trace.settings import resolve_store
 from gpu_trace.values import choose, parse_bool, split_list
 
-if TYPE_CHECKING:
-    # The replay driver (DuckDB, the store writer, the estimator) is imported by the
-    # commands that run it, so building the command line stays cheap.
-    from gpu_trace.replay.config import ReplayConfig
-
-# The declared policies (built-in and installed plugins), named in --help.
-_SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
-_PLACEMENTS = f"Placement policy: {', '.join(base.names('placement'))}."
+# The replay driver (DuckDB, the store writer, the estimator) is imported by the
+# commands that run it, so building the command line stays cheap; the config module
+# holds only the declarations the options are generated from.
 
 app = typer.Typer(
     help="Re-schedule a trace under allocation policies and score them.", no_args_is_help=True
@@ -72,15 +71,6 @@ COMPARE_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "jobs_skipped"]
 """One row per policy; the shared job counts are printed once, with the experiment."""
 
 SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
-ClusterOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--cluster",
-        help="Cluster file (.toml/.json/.csv), `from-trace` or `machines` (the store's "
-        "inventory with each node's CPU and memory; the one with the most GPUs, ties: "
-        "fewest machines) or `machines:DATASET` (that inventory, e.g. machines:all_node).",
-    ),
-]
 GpusOpt = Annotated[
     str | None,
     typer.Option(
@@ -88,9 +78,6 @@ GpusOpt = Annotated[
         help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8 (CPU / memory unlimited) "
         "or 6500x8,cpu=96,mem=768GiB.",
     ),
-]
-LoadOpt = Annotated[
-    float, typer.Option("--load", callback=number(gt=0), help="Arrival-rate multiplier (> 0).")
 ]
 WindowOpt = Annotated[
     str | None, typer.Option("--window", help="Submit-time window START..END (ISO dates).")
@@ -106,6 +93,8 @@ OptionOpt = Annotated[
 ]
 OldOptionOpt = Annotated[list[str] | None, typer.Option("-o", hidden=True)]
 """``-o KEY=VALUE``: deprecated, -o is --output everywhere else."""
+ByOpt = Annotated[str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 
 
 def _options(option: list[str] | None, old: list[str] | None) -> list[str]:
@@ -154,13 +143,6 @@ ReplicatesOpt = Annotated[
         "mean and 95 % interval, or 'deterministic (no spread)'.",
     ),
 ]
-ResampleOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="How each replicate redraws the workload: bootstrap (jobs drawn with "
-        "replacement, default with --replicates) or jitter=D (arrivals moved by up to +-D)."
-    ),
-]
 SeedsOpt = Annotated[
     str | None,
     typer.Option("--seeds", help="Repeat over seeds (0-9, 0,3,5): mean and spread reported."),
@@ -172,86 +154,74 @@ InflateOpt = Annotated[
         "START:STOP:STEP reads the curve at every point (the FGD figure)."
     ),
 ]
-ThroughputOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="Throughput table (.csv with columns job_class, gpu_type, throughput; or "
-        ".toml): a job's speed on each GPU model (default 1.0); see the `hetero` placement."
-    ),
-]
-InflateModeOpt = Annotated[
-    str,
-    typer.Option(
-        help="paper (seeded shuffle + pods drawn with replacement, CPU pods too) or "
-        "gpu-clones (trace order + clones of GPU pods)."
-    ),
-]
+
+# -- options generated from ReplayConfig's declarations --------------------------------
 
 
-EstimatorOpt = Annotated[
-    str,
-    typer.Option(
-        help="For policies that read estimates (qssf, backfill): online (each job's from "
-        "the jobs finished before its submission; every job replayed), model (trained on "
-        "the first 25 % of jobs, which no policy then replays) or oracle (true durations)."
-    ),
-]
-# Options `run` and `compare` share, declared once (what one run models beyond the
-# policy: preemption cost, multi-node slowdown, faults, energy).
-RestoreOpt = Annotated[
-    float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
-]
-MultinodeOpt = Annotated[
-    float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
-]
-FaultsOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
-        "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
-    ),
-]
-CheckpointOpt = Annotated[
-    str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
-]
-RetriesOpt = Annotated[
-    int, typer.Option(help="Restarts after node failures before a job ends failed.")
-]
-PowerOpt = Annotated[
-    str | None,
-    typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
-]
-PowerOffOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Power-off policy, e.g. idle=30m,boot=5m (optional: ,reserve=N): switch off "
-        "nodes idle longer than idle, wake them (boot time) when jobs wait."
-    ),
-]
-
-
-def _run_options(
-    restore_s: float,
-    multinode_slowdown: float,
-    faults: str | None,
-    checkpoint: str,
-    retries: int,
-    power: str | None,
-    power_off: str | None,
-) -> dict[str, Any]:
-    """The shared options as ReplayConfig fields (one place, so `run` and `compare`
-    cannot drift apart).
+def config_command(
+    name: str | None, order: Sequence[str]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a replay command whose options are its own parameters plus the
+    :class:`ReplayConfig` fields named in ``order`` that it does not declare itself,
+    generated from the field declarations (flag, help, parse: :mod:`gpu_trace.cli.
+    generated`), all in ``order``. The function gets its own parameters and
+    ``fields``: the config fields given (a ``parse`` field left out is missing, so the
+    dataclass default holds).
     """
-    from gpu_trace.replay.faults import parse_duration
 
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        own = {
+            k: p
+            for k, p in inspect.signature(fn, eval_str=True).parameters.items()
+            if k != "fields"
+        }
+        generated_names = [n for n in order if n not in own]
+        generated = {p.name: p for p in option_parameters(ReplayConfig, generated_names)}
+        missing = set(own) - set(order)
+        if missing:
+            msg = f"{fn.__name__}: parameters {sorted(missing)} are not placed in its order"
+            raise AssertionError(msg)
+        params = [
+            (own[n] if n in own else generated[n]).replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for n in order
+        ]
+
+        def command(**values: Any) -> None:
+            fields = option_values(ReplayConfig, values, generated_names)
+            fn(fields=fields, **{k: values[k] for k in own})
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__doc__ = fn.__doc__
+        command.__name__ = fn.__name__
+        app.command(name)(domain_errors(command))
+        return fn
+
+    return register
+
+
+def _edge_fields(
+    source: str,
+    fields: dict[str, Any],
+    *,
+    gpus: str | None,
+    window: str | None,
+    packing: bool,
+    inflate_to: str | None,
+) -> dict[str, Any]:
+    """The config fields of the composite flags (--gpus with --cluster, --window,
+    --packing, --inflate-to) added to the declared ones.
+    """
+    start, end = _window(window)
+    target, points = _inflate(inflate_to, packing)
     return {
-        "restore_s": restore_s,
-        "multinode_slowdown": multinode_slowdown,
-        "faults": faults,
-        "checkpoint_s": parse_duration(checkpoint, "--checkpoint"),
-        "retries": retries,
-        "power": power,
-        "power_off": power_off,
+        **fields,
+        "source": source,
+        "cluster": _cluster(fields.get("cluster"), gpus),
+        "window_start": start,
+        "window_end": end,
+        "departures": not packing,
+        "inflate_to": target,
+        "packing_points": points,
     }
 
 
@@ -325,76 +295,85 @@ def _print_experiment(runs: pl.DataFrame) -> None:
     err.print(xp.describe(runs.row(0, named=True)), markup=False)
 
 
-@app.command("run")
-@domain_errors
+@config_command(
+    "run",
+    (
+        "source",
+        "store",
+        "cluster",
+        "gpus",
+        "scheduler",
+        "placement",
+        "load",
+        "window",
+        "estimator",
+        "seed",
+        "restore_s",
+        "multinode_slowdown",
+        "packing",
+        "inflate_to",
+        "inflate_mode",
+        "seeds",
+        "replicates",
+        "resample",
+        "throughput",
+        "option",
+        "option_old",
+        "run_id",
+        "out",
+        "by",
+        "fmt",
+        "faults",
+        "checkpoint_s",
+        "retries",
+        "power",
+        "power_off",
+    ),
+)
 def run_cmd(
+    fields: dict[str, Any],
     source: SourceArg,
     store: ReadStoreOpt = None,
-    cluster: ClusterOpt = None,
     gpus: GpusOpt = None,
-    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
-    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
-    load: LoadOpt = 1.0,
     window: WindowOpt = None,
-    estimator: EstimatorOpt = "online",
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    restore_s: RestoreOpt = 0.0,
-    multinode_slowdown: MultinodeOpt = 1.0,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
     inflate_to: InflateOpt = None,
-    inflate_mode: InflateModeOpt = "paper",
     seeds: SeedsOpt = None,
     replicates: ReplicatesOpt = None,
-    resample: ResampleOpt = None,
-    throughput: ThroughputOpt = None,
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
-    run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
-    # -- faults and energy (docs/replay.md, "Faults and energy") --
-    faults: FaultsOpt = None,
-    checkpoint: CheckpointOpt = "0",
-    retries: RetriesOpt = 3,
-    power: PowerOpt = None,
-    power_off: PowerOffOpt = None,
+    by: ByOpt = None,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
     """
-    from gpu_trace.replay.config import ReplayConfig
     from gpu_trace.replay.simulate import run
 
     check_sources(resolve_store(store), [source])
-    seeds, resample = _replicates(seeds, replicates, resample, seed)
+    seed = fields["seed"]
+    seeds, resample = _replicates(seeds, replicates, fields.get("resample"), seed)
+    if by is not None:
+        choose("--by value", by, ("user", "vc"))
     sched_opts, place_opts = _opts(_options(option, option_old))
-    scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
-    start, end = _window(window)
-    target, points = _inflate(inflate_to, packing)
+    scheduler, oracle, sched_opts = _policy(
+        "packing" if packing else fields["scheduler"], sched_opts
+    )
+    edge = _edge_fields(
+        source, fields, gpus=gpus, window=window, packing=packing, inflate_to=inflate_to
+    )
     config = ReplayConfig(
-        source=source,
-        scheduler=scheduler,
-        oracle=oracle,
-        placement=placement,
-        scheduler_options=sched_opts,
-        placement_options=place_opts,
-        cluster=_cluster(cluster, gpus),
-        load=load,
-        window_start=start,
-        window_end=end,
-        estimator=estimator,
-        seed=seed,
-        departures=not packing,
-        inflate_to=target,
-        inflate_mode=inflate_mode,
-        packing_points=points,
-        throughput=str(throughput) if throughput else None,
-        run_id=run_id,
-        resample=resample,
-        **_run_options(
-            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
-        ),
+        **{
+            **edge,
+            "scheduler": scheduler,
+            "oracle": oracle,
+            "scheduler_options": sched_opts,
+            "placement_options": place_opts,
+            "resample": resample,
+        }
     )
     if seeds is not None:
         from gpu_trace.replay.seeds import for_seeds, parse_seeds
@@ -409,9 +388,9 @@ def run_cmd(
             pl.concat([r.runs for r in results], how="diagonal_relaxed").select(
                 ["seed", *SUMMARY_COLUMNS]
             ),
-            Format.table,
+            fmt,
         )
-        _emit_seeds(results)
+        _emit_seeds(results, fmt)
         _warn(results)
         return
     result = run(resolve_store(store), config, out)
@@ -422,18 +401,53 @@ def run_cmd(
             f"estimator {a.method}: trained on {a.train_jobs} jobs, MAE {a.mae_s:.1f} s, "
             f"within 10/50/100 %: {a.within_10:.1%} / {a.within_50:.1%} / {a.within_100:.1%}"
         )
-    emit(result.runs.select(SUMMARY_COLUMNS), Format.table)
+    emit(result.runs.select(SUMMARY_COLUMNS), fmt)
     extra_cols = [c for c in FAULT_ENERGY_COLUMNS if c in result.runs.columns]
     if extra_cols:
-        emit(result.runs.select(extra_cols), Format.table)
+        emit(result.runs.select(extra_cols), fmt)
     if "packing" in result.extra:
-        emit(result.extra["packing"], Format.table)
+        emit(result.extra["packing"], fmt)
+    if by:
+        emit(_breakdown([result], by), fmt)
     _warn([result])
 
 
-@app.command()
-@domain_errors
+@config_command(
+    "compare",
+    (
+        "source",
+        "store",
+        "policies",
+        "placements",
+        "cluster",
+        "gpus",
+        "load",
+        "window",
+        "seed",
+        "seeds",
+        "replicates",
+        "resample",
+        "packing",
+        "inflate_to",
+        "inflate_mode",
+        "throughput",
+        "estimator",
+        "option",
+        "option_old",
+        "out",
+        "by",
+        "fmt",
+        "restore_s",
+        "multinode_slowdown",
+        "faults",
+        "checkpoint_s",
+        "retries",
+        "power",
+        "power_off",
+    ),
+)
 def compare(
+    fields: dict[str, Any],
     source: SourceArg,
     store: ReadStoreOpt = None,
     policies: Annotated[
@@ -444,34 +458,21 @@ def compare(
         list[str] | None,
         typer.Option(help="Placements (a,b or repeated).", show_default="consolidate"),
     ] = None,
-    cluster: ClusterOpt = None,
     gpus: GpusOpt = None,
-    load: LoadOpt = 1.0,
     window: WindowOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     seeds: SeedsOpt = None,
     replicates: ReplicatesOpt = None,
-    resample: ResampleOpt = None,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
     ] = False,
     inflate_to: InflateOpt = None,
-    inflate_mode: InflateModeOpt = "paper",
-    throughput: ThroughputOpt = None,
-    estimator: EstimatorOpt = "online",
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
-    by: Annotated[
-        str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run directories: OUT/<run id> per run.")
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
-    restore_s: RestoreOpt = 0.0,
-    multinode_slowdown: MultinodeOpt = 1.0,
-    faults: FaultsOpt = None,
-    checkpoint: CheckpointOpt = "0",
-    retries: RetriesOpt = 3,
-    power: PowerOpt = None,
-    power_off: PowerOffOpt = None,
+    by: ByOpt = None,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; estimates are online by default, so every policy replays every job; with
@@ -479,49 +480,31 @@ def compare(
     Every name and option is checked before anything runs; --replicates N repeats it
     on N resampled workloads and prints the mean and interval, warnings on stderr.
     """
-    from gpu_trace.replay.config import ReplayConfig
     from gpu_trace.replay.simulate import one_experiment
 
     check_sources(resolve_store(store), [source])
-    seeds, resample = _replicates(seeds, replicates, resample, seed)
+    seeds, resample = _replicates(seeds, replicates, fields.get("resample"), fields["seed"])
     if by is not None:
         choose("--by value", by, ("user", "vc"))
     sched_opts, place_opts = _opts(_options(option, option_old))
-    start, end = _window(window)
     names = split_list(policies) if policies is not None else ["fifo", "sjf"]
     if packing:
         names = ["packing"]
-    target, points = _inflate(inflate_to, packing)
+    edge = _edge_fields(
+        source, fields, gpus=gpus, window=window, packing=packing, inflate_to=inflate_to
+    )
     places = split_list(placements) if placements is not None else ["consolidate"]
     if not names or not places:
         msg = "--policies and --placements need at least one name each"
         raise xp.UsageError(msg)
     # What every run of the experiment shares; each (policy, placement) varies only those.
-    shared = ReplayConfig(
-        source=source,
-        placement_options=place_opts,
-        cluster=_cluster(cluster, gpus),
-        load=load,
-        window_start=start,
-        window_end=end,
-        estimator=estimator,
-        seed=seed,
-        departures=not packing,
-        inflate_to=target,
-        inflate_mode=inflate_mode,
-        packing_points=points,
-        throughput=str(throughput) if throughput else None,
-        resample=resample,
-        **_run_options(
-            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
-        ),
-    )
+    shared = ReplayConfig(**{**edge, "placement_options": place_opts, "resample": resample})
     configs = _policy_grid(shared, names, places, sched_opts)
     one_experiment(configs)  # every name and option, before the first run is stored
     if seeds is not None:
-        _compare_seeds(resolve_store(store), configs, seeds, fmt)
+        _compare_seeds(resolve_store(store), configs, seeds, fmt, out)
         return
-    _compare_once(resolve_store(store), configs, fmt, packing=packing, by=by)
+    _compare_once(resolve_store(store), configs, fmt, packing=packing, by=by, out=out)
 
 
 def _policy_grid(
@@ -546,7 +529,9 @@ def _policy_grid(
     return configs
 
 
-def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format) -> None:
+def _compare_seeds(
+    root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format, out: Path | None
+) -> None:
     """``replay compare --seeds``: the whole grid once per seed, one row per run, then the
     mean and spread per policy.
     """
@@ -565,7 +550,7 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
                 update(k * len(configs) + done, total, f"seed {s}: {what}")
 
             results += compare_runs(
-                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress
+                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress, out
             )
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
@@ -575,16 +560,21 @@ def _compare_seeds(root: Path, configs: list[ReplayConfig], seeds: str, fmt: For
 
 
 def _compare_once(
-    root: Path, configs: list[ReplayConfig], fmt: Format, *, packing: bool, by: str | None
+    root: Path,
+    configs: list[ReplayConfig],
+    fmt: Format,
+    *,
+    packing: bool,
+    by: str | None,
+    out: Path | None,
 ) -> None:
     """``replay compare`` with one seed: one row per run, the packing curve with
     --packing, and the per-user / per-vc breakdown with --by.
     """
-    from gpu_trace.replay.metrics import breakdown
     from gpu_trace.replay.simulate import compare as compare_runs
 
     with task("replay compare: runs", len(configs)) as update:
-        results = compare_runs(root, configs, update)
+        results = compare_runs(root, configs, update, out)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
@@ -594,15 +584,24 @@ def _compare_once(
     if packing:
         _emit_seeds(results, fmt)
     if by:
-        parts = [
-            breakdown(r.jobs, by).with_columns(
-                pl.lit(r.config.label()).alias("scheduler"),
-                pl.lit(r.config.placement).alias("placement"),
-            )
-            for r in results
-        ]
-        emit(pl.concat(parts), fmt)
+        emit(_breakdown(results, by), fmt)
     _warn(results)
+
+
+def _breakdown(results: list[Any], by: str) -> pl.DataFrame:
+    """``--by user|vc``: each run's per-user or per-vc table, scheduler and placement
+    named.
+    """
+    from gpu_trace.replay.metrics import breakdown
+
+    parts = [
+        breakdown(r.jobs, by).with_columns(
+            pl.lit(r.config.label()).alias("scheduler"),
+            pl.lit(r.config.placement).alias("placement"),
+        )
+        for r in results
+    ]
+    return pl.concat(parts)
 
 
 @app.command()
@@ -730,9 +729,33 @@ LIVE_COLUMNS = [
 ]
 
 
-@app.command("live")
-@domain_errors
+@config_command(
+    "live",
+    (
+        "source",
+        "out",
+        "store",
+        "devices",
+        "time_scale",
+        "max_wall_s",
+        "jobs",
+        "dataset",
+        "scheduler",
+        "placement",
+        "option",
+        "option_old",
+        "seed",
+        "restore_s",
+        "fail_rate",
+        "duty",
+        "gpu_mem_mb",
+        "keep_gpu_type",
+        "telemetry",
+        "run_id",
+    ),
+)
 def live_cmd(
+    fields: dict[str, Any],
     source: SourceArg,
     out: Annotated[Path, typer.Option("--out", help="Run directory (required).")],
     store: ReadStoreOpt = None,
@@ -765,14 +788,8 @@ def live_cmd(
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset of the source.")
     ] = None,
-    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
-    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
     option: OptionOpt = None,
     option_old: OldOptionOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed (failure draw, random placement).")] = 0,
-    restore_s: Annotated[
-        float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
-    ] = 0.0,
     fail_rate: Annotated[
         float,
         typer.Option(
@@ -793,30 +810,27 @@ def live_cmd(
         bool, typer.Option(help="Keep the trace's GPU-type constraints.")
     ] = False,
     telemetry: Annotated[bool, typer.Option(help="cuda: sample NVML during the run.")] = True,
-    run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
 ) -> None:
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out.
     """
     check_sources(resolve_store(store), [source])
-    from gpu_trace.replay.config import ReplayConfig
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
     from gpu_trace.replay.workload import Workload
 
     sched_opts, place_opts = _opts(_options(option, option_old))
-    scheduler, oracle, sched_opts = _policy(policy, sched_opts)
+    scheduler, oracle, sched_opts = _policy(fields["scheduler"], sched_opts)
     config = ReplayConfig(
-        source=source,
-        scheduler=scheduler,
-        oracle=oracle,
-        placement=placement,
-        scheduler_options=sched_opts,
-        placement_options=place_opts,
-        estimator="oracle",
-        seed=seed,
-        restore_s=restore_s,
-        run_id=run_id,
+        **{
+            **fields,
+            "source": source,
+            "scheduler": scheduler,
+            "oracle": oracle,
+            "scheduler_options": sched_opts,
+            "placement_options": place_opts,
+            "estimator": "oracle",
+        }
     )
     config.validate()
     root = resolve_store(store)
@@ -840,7 +854,7 @@ def live_cmd(
         telemetry=telemetry,
         keep_gpu_type=keep_gpu_type,
     )
-    if run_id is None:
+    if config.run_id is None:
         config = dataclasses.replace(config, run_id=_live_id(config, live))
     with task("replay live: jobs", len(chosen), console=err) as update:
         result = run_live(chosen, config, live, out, store=root, on_progress=update)
@@ -926,9 +940,29 @@ def _sweep_flags(
     return {"source": source, "grid": doc_grid, "fixed": doc_fixed}
 
 
-@app.command("sweep")
-@domain_errors
+@config_command(
+    "sweep",
+    (
+        "out",
+        "sweep_file",
+        "store",
+        "source",
+        "policies",
+        "placements",
+        "loads",
+        "seeds",
+        "gpus",
+        "cluster",
+        "window",
+        "grid",
+        "fixed",
+        "address",
+        "workers",
+        "resume",
+    ),
+)
 def sweep_cmd(
+    fields: dict[str, Any],
     out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
     sweep_file: Annotated[
         Path | None, typer.Argument(help="Sweep file (TOML: source, fixed and grid tables).")
@@ -944,7 +978,6 @@ def sweep_cmd(
     gpus: Annotated[
         str | None, typer.Option("--gpus", help="Cluster spec(s), e.g. 32x8 or 32x8,64x8.")
     ] = None,
-    cluster: ClusterOpt = None,
     window: WindowOpt = None,
     grid: Annotated[
         list[str] | None,
@@ -984,6 +1017,7 @@ def sweep_cmd(
     from gpu_trace.replay import sweep as sw
     from gpu_trace.replay import sweep_grid as sg
 
+    cluster = fields.get("cluster")
     if cluster and gpus:
         msg = "give --cluster or --gpus, not both"
         raise xp.UsageError(msg)

@@ -318,10 +318,12 @@ def compare(
     store: Path,
     configs: list[ReplayConfig],
     on_progress: Callable[[int, int | None, str], None] | None = None,
+    out_dir: Path | None = None,
 ) -> list[RunResult]:
     """Replay every config as one experiment (validated before anything runs; jobs and
-    cluster resolved once) and write each run. ``on_progress(runs done, total, what
-    runs now)`` is called before each run and once at the end.
+    cluster resolved once) and write each run (to the store, and to ``out_dir/<run id>``
+    when given). ``on_progress(runs done, total, what runs now)`` is called before each
+    run and once at the end.
     """
     resolved = one_experiment(configs)
     if not resolved:
@@ -335,7 +337,7 @@ def compare(
             on_progress(i, len(resolved), f"{config.label()} / {config.placement}")
         config = acct.resolve_faults(store, config)
         result = replay(jobs, spec, config)
-        write(result, store, None)
+        write(result, store, out_dir / result.run_id if out_dir is not None else None)
         results.append(result)
     if on_progress is not None:
         on_progress(len(resolved), len(resolved), "done")

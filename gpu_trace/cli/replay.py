@@ -6,7 +6,9 @@ import dataclasses
 import hashlib
 import inspect
 import json
+import typing
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -158,37 +160,73 @@ InflateOpt = Annotated[
 # -- options generated from ReplayConfig's declarations --------------------------------
 
 
+@dataclass(frozen=True)
+class Flags:
+    """The replay commands' options that are not one :class:`ReplayConfig` field each
+    (composite flags that set several, repetition, output), declared once: a command
+    names in its order the ones it takes, and gets them here (the others at their
+    defaults).
+    """
+
+    store: ReadStoreOpt = None
+    gpus: GpusOpt = None
+    window: WindowOpt = None
+    inflate_to: InflateOpt = None
+    seeds: SeedsOpt = None
+    replicates: ReplicatesOpt = None
+    option: OptionOpt = None
+    option_old: OldOptionOpt = None
+    by: ByOpt = None
+    fmt: FormatOpt = Format.table
+
+    def policy_options(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(scheduler options, placement options) from --option (and the old -o)."""
+        return _opts(_options(self.option, self.option_old))
+
+
+def _flag_parameters() -> dict[str, inspect.Parameter]:
+    """:class:`Flags` as typer parameters (its annotations carry the typer options)."""
+    hints = typing.get_type_hints(Flags, include_extras=True)
+    return {
+        f.name: inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name], default=f.default
+        )
+        for f in dataclasses.fields(Flags)
+    }
+
+
 def config_command(
     name: str | None, order: Sequence[str]
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register a replay command whose options are its own parameters plus the
-    :class:`ReplayConfig` fields named in ``order`` that it does not declare itself,
-    generated from the field declarations (flag, help, parse: :mod:`gpu_trace.cli.
-    generated`), all in ``order``. The function gets its own parameters and
-    ``fields``: the config fields given (a ``parse`` field left out is missing, so the
-    dataclass default holds).
+    """Register a replay command with the options named in ``order``, in that order:
+    the function's own parameters, else a :class:`Flags` field, else a
+    :class:`ReplayConfig` field, generated from its declaration (flag, help, parse:
+    :mod:`gpu_trace.cli.generated`). The function gets its own parameters, ``flags``
+    (a :class:`Flags`) and ``fields``: the config fields given (a ``parse`` field left
+    out is missing, so the dataclass default holds).
     """
 
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         own = {
             k: p
             for k, p in inspect.signature(fn, eval_str=True).parameters.items()
-            if k != "fields"
+            if k not in {"fields", "flags"}
         }
-        generated_names = [n for n in order if n not in own]
+        shared = _flag_parameters()
+        flag_names = [n for n in order if n not in own and n in shared]
+        generated_names = [n for n in order if n not in own and n not in shared]
         generated = {p.name: p for p in option_parameters(ReplayConfig, generated_names)}
         missing = set(own) - set(order)
         if missing:
             msg = f"{fn.__name__}: parameters {sorted(missing)} are not placed in its order"
             raise AssertionError(msg)
-        params = [
-            (own[n] if n in own else generated[n]).replace(kind=inspect.Parameter.KEYWORD_ONLY)
-            for n in order
-        ]
+        known = {**generated, **shared, **own}
+        params = [known[n].replace(kind=inspect.Parameter.KEYWORD_ONLY) for n in order]
 
         def command(**values: Any) -> None:
             fields = option_values(ReplayConfig, values, generated_names)
-            fn(fields=fields, **{k: values[k] for k in own})
+            flags = Flags(**{k: values[k] for k in flag_names})
+            fn(fields=fields, flags=flags, **{k: values[k] for k in own})
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__doc__ = fn.__doc__
@@ -200,23 +238,17 @@ def config_command(
 
 
 def _edge_fields(
-    source: str,
-    fields: dict[str, Any],
-    *,
-    gpus: str | None,
-    window: str | None,
-    packing: bool,
-    inflate_to: str | None,
+    source: str, fields: dict[str, Any], flags: Flags, *, packing: bool
 ) -> dict[str, Any]:
     """The config fields of the composite flags (--gpus with --cluster, --window,
     --packing, --inflate-to) added to the declared ones.
     """
-    start, end = _window(window)
-    target, points = _inflate(inflate_to, packing)
+    start, end = _window(flags.window)
+    target, points = _inflate(flags.inflate_to, packing)
     return {
         **fields,
         "source": source,
-        "cluster": _cluster(fields.get("cluster"), gpus),
+        "cluster": _cluster(fields.get("cluster"), flags.gpus),
         "window_start": start,
         "window_end": end,
         "departures": not packing,
@@ -236,12 +268,25 @@ def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float
     return parse_points(text)
 
 
-def _replicates(
-    seeds: str | None, replicates: int | None, resample: str | None, seed: int
-) -> tuple[str | None, str | None]:
+def _checked(
+    source: str, flags: Flags, fields: dict[str, Any]
+) -> tuple[str | None, str | None, dict[str, Any], dict[str, Any]]:
+    """What `run` and `compare` check first (the source, --replicates, --by, --option):
+    (seeds text, resample method, scheduler options, placement options).
+    """
+    check_sources(resolve_store(flags.store), [source])
+    seeds, resample = _replicates(flags, fields)
+    if flags.by is not None:
+        choose("--by value", flags.by, ("user", "vc"))
+    return (seeds, resample, *flags.policy_options())
+
+
+def _replicates(flags: Flags, fields: dict[str, Any]) -> tuple[str | None, str | None]:
     """(seeds text, resample method) for --replicates: N seeds from --seed, each
     redrawing the workload (bootstrap unless --resample says otherwise).
     """
+    seeds, replicates, resample = flags.seeds, flags.replicates, fields.get("resample")
+    seed = fields["seed"]
     if replicates is None:
         return seeds, resample
     if seeds is not None:
@@ -332,39 +377,24 @@ def _print_experiment(runs: pl.DataFrame) -> None:
 )
 def run_cmd(
     fields: dict[str, Any],
+    flags: Flags,
     source: SourceArg,
-    store: ReadStoreOpt = None,
-    gpus: GpusOpt = None,
-    window: WindowOpt = None,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
-    inflate_to: InflateOpt = None,
-    seeds: SeedsOpt = None,
-    replicates: ReplicatesOpt = None,
-    option: OptionOpt = None,
-    option_old: OldOptionOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
-    by: ByOpt = None,
-    fmt: FormatOpt = Format.table,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
     """
     from gpu_trace.replay.simulate import run
 
-    check_sources(resolve_store(store), [source])
-    seed = fields["seed"]
-    seeds, resample = _replicates(seeds, replicates, fields.get("resample"), seed)
-    if by is not None:
-        choose("--by value", by, ("user", "vc"))
-    sched_opts, place_opts = _opts(_options(option, option_old))
+    store, by, fmt = flags.store, flags.by, flags.fmt
+    seeds, resample, sched_opts, place_opts = _checked(source, flags, fields)
     scheduler, oracle, sched_opts = _policy(
         "packing" if packing else fields["scheduler"], sched_opts
     )
-    edge = _edge_fields(
-        source, fields, gpus=gpus, window=window, packing=packing, inflate_to=inflate_to
-    )
+    edge = _edge_fields(source, fields, flags, packing=packing)
     config = ReplayConfig(
         **{
             **edge,
@@ -448,8 +478,8 @@ def run_cmd(
 )
 def compare(
     fields: dict[str, Any],
+    flags: Flags,
     source: SourceArg,
-    store: ReadStoreOpt = None,
     policies: Annotated[
         list[str] | None,
         typer.Option(help="Scheduling policies (a,b or repeated).", show_default="fifo,sjf"),
@@ -458,21 +488,12 @@ def compare(
         list[str] | None,
         typer.Option(help="Placements (a,b or repeated).", show_default="consolidate"),
     ] = None,
-    gpus: GpusOpt = None,
-    window: WindowOpt = None,
-    seeds: SeedsOpt = None,
-    replicates: ReplicatesOpt = None,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
     ] = False,
-    inflate_to: InflateOpt = None,
-    option: OptionOpt = None,
-    option_old: OldOptionOpt = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Run directories: OUT/<run id> per run.")
     ] = None,
-    by: ByOpt = None,
-    fmt: FormatOpt = Format.table,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; estimates are online by default, so every policy replays every job; with
@@ -482,17 +503,12 @@ def compare(
     """
     from gpu_trace.replay.simulate import one_experiment
 
-    check_sources(resolve_store(store), [source])
-    seeds, resample = _replicates(seeds, replicates, fields.get("resample"), fields["seed"])
-    if by is not None:
-        choose("--by value", by, ("user", "vc"))
-    sched_opts, place_opts = _opts(_options(option, option_old))
+    store, by, fmt = flags.store, flags.by, flags.fmt
+    seeds, resample, sched_opts, place_opts = _checked(source, flags, fields)
     names = split_list(policies) if policies is not None else ["fifo", "sjf"]
     if packing:
         names = ["packing"]
-    edge = _edge_fields(
-        source, fields, gpus=gpus, window=window, packing=packing, inflate_to=inflate_to
-    )
+    edge = _edge_fields(source, fields, flags, packing=packing)
     places = split_list(placements) if placements is not None else ["consolidate"]
     if not names or not places:
         msg = "--policies and --placements need at least one name each"
@@ -756,9 +772,9 @@ LIVE_COLUMNS = [
 )
 def live_cmd(
     fields: dict[str, Any],
+    flags: Flags,
     source: SourceArg,
     out: Annotated[Path, typer.Option("--out", help="Run directory (required).")],
-    store: ReadStoreOpt = None,
     devices: Annotated[
         str, typer.Option("--devices", help="cuda:0-7 | cuda:0,2 | emulated:16 | emulated:16x8.")
     ] = "emulated:8",
@@ -788,8 +804,6 @@ def live_cmd(
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset of the source.")
     ] = None,
-    option: OptionOpt = None,
-    option_old: OldOptionOpt = None,
     fail_rate: Annotated[
         float,
         typer.Option(
@@ -814,12 +828,13 @@ def live_cmd(
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out.
     """
+    store = flags.store
     check_sources(resolve_store(store), [source])
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
     from gpu_trace.replay.workload import Workload
 
-    sched_opts, place_opts = _opts(_options(option, option_old))
+    sched_opts, place_opts = flags.policy_options()
     scheduler, oracle, sched_opts = _policy(fields["scheduler"], sched_opts)
     config = ReplayConfig(
         **{
@@ -963,11 +978,11 @@ def _sweep_flags(
 )
 def sweep_cmd(
     fields: dict[str, Any],
+    flags: Flags,
     out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
     sweep_file: Annotated[
         Path | None, typer.Argument(help="Sweep file (TOML: source, fixed and grid tables).")
     ] = None,
-    store: ReadStoreOpt = None,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Source.")] = None,
     policies: Annotated[str | None, typer.Option(help="Scheduling policies, a,b,c.")] = None,
     placements: Annotated[str | None, typer.Option(help="Placements, a,b.")] = None,
@@ -978,7 +993,6 @@ def sweep_cmd(
     gpus: Annotated[
         str | None, typer.Option("--gpus", help="Cluster spec(s), e.g. 32x8 or 32x8,64x8.")
     ] = None,
-    window: WindowOpt = None,
     grid: Annotated[
         list[str] | None,
         typer.Option("--grid", help="Sweep any ReplayConfig field: FIELD=VALUES (repeatable)."),
@@ -1017,6 +1031,7 @@ def sweep_cmd(
     from gpu_trace.replay import sweep as sw
     from gpu_trace.replay import sweep_grid as sg
 
+    store, window = flags.store, flags.window
     cluster = fields.get("cluster")
     if cluster and gpus:
         msg = "give --cluster or --gpus, not both"

@@ -6,6 +6,7 @@ their engine with :func:`gpu_trace.replay.build.build_engine`."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,23 @@ def test_compare_writes_run_directories_with_out(store_copy: Path, tmp_path: Pat
         assert resolved["run_id"] == d
         assert (out / d / "replay_jobs.parquet").exists()
     assert {d.split("-")[0] for d in dirs} == {"fifo", "sjf"}
+
+
+@pytest.mark.parametrize(
+    ("fixed", "message"),
+    [
+        ('faults = "mtbf=50000h,mtr=2h"', "--faults 'mtbf=50000h,mtr=2h': expected"),
+        ('power_off = "boot=5m"', "--power-off 'boot=5m' needs idle=D"),
+    ],
+)
+def test_a_bad_text_option_in_a_sweep_fails_before_any_run(
+    tmp_path: Path, fixed: str, message: str
+) -> None:
+    # The text options are parsed where they are given: a sweep file's are checked with
+    # the grid (naming the file), not once per run after the sweep has started.
+    from gpu_trace.replay import sweep_grid as sg
+
+    path = tmp_path / "s.toml"
+    path.write_text(f'source = "openb"\n[fixed]\n{fixed}\n[grid]\nseed = "0-1"\n')
+    with pytest.raises(sg.SweepSpecError, match=re.escape(f"{path}: {message}")):
+        sg.load(path).configs()

@@ -2,13 +2,16 @@
 
 A plugin's options dataclass becomes the command's options: each field's flag, type,
 default and help text, a choice check for fields that declare ``choices`` (the same
-one-line "is not one of" usage error the hand-written commands give), and for fields that
+one-line "is not one of" usage error the hand-written commands give), a range check for
+fields that declare ``check`` (``--load 0``: one ``error:`` line, exit 2), and for fields that
 declare ``parse`` a text option whose value ``parse`` turns into the field's (a bad one is
 the one-line ``error:`` of every hand-checked option, exit 2), and for fields that declare
 ``deprecated`` a hidden option with the old spelling (it still works, with a one-line
 warning). The command's own fixed
 parameters (``PATH`` or ``PATHS...`` from :func:`path_parameter`, ``--store``,
-``--format`` ...) come first, as given.
+``--format`` ...) come first, as given. A command may also take only some fields of a
+larger dataclass (``only``: the replay commands and :class:`~gpu_trace.replay.config.
+ReplayConfig`).
 """
 
 from __future__ import annotations

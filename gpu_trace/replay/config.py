@@ -21,7 +21,9 @@ from gpu_trace.values import check_number, choose, parse_duration
 
 
 def _positive(flag: str) -> Any:
-    """The check of a number option that must be > 0 (``--load 0`` is a usage error)."""
+    """The check of a number option that must be > 0 (``--load 0`` is a usage error,
+    NaN too: it compares false to every bound).
+    """
 
     def check(value: float) -> float:
         return check_number(value, flag, gt=0)
@@ -83,6 +85,7 @@ def _path(text: str) -> str:
     return str(Path(text))
 
 
+# The declared policies (built-in and installed plugins), named in --help.
 _SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
 _PLACEMENTS = f"Placement policy: {', '.join(base.names('placement'))}."
 
@@ -94,9 +97,9 @@ class ReplayConfig:
     The fields a user sets on the command line are declared here once, with
     :func:`gpu_trace.plugins.option` (flag, help, parse): ``replay run``, ``compare``,
     ``live`` and ``sweep`` generate their options from these declarations
-    (:mod:`gpu_trace.cli.replay_config`). The others are set from composite flags
-    (``--window``, ``--packing``, ``--inflate-to``, ``--option``, ``--gpus``) or by the
-    driver. Field names are what sweep files and ``--grid`` / ``--set`` name, and the
+    (``config_command`` in :mod:`gpu_trace.cli.replay`). The others are set from
+    composite flags (``--window``, ``--packing``, ``--inflate-to``, ``--option``,
+    ``--gpus``: ``Flags`` there) or by the driver. Field names are what sweep files and ``--grid`` / ``--set`` name, and the
     run id hashes them: they stay flat.
     """
 

@@ -84,7 +84,9 @@ class SweepSpec:
         """
         try:
             return self._configs()
-        except xp.UsageError as exc:
+        except SweepSpecError:
+            raise
+        except GpuTraceError as exc:  # a bad name, or a text option (--faults) that does not parse
             msg = f"{self.origin}: {exc}"
             raise SweepSpecError(msg) from None
 

@@ -90,9 +90,97 @@ _SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
 _PLACEMENTS = f"Placement policy: {', '.join(base.names('placement'))}."
 
 
+@dataclass(frozen=True, kw_only=True)
+class InflationOptions:
+    """Arrival-only packing (FGD) of a run: ``--packing`` (no departures),
+    ``--inflate-to`` (the target and the curve's points) and ``--inflate-mode``.
+    """
+
+    departures: bool = True
+    inflate_to: float | None = None
+    inflate_mode: str = option(
+        "paper",
+        "paper (seeded shuffle + pods drawn with replacement, CPU pods too) or "
+        "gpu-clones (trace order + clones of GPU pods).",
+    )
+    """How ``--inflate-to`` grows an arrival-only workload: ``paper`` (the FGD
+    simulator's: shuffle the pods, seeded, then append pods drawn with replacement from
+    all of them, CPU-only pods included on a multi-resource cluster) or ``gpu-clones``
+    (the trace order, then clones of GPU pods only: the pre-multi-resource protocol)."""
+    packing_points: tuple[float, ...] | None = None
+    """Arrived-demand shares the packing curve is read at (default 0.7, 0.8, ..., 1.3)."""
+
+    def check_inflation(self) -> None:
+        """Refuse a mode or target a run cannot use (a usage error)."""
+        choose("inflate mode", self.inflate_mode, ("paper", "gpu-clones"))
+        if self.inflate_to is not None:
+            check_number(self.inflate_to, "inflate_to", gt=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultOptions:
+    """Node failures of a run: ``--faults``, ``--checkpoint``, ``--retries`` (and the
+    model resolved from them before the run, :mod:`gpu_trace.replay.accounting`).
+    """
+
+    faults: str | None = option(
+        None,
+        "Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
+        "the store), or fail=TIME@NODE,...,mttr=D (scripted).",
+        parse=_faults,
+    )
+    """Node failures: ``mtbf=D,mttr=D`` or ``trace[,mttr=D]`` (:mod:`gpu_trace.replay.faults`)."""
+    checkpoint_s: float = option(
+        "0",
+        "Checkpoint interval of every job (30m; 0 = none).",
+        flag="--checkpoint",
+        parse=_duration("--checkpoint"),
+    )
+    """Checkpoint interval of every job (0 = none: a failure restarts the job's work)."""
+    retries: int = option(3, "Restarts after node failures before a job ends failed.")
+    """Restarts after node failures before a job ends ``failed``."""
+    fault_model: dict[str, Any] | None = None
+    """The resolved failure model (mtbf_s, mttr_s; set from ``faults`` by :func:`run`)."""
+
+    def check_faults(self) -> None:
+        """Refuse what a run cannot use: the ``--faults`` text is parsed as where it is
+        given, so a sweep or an API caller is refused before a run starts.
+        """
+        check_number(self.checkpoint_s, "checkpoint_s", ge=0)
+        check_number(self.retries, "retries", ge=0)
+        if self.faults is not None:
+            _faults(self.faults)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerOptions:
+    """Energy of a run: ``--power`` (the power model) and ``--power-off`` (the policy)."""
+
+    power: str | None = option(
+        None, "Energy accounting: gpu-model (built-in table) or a power TOML file."
+    )
+    """Energy accounting: ``gpu-model`` (built-in table) or a power-model TOML file."""
+    power_off: str | None = option(
+        None,
+        "Power-off policy, e.g. idle=30m,boot=5m (optional: ,reserve=N): switch off "
+        "nodes idle longer than idle, wake them (boot time) when jobs wait.",
+        parse=_power_off,
+    )
+    """Power-off policy ``idle=D,boot=D[,reserve=N]`` (:mod:`gpu_trace.replay.poweroff`)."""
+
+    def check_power(self) -> None:
+        """Refuse a ``--power-off`` text that does not parse, before a run starts."""
+        if self.power_off is not None:
+            _power_off(self.power_off)
+
+
 @dataclass(frozen=True)
-class ReplayConfig:
+class ReplayConfig(InflationOptions, FaultOptions, PowerOptions):
     """Everything that defines a run; saved as ``config.resolved.json``.
+
+    The options of node failures, energy and arrival-only packing are groups of their
+    own (:class:`FaultOptions`, :class:`PowerOptions`, :class:`InflationOptions`, each
+    checking its fields), inherited so that the fields stay flat (below).
 
     The fields a user sets on the command line are declared here once, with
     :func:`gpu_trace.plugins.option` (flag, help, parse): ``replay run``, ``compare``,
@@ -133,17 +221,6 @@ class ReplayConfig:
         0.0, "Restore cost after preemption (s).", check=_not_negative("--restore-s")
     )
     multinode_slowdown: float = option(1.0, "Runtime factor for jobs placed on several nodes.")
-    departures: bool = True
-    inflate_to: float | None = None
-    inflate_mode: str = option(
-        "paper",
-        "paper (seeded shuffle + pods drawn with replacement, CPU pods too) or "
-        "gpu-clones (trace order + clones of GPU pods).",
-    )
-    """How ``--inflate-to`` grows an arrival-only workload: ``paper`` (the FGD
-    simulator's: shuffle the pods, seeded, then append pods drawn with replacement from
-    all of them, CPU-only pods included on a multi-resource cluster) or ``gpu-clones``
-    (the trace order, then clones of GPU pods only: the pre-multi-resource protocol)."""
     throughput: str | None = option(
         None,
         "Throughput table (.csv with columns job_class, gpu_type, throughput; or "
@@ -153,8 +230,6 @@ class ReplayConfig:
     )
     """Path of a throughput table (job class x GPU model -> speed; see
     :mod:`gpu_trace.replay.throughput`); None = 1.0 everywhere."""
-    packing_points: tuple[float, ...] | None = None
-    """Arrived-demand shares the packing curve is read at (default 0.7, 0.8, ..., 1.3)."""
     bin_s: float | None = None
     run_id: str | None = option(None, "Run id (default: derived).")
     oracle: bool = False
@@ -162,35 +237,6 @@ class ReplayConfig:
     training_split: bool | None = None
     """Hold out the first ``train_fraction`` of jobs for the estimator (not replayed).
     None: only when this policy needs model estimates; a comparison sets it for all."""
-    faults: str | None = option(
-        None,
-        "Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
-        "the store), or fail=TIME@NODE,...,mttr=D (scripted).",
-        parse=_faults,
-    )
-    """Node failures: ``mtbf=D,mttr=D`` or ``trace[,mttr=D]`` (:mod:`gpu_trace.replay.faults`)."""
-    checkpoint_s: float = option(
-        "0",
-        "Checkpoint interval of every job (30m; 0 = none).",
-        flag="--checkpoint",
-        parse=_duration("--checkpoint"),
-    )
-    """Checkpoint interval of every job (0 = none: a failure restarts the job's work)."""
-    retries: int = option(3, "Restarts after node failures before a job ends failed.")
-    """Restarts after node failures before a job ends ``failed``."""
-    power: str | None = option(
-        None, "Energy accounting: gpu-model (built-in table) or a power TOML file."
-    )
-    """Energy accounting: ``gpu-model`` (built-in table) or a power-model TOML file."""
-    fault_model: dict[str, Any] | None = None
-    """The resolved failure model (mtbf_s, mttr_s; set from ``faults`` by :func:`run`)."""
-    power_off: str | None = option(
-        None,
-        "Power-off policy, e.g. idle=30m,boot=5m (optional: ,reserve=N): switch off "
-        "nodes idle longer than idle, wake them (boot time) when jobs wait.",
-        parse=_power_off,
-    )
-    """Power-off policy ``idle=D,boot=D[,reserve=N]`` (:mod:`gpu_trace.replay.poweroff`)."""
     resample: str | None = option(
         None,
         "How each replicate redraws the workload: bootstrap (jobs drawn with "
@@ -241,25 +287,18 @@ class ReplayConfig:
         xp.check_policy("placement", self.placement, self.placement_options)
         xp.check_policy("admission", self.admission, {})
         xp.check_estimator(self.estimator)
-        choose("inflate mode", self.inflate_mode, ("paper", "gpu-clones"))
+        self.check_inflation()
         # Finite and in range, or the engine fails deep inside with a traceback (load 0)
         # or silently runs on NaN.
         check_number(self.load, "load", gt=0)
         check_number(self.train_fraction, "train_fraction", gt=0, le=1)
         check_number(self.restore_s, "restore_s", ge=0)
         check_number(self.multinode_slowdown, "multinode_slowdown", gt=0)
-        check_number(self.checkpoint_s, "checkpoint_s", ge=0)
-        check_number(self.retries, "retries", ge=0)
-        if self.inflate_to is not None:
-            check_number(self.inflate_to, "inflate_to", gt=0)
+        self.check_faults()
         if self.bin_s is not None:
             check_number(self.bin_s, "bin_s", gt=0)
-        # The text options parsed as where they are given (the command line checks
-        # them there too), so a sweep or an API caller is refused before a run starts.
-        for text, parse in (
-            (self.resample, _resample),
-            (self.faults, _faults),
-            (self.power_off, _power_off),
-        ):
-            if text is not None:
-                parse(text)
+        # Text options parsed as where they are given (the command line checks them
+        # there too), so a sweep or an API caller is refused before a run starts.
+        if self.resample is not None:
+            _resample(self.resample)
+        self.check_power()

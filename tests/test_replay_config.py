@@ -181,3 +181,25 @@ def test_a_bad_text_option_in_a_sweep_fails_before_any_run(
     path.write_text(f'source = "openb"\n[fixed]\n{fixed}\n[grid]\nseed = "0-1"\n')
     with pytest.raises(sg.SweepSpecError, match=re.escape(f"{path}: {message}")):
         sg.load(path).configs()
+
+
+def test_run_gained_by_and_format(store_copy: Path) -> None:
+    # run takes compare's --by and --format: the summary as CSV, then the per-user
+    # breakdown; every finished job of the run is counted once in it.
+    result = runner.invoke(
+        app,
+        [
+            "replay", "run", "-s", "openb", "--store", str(store_copy), "--gpus", "64x8",
+            "--run-id", "by-test", "--by", "user", "-f", "csv",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()  # tables one after the other
+    head = lines[0].split(",")
+    assert head[:3] == ["run_id", "scheduler", "placement"]
+    row = dict(zip(head, lines[1].split(","), strict=True))
+    assert row["run_id"] == "by-test"
+    start = next(i for i, line in enumerate(lines) if line.startswith("user,"))
+    per_user = pl.read_csv("\n".join(lines[start:]).encode())
+    assert per_user.columns[:2] == ["user", "jobs"]
+    assert int(per_user["jobs"].sum()) == int(row["jobs_finished"])

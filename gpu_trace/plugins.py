@@ -71,6 +71,7 @@ def option(
     metavar: str | None = None,
     deprecated: str | None = None,
     repeat: bool = False,
+    check: Callable[[Any], Any] | None = None,
 ) -> Any:
     """A field of a plugin's options dataclass: its default and help text, optionally the
     command-line flag (default ``--field-name``) and the values it accepts.
@@ -92,6 +93,10 @@ def option(
     (the house convention for every list option). A ``parse`` option's default may be
     given as text, as a user would type it (``"1s"``): it is parsed here, once, and the
     help shows the text.
+
+    ``check`` (for options not read as text) is called with the value given on the
+    command line before the command runs: a number's range (``--load 0``), raising
+    :class:`gpu_trace.errors.UsageError` (one ``error:`` line, exit 2).
     """
     typed = None
     if parse is not None and isinstance(default, str):
@@ -105,6 +110,7 @@ def option(
         "deprecated": deprecated,
         "repeat": repeat,
         "typed": typed,
+        "check": check,
     }
     if isinstance(default, list | dict | set):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
@@ -129,6 +135,8 @@ class OptionSpec:
     deprecated: str | None = None
     repeat: bool = False
     typed: str | None = None
+    #: Called with a given value before the command runs (a number's range).
+    check: Callable[[Any], Any] | None = None
 
     @property
     def default_text(self) -> str | None:
@@ -166,6 +174,7 @@ def option_specs(options: type[Any]) -> list[OptionSpec]:
                 deprecated=f.metadata.get("deprecated"),
                 repeat=bool(f.metadata.get("repeat", False)),
                 typed=f.metadata.get("typed"),
+                check=f.metadata.get("check"),
             )
         )
     return out

@@ -26,10 +26,10 @@ from typer.testing import CliRunner
 
 from gpu_trace.cli import app
 from gpu_trace.errors import GpuTraceError
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.replay.live.devices import parse_devices
 from gpu_trace.replay.live.executor import LiveOptions, run_live, select_jobs
 from gpu_trace.replay.live.validate import validate
-from gpu_trace.replay.run import ReplayConfig
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.telemetry.fake_nvml import Clock, FakeGpu, FakeNvml
@@ -230,7 +230,7 @@ _CTRL_C = textwrap.dedent(
     import polars as pl
     from gpu_trace.replay.live.executor import LiveOptions, run_live
     from gpu_trace.replay.live import executor
-    from gpu_trace.replay.run import ReplayConfig
+    from gpu_trace.replay.config import ReplayConfig
     launch = executor.LiveEngine._launch
     def launched(self, j):  # called through; the test waits for this line, not a guess
         launch(self, j)

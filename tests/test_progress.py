@@ -18,8 +18,9 @@ from gpu_trace.cli import app
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.loaders import LOADERS, ingest
 from gpu_trace.progress import QUIET_ENV, task
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.replay.live.budget import choose_scale
-from gpu_trace.replay.run import ReplayConfig, compare
+from gpu_trace.replay.simulate import compare
 from tests.conftest import ROOT, SAMPLES
 
 

@@ -14,17 +14,17 @@ import pytest
 from typer.testing import CliRunner
 
 from gpu_trace.cli import app
-from gpu_trace.replay import policy
+from gpu_trace.replay.build import build_engine
 from gpu_trace.replay.cluster import ClusterSpec, from_groups, parse_spec
-from gpu_trace.replay.engine import Engine, EngineOptions
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.replay.experiment import UsageError
 from gpu_trace.replay.placement.fgd import (
     TaskClasses,
     expected_fragmentation,
     typical_classes,
 )
-from gpu_trace.replay.run import ReplayConfig, _inflate_paper, replay
 from gpu_trace.replay.seeds import parse_points, parse_seeds
+from gpu_trace.replay.simulate import _inflate_paper, replay
 from gpu_trace.replay.workload import Workload
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -60,16 +60,14 @@ def jobs(rows: list[dict[str, Any]]) -> pl.DataFrame:
 def engine(rows: list[dict[str, Any]], spec: ClusterSpec, placement: str, **opts: Any) -> Any:
     """An engine with ``placement`` bound (arrival-only), to set up a state by hand."""
     w = Workload.from_jobs(jobs(rows), cpu_only=True)
-    e = Engine(w, spec, EngineOptions(departures=False, record_log=True))
-    sched = policy.get("scheduler", "packing")
-    place = policy.get("placement", placement)
-    adm = policy.get("admission", "fits")
-    e.bind(
-        sched(sched.Config(), e),
-        place(policy.build_config(place.Config, opts), e),
-        adm(adm.Config(), e),
+    config = ReplayConfig(
+        source="fgd",
+        scheduler="packing",
+        placement=placement,
+        placement_options=opts,
+        departures=False,
     )
-    return e
+    return build_engine(config, w, spec, record_log=True)
 
 
 def place(e: Any, j: int) -> Any:

@@ -13,7 +13,8 @@ import pytest
 
 from gpu_trace.errors import InputError
 from gpu_trace.replay.cluster import from_groups
-from gpu_trace.replay.run import ReplayConfig, replay
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.simulate import replay
 from gpu_trace.replay.throughput import load
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

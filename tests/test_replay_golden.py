@@ -16,8 +16,9 @@ import polars as pl
 import pytest
 
 from gpu_trace.replay import ReplayConfig, policy, replay
+from gpu_trace.replay.build import build_engine
 from gpu_trace.replay.cluster import from_groups, parse_spec
-from gpu_trace.replay.engine import Engine, EngineOptions
+from gpu_trace.replay.engine import Engine
 from gpu_trace.replay.scheduling.las import Las
 from gpu_trace.replay.scheduling.srtf import Srtf
 from gpu_trace.replay.synthetic import pai_like_jobs
@@ -124,18 +125,13 @@ def _engine(
     estimate: list[float] | None = None,
     **opts: Any,
 ) -> Engine:
-    """Drive the Engine directly (the API run.py uses), with chosen estimates."""
+    """Drive the Engine directly (built as the simulator builds it), with chosen
+    estimates.
+    """
     w = Workload.from_jobs(frame(rows))
     est = None if estimate is None else np.asarray(estimate, dtype=np.float64)
-    e = Engine(w, parse_spec(spec), EngineOptions(record_log=True), estimate_s=est)
-    sched = policy.get("scheduler", scheduler)
-    place = policy.get("placement", "consolidate")
-    adm = policy.get("admission", "fits")
-    e.bind(
-        sched(policy.build_config(sched.Config, opts), e),
-        place(place.Config(), e),
-        adm(adm.Config(), e),
-    )
+    config = ReplayConfig(source="golden", scheduler=scheduler, scheduler_options=opts)
+    e = build_engine(config, w, parse_spec(spec), estimate_s=est, record_log=True)
     e.run()
     return e
 

@@ -20,7 +20,7 @@ from tests.replay_common import SAMPLES, jobs_frame
 
 
 def test_results_land_in_store_and_run_dir(tmp_path: Path) -> None:
-    from gpu_trace.replay.run import write
+    from gpu_trace.replay.simulate import write
 
     r = replay(
         pai_like_jobs(500, cluster_gpus=64, seed=1),

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import UNLIMITED, ClusterSpec, from_groups, load_file, parse_spec
-from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.simulate import replay, resolve_cluster
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 GIB = 1 << 30

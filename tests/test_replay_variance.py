@@ -368,7 +368,8 @@ def test_a_config_without_an_estimator_choice_replays_every_job() -> None:
     # A sweep point or API config that names qssf but no estimator must not hold out a
     # training share that the fifo point of the same grid replays: the default is online.
     from gpu_trace.replay.cluster import parse_spec
-    from gpu_trace.replay.run import ReplayConfig, replay
+    from gpu_trace.replay.config import ReplayConfig
+    from gpu_trace.replay.simulate import replay
 
     jobs = pl.DataFrame(
         {

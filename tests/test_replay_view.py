@@ -11,8 +11,9 @@ import pytest
 
 from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay import policy as base
+from gpu_trace.replay.build import build_engine
 from gpu_trace.replay.cluster import MILLI, parse_spec
-from gpu_trace.replay.engine import Engine, EngineOptions
+from gpu_trace.replay.engine import Engine
 from gpu_trace.replay.live.executor import LiveEngine
 from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 from gpu_trace.replay.workload import Workload
@@ -147,11 +148,8 @@ def test_the_loop_runs_on_a_plugged_in_clock() -> None:
     # 1x1, FIFO. j0 (15 s) at 0, j1 (5 s) at 3. Ticks of 10 s: j0 starts at 0, is due at
     # 15, seen at tick 20; j1 (arrived at tick 10) starts at 20, due 25, seen at 30.
     w = Workload.from_jobs(frame([(0, 15, 1), (3, 5, 1)]))
-    e = Engine(w, parse_spec("1x1"), EngineOptions())
-    e.clock = TickClock(e)
-    for kind, name in (("scheduler", "fifo"), ("placement", "consolidate"), ("admission", "fits")):
-        cls = base.get(kind, name)  # type: ignore[arg-type]
-        setattr(e, kind, cls(cls.Config(), e))
+    e = build_engine(ReplayConfig(source="tick"), w, parse_spec("1x1"))
+    e.clock = TickClock(e)  # the clock reads the engine, so it is plugged in after
     e.run()
     assert list(zip(e.first_start, e.finish, strict=True)) == [(0, 20), (20, 30)]
     assert e.timeline.time == [0, 10, 20, 30]

@@ -2,13 +2,16 @@
 
 A plugin's options dataclass becomes the command's options: each field's flag, type,
 default and help text, a choice check for fields that declare ``choices`` (the same
-one-line "is not one of" usage error the hand-written commands give), and for fields that
+one-line "is not one of" usage error the hand-written commands give), a range check for
+fields that declare ``check`` (``--load 0``: one ``error:`` line, exit 2), and for fields that
 declare ``parse`` a text option whose value ``parse`` turns into the field's (a bad one is
 the one-line ``error:`` of every hand-checked option, exit 2), and for fields that declare
 ``deprecated`` a hidden option with the old spelling (it still works, with a one-line
 warning). The command's own fixed
 parameters (``PATH`` or ``PATHS...`` from :func:`path_parameter`, ``--store``,
-``--format`` ...) come first, as given.
+``--format`` ...) come first, as given. A command may also take only some fields of a
+larger dataclass (``only``: the replay commands and :class:`~gpu_trace.replay.config.
+ReplayConfig`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpu_trace.cli._boundary import domain_errors, warn
+from gpu_trace.cli._boundary import domain_errors, escape, fail, warn
 from gpu_trace.errors import UsageError
 from gpu_trace.plugins import OptionSpec, option_specs
 
@@ -36,6 +39,32 @@ def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], Any]:
         return value
 
     return check
+
+
+def _value_check(check: Callable[[Any], Any]) -> Callable[[typer.Context, Any], Any]:
+    """A typer callback running a declaration's ``check`` on a given value (not during
+    shell completion); its ``UsageError`` is the one-line ``error:`` and exit 2.
+    """
+
+    def callback(ctx: typer.Context, value: Any) -> Any:
+        if value is None or ctx.resilient_parsing:
+            return value
+        try:
+            check(value)
+        except UsageError as exc:
+            raise fail(escape(str(exc)), 2) from None
+        return value
+
+    return callback
+
+
+def _callback(spec: OptionSpec) -> Callable[..., Any] | None:
+    """The typer callback of a typed option: its choices or its ``check``."""
+    if spec.choices:
+        return _choice_check(spec.choices)
+    if spec.check is not None:
+        return _value_check(spec.check)
+    return None
 
 
 def _parsed(spec: OptionSpec, value: str | list[str]) -> Any:
@@ -77,10 +106,25 @@ def path_parameter(help_text: str, *, many: bool = False) -> inspect.Parameter:
     )
 
 
-def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
-    """One keyword parameter per field of ``options``, annotated for typer."""
+def _specs(options: type[Any], only: Sequence[str] | None) -> list[OptionSpec]:
+    """The option specs of ``options``: every field, or the fields named in ``only``
+    (in that order: a command that takes a few of a config's fields).
+    """
+    specs = option_specs(options)
+    if only is None:
+        return specs
+    by_name = {s.name: s for s in specs}
+    return [by_name[name] for name in only]
+
+
+def option_parameters(
+    options: type[Any], only: Sequence[str] | None = None
+) -> list[inspect.Parameter]:
+    """One keyword parameter per field of ``options`` (or per field named in ``only``),
+    annotated for typer.
+    """
     params = []
-    for spec in option_specs(options):
+    for spec in _specs(options, only):
         # Typer derives --name (and --name/--no-name for a bool) from the parameter;
         # only a flag that differs from that, or one the declaration names, is passed on.
         derived = "--" + spec.name.replace("_", "-")
@@ -102,7 +146,7 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
             info = typer.Option(
                 *flags,
                 help=spec.help,
-                callback=_choice_check(spec.choices) if spec.choices else None,
+                callback=_callback(spec),
             )
             annotation, default = Annotated[spec.type, info], spec.default
         params.append(
@@ -122,6 +166,16 @@ def option_parameters(options: type[Any]) -> list[inspect.Parameter]:
                 )
             )
     return params
+
+
+def option_values(
+    options: type[Any], values: dict[str, Any], only: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The fields of ``options`` (or those named in ``only``) from a command's
+    parameters, as :func:`option_parameters` declared them: a ``parse`` option left out
+    is missing, so the dataclass default holds.
+    """
+    return _chosen(_specs(options, only), values)
 
 
 def _chosen(specs: list[OptionSpec], values: dict[str, Any]) -> dict[str, Any]:

@@ -4,31 +4,32 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 
 from gpu_trace.cli._boundary import domain_errors, err, fail, interrupted
+from gpu_trace.cli.generated import option_parameters, option_values
 from gpu_trace.cli.options import ReadStoreOpt, check_sources, deprecated, number
 from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import policy as base
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.settings import resolve_store
 from gpu_trace.values import choose, parse_bool, split_list
 
-if TYPE_CHECKING:
-    # The replay driver (DuckDB, the store writer, the estimator) is imported by the
-    # commands that run it, so building the command line stays cheap.
-    from gpu_trace.replay.run import ReplayConfig
-
-# The declared policies (built-in and installed plugins), named in --help.
-_SCHEDULERS = f"Scheduling policy: {', '.join(base.names('scheduler'))}."
-_PLACEMENTS = f"Placement policy: {', '.join(base.names('placement'))}."
+# The replay driver (DuckDB, the store writer, the estimator) is imported by the
+# commands that run it, so building the command line stays cheap; the config module
+# holds only the declarations the options are generated from.
 
 app = typer.Typer(
     help="Re-schedule a trace under allocation policies and score them.", no_args_is_help=True
@@ -72,15 +73,6 @@ COMPARE_COLUMNS = [c for c in SUMMARY_COLUMNS if c != "jobs_skipped"]
 """One row per policy; the shared job counts are printed once, with the experiment."""
 
 SourceArg = Annotated[str, typer.Option("--source", "-s", help="Source to replay.")]
-ClusterOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--cluster",
-        help="Cluster file (.toml/.json/.csv), `from-trace` or `machines` (the store's "
-        "inventory with each node's CPU and memory; the one with the most GPUs, ties: "
-        "fewest machines) or `machines:DATASET` (that inventory, e.g. machines:all_node).",
-    ),
-]
 GpusOpt = Annotated[
     str | None,
     typer.Option(
@@ -88,9 +80,6 @@ GpusOpt = Annotated[
         help="Cluster spec: N GPUs in nodes of G, e.g. 6500x8 (CPU / memory unlimited) "
         "or 6500x8,cpu=96,mem=768GiB.",
     ),
-]
-LoadOpt = Annotated[
-    float, typer.Option("--load", callback=number(gt=0), help="Arrival-rate multiplier (> 0).")
 ]
 WindowOpt = Annotated[
     str | None, typer.Option("--window", help="Submit-time window START..END (ISO dates).")
@@ -106,6 +95,8 @@ OptionOpt = Annotated[
 ]
 OldOptionOpt = Annotated[list[str] | None, typer.Option("-o", hidden=True)]
 """``-o KEY=VALUE``: deprecated, -o is --output everywhere else."""
+ByOpt = Annotated[str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 
 
 def _options(option: list[str] | None, old: list[str] | None) -> list[str]:
@@ -154,13 +145,6 @@ ReplicatesOpt = Annotated[
         "mean and 95 % interval, or 'deterministic (no spread)'.",
     ),
 ]
-ResampleOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="How each replicate redraws the workload: bootstrap (jobs drawn with "
-        "replacement, default with --replicates) or jitter=D (arrivals moved by up to +-D)."
-    ),
-]
 SeedsOpt = Annotated[
     str | None,
     typer.Option("--seeds", help="Repeat over seeds (0-9, 0,3,5): mean and spread reported."),
@@ -172,62 +156,10 @@ InflateOpt = Annotated[
         "START:STOP:STEP reads the curve at every point (the FGD figure)."
     ),
 ]
-ThroughputOpt = Annotated[
-    Path | None,
-    typer.Option(
-        help="Throughput table (.csv with columns job_class, gpu_type, throughput; or "
-        ".toml): a job's speed on each GPU model (default 1.0); see the `hetero` placement."
-    ),
-]
-InflateModeOpt = Annotated[
-    str,
-    typer.Option(
-        help="paper (seeded shuffle + pods drawn with replacement, CPU pods too) or "
-        "gpu-clones (trace order + clones of GPU pods)."
-    ),
-]
+
+# -- options generated from ReplayConfig's declarations --------------------------------
 
 
-EstimatorOpt = Annotated[
-    str,
-    typer.Option(
-        help="For policies that read estimates (qssf, backfill): online (each job's from "
-        "the jobs finished before its submission; every job replayed), model (trained on "
-        "the first 25 % of jobs, which no policy then replays) or oracle (true durations)."
-    ),
-]
-# Options `run` and `compare` share, declared once (what one run models beyond the
-# policy: preemption cost, multi-node slowdown, faults, energy).
-RestoreOpt = Annotated[
-    float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
-]
-MultinodeOpt = Annotated[
-    float, typer.Option(help="Runtime factor for jobs placed on several nodes.")
-]
-FaultsOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Node failures: mtbf=50000h,mttr=2h (seeded), trace[,mttr=2h] (rates from "
-        "the store), or fail=TIME@NODE,...,mttr=D (scripted)."
-    ),
-]
-CheckpointOpt = Annotated[
-    str, typer.Option(help="Checkpoint interval of every job (30m; 0 = none).")
-]
-RetriesOpt = Annotated[
-    int, typer.Option(help="Restarts after node failures before a job ends failed.")
-]
-PowerOpt = Annotated[
-    str | None,
-    typer.Option(help="Energy accounting: gpu-model (built-in table) or a power TOML file."),
-]
-PowerOffOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Power-off policy, e.g. idle=30m,boot=5m (optional: ,reserve=N): switch off "
-        "nodes idle longer than idle, wake them (boot time) when jobs wait."
-    ),
-]
 EventsOpt = Annotated[
     Path | None,
     typer.Option(
@@ -241,28 +173,102 @@ EventsOpt = Annotated[
 ]
 
 
-def _run_options(
-    restore_s: float,
-    multinode_slowdown: float,
-    faults: str | None,
-    checkpoint: str,
-    retries: int,
-    power: str | None,
-    power_off: str | None,
-) -> dict[str, Any]:
-    """The shared options as ReplayConfig fields (one place, so `run` and `compare`
-    cannot drift apart).
+@dataclass(frozen=True)
+class Flags:
+    """The replay commands' options that are not one :class:`ReplayConfig` field each
+    (composite flags that set several, repetition, output), declared once: a command
+    names in its order the ones it takes, and gets them here (the others at their
+    defaults).
     """
-    from gpu_trace.replay.faults import parse_duration
 
+    store: ReadStoreOpt = None
+    gpus: GpusOpt = None
+    window: WindowOpt = None
+    inflate_to: InflateOpt = None
+    seeds: SeedsOpt = None
+    replicates: ReplicatesOpt = None
+    option: OptionOpt = None
+    option_old: OldOptionOpt = None
+    by: ByOpt = None
+    fmt: FormatOpt = Format.table
+    events: EventsOpt = None
+    """Not a config field: where the trace goes does not change the run (or its id)."""
+
+    def policy_options(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(scheduler options, placement options) from --option (and the old -o)."""
+        return _opts(_options(self.option, self.option_old))
+
+
+def _flag_parameters() -> dict[str, inspect.Parameter]:
+    """:class:`Flags` as typer parameters (its annotations carry the typer options)."""
+    hints = typing.get_type_hints(Flags, include_extras=True)
     return {
-        "restore_s": restore_s,
-        "multinode_slowdown": multinode_slowdown,
-        "faults": faults,
-        "checkpoint_s": parse_duration(checkpoint, "--checkpoint"),
-        "retries": retries,
-        "power": power,
-        "power_off": power_off,
+        f.name: inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name], default=f.default
+        )
+        for f in dataclasses.fields(Flags)
+    }
+
+
+def config_command(
+    name: str | None, order: Sequence[str]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a replay command with the options named in ``order``, in that order:
+    the function's own parameters, else a :class:`Flags` field, else a
+    :class:`ReplayConfig` field, generated from its declaration (flag, help, parse:
+    :mod:`gpu_trace.cli.generated`). The function gets its own parameters, ``flags``
+    (a :class:`Flags`) and ``fields``: the config fields given (a ``parse`` field left
+    out is missing, so the dataclass default holds).
+    """
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        own = {
+            k: p
+            for k, p in inspect.signature(fn, eval_str=True).parameters.items()
+            if k not in {"fields", "flags"}
+        }
+        shared = _flag_parameters()
+        flag_names = [n for n in order if n not in own and n in shared]
+        generated_names = [n for n in order if n not in own and n not in shared]
+        generated = {p.name: p for p in option_parameters(ReplayConfig, generated_names)}
+        missing = set(own) - set(order)
+        if missing:
+            msg = f"{fn.__name__}: parameters {sorted(missing)} are not placed in its order"
+            raise AssertionError(msg)
+        known = {**generated, **shared, **own}
+        params = [known[n].replace(kind=inspect.Parameter.KEYWORD_ONLY) for n in order]
+
+        def command(**values: Any) -> None:
+            fields = option_values(ReplayConfig, values, generated_names)
+            flags = Flags(**{k: values[k] for k in flag_names})
+            fn(fields=fields, flags=flags, **{k: values[k] for k in own})
+
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__doc__ = fn.__doc__
+        command.__name__ = fn.__name__
+        app.command(name)(domain_errors(command))
+        return fn
+
+    return register
+
+
+def _edge_fields(
+    source: str, fields: dict[str, Any], flags: Flags, *, packing: bool
+) -> dict[str, Any]:
+    """The config fields of the composite flags (--gpus with --cluster, --window,
+    --packing, --inflate-to) added to the declared ones.
+    """
+    start, end = _window(flags.window)
+    target, points = _inflate(flags.inflate_to, packing)
+    return {
+        **fields,
+        "source": source,
+        "cluster": _cluster(fields.get("cluster"), flags.gpus),
+        "window_start": start,
+        "window_end": end,
+        "departures": not packing,
+        "inflate_to": target,
+        "packing_points": points,
     }
 
 
@@ -277,12 +283,25 @@ def _inflate(text: str | None, packing: bool) -> tuple[float | None, tuple[float
     return parse_points(text)
 
 
-def _replicates(
-    seeds: str | None, replicates: int | None, resample: str | None, seed: int
-) -> tuple[str | None, str | None]:
+def _checked(
+    source: str, flags: Flags, fields: dict[str, Any]
+) -> tuple[str | None, str | None, dict[str, Any], dict[str, Any]]:
+    """What `run` and `compare` check first (the source, --replicates, --by, --option):
+    (seeds text, resample method, scheduler options, placement options).
+    """
+    check_sources(resolve_store(flags.store), [source])
+    seeds, resample = _replicates(flags, fields)
+    if flags.by is not None:
+        choose("--by value", flags.by, ("user", "vc"))
+    return (seeds, resample, *flags.policy_options())
+
+
+def _replicates(flags: Flags, fields: dict[str, Any]) -> tuple[str | None, str | None]:
     """(seeds text, resample method) for --replicates: N seeds from --seed, each
     redrawing the workload (bootstrap unless --resample says otherwise).
     """
+    seeds, replicates, resample = flags.seeds, flags.replicates, fields.get("resample")
+    seed = fields["seed"]
     if replicates is None:
         return seeds, resample
     if seeds is not None:
@@ -336,76 +355,71 @@ def _print_experiment(runs: pl.DataFrame) -> None:
     err.print(xp.describe(runs.row(0, named=True)), markup=False)
 
 
-@app.command("run")
-@domain_errors
+@config_command(
+    "run",
+    (
+        "source",
+        "store",
+        "cluster",
+        "gpus",
+        "scheduler",
+        "placement",
+        "load",
+        "window",
+        "estimator",
+        "seed",
+        "restore_s",
+        "multinode_slowdown",
+        "packing",
+        "inflate_to",
+        "inflate_mode",
+        "seeds",
+        "replicates",
+        "resample",
+        "throughput",
+        "option",
+        "option_old",
+        "run_id",
+        "out",
+        "by",
+        "fmt",
+        "faults",
+        "checkpoint_s",
+        "retries",
+        "power",
+        "power_off",
+        "events",
+    ),
+)
 def run_cmd(
+    fields: dict[str, Any],
+    flags: Flags,
     source: SourceArg,
-    store: ReadStoreOpt = None,
-    cluster: ClusterOpt = None,
-    gpus: GpusOpt = None,
-    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
-    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
-    load: LoadOpt = 1.0,
-    window: WindowOpt = None,
-    estimator: EstimatorOpt = "online",
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    restore_s: RestoreOpt = 0.0,
-    multinode_slowdown: MultinodeOpt = 1.0,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): jobs never depart.")
     ] = False,
-    inflate_to: InflateOpt = None,
-    inflate_mode: InflateModeOpt = "paper",
-    seeds: SeedsOpt = None,
-    replicates: ReplicatesOpt = None,
-    resample: ResampleOpt = None,
-    throughput: ThroughputOpt = None,
-    option: OptionOpt = None,
-    option_old: OldOptionOpt = None,
-    run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
-    # -- faults and energy (docs/replay.md, "Faults and energy") --
-    faults: FaultsOpt = None,
-    checkpoint: CheckpointOpt = "0",
-    retries: RetriesOpt = 3,
-    power: PowerOpt = None,
-    power_off: PowerOffOpt = None,
-    events: EventsOpt = None,
 ) -> None:
     """Replay one source under one policy; results go to the store and --out. With
     --seeds, once per seed (run directories OUT/s<seed>), then the mean and spread.
     """
-    from gpu_trace.replay.run import ReplayConfig, run
+    from gpu_trace.replay.simulate import run
 
-    check_sources(resolve_store(store), [source])
-    seeds, resample = _replicates(seeds, replicates, resample, seed)
-    sched_opts, place_opts = _opts(_options(option, option_old))
-    scheduler, oracle, sched_opts = _policy("packing" if packing else policy, sched_opts)
-    start, end = _window(window)
-    target, points = _inflate(inflate_to, packing)
+    store, by, fmt = flags.store, flags.by, flags.fmt
+    seeds, resample, sched_opts, place_opts = _checked(source, flags, fields)
+    scheduler, oracle, sched_opts = _policy(
+        "packing" if packing else fields["scheduler"], sched_opts
+    )
+    edge = _edge_fields(source, fields, flags, packing=packing)
     config = ReplayConfig(
-        source=source,
-        scheduler=scheduler,
-        oracle=oracle,
-        placement=placement,
-        scheduler_options=sched_opts,
-        placement_options=place_opts,
-        cluster=_cluster(cluster, gpus),
-        load=load,
-        window_start=start,
-        window_end=end,
-        estimator=estimator,
-        seed=seed,
-        departures=not packing,
-        inflate_to=target,
-        inflate_mode=inflate_mode,
-        packing_points=points,
-        throughput=str(throughput) if throughput else None,
-        run_id=run_id,
-        resample=resample,
-        **_run_options(
-            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
-        ),
+        **{
+            **edge,
+            "scheduler": scheduler,
+            "oracle": oracle,
+            "scheduler_options": sched_opts,
+            "placement_options": place_opts,
+            "resample": resample,
+        }
     )
     if seeds is not None:
         from gpu_trace.replay.seeds import for_seeds, parse_seeds
@@ -415,7 +429,7 @@ def run_cmd(
             c.validate()
         root = resolve_store(store)
         results = [
-            run(root, c, out / f"s{c.seed}" if out else None, events=_events(events, c.seed))
+            run(root, c, out / f"s{c.seed}" if out else None, events=_events(flags.events, c.seed))
             for c in configs
         ]
         _print_experiment(results[0].runs)
@@ -423,12 +437,12 @@ def run_cmd(
             pl.concat([r.runs for r in results], how="diagonal_relaxed").select(
                 ["seed", *SUMMARY_COLUMNS]
             ),
-            Format.table,
+            fmt,
         )
-        _emit_seeds(results)
+        _emit_seeds(results, fmt)
         _warn(results)
         return
-    result = run(resolve_store(store), config, out, events=events)
+    result = run(resolve_store(store), config, out, events=flags.events)
     _print_experiment(result.runs)
     if result.accuracy is not None:
         a = result.accuracy
@@ -436,20 +450,56 @@ def run_cmd(
             f"estimator {a.method}: trained on {a.train_jobs} jobs, MAE {a.mae_s:.1f} s, "
             f"within 10/50/100 %: {a.within_10:.1%} / {a.within_50:.1%} / {a.within_100:.1%}"
         )
-    emit(result.runs.select(SUMMARY_COLUMNS), Format.table)
+    emit(result.runs.select(SUMMARY_COLUMNS), fmt)
     extra_cols = [c for c in FAULT_ENERGY_COLUMNS if c in result.runs.columns]
     if extra_cols:
-        emit(result.runs.select(extra_cols), Format.table)
+        emit(result.runs.select(extra_cols), fmt)
     if "packing" in result.extra:
-        emit(result.extra["packing"], Format.table)
+        emit(result.extra["packing"], fmt)
+    if by:
+        emit(_breakdown([result], by), fmt)
     _warn([result])
 
 
-@app.command()
-@domain_errors
+@config_command(
+    "compare",
+    (
+        "source",
+        "store",
+        "policies",
+        "placements",
+        "cluster",
+        "gpus",
+        "load",
+        "window",
+        "seed",
+        "seeds",
+        "replicates",
+        "resample",
+        "packing",
+        "inflate_to",
+        "inflate_mode",
+        "throughput",
+        "estimator",
+        "option",
+        "option_old",
+        "out",
+        "by",
+        "fmt",
+        "restore_s",
+        "multinode_slowdown",
+        "faults",
+        "checkpoint_s",
+        "retries",
+        "power",
+        "power_off",
+        "events",
+    ),
+)
 def compare(
+    fields: dict[str, Any],
+    flags: Flags,
     source: SourceArg,
-    store: ReadStoreOpt = None,
     policies: Annotated[
         list[str] | None,
         typer.Option(help="Scheduling policies (a,b or repeated).", show_default="fifo,sjf"),
@@ -458,35 +508,12 @@ def compare(
         list[str] | None,
         typer.Option(help="Placements (a,b or repeated).", show_default="consolidate"),
     ] = None,
-    cluster: ClusterOpt = None,
-    gpus: GpusOpt = None,
-    load: LoadOpt = 1.0,
-    window: WindowOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    seeds: SeedsOpt = None,
-    replicates: ReplicatesOpt = None,
-    resample: ResampleOpt = None,
     packing: Annotated[
         bool, typer.Option(help="Arrival-only packing (FGD): --policies is `packing`.")
     ] = False,
-    inflate_to: InflateOpt = None,
-    inflate_mode: InflateModeOpt = "paper",
-    throughput: ThroughputOpt = None,
-    estimator: EstimatorOpt = "online",
-    option: OptionOpt = None,
-    option_old: OldOptionOpt = None,
-    by: Annotated[
-        str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run directories: OUT/<run id> per run.")
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
-    restore_s: RestoreOpt = 0.0,
-    multinode_slowdown: MultinodeOpt = 1.0,
-    faults: FaultsOpt = None,
-    checkpoint: CheckpointOpt = "0",
-    retries: RetriesOpt = 3,
-    power: PowerOpt = None,
-    power_off: PowerOffOpt = None,
-    events: EventsOpt = None,
 ) -> None:
     """Replay under every policy x placement as ONE experiment (the same jobs, cluster,
     load, seed; estimates are online by default, so every policy replays every job; with
@@ -494,48 +521,28 @@ def compare(
     Every name and option is checked before anything runs; --replicates N repeats it
     on N resampled workloads and prints the mean and interval, warnings on stderr.
     """
-    from gpu_trace.replay.run import ReplayConfig, one_experiment
+    from gpu_trace.replay.simulate import one_experiment
 
-    check_sources(resolve_store(store), [source])
-    seeds, resample = _replicates(seeds, replicates, resample, seed)
-    if by is not None:
-        choose("--by value", by, ("user", "vc"))
-    sched_opts, place_opts = _opts(_options(option, option_old))
-    start, end = _window(window)
+    store, by, fmt = flags.store, flags.by, flags.fmt
+    seeds, resample, sched_opts, place_opts = _checked(source, flags, fields)
     names = split_list(policies) if policies is not None else ["fifo", "sjf"]
     if packing:
         names = ["packing"]
-    target, points = _inflate(inflate_to, packing)
+    edge = _edge_fields(source, fields, flags, packing=packing)
     places = split_list(placements) if placements is not None else ["consolidate"]
     if not names or not places:
         msg = "--policies and --placements need at least one name each"
         raise xp.UsageError(msg)
     # What every run of the experiment shares; each (policy, placement) varies only those.
-    shared = ReplayConfig(
-        source=source,
-        placement_options=place_opts,
-        cluster=_cluster(cluster, gpus),
-        load=load,
-        window_start=start,
-        window_end=end,
-        estimator=estimator,
-        seed=seed,
-        departures=not packing,
-        inflate_to=target,
-        inflate_mode=inflate_mode,
-        packing_points=points,
-        throughput=str(throughput) if throughput else None,
-        resample=resample,
-        **_run_options(
-            restore_s, multinode_slowdown, faults, checkpoint, retries, power, power_off
-        ),
-    )
+    shared = ReplayConfig(**{**edge, "placement_options": place_opts, "resample": resample})
     configs = _policy_grid(shared, names, places, sched_opts)
     one_experiment(configs)  # every name and option, before the first run is stored
     if seeds is not None:
-        _compare_seeds(resolve_store(store), configs, seeds, fmt, events)
+        _compare_seeds(resolve_store(store), configs, seeds, fmt, out, flags.events)
         return
-    _compare_once(resolve_store(store), configs, fmt, packing=packing, by=by, events=events)
+    _compare_once(
+        resolve_store(store), configs, fmt, packing=packing, by=by, out=out, events=flags.events
+    )
 
 
 def _policy_grid(
@@ -568,13 +575,18 @@ def _events(events: Path | None, seed: int) -> Path | None:
 
 
 def _compare_seeds(
-    root: Path, configs: list[ReplayConfig], seeds: str, fmt: Format, events: Path | None = None
+    root: Path,
+    configs: list[ReplayConfig],
+    seeds: str,
+    fmt: Format,
+    out: Path | None,
+    events: Path | None = None,
 ) -> None:
     """``replay compare --seeds``: the whole grid once per seed, one row per run, then the
     mean and spread per policy.
     """
-    from gpu_trace.replay.run import compare as compare_runs
     from gpu_trace.replay.seeds import parse_seeds
+    from gpu_trace.replay.simulate import compare as compare_runs
 
     results = []
     seed_list = parse_seeds(seeds)
@@ -588,7 +600,7 @@ def _compare_seeds(
                 update(k * len(configs) + done, total, f"seed {s}: {what}")
 
             results += compare_runs(
-                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress, events
+                root, [dataclasses.replace(c, seed=s) for c in configs], seed_progress, out, events
             )
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
@@ -604,16 +616,16 @@ def _compare_once(
     *,
     packing: bool,
     by: str | None,
+    out: Path | None,
     events: Path | None = None,
 ) -> None:
     """``replay compare`` with one seed: one row per run, the packing curve with
     --packing, and the per-user / per-vc breakdown with --by.
     """
-    from gpu_trace.replay.metrics import breakdown
-    from gpu_trace.replay.run import compare as compare_runs
+    from gpu_trace.replay.simulate import compare as compare_runs
 
     with task("replay compare: runs", len(configs)) as update:
-        results = compare_runs(root, configs, update, events)
+        results = compare_runs(root, configs, update, out, events)
     runs = pl.concat([r.runs for r in results], how="diagonal_relaxed")
     _print_experiment(runs)
     emit(runs.select(COMPARE_COLUMNS), fmt)
@@ -623,15 +635,24 @@ def _compare_once(
     if packing:
         _emit_seeds(results, fmt)
     if by:
-        parts = [
-            breakdown(r.jobs, by).with_columns(
-                pl.lit(r.config.label()).alias("scheduler"),
-                pl.lit(r.config.placement).alias("placement"),
-            )
-            for r in results
-        ]
-        emit(pl.concat(parts), fmt)
+        emit(_breakdown(results, by), fmt)
     _warn(results)
+
+
+def _breakdown(results: list[Any], by: str) -> pl.DataFrame:
+    """``--by user|vc``: each run's per-user or per-vc table, scheduler and placement
+    named.
+    """
+    from gpu_trace.replay.metrics import breakdown
+
+    parts = [
+        breakdown(r.jobs, by).with_columns(
+            pl.lit(r.config.label()).alias("scheduler"),
+            pl.lit(r.config.placement).alias("placement"),
+        )
+        for r in results
+    ]
+    return pl.concat(parts)
 
 
 @app.command()
@@ -759,12 +780,36 @@ LIVE_COLUMNS = [
 ]
 
 
-@app.command("live")
-@domain_errors
+@config_command(
+    "live",
+    (
+        "source",
+        "out",
+        "store",
+        "devices",
+        "time_scale",
+        "max_wall_s",
+        "jobs",
+        "dataset",
+        "scheduler",
+        "placement",
+        "option",
+        "option_old",
+        "seed",
+        "restore_s",
+        "fail_rate",
+        "duty",
+        "gpu_mem_mb",
+        "keep_gpu_type",
+        "telemetry",
+        "run_id",
+    ),
+)
 def live_cmd(
+    fields: dict[str, Any],
+    flags: Flags,
     source: SourceArg,
     out: Annotated[Path, typer.Option("--out", help="Run directory (required).")],
-    store: ReadStoreOpt = None,
     devices: Annotated[
         str, typer.Option("--devices", help="cuda:0-7 | cuda:0,2 | emulated:16 | emulated:16x8.")
     ] = "emulated:8",
@@ -794,14 +839,6 @@ def live_cmd(
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset of the source.")
     ] = None,
-    policy: Annotated[str, typer.Option("--policy", help=_SCHEDULERS)] = "fifo",
-    placement: Annotated[str, typer.Option("--placement", help=_PLACEMENTS)] = "consolidate",
-    option: OptionOpt = None,
-    option_old: OldOptionOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed (failure draw, random placement).")] = 0,
-    restore_s: Annotated[
-        float, typer.Option(callback=number(ge=0), help="Restore cost after preemption (s).")
-    ] = 0.0,
     fail_rate: Annotated[
         float,
         typer.Option(
@@ -822,30 +859,28 @@ def live_cmd(
         bool, typer.Option(help="Keep the trace's GPU-type constraints.")
     ] = False,
     telemetry: Annotated[bool, typer.Option(help="cuda: sample NVML during the run.")] = True,
-    run_id: Annotated[str | None, typer.Option(help="Run id (default: derived).")] = None,
 ) -> None:
     """Run a trace's schedule for real: each job a process on its devices, in wall-clock
     time scaled by --time-scale; results go to the store and --out.
     """
+    store = flags.store
     check_sources(resolve_store(store), [source])
     from gpu_trace.replay.live.budget import choose_scale, span_s
     from gpu_trace.replay.live.executor import LiveOptions, run_live, select_live_jobs
-    from gpu_trace.replay.run import ReplayConfig
     from gpu_trace.replay.workload import Workload
 
-    sched_opts, place_opts = _opts(_options(option, option_old))
-    scheduler, oracle, sched_opts = _policy(policy, sched_opts)
+    sched_opts, place_opts = flags.policy_options()
+    scheduler, oracle, sched_opts = _policy(fields["scheduler"], sched_opts)
     config = ReplayConfig(
-        source=source,
-        scheduler=scheduler,
-        oracle=oracle,
-        placement=placement,
-        scheduler_options=sched_opts,
-        placement_options=place_opts,
-        estimator="oracle",
-        seed=seed,
-        restore_s=restore_s,
-        run_id=run_id,
+        **{
+            **fields,
+            "source": source,
+            "scheduler": scheduler,
+            "oracle": oracle,
+            "scheduler_options": sched_opts,
+            "placement_options": place_opts,
+            "estimator": "oracle",
+        }
     )
     config.validate()
     root = resolve_store(store)
@@ -869,7 +904,7 @@ def live_cmd(
         telemetry=telemetry,
         keep_gpu_type=keep_gpu_type,
     )
-    if run_id is None:
+    if config.run_id is None:
         config = dataclasses.replace(config, run_id=_live_id(config, live))
     with task("replay live: jobs", len(chosen), console=err) as update:
         result = run_live(chosen, config, live, out, store=root, on_progress=update)
@@ -955,14 +990,34 @@ def _sweep_flags(
     return {"source": source, "grid": doc_grid, "fixed": doc_fixed}
 
 
-@app.command("sweep")
-@domain_errors
+@config_command(
+    "sweep",
+    (
+        "out",
+        "sweep_file",
+        "store",
+        "source",
+        "policies",
+        "placements",
+        "loads",
+        "seeds",
+        "gpus",
+        "cluster",
+        "window",
+        "grid",
+        "fixed",
+        "address",
+        "workers",
+        "resume",
+    ),
+)
 def sweep_cmd(
+    fields: dict[str, Any],
+    flags: Flags,
     out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
     sweep_file: Annotated[
         Path | None, typer.Argument(help="Sweep file (TOML: source, fixed and grid tables).")
     ] = None,
-    store: ReadStoreOpt = None,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Source.")] = None,
     policies: Annotated[str | None, typer.Option(help="Scheduling policies, a,b,c.")] = None,
     placements: Annotated[str | None, typer.Option(help="Placements, a,b.")] = None,
@@ -973,8 +1028,6 @@ def sweep_cmd(
     gpus: Annotated[
         str | None, typer.Option("--gpus", help="Cluster spec(s), e.g. 32x8 or 32x8,64x8.")
     ] = None,
-    cluster: ClusterOpt = None,
-    window: WindowOpt = None,
     grid: Annotated[
         list[str] | None,
         typer.Option("--grid", help="Sweep any ReplayConfig field: FIELD=VALUES (repeatable)."),
@@ -1013,6 +1066,8 @@ def sweep_cmd(
     from gpu_trace.replay import sweep as sw
     from gpu_trace.replay import sweep_grid as sg
 
+    store, window = flags.store, flags.window
+    cluster = fields.get("cluster")
     if cluster and gpus:
         msg = "give --cluster or --gpus, not both"
         raise xp.UsageError(msg)

@@ -1,5 +1,5 @@
 """Wiring of the optional replay accounting (node failures, energy) into a run: what
-:func:`gpu_trace.replay.run.replay` calls before and after the engine loop, so the run
+:func:`gpu_trace.replay.simulate.replay` calls before and after the engine loop, so the driver
 module only gains two calls.
 """
 
@@ -25,7 +25,8 @@ from gpu_trace.store.scan import scan
 
 if TYPE_CHECKING:
     from gpu_trace.analyses.power import PowerModel
-    from gpu_trace.replay.run import ReplayConfig, RunResult
+    from gpu_trace.replay.config import ReplayConfig
+    from gpu_trace.replay.score import RunResult
 
 GPU_H = 3600.0
 

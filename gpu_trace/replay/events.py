@@ -66,7 +66,7 @@ from gpu_trace.version import __version__
 if TYPE_CHECKING:
     from gpu_trace.replay.faults import Faults
     from gpu_trace.replay.poweroff import PowerOff
-    from gpu_trace.replay.run import RunResult
+    from gpu_trace.replay.score import RunResult
 
 PID = 1
 """The cluster's process."""

@@ -35,7 +35,8 @@ from pathlib import Path
 import polars as pl
 
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster, training_cut
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.simulate import replay, resolve_cluster, training_cut
 from gpu_trace.store.scan import scan
 
 TOLERANCE_PP = 1.5

@@ -13,8 +13,9 @@ import re
 
 import polars as pl
 
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.replay.experiment import UsageError
-from gpu_trace.replay.run import ReplayConfig, RunResult
+from gpu_trace.replay.score import RunResult
 
 DEFAULT_POINTS = (0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
 """Arrived-demand shares at which the packing curve is read by default."""

@@ -37,7 +37,8 @@ import polars as pl
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import ClusterSpec
-from gpu_trace.replay.run import ReplayConfig, replay, resolve_cluster, stage_run, tag_run_frames
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.simulate import replay, resolve_cluster, stage_run, tag_run_frames
 from gpu_trace.replay.sweep_grid import SweepSpec
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
@@ -97,7 +98,7 @@ def execute(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunO
 
 def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
     """Commit finished runs in ONE store transaction (one new generation), tagged as
-    ``replay.run.write`` tags them (source = replayed source, dataset = run id).
+    ``replay.simulate.write`` tags them (source = replayed source, dataset = run id).
     """
     if not outputs:
         return

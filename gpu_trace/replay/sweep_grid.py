@@ -1,4 +1,4 @@
-"""What a sweep *is*: a grid over :class:`~gpu_trace.replay.run.ReplayConfig` fields,
+"""What a sweep *is*: a grid over :class:`~gpu_trace.replay.config.ReplayConfig` fields,
 read from a TOML file or from command-line flags, expanded into one config per run.
 
 The grid is generic: any ``ReplayConfig`` field may be held fixed (``[fixed]``) or swept
@@ -33,7 +33,8 @@ from typing import Any
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import experiment as xp
-from gpu_trace.replay.run import ReplayConfig, one_experiment
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.simulate import one_experiment
 from gpu_trace.values import suggestion
 
 TOP_KEYS = ("source", "name", "fixed", "grid")
@@ -83,7 +84,9 @@ class SweepSpec:
         """
         try:
             return self._configs()
-        except xp.UsageError as exc:
+        except SweepSpecError:
+            raise
+        except GpuTraceError as exc:  # a bad name, or a text option (--faults) that does not parse
             msg = f"{self.origin}: {exc}"
             raise SweepSpecError(msg) from None
 

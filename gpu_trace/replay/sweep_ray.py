@@ -25,7 +25,7 @@ import polars as pl
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import ClusterSpec
-from gpu_trace.replay.run import ReplayConfig
+from gpu_trace.replay.config import ReplayConfig
 from gpu_trace.replay.sweep import MAX_RETRIES, Batch, PlannedRun, RunOutput, SweepError, execute
 
 

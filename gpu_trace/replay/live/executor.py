@@ -54,9 +54,13 @@ import polars as pl
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import policy as base
-from gpu_trace.replay.engine import INF, Engine, EngineOptions
+from gpu_trace.replay.build import build_engine
+from gpu_trace.replay.cluster import ClusterSpec
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.engine import INF, STOP_FAIL, Engine, EngineOptions
 from gpu_trace.replay.live.devices import Devices, parse_devices
-from gpu_trace.replay.run import ReplayConfig, RunResult, _score, write
+from gpu_trace.replay.score import RunResult, score
+from gpu_trace.replay.simulate import write
 from gpu_trace.replay.workload import WORKLOAD_COLUMNS, Workload
 from gpu_trace.store.scan import scan
 
@@ -310,7 +314,7 @@ class LiveEngine(Engine):
         outcome = "crashed" if rc < 0 else "failed"
         att.ended_by = outcome
         self.outcome[j] = outcome
-        self._stop(j)
+        self._stop(j, STOP_FAIL)
         self.end_time[j] = INF
         self.scheduler.on_finish(j)
 
@@ -612,28 +616,26 @@ def run_live(
     elif nvml is not None and store is not None:
         telemetry = _Telemetry(nvml, store, live.telemetry_interval_s)
     with (out_dir / "workers.log").open("ab") as log:
-        engine = LiveEngine(
-            w,
-            devices,
-            EngineOptions(
-                seed=config.seed,
-                restore_s=config.restore_s,
-                multinode_slowdown=config.multinode_slowdown,
-            ),
-            live,
-            fail_at=plan,
-            log=log,
-            on_launch=on_launch,
-            on_progress=on_progress,
-        )
-        sched_cls = base.get("scheduler", config.scheduler)
-        place_cls = base.get("placement", config.placement)
-        adm_cls = base.get("admission", config.admission)
-        engine.bind(
-            sched_cls(base.build_config(sched_cls.Config, config.scheduler_options), engine),
-            place_cls(base.build_config(place_cls.Config, config.placement_options), engine),
-            adm_cls(adm_cls.Config(), engine),
-        )
+
+        def make(
+            w: Workload,
+            spec: ClusterSpec,
+            options: EngineOptions,
+            estimate_s: npt.NDArray[np.float64] | None,
+        ) -> LiveEngine:
+            return LiveEngine(
+                w,
+                devices,
+                options,
+                live,
+                estimate_s=estimate_s,
+                fail_at=plan,
+                log=log,
+                on_launch=on_launch,
+                on_progress=on_progress,
+            )
+
+        engine = build_engine(config, w, devices.spec, make=make)
         with telemetry if telemetry is not None else contextlib.nullcontext():
             engine.run()
     result = _live_result(config, live, devices, w, engine)
@@ -667,9 +669,11 @@ def run_live(
 def _live_result(
     config: ReplayConfig, live: LiveOptions, devices: Devices, w: Workload, engine: LiveEngine
 ) -> RunResult:
-    """Score with the simulator's own ``_score``, then add what only a live run has."""
+    """Score with the simulator's own :func:`~gpu_trace.replay.score.score`, then add
+    what only a live run has.
+    """
     live_fields = {k: v for k, v in dataclasses.asdict(live).items() if k != "telemetry"}
-    base_result = _score(
+    base_result = score(
         config,
         devices.spec,
         w,

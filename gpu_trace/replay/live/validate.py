@@ -25,7 +25,9 @@ import polars as pl
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import parse_spec
-from gpu_trace.replay.run import ReplayConfig, RunResult, replay, write
+from gpu_trace.replay.config import ReplayConfig
+from gpu_trace.replay.score import RunResult
+from gpu_trace.replay.simulate import replay, write
 from gpu_trace.store.parquet import StoreTransaction
 
 ENDED = ("finished", "failed")

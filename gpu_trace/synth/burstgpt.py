@@ -139,12 +139,18 @@ def frame(rng: np.random.Generator, n: int, release: str = "v1.2") -> pl.DataFra
     df = pl.DataFrame(
         {
             "Timestamp": stamp,
-            "Model": np.where(gpt4, "GPT-4", "ChatGPT"),
+            "Model": gpt4,
             "Request tokens": request,
             "Response tokens": response,
             "Total tokens": request + response,
-            "Log Type": np.where(conv, "Conversation log", "API log"),
+            "Log Type": conv,
         }
+    ).with_columns(
+        pl.when("Model").then(pl.lit("GPT-4")).otherwise(pl.lit("ChatGPT")).alias("Model"),
+        pl.when("Log Type")
+        .then(pl.lit("Conversation log"))
+        .otherwise(pl.lit("API log"))
+        .alias("Log Type"),
     )
     if release == "v1.1":
         return df.select(pl.all().cast(pl.String))

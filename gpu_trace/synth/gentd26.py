@@ -75,22 +75,28 @@ def frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
     gaps = whole_from_quantiles(rng, n, GAP_S)
     gaps[0] = 0
     status = categorical(rng, n, STATUSES)
-    negative = whole_from_quantiles(rng, n, NEGATIVE_CHARS).astype(str)
-    negative[rng.random(n) < NEGATIVE_EMPTY] = ""
+    negative = whole_from_quantiles(rng, n, NEGATIVE_CHARS)
+    no_negative = rng.random(n) < NEGATIVE_EMPTY
     df = pl.DataFrame(
         {
             "s": START_S + np.cumsum(gaps),
             "type": categorical(rng, n, TYPES),
             "status": status,
-            "exec": whole_from_quantiles(rng, n, EXEC_S).astype(str),
+            "exec": whole_from_quantiles(rng, n, EXEC_S),
             "group": zipf_ranks(rng, n, GROUPS, GROUP_EXPONENT),
-            "prompt": whole_from_quantiles(rng, n, PROMPT_CHARS).astype(str),
+            "prompt": whole_from_quantiles(rng, n, PROMPT_CHARS),
             "negative": negative,
             "images": categorical(rng, n, IMAGES),
             "steps": categorical(rng, n, STEPS),
             "model": zipf_ranks(rng, n, MODELS, MODEL_EXPONENT),
             "lora": categorical(rng, n, LORAS),
         }
+    ).with_columns(
+        pl.col("exec", "prompt").cast(pl.String),
+        pl.when(pl.Series(no_negative))
+        .then(pl.lit(""))
+        .otherwise(pl.col("negative").cast(pl.String))
+        .alias("negative"),
     )
     pending = pl.col("status") == "PENDING"
 

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+import pyarrow as pa
 
 from gpu_trace.synth.serving_common import (
     order_in_time,
@@ -168,22 +169,21 @@ def requests(rng: np.random.Generator, n: int, w: Workload) -> pl.DataFrame:
     ms = np.floor(np.cumsum(gaps) / w.bucket_ms).astype(np.int64) * w.bucket_ms
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n, dtype=np.int64)
-    # the file in arrival order, ids renumbered by first appearance in it
-    flat_order = np.argsort(rank[req], kind="stable")
-    dense = _dense(ids[flat_order])
-    lists = (
-        pl.Series("hash_ids", dense)
-        .to_frame()
-        .with_columns(pl.Series("_req", np.sort(rank[req], kind="stable")))
-    )
-    grouped = lists.group_by("_req", maintain_order=True).agg(pl.col("hash_ids"))
+    # the file in arrival order (each request's ids gathered from its offset, no sort),
+    # ids renumbered by first appearance in it
+    sizes = blocks[order]
+    starts = np.cumsum(sizes) - sizes
+    gather = np.repeat(offsets[order] - starts, sizes) + np.arange(total, dtype=np.int64)
+    dense = _dense(ids[gather])
+    bounds = np.append(starts, total).astype(np.int32 if total < 2**31 else np.int64)
+    lists = pa.ListArray.from_arrays(pa.array(bounds), pa.array(dense))
     return pl.DataFrame(
         {
             "timestamp": ms,
             "input_length": inputs[order],
             "output_length": outputs[order],
         }
-    ).with_columns(grouped["hash_ids"])
+    ).with_columns(pl.Series("hash_ids", pl.from_arrow(lists)))
 
 
 def lines(frame: pl.DataFrame) -> pl.Series:

@@ -42,15 +42,14 @@ def whole_from_quantiles(
     return np.maximum(np.rint(from_quantiles(rng, n, table)), low).astype(np.int64)
 
 
-def categorical(
-    rng: np.random.Generator, n: int, counts: Mapping[str, float]
-) -> npt.NDArray[np.str_]:
+def categorical(rng: np.random.Generator, n: int, counts: Mapping[str, float]) -> pl.Series:
     """``n`` draws of the keys of ``counts`` with probability proportional to the value
-    (the real file's counts, so the shares are the file's).
+    (the real file's counts, so the shares are the file's), as a polars string column
+    (a numpy string array of 10 M rows costs seconds and gigabytes to convert).
     """
-    keys = np.asarray(list(counts))
     p = np.asarray(list(counts.values()), dtype=float)
-    return keys[rng.choice(len(keys), size=n, p=p / p.sum())]
+    idx = rng.choice(len(p), size=n, p=p / p.sum())
+    return pl.Series(list(counts), dtype=pl.String).gather(idx)
 
 
 def zipf_ranks(

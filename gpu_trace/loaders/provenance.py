@@ -55,21 +55,34 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_manifest(out: Path, *, family: str, jobs: int, seed: int, files: Sequence[Path]) -> Path:
-    """Write ``out``'s manifest for ``files`` (each under ``out``) and return its path."""
+def write_manifest(
+    out: Path,
+    *,
+    family: str,
+    jobs: int,
+    seed: int,
+    files: Sequence[Path],
+    release: str | None = None,
+) -> Path:
+    """Write ``out``'s manifest for ``files`` (each under ``out``) and return its path
+    (``release``: the format release asked for, for the families that have several).
+    """
     listed = [
         {"path": f.resolve().relative_to(out.resolve()).as_posix(), "sha256": _sha256(f)}
         for f in files
     ]
-    doc = {
+    command = f"{GENERATOR} {family} --jobs {jobs} --seed {seed}"
+    doc: dict[str, Any] = {
         "generator": GENERATOR,
-        "command": f"{GENERATOR} {family} --jobs {jobs} --seed {seed}",
+        "command": command if release is None else f"{command} --release {release}",
         "family": family,
         "jobs": jobs,
         "seed": seed,
         "gpu_trace_version": __version__,
         "files": listed,
     }
+    if release is not None:
+        doc["release"] = release
     path = manifest_path(out, family)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

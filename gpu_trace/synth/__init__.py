@@ -6,7 +6,9 @@ are calibrated to the published statistics with each trace (its README and paper
 loader tests and every benchmark.
 
 ``SYNTHS`` maps a family to ``"module:function"``; the function has the signature
-``write(out: Path, *, jobs: int, seed: int) -> list[Path]`` and returns the files it wrote.
+``write(out: Path, *, jobs: int, seed: int) -> list[Path]`` and returns the files it wrote
+(for the serving families ``jobs`` counts requests; those in :data:`RELEASES` also take
+``release=``).
 Modules are imported on use so the CLI starts fast.
 """
 
@@ -24,7 +26,14 @@ SYNTHS: dict[str, str] = {
     "kubernetes": "gpu_trace.synth.kubernetes:write",
     "acme": "gpu_trace.synth.acme:write",
     "slurm": "gpu_trace.synth.slurm:write",
+    "azure-llm": "gpu_trace.synth.azure_llm:write",
+    "mooncake": "gpu_trace.synth.mooncake:write",
+    "burstgpt": "gpu_trace.synth.burstgpt:write",
+    "gentd26": "gpu_trace.synth.gentd26:write",
 }
+RELEASES: dict[str, tuple[str, ...]] = {"burstgpt": ("v1.2", "v1.1")}
+"""Families whose generator takes ``release=`` (the first is the default): BurstGPT's
+v1.2 columns or the older release without ``Session ID`` and ``Elapsed time``."""
 
 Writer = Callable[..., list[Path]]
 

@@ -1,4 +1,4 @@
-"""The per-job columns are declared once (gpu_trace/replay/job_table.py) and the engine,
+"""The per-job columns are declared once (gpu_trace/replay/kernel/job_table.py) and the engine,
 the read-only view, the policy protocol and the result all follow the declaration; the
 what-ifs leave the cluster state exactly as they found it.
 """
@@ -12,14 +12,14 @@ from typing import Any, get_type_hints
 import numpy as np
 import pytest
 
-from gpu_trace.replay import job_table, whatif
 from gpu_trace.replay.admission.fits import Fits, FitsConfig
 from gpu_trace.replay.cluster import parse_spec
-from gpu_trace.replay.engine import Engine, EngineOptions
+from gpu_trace.replay.kernel import job_table, whatif
+from gpu_trace.replay.kernel.engine import Engine, EngineOptions
+from gpu_trace.replay.kernel.view import PolicyView
 from gpu_trace.replay.placement.consolidate import Consolidate
 from gpu_trace.replay.policy import EngineView, NoConfig
 from gpu_trace.replay.scheduling.fifo import Fifo, FifoConfig
-from gpu_trace.replay.view import PolicyView
 from gpu_trace.replay.workload import Workload
 from tests.test_replay_golden import frame
 

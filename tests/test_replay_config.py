@@ -22,7 +22,7 @@ from gpu_trace.plugins import option_specs
 from gpu_trace.replay import build
 from gpu_trace.replay.cluster import parse_spec
 from gpu_trace.replay.config import ReplayConfig
-from gpu_trace.replay.engine import Engine
+from gpu_trace.replay.kernel.engine import Engine
 from gpu_trace.replay.live.executor import LiveEngine, LiveOptions, run_live
 from gpu_trace.replay.simulate import replay
 

@@ -18,7 +18,7 @@ import pytest
 from gpu_trace.replay import ReplayConfig, policy, replay
 from gpu_trace.replay.build import build_engine
 from gpu_trace.replay.cluster import from_groups, parse_spec
-from gpu_trace.replay.engine import Engine
+from gpu_trace.replay.kernel.engine import Engine
 from gpu_trace.replay.scheduling.las import Las
 from gpu_trace.replay.scheduling.srtf import Srtf
 from gpu_trace.replay.synthetic import pai_like_jobs

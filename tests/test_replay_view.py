@@ -13,7 +13,7 @@ from gpu_trace.replay import ReplayConfig, replay
 from gpu_trace.replay import policy as base
 from gpu_trace.replay.build import build_engine
 from gpu_trace.replay.cluster import MILLI, parse_spec
-from gpu_trace.replay.engine import Engine
+from gpu_trace.replay.kernel.engine import Engine
 from gpu_trace.replay.live.executor import LiveEngine
 from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 from gpu_trace.replay.workload import Workload

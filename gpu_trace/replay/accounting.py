@@ -19,7 +19,7 @@ from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import energy as en
 from gpu_trace.replay import faults as fl
 from gpu_trace.replay import poweroff as po
-from gpu_trace.replay.engine import Engine
+from gpu_trace.replay.kernel.engine import Engine
 from gpu_trace.replay.metrics import _integral
 from gpu_trace.store.scan import scan
 

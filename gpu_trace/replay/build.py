@@ -1,4 +1,4 @@
-"""The one place an :class:`~gpu_trace.replay.engine.Engine` is set up for a
+"""The one place an :class:`~gpu_trace.replay.kernel.engine.Engine` is set up for a
 :class:`~gpu_trace.replay.config.ReplayConfig`: the engine options read from the config
 and the three policies (admission, scheduling, placement) built with their options and
 bound to it.
@@ -21,7 +21,8 @@ import numpy.typing as npt
 from gpu_trace.replay import policy as base
 from gpu_trace.replay.cluster import ClusterSpec
 from gpu_trace.replay.config import ReplayConfig
-from gpu_trace.replay.engine import Clock, Engine, EngineOptions
+from gpu_trace.replay.kernel.clock import Clock
+from gpu_trace.replay.kernel.engine import Engine, EngineOptions
 from gpu_trace.replay.workload import Workload
 
 E = TypeVar("E", bound=Engine)
@@ -92,7 +93,7 @@ def build_engine(
     make: EngineMaker[E] | None = None,
 ) -> Engine:
     """An engine for ``workload`` on ``cluster`` with ``config``'s options and policies
-    bound, ready to :meth:`~gpu_trace.replay.engine.Engine.run`.
+    bound, ready to :meth:`~gpu_trace.replay.kernel.engine.Engine.run`.
 
     ``clock``: how time passes (default simulated); ``estimate_s``: the duration
     estimates policies read (default the true durations); ``record_log``: keep the

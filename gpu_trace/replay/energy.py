@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from gpu_trace.replay.engine import Engine
+from gpu_trace.replay.kernel.engine import Engine
 from gpu_trace.replay.metrics import _integral
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ together. (Async events, the spec's other answer, are laid out per process and n
 not per node, so they would lose the one track per node.)
 
 Recording costs nothing unless asked for: :class:`EventRecorder` adds one watcher to
-:attr:`Engine.watchers <gpu_trace.replay.engine.Engine.watchers>` (the engine calls it
+:attr:`Engine.watchers <gpu_trace.replay.kernel.engine.Engine.watchers>` (the engine calls it
 when a segment ends); without one the engine only tests an empty list per stop.
 Arrivals and counters are read after the run from the workload and the timeline. The
 file is written one event per line through :func:`gpu_trace.store.atomic.atomic_text`
@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.engine import STOP_FAIL, STOP_FINISH, STOP_PREEMPT, Engine
+from gpu_trace.replay.kernel.engine import STOP_FAIL, STOP_FINISH, STOP_PREEMPT, Engine
 from gpu_trace.store import atomic
 from gpu_trace.version import __version__
 

@@ -27,7 +27,7 @@ import polars as pl
 
 from gpu_trace import values
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.engine import STOP_FAIL, Engine, Timeline
+from gpu_trace.replay.kernel.engine import STOP_FAIL, Engine, Timeline
 
 
 def parse_duration(text: str, what: str) -> float:

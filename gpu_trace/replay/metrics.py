@@ -16,7 +16,7 @@ import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.engine import Timeline
+from gpu_trace.replay.kernel.engine import Timeline
 
 BSLD_THRESHOLD_S = 10.0
 F64 = npt.NDArray[np.float64]

@@ -12,7 +12,7 @@ Three roles (Blox's split), each a package of one module per registered family:
   nodes a job gets.
 
 Policies never touch the cluster state directly: they get a read-only
-:class:`~gpu_trace.replay.view.PolicyView`, the engine applies their decisions and keeps
+:class:`~gpu_trace.replay.kernel.view.PolicyView`, the engine applies their decisions and keeps
 the invariants (no over-allocation, no start before arrival).
 
 A policy is a class with a ``Config`` dataclass (fields carry ``metadata={"help": ...}``;
@@ -36,12 +36,12 @@ import numpy.typing as npt
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import ClusterView
-from gpu_trace.replay.job_table import PolicyColumns
+from gpu_trace.replay.kernel.job_table import PolicyColumns
 from gpu_trace.replay.workload import Workload
 from gpu_trace.values import parse_bool, unknown
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.whatif import FitProbe, Placeable
+    from gpu_trace.replay.kernel.whatif import FitProbe, Placeable
 
 Parts = list[tuple[int, int, int]]
 """An allocation: (node, GPU index, milli-GPU) triples."""
@@ -53,8 +53,8 @@ class EngineView(PolicyColumns[Sequence[float]], Protocol):
     """What the engine offers to policies: read-only state, and its actions.
 
     The per-job columns (``arrival``, ``ngpu``, ``remaining`` ...) come from
-    :class:`~gpu_trace.replay.job_table.PolicyColumns`, where each is declared once.
-    The engine hands policies a :class:`~gpu_trace.replay.view.PolicyView`: every
+    :class:`~gpu_trace.replay.kernel.job_table.PolicyColumns`, where each is declared once.
+    The engine hands policies a :class:`~gpu_trace.replay.kernel.view.PolicyView`: every
     member is read-only (tuples, read-only memoryviews / numpy views, mapping
     proxies), so writing to it raises instead of corrupting the engine's state.
     """

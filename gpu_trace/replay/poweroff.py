@@ -20,8 +20,8 @@ import numpy as np
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import MILLI
-from gpu_trace.replay.engine import Engine
 from gpu_trace.replay.faults import parse_duration
+from gpu_trace.replay.kernel.engine import Engine
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import metrics as mt
 from gpu_trace.replay.cluster import MILLI, ClusterSpec
 from gpu_trace.replay.config import ReplayConfig
-from gpu_trace.replay.engine import Engine
+from gpu_trace.replay.kernel.engine import Engine
 from gpu_trace.replay.workload import Workload
 
 

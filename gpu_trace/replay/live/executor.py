@@ -1,10 +1,10 @@
 """The live executor: the simulator's policies schedule real processes in wall-clock time.
 
-:class:`LiveEngine` *is* an :class:`~gpu_trace.replay.engine.Engine` (same per-job state,
+:class:`LiveEngine` *is* an :class:`~gpu_trace.replay.kernel.engine.Engine` (same per-job state,
 same cluster bookkeeping, same ``try_start`` / ``preempt`` / ``set_timer`` / ``reject``
 that the admission, scheduling and placement objects call, through the same read-only
 view) and runs the engine's own loop (:meth:`Engine.run`); it only plugs in another
-:class:`~gpu_trace.replay.engine.Clock` (itself):
+:class:`~gpu_trace.replay.kernel.engine.Clock` (itself):
 
 - time is measured, not advanced: ``now`` = (wall seconds since the run began) x
   ``time_scale``, so every time written is in trace seconds like the simulator's;
@@ -57,7 +57,7 @@ from gpu_trace.replay import policy as base
 from gpu_trace.replay.build import build_engine
 from gpu_trace.replay.cluster import ClusterSpec
 from gpu_trace.replay.config import ReplayConfig
-from gpu_trace.replay.engine import INF, STOP_FAIL, Engine, EngineOptions
+from gpu_trace.replay.kernel.engine import INF, STOP_FAIL, Engine, EngineOptions
 from gpu_trace.replay.live.devices import Devices, parse_devices
 from gpu_trace.replay.score import RunResult, score
 from gpu_trace.replay.simulate import write
@@ -131,7 +131,7 @@ class _Attempt:
 
 class LiveEngine(Engine):
     """The engine with real processes and a measured clock (see the module docstring);
-    it is its own :class:`~gpu_trace.replay.engine.Clock`.
+    it is its own :class:`~gpu_trace.replay.kernel.engine.Clock`.
     """
 
     reassign_in_instant = False  # a stop kills the worker: a restart pays its restore

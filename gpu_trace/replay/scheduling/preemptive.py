@@ -68,7 +68,7 @@ from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 from gpu_trace.replay.scheduling.queue import ClassedQueue
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.whatif import FitProbe
+    from gpu_trace.replay.kernel.whatif import FitProbe
 
 FEW_NODES = 4
 """Below this many nodes the dirty-node check (:meth:`Preemptive._still_no_room`) is

@@ -12,7 +12,7 @@ events of an instant the scheduling policy gets exactly one ``schedule()`` call.
 Per-job state lives in flat Python tuples (static columns) and ``array`` buffers
 (mutable columns; scalar access from Python is several times faster on these than on
 numpy arrays, and they can be exported read-only); the cluster state keeps its own
-indexes. Policies get a :class:`~gpu_trace.replay.view.PolicyView` of all of it, never
+indexes. Policies get a :class:`~gpu_trace.replay.kernel.view.PolicyView` of all of it, never
 the engine itself.
 
 One loop (:meth:`Engine.run`) serves simulated time and the live executor. What differs
@@ -28,22 +28,23 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from heapq import heappush
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from gpu_trace.replay import job_table, whatif
 from gpu_trace.replay.cluster import MILLI, ClusterSpec, ClusterState
-from gpu_trace.replay.job_table import EngineColumns, FloatArray
+from gpu_trace.replay.kernel import job_table, whatif
+from gpu_trace.replay.kernel.clock import Clock, SimClock
+from gpu_trace.replay.kernel.job_table import EngineColumns, FloatArray
+from gpu_trace.replay.kernel.view import PolicyView, set_now
+from gpu_trace.replay.kernel.whatif import Asking, FitProbe, Placeable
 from gpu_trace.replay.policy import (
     AdmissionPolicy,
     Parts,
     PlacementPolicy,
     SchedulingPolicy,
 )
-from gpu_trace.replay.view import PolicyView, set_now
-from gpu_trace.replay.whatif import Asking, FitProbe, Placeable
 from gpu_trace.replay.workload import Workload
 
 FINISH = 0
@@ -92,63 +93,11 @@ class Timeline:
     """Capacity of nodes out of service (failed, powered off): not allocated work."""
 
 
-class Clock(Protocol):
-    """How time passes and how jobs end: the one pluggable part of the loop.
-
-    ``simulated = True`` (:class:`SimClock`): the engine itself jumps to the next event
-    and ends jobs at their expected finish through heap events, with no call into the
-    clock per event (what a 1 M-job replay needs). ``simulated = False`` (the live
-    executor, or any other backend): the engine pushes no finish events and, at every
-    instant, asks the clock for the time (``wait``) and to end the jobs that ended
-    (``complete``, through :meth:`Engine.finished` / ``_stop``), and tells it when the
-    pass is over (``after_pass``).
-    """
-
-    simulated: bool
-
-    def wait(self, due: float, arrivals_left: bool) -> float | None:
-        """Block until the next instant: ``due`` (the next arrival or timer, INF if
-        none) or earlier if a job ends; its time, or None when the run is over.
-        """
-        ...
-
-    def complete(self) -> None:
-        """End the jobs that ended by ``engine.now`` (before arrivals)."""
-        ...
-
-    def after_pass(self) -> None:
-        """After the instant's scheduling pass."""
-        ...
-
-
-class SimClock:
-    """Simulated time: the engine jumps from event to event; jobs end at their expected
-    finish (heap events). Nothing to call per event, so no methods run.
-    """
-
-    simulated = True
-
-    def wait(self, due: float, arrivals_left: bool) -> float | None:
-        """Nothing to wait for: the engine jumps to ``due`` itself."""
-        msg = "the engine advances simulated time itself"
-        raise AssertionError(msg)
-
-    def complete(self) -> None:
-        """Nothing to do: finish events end jobs in simulated time."""
-        msg = "the engine ends simulated jobs itself"
-        raise AssertionError(msg)
-
-    def after_pass(self) -> None:
-        """Nothing to do after a pass in simulated time."""
-        msg = "the engine runs simulated passes itself"
-        raise AssertionError(msg)
-
-
 class Engine(EngineColumns[FloatArray]):
     """One replay: a workload on a cluster under (admission, scheduling, placement).
 
     Its per-job columns (``arrival``, ``remaining``, ``first_start`` ...) are declared
-    once in :mod:`gpu_trace.replay.job_table` and set by :func:`job_table.fill`.
+    once in :mod:`gpu_trace.replay.kernel.job_table` and set by :func:`job_table.fill`.
     """
 
     reassign_in_instant = True
@@ -213,7 +162,7 @@ class Engine(EngineColumns[FloatArray]):
         """``options`` read once (it is frozen): the start / stop path runs per job."""
         """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
         self.view = PolicyView(self)
-        """What policies get (read-only); see :mod:`gpu_trace.replay.view`."""
+        """What policies get (read-only); see :mod:`gpu_trace.replay.kernel.view`."""
         self.hooks: list[Callable[[int], None]] = []
         """Callbacks of timed events (:meth:`at`): node failures, repairs, power."""
         self.segments: list[tuple[int, float, float, int]] | None = None
@@ -349,7 +298,7 @@ class Engine(EngineColumns[FloatArray]):
         """What-if for reservations and preemption: the fewest leading ``groups`` of
         running jobs whose end lets waiting job ``j`` be placed (ignoring VC quotas);
         None if not even all of them. With ``where``, also where the placement policy
-        would put it then (see :func:`gpu_trace.replay.whatif.placeable_after`).
+        would put it then (see :func:`gpu_trace.replay.kernel.whatif.placeable_after`).
         """
         return whatif.placeable_after(self.state, self.alloc, self._job(j), groups, where)
 
@@ -543,6 +492,6 @@ class Engine(EngineColumns[FloatArray]):
 
     def result_arrays(self) -> dict[str, Any]:
         """Per-job outcome arrays (NaN where a time does not exist): the outcome
-        columns of :mod:`~gpu_trace.replay.job_table` that name a result field.
+        columns of :mod:`~gpu_trace.replay.kernel.job_table` that name a result field.
         """
         return job_table.result_arrays(self)

@@ -9,7 +9,7 @@ engine and its accounting read). Everything else is derived from these declarati
 - the engine's containers (:func:`fill`): a tuple per static column (C-speed indexing,
   immutable), an ``array('d')`` per state column (mutable, exportable read-only), a
   list per outcome column;
-- the read-only view policies get (:mod:`gpu_trace.replay.view` builds its slots and
+- the read-only view policies get (:mod:`gpu_trace.replay.kernel.view` builds its slots and
   exports from :func:`policy_columns`);
 - the policy protocol: :class:`~gpu_trace.replay.policy.EngineView` extends
   :class:`PolicyColumns`, so a type checker sees every column a policy reads;

@@ -25,12 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from gpu_trace.replay.cluster import ClusterView
-from gpu_trace.replay.job_table import PolicyColumns, policy_columns
+from gpu_trace.replay.kernel.job_table import PolicyColumns, policy_columns
 from gpu_trace.replay.workload import Workload
 
 if TYPE_CHECKING:
-    from gpu_trace.replay.engine import Engine
-    from gpu_trace.replay.whatif import FitProbe, Placeable
+    from gpu_trace.replay.kernel.engine import Engine
+    from gpu_trace.replay.kernel.whatif import FitProbe, Placeable
 
 _MEMBERS = (
     "now",
@@ -65,9 +65,9 @@ def readonly_workload(w: Workload) -> Workload:
 
 
 class PolicyView(PolicyColumns[Sequence[float]]):
-    """Read-only view of an :class:`~gpu_trace.replay.engine.Engine` (satisfies
+    """Read-only view of an :class:`~gpu_trace.replay.kernel.engine.Engine` (satisfies
     :class:`~gpu_trace.replay.policy.EngineView`). Its per-job columns are the
-    ones :mod:`~gpu_trace.replay.job_table` declares for policies: static ones shared
+    ones :mod:`~gpu_trace.replay.kernel.job_table` declares for policies: static ones shared
     as the engine's tuples, state ones as read-only memoryviews of its buffers.
     """
 

@@ -159,6 +159,8 @@ class Engine(EngineColumns[FloatArray]):
         self._departures = options.departures
         self._record_log = options.record_log
         self._slowdown = options.multinode_slowdown
+        self._splits = False
+        """Whether the bound placement splits jobs across nodes (read by the what-ifs)."""
         """``options`` read once (it is frozen): the start / stop path runs per job."""
         """Push a finish event per start (a simulated clock; set again by :meth:`run`)."""
         self.view = PolicyView(self)
@@ -184,6 +186,7 @@ class Engine(EngineColumns[FloatArray]):
         self.scheduler = scheduler
         self.placement = placement
         self.admission = admission
+        self._splits = whatif.splits(placement)
 
     def set_now(self, t: float) -> None:
         """Move the engine's and the policies' clock to ``t``."""
@@ -306,7 +309,9 @@ class Engine(EngineColumns[FloatArray]):
         """A what-if counter for waiting job ``j``: release running jobs into it one by
         one (nothing changes in the cluster) and read whether ``j`` would fit.
         """
-        return FitProbe(self.state, self.alloc, self._job(j))
+        return FitProbe(
+            self.state, self.alloc, self.ngpu[j], self.milli[j], self.mask[j], self._splits
+        )
 
     def _job(self, j: int) -> Asking:
         """What waiting job ``j`` asks, as the what-ifs read it."""

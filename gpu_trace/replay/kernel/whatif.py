@@ -81,13 +81,25 @@ class FitProbe:
         "total",
     )
 
-    def __init__(self, state: ClusterState, alloc: Mapping[int, Parts], job: Asking) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        alloc: Mapping[int, Parts],
+        ngpu: int,
+        milli: int,
+        mask: int,
+        split: bool,
+    ) -> None:
+        """Probe for a job of ``ngpu`` x ``milli`` on GPU types ``mask``, under a
+        placement that ``split``s jobs across nodes or not (plain values, not an
+        :class:`Asking`: preemptive passes build one per attempt).
+        """
         s = state
         self.s = s
         self.alloc = alloc
-        self.ngpu, self.milli, self.mask = job.ngpu, job.milli, job.mask
-        self.single = self.ngpu <= s.gmax
-        self.split = splits(job.placement)
+        self.ngpu, self.milli, self.mask = ngpu, milli, mask
+        self.single = ngpu <= s.gmax
+        self.split = split
         self.rel: dict[tuple[int, int], int] = {}
         self.gain: dict[int, int] = {}
         self.total = 0
@@ -151,7 +163,7 @@ def feasible_after(
     """The fewest leading ``groups`` of running jobs whose end lets ``job`` fit (0 = fits
     now; None = not even all of them), counted by a :class:`FitProbe`.
     """
-    probe = FitProbe(state, alloc, job)
+    probe = FitProbe(state, alloc, job.ngpu, job.milli, job.mask, splits(job.placement))
     if probe.ok:
         return 0
     for k, group in enumerate(groups, 1):

@@ -19,6 +19,7 @@ reference (a plain ``OrderedDict`` LRU cache, the stdlib ``statistics`` module).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -85,7 +86,7 @@ def test_burstiness_cv_and_dispersion_by_hand(ten: Path) -> None:
     assert row["rate_per_s"] == pytest.approx(10 / 15)
     assert row["interarrival_mean_s"] == pytest.approx(15 / 9)
     assert row["interarrival_cv"] == pytest.approx(math.sqrt(10) / 5)
-    gaps = [(b - a) / 1000 for a, b in zip(TEN_MS, TEN_MS[1:], strict=False)]
+    gaps = [(b - a) / 1000 for a, b in itertools.pairwise(TEN_MS)]
     assert row["interarrival_cv"] == pytest.approx(statistics.pstdev(gaps) / statistics.mean(gaps))
     assert row["windows"] == 4 and row["mean_per_window"] == 2.5
     assert row["dispersion_index"] == pytest.approx(0.5)
@@ -297,7 +298,7 @@ def test_burstgpt_profile_hour_is_local_time_of_day(burst: Path) -> None:
 
 
 def test_no_sessions_says_why(ten: Path) -> None:
-    code, out, err = cli("analyze", "sessions", "--store", ten)
+    code, _out, err = cli("analyze", "sessions", "--store", ten)
     assert code == 0 and "no sessions in this trace" in err
 
 

@@ -250,13 +250,17 @@ BURST = [
 ]
 
 
+def burstgpt_file(folder: Path) -> Path:
+    path = folder / "BurstGPT_1.csv"
+    path.write_text("\n".join(BURST) + "\n")
+    return path
+
+
 @pytest.fixture(scope="module")
 def burst(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("burst")
-    path = root / "BurstGPT_1.csv"
-    path.write_text("\n".join(BURST) + "\n")
     store = root / "store"
-    ingest(store, "burstgpt", path)
+    ingest(store, "burstgpt", burstgpt_file(root))
     return store
 
 
@@ -311,9 +315,9 @@ GENTD26_HEAD = (
 )
 
 
-def test_zipf_exponent_of_an_exact_power_law(tmp_path: Path) -> None:
-    """Models requested 12, 6, 4, 3 times = 12 / rank: ln(requests) = ln 12 - ln(rank),
-    a Zipf exponent of exactly 1 with R^2 = 1."""
+def gentd26_file(folder: Path) -> Path:
+    """Models requested 12, 6, 4, 3 times, one request a second, num_lora 0 / 1
+    alternating, exec_time_seconds 3."""
     lines = [GENTD26_HEAD]
     k = 0
     for model, count in (("M0000", 12), ("M0001", 6), ("M0002", 4), ("M0003", 3)):
@@ -323,10 +327,16 @@ def test_zipf_exponent_of_an_exact_power_law(tmp_path: Path) -> None:
                 f"63.0,,1.0,30.0,{model},{k % 2}"
             )
             k += 1
-    path = tmp_path / "lora_request_trace.csv"
+    path = folder / "lora_request_trace.csv"
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_zipf_exponent_of_an_exact_power_law(tmp_path: Path) -> None:
+    """Models requested 12, 6, 4, 3 times = 12 / rank: ln(requests) = ln 12 - ln(rank),
+    a Zipf exponent of exactly 1 with R^2 = 1."""
     store = tmp_path / "store"
-    ingest(store, "gentd26", path)
+    ingest(store, "gentd26", gentd26_file(tmp_path))
     frame = gt.open(store).analyze("popularity")
     assert frame["item"].to_list() == ["M0000", "M0001", "M0002", "M0003"]
     assert frame["share"].to_list() == [12 / 25, 6 / 25, 4 / 25, 3 / 25]

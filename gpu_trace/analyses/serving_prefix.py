@@ -233,6 +233,8 @@ def prefix_reuse(requests: pl.LazyFrame, blocks: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _capacities(text: str) -> tuple[int, ...]:
+    if text.strip() == "auto":
+        return ()
     out = []
     for part in text.split(","):
         part = part.strip()
@@ -259,9 +261,9 @@ class PrefixCacheOptions:
     """`gpu-trace analyze prefix-cache` options."""
 
     capacities: tuple[int, ...] = option(
-        (),
-        "LRU capacities in blocks, a comma list (default: 12 from 1 to the trace's "
-        "distinct blocks, log-spaced).",
+        "auto",
+        "LRU capacities in blocks, a comma list; auto: 12 from 1 to the trace's distinct "
+        "blocks, log-spaced.",
         parse=_capacities,
         metavar="BLOCKS",
         repeat=True,

@@ -35,7 +35,6 @@ from gpu_trace.analyses.serving_common import (
     NO_CALENDAR,
     NO_CLOCK,
     TRACE,
-    binned,
     clock,
     local_arrival,
     parse_resolutions,
@@ -44,6 +43,8 @@ from gpu_trace.analyses.serving_common import (
 )
 from gpu_trace.plugins import AnalysisPlugin, option
 
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+
 ZERO_SHARE = 0.05
 """Share of zero gaps above which the timestamps are coarse or batched (Mooncake's
 conversation trace: 3 s steps) and a gap statistic reads the clock, not the load."""
@@ -51,32 +52,69 @@ conversation trace: 3 s steps) and a gap statistic reads the clock, not the load
 # ----------------------------------------------------------------------------- rate
 
 
-def request_rate(requests: pl.LazyFrame, resolutions: tuple[str, ...]) -> pl.LazyFrame:
+def arrival_offsets(requests: pl.LazyFrame) -> list[tuple[str, str, int, IntArray]]:
+    """(source, dataset, first arrival in epoch microseconds, sorted offsets from it in
+    microseconds) of every trace: the one pass over the arrivals that rate and burstiness
+    count from (10 M arrivals: a sort and a few numpy calls, not a window expression per
+    bin width).
+    """
+    per_trace = (
+        requests.group_by(list(TRACE))
+        .agg(pl.col("arrival_time").dt.epoch("us").sort().alias("us"))
+        .sort(list(TRACE))
+        .collect()
+    )
+    out = []
+    for source, dataset, us in per_trace.iter_rows():
+        arr = np.asarray(us, dtype=np.int64)
+        out.append((source, dataset, int(arr[0]), arr - arr[0]))
+    return out
+
+
+def _counts(offsets: IntArray, width_s: int) -> IntArray:
+    """Arrivals per window of ``width_s`` from the first arrival, empty windows included."""
+    return np.bincount(offsets // (width_s * 1_000_000))
+
+
+def request_rate(requests: pl.LazyFrame, resolutions: tuple[str, ...]) -> pl.DataFrame:
     """Requests and requests per second in bins of each width of ``resolutions``, every
     bin of each trace's span present (long form: one ``resolution`` per block of rows).
     """
     frames = []
+    traces = arrival_offsets(requests)
     for width in resolutions:
         w = seconds(width)
-        frames.append(
-            binned(requests, w, [])
-            .with_columns(
-                pl.lit(width).alias("resolution"),
-                pl.lit(w).alias("resolution_s"),
-                (pl.col("requests") / w).alias("requests_per_s"),
+        for source, dataset, first, offsets in traces:
+            counts = _counts(offsets, w)
+            starts = first + np.arange(counts.size, dtype=np.int64) * w * 1_000_000
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "source": source,
+                        "dataset": dataset,
+                        "resolution": width,
+                        "resolution_s": w,
+                        "time": pl.Series(starts).cast(pl.Datetime("us", "UTC")),
+                        "requests": counts,
+                        "requests_per_s": counts / w,
+                    },
+                    schema=RATE_SCHEMA,
+                )
             )
-            .select(
-                *TRACE,
-                "resolution",
-                "resolution_s",
-                "time",
-                "requests",
-                "requests_per_s",
-            )
-        )
     if not frames:
-        return pl.LazyFrame()
+        return pl.DataFrame(schema=RATE_SCHEMA)
     return pl.concat(frames).sort([*TRACE, "resolution_s", "time"])
+
+
+RATE_SCHEMA: dict[str, Any] = {
+    "source": pl.String,
+    "dataset": pl.String,
+    "resolution": pl.String,
+    "resolution_s": pl.Int64,
+    "time": pl.Datetime("us", "UTC"),
+    "requests": pl.Int64,
+    "requests_per_s": pl.Float64,
+}
 
 
 @dataclass(frozen=True)
@@ -92,96 +130,77 @@ class RateOptions:
     )
 
 
-def _rate(inputs: Any, options: RateOptions) -> pl.LazyFrame:
+def _rate(inputs: Any, options: RateOptions) -> pl.DataFrame:
     return request_rate(inputs.requests, options.resolutions)
 
 
 # ----------------------------------------------------------------------------- burstiness
 
 
-def interarrivals(requests: pl.LazyFrame) -> pl.LazyFrame:
-    """``gap_s``: each request's time since the previous arrival of its trace (null for
-    the first).
-    """
-    t = pl.col("arrival_time")
-    return (
-        requests.select(*TRACE, "arrival_time", "request_id")
-        .sort([*TRACE, "arrival_time", "request_id"])
-        .with_columns((t - t.shift(1).over(list(TRACE))).dt.total_microseconds().alias("_us"))
-        .with_columns((pl.col("_us") / 1e6).alias("gap_s"))
-        .drop("_us")
-    )
+def _caveat(requests: int, windows: int, zero_share: float) -> str | None:
+    if requests < MIN_FIT:
+        return f"too few requests ({requests}) for burstiness statistics"
+    if windows < MIN_WINDOWS:
+        return f"only {windows} windows of this width in the span: dispersion unreliable"
+    if zero_share > ZERO_SHARE:
+        return "many equal timestamps (coarse time resolution): CV inflated"
+    return None
 
 
-def burstiness(requests: pl.LazyFrame, windows: tuple[str, ...]) -> pl.LazyFrame:
+def burstiness(requests: pl.LazyFrame, windows: tuple[str, ...]) -> pl.DataFrame:
     """Per trace and count window: requests, span, mean rate, inter-arrival mean and CV,
     the share of zero gaps, and the index of dispersion of counts per window, with a
     ``caveat`` where the sample is too small to read.
     """
-    gaps = interarrivals(requests)
-    g = pl.col("gap_s")
-    per_trace = gaps.group_by(list(TRACE)).agg(
-        pl.len().alias("requests"),
-        ((pl.col("arrival_time").max() - pl.col("arrival_time").min()).dt.total_microseconds()
-         / 1e6).alias("span_s"),
-        g.mean().alias("interarrival_mean_s"),
-        (g.std(ddof=0) / g.mean()).alias("interarrival_cv"),
-        ((g == 0).sum() / g.count()).alias("zero_gap_share"),
-    )  # fmt: skip
-    frames = []
-    for width in windows:
-        w = seconds(width)
-        counts = (
-            binned(requests, w, [])
-            .group_by(list(TRACE))
-            .agg(
-                pl.len().alias("windows"),
-                pl.col("requests").mean().alias("mean_per_window"),
-                (pl.col("requests").var(ddof=0) / pl.col("requests").mean()).alias(
-                    "dispersion_index"
-                ),
+    rows: list[dict[str, Any]] = []
+    for source, dataset, _first, offsets in arrival_offsets(requests):
+        n = int(offsets.size)
+        span = float(offsets[-1]) / 1e6
+        gaps = np.diff(offsets) / 1e6
+        mean = float(gaps.mean()) if gaps.size else None
+        cv = float(gaps.std() / gaps.mean()) if gaps.size and gaps.mean() > 0 else None
+        zero = float((gaps == 0).mean()) if gaps.size else 0.0
+        for width in windows:
+            w = seconds(width)
+            counts = _counts(offsets, w)
+            per = float(counts.mean())
+            rows.append(
+                {
+                    "source": source,
+                    "dataset": dataset,
+                    "requests": n,
+                    "span_s": span,
+                    "rate_per_s": n / span if span > 0 else None,
+                    "interarrival_mean_s": mean,
+                    "interarrival_cv": cv,
+                    "zero_gap_share": zero if gaps.size else None,
+                    "window": width,
+                    "window_s": w,
+                    "windows": int(counts.size),
+                    "mean_per_window": per,
+                    "dispersion_index": float(counts.var()) / per,
+                    "caveat": _caveat(n, int(counts.size), zero),
+                }
             )
-        )
-        frames.append(
-            counts.with_columns(pl.lit(width).alias("window"), pl.lit(w).alias("window_s"))
-        )
-    if not frames:
-        return pl.LazyFrame()
-    n = pl.col("requests")
-    return (
-        per_trace.join(pl.concat(frames), on=list(TRACE))
-        .with_columns(
-            (n / pl.col("span_s")).alias("rate_per_s"),
-            pl.when(n < MIN_FIT)
-            .then(pl.format("too few requests ({}) for burstiness statistics", n))
-            .when(pl.col("windows") < MIN_WINDOWS)
-            .then(
-                pl.format(
-                    "only {} windows of this width in the span: dispersion unreliable",
-                    pl.col("windows"),
-                )
-            )
-            .when(pl.col("zero_gap_share") > ZERO_SHARE)
-            .then(pl.lit("many equal timestamps (coarse time resolution): CV inflated"))
-            .alias("caveat"),
-        )
-        .select(
-            *TRACE,
-            "requests",
-            "span_s",
-            "rate_per_s",
-            "interarrival_mean_s",
-            "interarrival_cv",
-            "zero_gap_share",
-            "window",
-            "window_s",
-            "windows",
-            "mean_per_window",
-            "dispersion_index",
-            "caveat",
-        )
-        .sort([*TRACE, "window_s"])
-    )
+    return pl.DataFrame(rows, schema=BURSTINESS_SCHEMA).sort([*TRACE, "window_s"])
+
+
+BURSTINESS_SCHEMA = {
+    "source": pl.String,
+    "dataset": pl.String,
+    "requests": pl.Int64,
+    "span_s": pl.Float64,
+    "rate_per_s": pl.Float64,
+    "interarrival_mean_s": pl.Float64,
+    "interarrival_cv": pl.Float64,
+    "zero_gap_share": pl.Float64,
+    "window": pl.String,
+    "window_s": pl.Int64,
+    "windows": pl.Int64,
+    "mean_per_window": pl.Float64,
+    "dispersion_index": pl.Float64,
+    "caveat": pl.String,
+}
 
 
 @dataclass(frozen=True)
@@ -197,7 +216,7 @@ class BurstinessOptions:
     )
 
 
-def _burstiness(inputs: Any, options: BurstinessOptions) -> pl.LazyFrame:
+def _burstiness(inputs: Any, options: BurstinessOptions) -> pl.DataFrame:
     return burstiness(inputs.requests, options.windows)
 
 
@@ -360,10 +379,9 @@ def interarrival_fits(requests: pl.LazyFrame) -> pl.DataFrame:
     and p-value, ``best`` (lowest AIC of the trace) and a ``caveat`` (too few gaps, a
     subsample, zero gaps left out).
     """
-    gaps = interarrivals(requests).drop_nulls("gap_s").collect()
     rows: list[dict[str, Any]] = []
-    for (source, dataset), part in gaps.group_by(list(TRACE), maintain_order=True):
-        x = part["gap_s"].to_numpy()
+    for source, dataset, _first, offsets in arrival_offsets(requests):
+        x = np.diff(offsets) / 1e6
         positive = x[x > 0]
         zero = int(x.size - positive.size)
         notes = []
@@ -389,7 +407,9 @@ def interarrival_fits(requests: pl.LazyFrame) -> pl.DataFrame:
             note = f"too few inter-arrival times ({positive.size}) for a fit"
             rows.extend({**base, "distribution": d, "caveat": note} for d in DISTRIBUTIONS)
             continue
-        fitted = [{**base, "distribution": d, **_fit_one(positive, d)} for d in DISTRIBUTIONS]
+        fitted: list[dict[str, Any]] = [
+            {**base, "distribution": d, **_fit_one(positive, d)} for d in DISTRIBUTIONS
+        ]
         best = min(fitted, key=lambda r: r["aic"])
         for r in fitted:
             r["best"] = r is best

@@ -50,7 +50,8 @@ def _nested_counts(starts: IntArray, ends: IntArray) -> IntArray:
 
     Pairs sorted by start descending; then the count is, for each pair, the earlier
     pairs with a smaller end: per-element inversions, counted by a bottom-up merge sort
-    whose every level is a handful of numpy calls (ends are distinct).
+    whose every level is two ``searchsorted`` and a scatter (ends are distinct), so
+    log2(n) numpy passes in all.
     """
     n = starts.size
     counts = np.zeros(n, dtype=np.int64)
@@ -66,14 +67,24 @@ def _nested_counts(starts: IntArray, ends: IntArray) -> IntArray:
         block = pos // width
         pair = block // 2
         right = (block % 2) == 1
-        key = pair * span + values
-        left_keys = key[~right]  # sorted: pairs ascend, each left half is sorted
-        q = key[right]
-        pr = pair[right]
-        below = np.searchsorted(left_keys, q) - np.searchsorted(left_keys, pr * span)
+        key = pair * span + values  # sorted within each half; pairs ascend
+        left_keys, right_keys = key[~right], key[right]
+        # every half before the last is full: a pair's half starts at pair x width
+        p_left, p_right = pair[~right], pair[right]
+        below = np.searchsorted(left_keys, right_keys) - p_right * width
         counts[ident[right]] += below  # each pair appears once per level
-        merged = np.argsort(key, kind="stable")  # two sorted runs per pair: a merge
-        values, ident = values[merged], ident[merged]
+        # merge the two halves: a slot moves to its pair's start + its rank in its own
+        # half + the elements of the other half below it
+        above = np.searchsorted(right_keys, left_keys) - p_left * width
+        offset = pos - block * width
+        new = np.empty(n, dtype=np.int64)
+        new[right] = p_right * 2 * width + offset[right] + below
+        new[~right] = p_left * 2 * width + offset[~right] + above
+        merged_values = np.empty_like(values)
+        merged_ident = np.empty_like(ident)
+        merged_values[new] = values
+        merged_ident[new] = ident
+        values, ident = merged_values, merged_ident
         width *= 2
     return counts
 

@@ -34,6 +34,7 @@ from gpu_trace.analyses.serving_common import (
     MIN_WINDOWS,
     NO_CALENDAR,
     NO_CLOCK,
+    RELATIVE_TIME,
     TRACE,
     clock,
     local_arrival,
@@ -52,22 +53,25 @@ conversation trace: 3 s steps) and a gap statistic reads the clock, not the load
 # ----------------------------------------------------------------------------- rate
 
 
-def arrival_offsets(requests: pl.LazyFrame) -> list[tuple[str, str, int, IntArray]]:
+def arrival_offsets(requests: pl.LazyFrame) -> list[tuple[str, str, int, IntArray, bool]]:
     """(source, dataset, first arrival in epoch microseconds, sorted offsets from it in
-    microseconds) of every trace: the one pass over the arrivals that rate and burstiness
+    microseconds, whether its times are relative) of every trace: the one pass over the arrivals that rate and burstiness
     count from (10 M arrivals: a sort and a few numpy calls, not a window expression per
     bin width).
     """
     per_trace = (
         requests.group_by(list(TRACE))
-        .agg(pl.col("arrival_time").dt.epoch("us").sort().alias("us"))
+        .agg(
+            pl.col("arrival_time").dt.epoch("us").sort().alias("us"),
+            (pl.col("time_basis") == "relative").any().alias("relative"),
+        )
         .sort(list(TRACE))
         .collect()
     )
     out = []
-    for source, dataset, us in per_trace.iter_rows():
+    for source, dataset, us, relative in per_trace.iter_rows():
         arr = np.asarray(us, dtype=np.int64)
-        out.append((source, dataset, int(arr[0]), arr - arr[0]))
+        out.append((source, dataset, int(arr[0]), arr - arr[0], bool(relative)))
     return out
 
 
@@ -84,7 +88,7 @@ def request_rate(requests: pl.LazyFrame, resolutions: tuple[str, ...]) -> pl.Dat
     traces = arrival_offsets(requests)
     for width in resolutions:
         w = seconds(width)
-        for source, dataset, first, offsets in traces:
+        for source, dataset, first, offsets, relative in traces:
             counts = _counts(offsets, w)
             starts = first + np.arange(counts.size, dtype=np.int64) * w * 1_000_000
             frames.append(
@@ -97,6 +101,7 @@ def request_rate(requests: pl.LazyFrame, resolutions: tuple[str, ...]) -> pl.Dat
                         "time": pl.Series(starts).cast(pl.Datetime("us", "UTC")),
                         "requests": counts,
                         "requests_per_s": counts / w,
+                        "caveat": RELATIVE_TIME if relative else None,
                     },
                     schema=RATE_SCHEMA,
                 )
@@ -114,6 +119,7 @@ RATE_SCHEMA: dict[str, Any] = {
     "time": pl.Datetime("us", "UTC"),
     "requests": pl.Int64,
     "requests_per_s": pl.Float64,
+    "caveat": pl.String,
 }
 
 
@@ -153,7 +159,7 @@ def burstiness(requests: pl.LazyFrame, windows: tuple[str, ...]) -> pl.DataFrame
     ``caveat`` where the sample is too small to read.
     """
     rows: list[dict[str, Any]] = []
-    for source, dataset, _first, offsets in arrival_offsets(requests):
+    for source, dataset, _first, offsets, _relative in arrival_offsets(requests):
         n = int(offsets.size)
         span = float(offsets[-1]) / 1e6
         gaps = np.diff(offsets) / 1e6
@@ -380,7 +386,7 @@ def interarrival_fits(requests: pl.LazyFrame) -> pl.DataFrame:
     subsample, zero gaps left out).
     """
     rows: list[dict[str, Any]] = []
-    for source, dataset, _first, offsets in arrival_offsets(requests):
+    for source, dataset, _first, offsets, _relative in arrival_offsets(requests):
         x = np.diff(offsets) / 1e6
         positive = x[x > 0]
         zero = int(x.size - positive.size)

@@ -40,6 +40,8 @@ CLOCK_LOCAL = "local time"
 CLOCK_DAY_ONE = "local time of day (day 1 = first day)"
 CLOCK_SINCE_START = "since trace start"
 
+RELATIVE_TIME = "relative time: bin start is 1970-01-01 + the offset from the trace's start"
+
 NO_CLOCK = "no absolute time, diurnal profile not meaningful"
 NO_CALENDAR = "no calendar date, weekly profile not meaningful"
 

@@ -18,6 +18,7 @@ import polars as pl
 from gpu_trace.analyses.serving_common import (
     COMMON_GLOSSARY,
     MIN_FIT,
+    RELATIVE_TIME,
     TRACE,
     binned,
     seconds,
@@ -98,18 +99,21 @@ def token_demand(requests: pl.LazyFrame, freq: str = "1min") -> pl.LazyFrame:
             pl.col("input_tokens").sum().alias("prefill_tokens"),
             pl.col("output_tokens").sum().alias("decode_tokens"),
             pl.col("input_tokens").is_not_null().any().alias("_has"),
+            (pl.col("time_basis") == "relative").any().alias("_relative"),
         ],
     )
     return (
         lf.with_columns(
             pl.col("prefill_tokens", "decode_tokens").fill_null(0),
             pl.col("_has").fill_null(False).any().over(list(TRACE)).alias("_has"),
+            pl.col("_relative").fill_null(False).any().over(list(TRACE)).alias("_relative"),
         )
         .filter(pl.col("_has"))  # a trace without token counts demands nothing we know
         .with_columns(
             pl.lit(freq).alias("resolution"),
             (pl.col("prefill_tokens") / w).alias("prefill_tokens_per_s"),
             (pl.col("decode_tokens") / w).alias("decode_tokens_per_s"),
+            pl.when(pl.col("_relative")).then(pl.lit(RELATIVE_TIME)).alias("caveat"),
         )
         .select(
             *TRACE,
@@ -120,6 +124,7 @@ def token_demand(requests: pl.LazyFrame, freq: str = "1min") -> pl.LazyFrame:
             "decode_tokens",
             "prefill_tokens_per_s",
             "decode_tokens_per_s",
+            "caveat",
         )
         .sort([*TRACE, "time"])
     )

@@ -419,3 +419,40 @@ def test_every_serving_command_runs_on_the_samples(samples: Path) -> None:
         assert code == 0 and f"analyze {name}: no rows:" in err, (name, err)
     code, out, err = cli("analyze", "request-tokens", "-s", "azure-llm", "--store", samples)
     assert code == 0 and "mooncake" not in out
+
+
+def test_summary_puts_serving_traces_beside_job_traces(store_copy: Path) -> None:
+    """A store with openb pods and the Mooncake synthetic trace: one summary, the job
+    rows with their job columns, the serving row with requests and tokens (README
+    table: 3,993 requests, average input 15,325 and output 149 tokens)."""
+    ingest(store_copy, "mooncake", SAMPLES / "mooncake" / "synthetic_trace.jsonl")
+    frame = gt.open(store_copy).analyze("summary")
+    jobs = frame.filter(frame["source"] == "openb")
+    serving = frame.filter(frame["source"] == "mooncake").row(0, named=True)
+    assert (
+        jobs.height >= 1 and jobs["jobs"].min() > 0 and jobs["requests"].null_count() == jobs.height
+    )
+    assert serving["jobs"] is None and serving["requests"] == 3993
+    assert round(serving["mean_input_tokens"]) == 15325
+    assert round(serving["mean_output_tokens"]) == 149
+    assert serving["time_basis"] == "relative"
+
+
+def test_azure_profile_is_in_the_zone_it_was_read_in(tmp_path: Path) -> None:
+    """Azure's TIMESTAMP is a naive local time (README: no zone); read in
+    America/Los_Angeles, 18:15 and 19:02 are local hours 18 and 19 (UTC 02 and 03)."""
+    path = tmp_path / "AzureLLMInferenceTrace_conv.csv"
+    path.write_bytes(
+        b"TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+        b"2023-11-16 18:15:46.6805900,374,44\r\n"
+        b"2023-11-16 19:02:00.0000000,396,109\r\n"
+    )
+    store = tmp_path / "store"
+    code, _, err = cli(
+        "-q", "ingest", "azure-llm", path, "--tz", "America/Los_Angeles", "--store", store
+    )
+    assert code == 0, err
+    frame = gt.open(store).analyze("request-profile")
+    assert frame["hour"].to_list() == [18, 19] and set(frame["clock"]) == {"local time"}
+    assert frame["requests"].to_list() == [1, 1]
+    assert frame["caveat"][0].startswith("the trace spans 0.8 h, under a day")

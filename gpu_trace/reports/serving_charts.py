@@ -148,17 +148,22 @@ def tokens(frame: pl.DataFrame) -> alt.FacetChart | None:
                     pl.col(f"{col}_{p}").cast(pl.Float64).alias("value"),
                 )
             )
-    data = pl.concat(rows).drop_nulls("value")
+    data = pl.concat(rows).drop_nulls("value").filter(pl.col("value") > 0)  # a log axis
     if data.height == 0:  # no token counts (diffusion traces): the table says so
         return None
     return (
         alt.Chart(data)
-        .mark_bar()
+        .mark_point(filled=True, size=80)  # a dot per percentile: bars on a log axis start at 0
         .encode(
             y=alt.Y("trace:N", title=None),
-            x=alt.X("value:Q", scale=alt.Scale(type="symlog"), title="tokens"),
+            x=alt.X(
+                "value:Q",
+                scale=alt.Scale(type="log"),
+                axis=alt.Axis(format="~s", tickCount=4),
+                title="tokens",
+            ),
             color=alt.Color("percentile:N", sort=["p50", "p90", "p99"]),
-            yOffset=alt.YOffset("percentile:N", sort=["p50", "p90", "p99"]),
+            shape=alt.Shape("percentile:N", sort=["p50", "p90", "p99"]),
             tooltip=["trace:N", "tokens:N", "percentile:N", alt.Tooltip("value:Q", format=",.0f")],
         )
         .properties(width=FACET_WIDTH)
@@ -167,8 +172,10 @@ def tokens(frame: pl.DataFrame) -> alt.FacetChart | None:
     )
 
 
-def demand(frame: pl.DataFrame) -> alt.Chart:
-    """Prefill and decode tokens per second over time, one panel per trace."""
+def demand(frame: pl.DataFrame) -> alt.FacetChart:
+    """Prefill and decode tokens per second over time: one panel per phase (each its own
+    linear scale: prefill is often 100 x decode), one colour per trace.
+    """
     data, note = cap_series(_trace(frame), "requests", by="trace")
     data, x, title = _time_axis(data)
     long = data.unpivot(
@@ -183,12 +190,13 @@ def demand(frame: pl.DataFrame) -> alt.Chart:
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X(x, title=title),
-            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="symlog"), title="tokens / s"),
-            color=alt.Color("phase:N", title=None),
+            y=alt.Y("tokens_per_s:Q", axis=alt.Axis(format="~s"), title="tokens / s"),
+            color=alt.Color("trace:N", title="trace"),
             tooltip=["trace:N", "phase:N", x, alt.Tooltip("tokens_per_s:Q", format=",.0f")],
         )
         .properties(width=WIDTH, height=140)
-        .facet(row=alt.Row("trace:N", title=None, header=top_header()))
+        .facet(row=alt.Row("phase:N", title=None, header=top_header(), sort=["prefill"]))
+        .resolve_scale(y="independent")
         .properties(title="Token demand: prefill (input) and decode (output) per second" + note)
     )
 

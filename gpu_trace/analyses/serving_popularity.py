@@ -62,11 +62,13 @@ def popularity(requests: pl.LazyFrame, by: str = "model") -> pl.LazyFrame:
         )
         .with_columns(
             pl.col("share").cum_sum().over(list(TRACE), order_by="rank").alias("cum_share"),
-            # the fitted line's count at this rank, as a share of the fitted counts
+            # the fitted line's count at this rank
             (pl.col("_ym") - pl.col("zipf_exponent") * (x - pl.col("_xm"))).exp().alias("_fit"),
         )
         .with_columns(
-            (pl.col("_fit") / pl.col("_fit").sum().over(list(TRACE))).alias("zipf_share"),
+            # the regression line itself, over the trace's requests (not renormalized:
+            # the dashed line of the chart is the fitted line)
+            (pl.col("_fit") / pl.col("requests").sum().over(list(TRACE))).alias("zipf_share"),
             pl.when(few)
             .then(pl.format("only {} distinct {}: no Zipf fit", pl.col("items"), pl.lit(by)))
             .alias("caveat"),
@@ -140,7 +142,10 @@ PLUGIN = AnalysisPlugin(
         "item": ("item", "The model / adapter / service / user, as the trace writes it."),
         "rank": ("rank", "1 = the most requested item of the trace."),
         "cum_share": ("cumulative share", "Share of requests of this and more popular items."),
-        "zipf_share": ("Zipf share", "The share the fitted Zipf line gives this rank."),
+        "zipf_share": (
+            "Zipf share",
+            "The fitted log-log line at this rank, over the trace's requests.",
+        ),
         "zipf_exponent": ("Zipf exponent", "s in requests ~ rank^-s (least squares, log-log)."),
         "zipf_r2": ("Zipf R^2", "R^2 of the log-log line (1 = exact power law)."),
         "items": ("items", "Distinct items of the trace."),

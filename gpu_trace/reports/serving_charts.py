@@ -53,7 +53,7 @@ def request_rate(frame: pl.DataFrame) -> alt.Chart:
     data = _thin(data, "resolution")
     return (
         alt.Chart(data)
-        .mark_line(interpolate="step-after")
+        .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12))
         .encode(
             x=alt.X(x, title=title),
             y=alt.Y("requests_per_s:Q", title="requests / s"),
@@ -61,7 +61,14 @@ def request_rate(frame: pl.DataFrame) -> alt.Chart:
             tooltip=["trace:N", "resolution:N", x, alt.Tooltip("requests_per_s:Q", format=".3f")],
         )
         .properties(width=WIDTH, height=140)
-        .facet(row=alt.Row("resolution:N", title=None, header=top_header(), sort=None))
+        .facet(
+            row=alt.Row(
+                "resolution:N",
+                title=None,
+                header=top_header(),
+                sort=alt.EncodingSortField(field="resolution_s", op="min"),
+            )
+        )
         .resolve_scale(y="independent")
         .properties(title="Request rate at several bin widths" + note)
     )

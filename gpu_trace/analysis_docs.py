@@ -36,10 +36,13 @@ SAMPLE_INGESTS: tuple[tuple[str, ...], ...] = (
     ("nvidia-smi", "telemetry"),
     ("dcgmi", "telemetry"),
     ("prometheus-range", "telemetry/prometheus-range-dcgm.jsonl"),
+    ("azure-llm", "azure-llm"),
+    ("mooncake", "mooncake"),
 )
 """The example store: bundled real samples (openb pods, the PAI 2020 sample, nvidia-smi
 / dcgmi / DCGM-exporter output) and the Slurm ``sacct`` / ``sinfo`` examples, as
-``gpu-trace ingest`` arguments with paths under ``data/samples``."""
+``gpu-trace ingest`` arguments with paths under ``data/samples``; and the bundled serving
+traces (Azure LLM inference 2023, Mooncake FAST'25) for the serving analyses."""
 
 EXAMPLE_ROWS = 8
 """Rows of each example shown (the command prints them all)."""
@@ -76,7 +79,8 @@ def _example(plugin: plugins.AnalysisPlugin, store: Path) -> list[str]:
     lines += [
         "On a store built from the bundled samples (`data/samples`: the openb pod list, the "
         "PAI 2020 sample, nvidia-smi / dcgmi / DCGM-exporter output, the Slurm `sacct` and "
-        "`sinfo` examples; see `gpu_trace/analysis_docs.py`):",
+        "`sinfo` examples, the Azure LLM and Mooncake serving traces; see "
+        "`gpu_trace/analysis_docs.py`):",
         "",
         "```console",
         f"$ {shown}",

@@ -260,10 +260,17 @@ def test_built_in_sections_name_declared_analyses() -> None:
     declared = {p.name: p for p in plugins.analyses()}
     assert declared.keys() >= sections.COMPOSED
     assert {"summary", "failures", "energy", "sharing"} <= sections.COMPOSED
+    from gpu_trace.reports.serving_section import is_serving, serving_sections
+
     own = {b.__name__ for b in sections.plugin_sections()}
     charted = {n for n, p in declared.items() if chart_of(p) is not None}
-    assert own == {f"{n}_section" for n in charted - sections.COMPOSED}
+    serving = {n for n, p in declared.items() if is_serving(p)}
+    assert own == {f"{n}_section" for n in charted - sections.COMPOSED - serving}
     assert own  # accounting, idle: charts of their own, not composed
+    # the serving analyses (they read requests) are on the serving pages, each once
+    on_serving = [b.__name__ for b in serving_sections()]
+    assert sorted(on_serving[1:]) == sorted(f"{n}_section" for n in serving)
+    assert serving <= charted and len(serving) == 11
 
 
 def test_a_renamed_policy_keeps_its_old_name_with_one_warning(

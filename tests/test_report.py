@@ -4,6 +4,7 @@ and a real headless-Chromium render."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -190,3 +191,107 @@ def test_replay_scorecard(store_copy: Path, tmp_path: Path) -> None:
     assert "Policy scorecard" in text and "r-fifo" in text and "r-sjf" in text
     assert text.count("★") >= len(("jct_mean_s", "jct_p50_s"))  # best values marked
     assert "JCT CDF per run" in text and "Allocation over time per run" in text
+
+
+# --------------------------------------------------------------------------- serving pages
+
+SERVING_PAGES = ("azure-llm.html", "mooncake.html", "burstgpt.html", "gentd26.html")
+
+
+@pytest.fixture(scope="module")
+def serving_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled Azure and Mooncake files, and BurstGPT / GenTD26 files written to their
+    READMEs' schemas (tests/test_serving_analyses.py): one page per serving source."""
+    from tests.test_serving_analyses import SAMPLES, burstgpt_file, gentd26_file, ingest
+
+    root = tmp_path_factory.mktemp("serving-site")
+    store = root / "store"
+    ingest(store, "azure-llm", SAMPLES / "azure-llm")
+    ingest(store, "mooncake", SAMPLES / "mooncake")
+    ingest(store, "burstgpt", burstgpt_file(root))
+    ingest(store, "gentd26", gentd26_file(root))
+    build_site(store, root / "site", title="serving")
+    return root / "site"
+
+
+def test_serving_pages_have_their_sections(serving_site: Path) -> None:
+    index = (serving_site / "index.html").read_text()
+    assert "<h2>Serving traces</h2>" in index and "No jobs in the store: its serving" in index
+    moon = (serving_site / "mooncake.html").read_text()
+    for title in ("Serving traces", "Request rate", "Burstiness", "Prefix reuse",
+                  "Prefix cache hit rate (LRU)", "Inter-arrival fits"):  # fmt: skip
+        assert f"<h2>{title}</h2>" in moon, title
+    assert "<h2>Queueing</h2>" not in moon  # no job sections on a serving page
+    assert "no absolute time, diurnal profile not meaningful" in moon
+    assert "Nothing to show: no sessions in this trace" in moon
+    burst = (serving_site / "burstgpt.html").read_text()
+    assert "<h2>Sessions</h2>" in burst and "<h2>Observed latency</h2>" in burst
+    assert "<h2>Prefix reuse</h2>" in burst and "no prefix-cache blocks" in burst
+
+
+def rendered_marks(dom: str, cid: str) -> int:
+    """Data marks (bars, lines, points, rules) drawn in one chart's SVG: paths and lines
+    inside Vega's ``role-mark`` groups (axes, legends and titles have other roles)."""
+    body = dom.split(f'id="{cid}"', 1)[1]
+    end = body.find('<div class="chart')
+    body = body[: end if end > 0 else len(body)]
+    groups = re.findall(
+        r'<g class="mark-(?:rect|line|symbol|rule|area) role-mark[^"]*"[^>]*>(.*?)</g>', body
+    )
+    return sum(len(re.findall(r"<(?:path|line)\b", g)) for g in groups)
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"), reason="chromium not installed (CI installs it)"
+)
+@pytest.mark.parametrize("name", SERVING_PAGES)
+def test_serving_charts_render_non_empty_in_chromium(
+    serving_site: Path, tmp_path: Path, name: str
+) -> None:
+    assert CHROMIUM, "CI must install chromium (.ci/run does)"
+    page = (serving_site / name).read_text()
+    expected = re.findall(r'<div class="chart[^"]*" id="(chart-[0-9-]+)"', page)
+    dom, log = chromium_render(serving_site / name, tmp_path)
+    charts = re.findall(r'<div class="chart[^"]*" id="(chart-[0-9-]+)"', dom)
+    assert charts == expected and len(charts) >= 5, charts  # rate, burstiness, profile, ...
+    for cid in charts:
+        assert rendered_marks(dom, cid) > 0, f"{name} {cid} drew no data"
+    console = [line for line in log.splitlines() if "CONSOLE" in line]
+    assert not [c for c in console if "rror" in c or "WARN" in c], console
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI installs it)")
+@pytest.mark.parametrize("name", SERVING_PAGES)
+def test_serving_layout_in_chromium(serving_site: Path, tmp_path: Path, name: str) -> None:
+    """The serving pages keep the job pages' layout rules (tests/test_report_polish.py):
+    no sideways scrolling at 1280 px, no two chart / facet / axis titles overlapping."""
+    from tests.test_report_polish import MEASURE
+
+    assert CHROMIUM
+    page = tmp_path / name
+    head, _, tail = (serving_site / name).read_text().rpartition("</body>")
+    page.write_text(head + MEASURE + tail)
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1280,900",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    found = re.search(r'<pre id="measured">(.*?)</pre>', proc.stdout)
+    assert found, proc.stderr[-2000:]
+    measured = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert measured["width"] <= measured["window"], measured
+    assert measured["overlaps"] == [], measured["overlaps"]

@@ -44,6 +44,8 @@ HINTS: dict[str, str] = {
     "tasks": "ingest a trace with per-task requests (pai2020)",
     "usage": "ingest a trace with per-task usage (pai2020 sensor / machine_metric)",
     "host_samples": "ingest host telemetry (philly, acme utilization files)",
+    "requests": "ingest a serving trace (gpu-trace ingest azure-llm, mooncake, burstgpt, gentd26)",
+    "request_blocks": "ingest a serving trace with prefix-block hashes (gpu-trace ingest mooncake)",
 }
 """What fills each table, for the one line an empty result prints."""
 
@@ -57,6 +59,8 @@ WHAT: dict[str, str] = {
     "tasks": "tasks",
     "usage": "task usage",
     "host_samples": "host telemetry",
+    "requests": "serving requests",
+    "request_blocks": "prefix-cache blocks (request_blocks)",
 }
 
 TABLES = tuple(HINTS)

@@ -13,8 +13,15 @@ import polars as pl
 from gpu_trace.analyses.arrivals import tz_by_source
 from gpu_trace.analyses.occupancy import INVENTORY_SOURCES
 from gpu_trace.analyses.scope import Scope
+from gpu_trace.schemas import TABLES
 from gpu_trace.store.generations import snapshot_root
+from gpu_trace.store.parquet import polars_schema
 from gpu_trace.store.scan import scan
+
+
+def _empty(table: str) -> pl.LazyFrame:
+    return pl.LazyFrame(schema=polars_schema(TABLES[table]))
+
 
 if TYPE_CHECKING:  # DuckDB is loaded by the analyses that query in SQL
     import duckdb
@@ -49,6 +56,11 @@ class Inputs:
     scope: Scope = field(default_factory=Scope)
     #: The jobs as stored, before the scope (the as-of instant is each dataset's).
     all_jobs: pl.LazyFrame | None = None
+    #: Serving requests arriving in the window (``requests``), and their prefix blocks
+    #: (``request_blocks``: cluster-filtered only; the serving analyses join them to
+    #: the requests in scope). Empty frames with the canonical schema by default.
+    requests: pl.LazyFrame = field(default_factory=lambda: _empty("requests"))
+    request_blocks: pl.LazyFrame = field(default_factory=lambda: _empty("request_blocks"))
 
     @classmethod
     def from_store(
@@ -95,6 +107,9 @@ class Inputs:
             sources=tuple(src or ()),
             scope=sc,
             all_jobs=jobs,
+            # a request is in the window when it arrives in it
+            requests=sc.during(sc.where(scan(store, "requests", src)), "arrival_time"),
+            request_blocks=sc.where(scan(store, "request_blocks", src)),
         )
 
     @cached_property

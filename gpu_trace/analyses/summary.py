@@ -84,6 +84,27 @@ class SummaryOptions:
     )
 
 
+def serving_summary(requests: pl.LazyFrame) -> pl.LazyFrame:
+    """The serving traces' rows of the summary, one per (source, dataset): requests,
+    time span, mean and median input / output tokens (the figures serving papers
+    tabulate, e.g. Mooncake's README table).
+    """
+    t = pl.col("arrival_time")
+    return (
+        requests.group_by("source", "dataset")
+        .agg(
+            pl.len().alias("requests"),
+            ((t.max() - t.min()).dt.total_microseconds() / 1e6).alias("span_s"),
+            pl.col("input_tokens").mean().alias("mean_input_tokens"),
+            pl.col("input_tokens").median().alias("median_input_tokens"),
+            pl.col("output_tokens").mean().alias("mean_output_tokens"),
+            pl.col("output_tokens").median().alias("median_output_tokens"),
+            pl.col("time_basis").first().alias("time_basis"),
+        )
+        .sort("source", "dataset")
+    )
+
+
 def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
     by: tuple[str, ...] = ("source", "dataset") if options.by_dataset else DEFAULT_BY
     # Running jobs' GPU time counts up to the as-of instant, clipped to the window.
@@ -92,15 +113,40 @@ def _run(inputs: Any, options: SummaryOptions) -> pl.LazyFrame:
         choose("--by value", options.by, GROUP_BY)
         jobs = with_group(jobs, options.by)
         by = (*by, options.by)
-    return summary(jobs, by=by)
+    table = summary(jobs, by=by)
+    requests = getattr(inputs, "requests", None)
+    if requests is None or requests.select(pl.len()).collect().item() == 0:
+        return table  # a jobs-only store: the table as it always was
+    # The serving traces beside the job traces: their own columns, null for the other.
+    serving = serving_summary(requests)
+    if table.select(pl.len()).collect().item() == 0:
+        return serving
+    return pl.concat([table, serving], how="diagonal_relaxed")
 
 
 PLUGIN = AnalysisPlugin(
     name="summary",
     help="Cross-trace summary (Helios/Acme format): counts, run and queue times, GPUs per "
-    "job, status rates, GPU time by status.",
+    "job, status rates, GPU time by status; serving traces beside them (requests, span, "
+    "mean / median input and output tokens per dataset).",
     run=_run,
     options=SummaryOptions,
     title="Summary",
     rank=10,
+    units={
+        "requests": "count",
+        "span_s": "s",
+        "mean_input_tokens": "tokens",
+        "median_input_tokens": "tokens",
+        "mean_output_tokens": "tokens",
+        "median_output_tokens": "tokens",
+    },
+    glossary={
+        "requests": ("requests", "Serving requests counted in the row."),
+        "span_s": ("span", "Last arrival - first arrival of the serving trace."),
+        "mean_input_tokens": ("mean input tokens", "Mean prompt tokens per request."),
+        "median_input_tokens": ("median input tokens", "Median prompt tokens per request."),
+        "mean_output_tokens": ("mean output tokens", "Mean generated tokens per request."),
+        "median_output_tokens": ("median output tokens", "Median generated tokens per request."),
+    },
 )

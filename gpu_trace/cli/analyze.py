@@ -69,7 +69,13 @@ def _inputs(
     root = resolve_store(store)
     chosen = scope_from(root, sources=wanted, **(scope or {}))
     inputs = Inputs.from_store(root, wanted, chosen)
-    if needs_jobs and wanted and inputs.jobs.select(pl.len()).collect().item() == 0:
+    # a serving trace has requests, not jobs: its analyses (and summary) answer
+    if (
+        needs_jobs
+        and wanted
+        and inputs.jobs.select(pl.len()).collect().item() == 0
+        and inputs.requests.select(pl.len()).collect().item() == 0
+    ):
         msg = f"no jobs in the store for source(s) {', '.join(wanted)}"
         raise GpuTraceError(msg)
     return inputs

@@ -16,7 +16,7 @@ import polars as pl
 
 from gpu_trace import plugins
 from gpu_trace.analyses.grouping import GROUP_BY
-from gpu_trace.reports import charts, telemetry_charts
+from gpu_trace.reports import charts, serving_charts, telemetry_charts
 
 Builder = Callable[[pl.DataFrame], Any]
 
@@ -34,6 +34,7 @@ BUILT_IN: dict[str, Builder] = {
     "sharing": charts.request_mix,
     "summary": charts.status_shares,
     "utilization": charts.allocation_series,
+    **serving_charts.BUILDERS,
 }
 """Analysis name -> the chart of its output with default options."""
 

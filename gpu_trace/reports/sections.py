@@ -475,5 +475,6 @@ def plugin_sections() -> tuple[Callable[[Inputs], Section], ...]:
     return tuple(
         plugin_section(p)
         for p in plugins.analyses()
-        if chart_of(p) is not None and p.name not in COMPOSED
+        # serving analyses (they read requests) have pages of their own
+        if chart_of(p) is not None and p.name not in COMPOSED and "requests" not in p.needs
     )

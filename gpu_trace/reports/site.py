@@ -39,7 +39,13 @@ from gpu_trace.reports.sections import (
     SOURCE_SECTIONS,
     SUMMARY_COLUMNS,
     _rounded,
+    has_jobs,
     plugin_sections,
+)
+from gpu_trace.reports.serving_section import (
+    has_requests,
+    serving_sections,
+    serving_summary_section,
 )
 from gpu_trace.reports.sweep_section import sweep_sections
 from gpu_trace.reports.telemetry_section import telemetry_section
@@ -262,7 +268,11 @@ def _overview_sections(inp: Inputs, sources: Sequence[str]) -> list[Section]:
         overview.charts.append(charts.size_shares(jb.size_shares(inp.jobs).collect()))
         overview.charts.append(charts.request_mix(shr.request_mix(inp.jobs).collect()))
     else:
-        overview.html = "<p>No jobs in the store yet: run <code>gpu-trace ingest</code>.</p>"
+        overview.html = (
+            "<p>No jobs in the store: its serving traces are summarized below.</p>"
+            if has_requests(inp)
+            else "<p>No jobs in the store yet: run <code>gpu-trace ingest</code>.</p>"
+        )
     return [overview]
 
 
@@ -368,7 +378,7 @@ def _build(
     ]
     chosen = [s for s in present if not sources or s in sources]
     builders = (*SOURCE_SECTIONS, *plugin_sections(), *EXTRA_SOURCE_SECTIONS, *extra_sections)
-    total = 1 + len(chosen) * len(builders)
+    total = 1 + len(chosen) * max(len(builders), len(serving_sections()))
     done = 0
     progress(done, total, "overview")
     pages: dict[str, list[Section]] = {}
@@ -391,6 +401,8 @@ def _build(
             f"{title}: sweep", pages["sweep"], _footer(con, store, chosen), built
         )
         _write(out / "sweep.html", sweep_page)
+    if has_requests(all_inputs):
+        index_sections.append(serving_summary_section(all_inputs))
     if chosen:
         index_sections.append(_provenance_for(con, chosen))
     pages["index"] = index_sections
@@ -408,7 +420,9 @@ def _build(
     for src in chosen:
         inp = Inputs.from_store(store, [src], scope)
         sections = []
-        for build in builders:
+        # a serving source (requests, no jobs) gets the serving analyses, not empty job ones
+        page_builders = serving_sections() if has_requests(inp) and not has_jobs(inp) else builders
+        for build in page_builders:
             progress(done, total, f"{src}: {build.__name__.removesuffix('_section')}")
             sections.append(build(inp))
             done += 1

@@ -194,3 +194,17 @@ def test_empty_store_is_one_error_line(tmp_path: Path) -> None:
     lines = (out + err).strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("error: no serving requests in the store")
+
+
+def test_source_option_leaves_the_others_unselected_not_missing(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    ingest(store, "azure-llm", SAMPLES / "azure-llm")
+    ingest(store, "mooncake", SAMPLES / "mooncake")
+    code, out, err = cli(
+        "analyze", "fidelity", "--store", store, "--source", "azure-llm", "-f", "json"
+    )
+    assert code == 0, err
+    table = pl.DataFrame(json.loads(out))
+    assert set(table.filter(pl.col("source") == "azure-llm")["status"]) == {"IN"}
+    others = table.filter(pl.col("source") != "azure-llm")
+    assert set(others["status"]) == {"not selected (--source azure-llm)"}

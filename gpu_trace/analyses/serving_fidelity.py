@@ -261,13 +261,18 @@ def _burstgpt(requests: pl.LazyFrame, synthetic: set[tuple[str, str]]) -> list[R
     return rows
 
 
-def fidelity(requests: pl.LazyFrame, store: Path | None = None) -> pl.DataFrame:
+def fidelity(
+    requests: pl.LazyFrame, store: Path | None = None, sources: tuple[str, ...] = ()
+) -> pl.DataFrame:
     """One row per published figure (see the module docstring for the sources): ours
     from ``requests`` with the serving analyses' functions, the difference and IN / OUT
     of the stated tolerance; a trace the store lacks, or holds only synthetic, says so.
     """
     synthetic = synthetic_traces(store)
     rows = _judged(requests, synthetic) + _burstgpt(requests, synthetic)
+    if sources:  # a trace left out by --source is not missing from the store
+        unselected = f"not selected (--source {','.join(sources)})"
+        rows = [r if r.source in sources else replace(r, status=unselected) for r in rows]
     return pl.DataFrame([asdict(r) for r in rows], schema=SCHEMA)
 
 
@@ -278,7 +283,7 @@ def _run(inputs: Any, options: Any) -> pl.DataFrame:
             f"figures (e.g. {FETCH['mooncake']})"
         )
         raise GpuTraceError(msg)
-    return fidelity(inputs.requests, inputs.store)
+    return fidelity(inputs.requests, inputs.store, tuple(inputs.sources))
 
 
 PLUGIN = AnalysisPlugin(
@@ -305,7 +310,7 @@ PLUGIN = AnalysisPlugin(
         "status": (
             "status",
             "IN / OUT of the tolerance; unverified (no published value to judge); not in "
-            "this store; synthetic only (never judged).",
+            "this store; not selected (--source); synthetic only (never judged).",
         ),
         "source_checked": (
             "source checked",

@@ -21,17 +21,18 @@ import pytest
 
 from bench.promrange_big import write
 from gpu_trace.loaders import promrange
+from tests.peak_rss import OWN_PEAK_KIB
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_PEAK = """
-import resource, sys
+_PEAK = f"""
+import sys
 from typer.testing import CliRunner
 from gpu_trace.cli import app
 import gpu_trace.loaders.promrange  # imports done before the baseline
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = {OWN_PEAK_KIB}
 r = CliRunner().invoke(app, sys.argv[1:])
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = {OWN_PEAK_KIB}
 print(r.exit_code, (after - before) * 1024)
 print(r.stderr)
 """

@@ -26,12 +26,8 @@ MAX_NODES = 100_000
 """Most nodes one host list may name: a bound that keeps a damaged ``n[0-999999999]``
 from exploding into a billion rows (the largest Slurm systems have tens of thousands)."""
 
-FILE_HOSTS_FLOOR = 500_000
-"""Hosts every export may name in all, over its host lists together (job and step lines).
-Half a million: a 5 KB file of ``node[1-100000]`` lines filled a 1 M budget with a peak
-of 0.43-0.58 GB in a quiet process but 1.06-1.12 GB inside the loaded test suite (three
-runs, cause not found); at 500 k the same file stays near half that. Real exports are
-not near it: their budget grows by ``FILE_HOSTS_PER_LINE`` a line."""
+FILE_HOSTS_FLOOR = 1_000_000
+"""Hosts every export may name in all, over its host lists together (job and step lines)."""
 FILE_HOSTS_PER_LINE = 16
 """Hosts each line of an export adds to that budget. Real exports average one to a few
 hosts a line; a small file of ``node[1-100000]`` lines would otherwise make millions of

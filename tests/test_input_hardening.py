@@ -31,7 +31,7 @@ from gpu_trace.loaders.textfile import (
 from gpu_trace.store.catalog import connect
 from gpu_trace.store.parquet import dataset_path
 from tests.conftest import ROOT, SAMPLES
-from tests.peak_rss import OWN_PEAK_KIB
+from tests.peak_rss import cli_peak_growth
 
 runner = CliRunner()
 BOM = b"\xef\xbb\xbf"
@@ -557,18 +557,6 @@ def test_line_cap_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.Mo
                     file_info(f, 0, max_line=5)
 
 
-_PEAK = f"""
-import sys
-from typer.testing import CliRunner
-from gpu_trace.cli import app
-before = {OWN_PEAK_KIB}
-r = CliRunner().invoke(app, sys.argv[1:])
-after = {OWN_PEAK_KIB}
-print(r.exit_code, (after - before) // 1024)
-print(r.stderr)
-"""
-
-
 @pytest.mark.parametrize("kind", ["slurm", "acme", "prometheus-range"])
 def test_100_mb_without_a_newline_costs_no_more_than_a_chunk(tmp_path: Path, kind: str) -> None:
     """Before: the whole line was read (header readline, scan_lines, or the JSON reader):
@@ -576,8 +564,6 @@ def test_100_mb_without_a_newline_costs_no_more_than_a_chunk(tmp_path: Path, kin
     line: a fresh process's own peak (tests/peak_rss.py) grows by about as much for a
     100 MiB line as for one just past the limit (the imports and first chunks the
     command loads either way)."""
-    import subprocess
-    import sys
 
     def grown_mib(mib: int, name: str) -> int:
         folder = tmp_path / name
@@ -593,18 +579,10 @@ def test_100_mb_without_a_newline_costs_no_more_than_a_chunk(tmp_path: Path, kin
         args += {"prometheus-range": ["--max-answer-bytes", "10M"], "slurm": ["--tz", "UTC"]}.get(
             kind, []
         )
-        out = subprocess.run(
-            [sys.executable, "-c", _PEAK, *args],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        ).stdout.splitlines()
-        code, grown = (int(x) for x in out[0].split())
-        errors = [ln for ln in out[1:] if ln.strip()]
-        assert code == 1 and len(errors) == 1 and errors[0].startswith("error:"), out
+        code, grown_kib, errors = cli_peak_growth(args, ROOT)
+        assert code == 1 and len(errors) == 1 and errors[0].startswith("error:"), errors
         assert "line 1: line is longer than" in errors[0]
-        return grown
+        return grown_kib // 1024
 
     # just past the limit: 2 MiB (the line limit is 1 MiB), 11 MiB (the answer cap 10M)
     control = grown_mib(11 if kind == "prometheus-range" else 2, "control")

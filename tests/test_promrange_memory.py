@@ -11,8 +11,6 @@ on one line, as ``curl`` saves it. Measured in a fresh process with getrusage.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +19,9 @@ import pytest
 
 from bench.promrange_big import write
 from gpu_trace.loaders import promrange
-from tests.peak_rss import OWN_PEAK_KIB
+from tests.peak_rss import cli_peak_growth
 
 ROOT = Path(__file__).resolve().parents[1]
-
-_PEAK = f"""
-import sys
-from typer.testing import CliRunner
-from gpu_trace.cli import app
-import gpu_trace.loaders.promrange  # imports done before the baseline
-before = {OWN_PEAK_KIB}
-r = CliRunner().invoke(app, sys.argv[1:])
-after = {OWN_PEAK_KIB}
-print(r.exit_code, (after - before) * 1024)
-print(r.stderr)
-"""
 
 
 def test_a_40_mb_answer_costs_a_small_multiple_of_its_size(tmp_path: Path) -> None:
@@ -47,22 +33,16 @@ def test_a_40_mb_answer_costs_a_small_multiple_of_its_size(tmp_path: Path) -> No
     size = f.stat().st_size
     assert 35e6 < size < 45e6 and b"\n" not in f.read_bytes()[:1_000_000]
     args = ["ingest", "prometheus-range", str(f), "--store", str(tmp_path / "s")]
-    out = subprocess.run(
-        [sys.executable, "-c", _PEAK, *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    ).stdout.splitlines()
-    code, grown = (int(x) for x in out[0].split())
-    assert code == 0, out
+    code, grown_kib, lines = cli_peak_growth(args, ROOT)
+    grown = grown_kib * 1024
+    assert code == 0, lines
     # every sample accounted for: 4 of the 5 families are gpu_samples rows; an XID series
     # (runs of 1000 "0" then 1000 "79", bench/promrange_big.py) fires one event where
     # it changes to 79, the rest are "no event"
     points = samples // (5 * 32)
     events = 32 * sum(1 for i in range(points) if i % 2000 == 1000)
     rows = samples * 4 // 5 + events
-    assert f"read {rows} = written {rows} + quarantined 0" in "\n".join(out[1:]), out
+    assert f"read {rows} = written {rows} + quarantined 0" in "\n".join(lines), lines
     # measured: ~10x at 40 MB (the text held twice while decoded, ~30 bytes of columns
     # per sample, a batch's query and polars' allocator), ~8.5x at 100 MB; before: ~70x
     assert grown < 12 * size, f"peak grew by {grown / 1e6:.0f} MB for a {size / 1e6:.0f} MB answer"

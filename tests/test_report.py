@@ -4,7 +4,6 @@ and a real headless-Chromium render."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import shutil
@@ -265,33 +264,6 @@ def test_serving_charts_render_non_empty_in_chromium(
 def test_serving_layout_in_chromium(serving_site: Path, tmp_path: Path, name: str) -> None:
     """The serving pages keep the job pages' layout rules (tests/test_report_polish.py):
     no sideways scrolling at 1280 px, no two chart / facet / axis titles overlapping."""
-    from tests.test_report_polish import MEASURE
+    from tests.test_report_polish import assert_layout
 
-    assert CHROMIUM
-    page = tmp_path / name
-    head, _, tail = (serving_site / name).read_text().rpartition("</body>")
-    page.write_text(head + MEASURE + tail)
-    proc = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--window-size=1280,900",
-            "--virtual-time-budget=20000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    found = re.search(r'<pre id="measured">(.*?)</pre>', proc.stdout)
-    assert found, proc.stderr[-2000:]
-    measured = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
-    assert measured["width"] <= measured["window"], measured
-    assert measured["overlaps"] == [], measured["overlaps"]
+    assert_layout(serving_site, tmp_path, name)

@@ -173,14 +173,14 @@ setTimeout(function () {
 </script></body>"""
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI installs it)")
-@pytest.mark.parametrize("name", ["index.html", "openb.html"])
-def test_layout_in_chromium(site: Path, tmp_path: Path, name: str) -> None:
-    """A 1280 px window: the page never scrolls sideways (wide tables scroll inside
-    their own box) and no two chart / facet / axis titles overlap."""
+def assert_layout(built: Path, tmp_path: Path, name: str) -> None:
+    """Page ``name`` of the site in ``built`` at 1280 px in headless Chromium: it never
+    scrolls sideways (wide tables scroll inside their own box) and no two chart / facet /
+    axis titles overlap (:data:`MEASURE` measures it in the page).
+    """
     assert CHROMIUM
     page = tmp_path / name
-    head, _, tail = (site / name).read_text().rpartition("</body>")  # the bundle has one too
+    head, _, tail = (built / name).read_text().rpartition("</body>")  # the bundle has one too
     page.write_text(head + MEASURE + tail)
     proc = subprocess.run(
         [
@@ -206,3 +206,11 @@ def test_layout_in_chromium(site: Path, tmp_path: Path, name: str) -> None:
     measured = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert measured["width"] <= measured["window"], measured
     assert measured["overlaps"] == [], measured["overlaps"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (CI installs it)")
+@pytest.mark.parametrize("name", ["index.html", "openb.html"])
+def test_layout_in_chromium(site: Path, tmp_path: Path, name: str) -> None:
+    """A 1280 px window: the page never scrolls sideways (wide tables scroll inside
+    their own box) and no two chart / facet / axis titles overlap."""
+    assert_layout(site, tmp_path, name)

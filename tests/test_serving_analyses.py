@@ -28,24 +28,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 import gpu_trace as gt
 from gpu_trace.analyses.serving_prefix import hit_counts, stack_distances
-from gpu_trace.cli import app
-
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
-
-
-def cli(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
-
-
-def ingest(store: Path, loader: str, path: Path) -> None:
-    code, _, err = cli("-q", "ingest", loader, path, "--store", store)
-    assert code == 0, err
+from tests.serving_common import SAMPLES, cli
+from tests.serving_common import ingest_ok as ingest
 
 
 def mooncake(path: Path, rows: list[tuple[int, int, int, list[int]]]) -> Path:

@@ -20,24 +20,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from gpu_trace.cli import app
-from gpu_trace.store.catalog import connect
+from tests.serving_common import REAL_GENTD26, rows
+from tests.serving_common import ingest_cli as ingest
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-REAL_GENTD26 = Path("/work/shared/traces/inference/alibaba-genai-2026/lora_request_trace.csv")
-
-
-def ingest(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["ingest", *[str(a) for a in args]])
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stderr
-
-
-def rows(store: Path, sql: str) -> list[tuple[object, ...]]:
-    with connect(store) as con:
-        return con.sql(sql).fetchall()
 
 
 def write(path: Path, lines: list[str]) -> Path:

@@ -23,23 +23,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from scipy import stats
-from typer.testing import CliRunner
 
-from gpu_trace.cli import app
 from gpu_trace.store.parquet import ensure_layout
-
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
-
-
-def cli(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stdout, result.stderr
-
-
-def ingest(store: Path, loader: str, path: Path) -> None:
-    code, _, err = cli("-q", "ingest", loader, path, "--store", store)
-    assert code == 0, err
+from tests.serving_common import SAMPLES, cli
+from tests.serving_common import ingest_ok as ingest
 
 
 def fidelity(store: Path) -> pl.DataFrame:

@@ -21,13 +21,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpu_trace.cli import app
 from gpu_trace.datasets import get
-from gpu_trace.store.catalog import connect
-
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+from tests.serving_common import SAMPLES, rows
+from tests.serving_common import ingest_cli as ingest
 
 # The README's two example requests, as one JSON object per line.
 README_1 = (
@@ -38,17 +35,6 @@ README_2 = (
     '{"timestamp": 30535, "input_length": 6472, "output_length": 26, "hash_ids": '
     "[46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 2366]}"
 )
-
-
-def ingest(*args: str | Path) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["ingest", *[str(a) for a in args]])
-    assert "Traceback" not in result.output
-    return result.exit_code, result.stderr
-
-
-def rows(store: Path, sql: str) -> list[tuple[object, ...]]:
-    with connect(store) as con:
-        return con.sql(sql).fetchall()
 
 
 # --------------------------------------------------------------------------- azure-llm

@@ -30,10 +30,9 @@ from typer.testing import CliRunner
 from gpu_trace.cli import app
 from gpu_trace.store.catalog import connect
 from gpu_trace.synth import get_writer
+from tests.serving_common import REAL_GENTD26, SAMPLES
 
 runner = CliRunner()
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
-REAL_GENTD26 = Path("/work/shared/traces/inference/alibaba-genai-2026/lora_request_trace.csv")
 FAMILIES = ["azure-llm", "mooncake", "burstgpt", "gentd26"]
 
 

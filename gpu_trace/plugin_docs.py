@@ -86,6 +86,20 @@ def _first_line(text: str) -> str:
     return " ".join(text.strip().split("\n\n")[0].split())
 
 
+def _policy_tables(title: str, kinds: tuple[plugins.PolicyKind, ...]) -> list[str]:
+    """One table per policy kind: each built-in's name and first docstring line."""
+    out = [title, ""]
+    for kind in kinds:
+        out += [f"### {kind}", "", "| name | what it does |", "|---|---|"]
+        found = sorted(
+            (p for p in plugins.builtins("policies") if p.kind == kind), key=lambda p: p.rank
+        )
+        for p in found:
+            out.append(f"| `{p.name}` | {_first_line(p.policy.__doc__ or '')} |")
+        out.append("")
+    return out
+
+
 def render() -> str:
     """The whole of ``docs/plugins.md``."""
     out = [HEADER, "## Loaders (`gpu-trace ingest NAME PATH`)", ""]
@@ -104,16 +118,14 @@ def render() -> str:
             out += ["| column | label | meaning |", "|---|---|---|"]
             out += [f"| `{k}` | {label} | {m} |" for k, (label, m) in p.glossary.items()]
             out.append("")
-    out += ["## Replay policies (`--policy`, `--placement`, `-o KEY=VALUE`)", ""]
-    kinds: tuple[plugins.PolicyKind, ...] = ("scheduler", "placement", "admission")
-    for kind in kinds:
-        out += [f"### {kind}", "", "| name | what it does |", "|---|---|"]
-        found = sorted(
-            (p for p in plugins.builtins("policies") if p.kind == kind), key=lambda p: p.rank
-        )
-        for p in found:
-            out.append(f"| `{p.name}` | {_first_line(p.policy.__doc__ or '')} |")
-        out.append("")
+    out += _policy_tables(
+        "## Replay policies (`--policy`, `--placement`, `-o KEY=VALUE`)",
+        ("scheduler", "placement", "admission"),
+    )
+    out += _policy_tables(
+        "## Serving replay plugins (`serve run --batching`, `--router`, `--latency`)",
+        ("batching", "router", "latency"),
+    )
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
 Group = Literal["loaders", "analyses", "policies"]
-PolicyKind = Literal["scheduler", "placement", "admission"]
+PolicyKind = Literal["scheduler", "placement", "admission", "batching", "router", "latency"]
+"""Training replay kinds (scheduler, placement, admission) and the serving replay's
+(batching: replica schedulers, router, latency: iteration-time models)."""
 
 #: Entry-point group per plugin kind, and the package whose modules hold the built-ins.
 ENTRY_POINT_GROUPS: dict[Group, str] = {
@@ -52,6 +54,9 @@ _BUILTIN_PACKAGES: dict[Group, tuple[str, ...]] = {
         "gpu_trace.replay.scheduling",
         "gpu_trace.replay.placement",
         "gpu_trace.replay.admission",
+        "gpu_trace.serve.batching",
+        "gpu_trace.serve.routing",
+        "gpu_trace.serve.latency",
     ),
 }
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 Parts = list[tuple[int, int, int]]
 """An allocation: (node, GPU index, milli-GPU) triples."""
 
-Kind = Literal["scheduler", "placement", "admission"]
+Kind = Literal["scheduler", "placement", "admission", "batching", "router", "latency"]
 
 
 class EngineView(PolicyColumns[Sequence[float]], Protocol):
@@ -232,7 +232,14 @@ def build_config(config: type[Any], options: Mapping[str, Any]) -> Any:
     return config(**kwargs)
 
 
-_EXTRA: dict[Kind, dict[str, type[Any]]] = {"scheduler": {}, "placement": {}, "admission": {}}
+_EXTRA: dict[Kind, dict[str, type[Any]]] = {
+    "scheduler": {},
+    "placement": {},
+    "admission": {},
+    "batching": {},
+    "router": {},
+    "latency": {},
+}
 
 
 def _declared(kind: Kind) -> dict[str, type[Any]]:

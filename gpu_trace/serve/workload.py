@@ -110,7 +110,9 @@ def from_frames(
         counts = np.bincount(joined.get_column("_rank").to_numpy(), minlength=ids.size)
         offsets[1:] = np.cumsum(counts)
         hashes = joined.get_column("block_hash").to_numpy().astype(np.int64)
-        block_tokens = int(joined.get_column("block_tokens").cast(pl.Int64).to_numpy().max(initial=0))
+        block_tokens = int(
+            joined.get_column("block_tokens").cast(pl.Int64).to_numpy().max(initial=0)
+        )
     return RequestSet(
         request_id=ids,
         arrival_s=arrival,

@@ -115,7 +115,7 @@ class RooflineConfig:
 
 
 class Roofline:
-    """Iteration time from FLOPs and bytes against the GPU's peaks (module docstring)."""
+    """Iteration time from FLOPs and bytes against the GPU's datasheet peaks, no measurement."""
 
     Config: ClassVar[type[RooflineConfig]] = RooflineConfig
 

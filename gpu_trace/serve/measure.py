@@ -6,7 +6,7 @@ in one folder: ``--latency profile --profile DIR``). What is timed, per tensor-p
 shard (heads, KV heads and FFN width divided by ``tp``; no communication, use vidur's
 network profiles or the shipped ones for the all-reduce):
 
-- ``mlp.csv``, by token count: the input RMSNorm, the QKV projection (``attn_pre_proj``),
+- ``mlp.csv``, by token count: the embedding lookup (``emb``), the input RMSNorm, the QKV projection (``attn_pre_proj``),
   rotary embedding (``attn_rope``), the output projection (``attn_post_proj``), the second
   RMSNorm, the gate+up projection (``mlp_up_proj``), SiLU x up (``mlp_act``), the down
   projection (``mlp_down_proj``) and the residual add: vidur's operator names;
@@ -39,6 +39,7 @@ from gpu_trace.serve.latency.base import ModelSpec
 NEEDS = "gpu-trace serve profile needs PyTorch with a CUDA GPU: none here"
 
 MLP_OPS: tuple[str, ...] = (
+    "emb",
     "input_layernorm",
     "attn_pre_proj",
     "attn_rope",
@@ -49,7 +50,9 @@ MLP_OPS: tuple[str, ...] = (
     "mlp_down_proj",
     "add",
 )
-"""The operators timed per token count, in vidur's names (its mlp.csv columns)."""
+"""The operators timed per token count, in vidur's names and order (its mlp.csv columns;
+``emb``, the embedding lookup, is written as vidur writes it, though neither vidur's
+predictor nor ours adds it to an iteration)."""
 
 STATS = ("min", "max", "mean", "median", "std")
 
@@ -231,6 +234,8 @@ def _mlp_ops(torch: Any, model: ModelSpec, tp: int, n: int) -> dict[str, Any]:
     w_up = torch.randn(h, 2 * ffn, device=dev, dtype=dt)
     w_down = torch.randn(ffn, h, device=dev, dtype=dt)
     norm = torch.ones(h, device=dev, dtype=dt)
+    table = torch.randn(model.vocab, h, device=dev, dtype=dt)
+    ids = torch.randint(0, model.vocab, (n,), device=dev)
     x = torch.randn(n, h, device=dev, dtype=dt)
     qk = torch.randn(n, (q + kv), hd, device=dev, dtype=dt)
     cos = torch.randn(n, 1, hd // 2, device=dev, dtype=dt)
@@ -247,6 +252,7 @@ def _mlp_ops(torch: Any, model: ModelSpec, tp: int, n: int) -> dict[str, Any]:
         return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1)
 
     return {
+        "emb": lambda: torch.nn.functional.embedding(ids, table),
         "input_layernorm": rms,
         "attn_pre_proj": lambda: x @ w_qkv,
         "attn_rope": rope,

@@ -123,17 +123,23 @@ class Profile:
         self.overhead_share = config.batching_overhead if gqa else 0.0
         attention = folder / "attention.csv"
         self.attention: AttentionTable | None = None
-        self.roofline: Roofline | None = None
         if attention.is_file():
             self.attention = AttentionTable.from_csv(attention, model, tp, config.block_size)
         else:
-            self.roofline = Roofline(RooflineConfig(), model, gpu, tp)
             self.notes.append(
                 f"profile {folder} has no attention.csv: attention kernels timed by the roofline"
             )
         self.allreduce: TokenTable | None = None
         if tp > 1:
             self.allreduce = self._allreduce_table(folder)
+        self._token_cache: dict[int, float] = {}
+        # the roofline's attention terms, per layer, for a profile without attention.csv
+        fallback = Roofline(RooflineConfig(), model, gpu, tp)
+        self._layers = float(model.layers)
+        self._pair_flops = fallback.attention_flops_per_pair
+        self._kv_bytes = fallback.kv_bytes
+        self._flop_rate = fallback.flop_rate
+        self._byte_rate = fallback.byte_rate
 
     # -- where the files are -------------------------------------------------------
 
@@ -175,16 +181,25 @@ class Profile:
         raise UsageError(msg)
 
     # -- the composition ------------------------------------------------------------
+    # iteration_s works on Python floats (it runs once per simulated iteration: a
+    # month of traffic is millions of calls), decode_steps_s on arrays; both add the
+    # same terms in the same order, so they agree to the last bit.
 
-    def _token_ms(self, tokens: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """Per-layer milliseconds of everything keyed by the token count."""
-        rounded = np.ceil(tokens / 8.0) * 8.0
+    def _token_ms(self, tokens: int) -> float:
+        """Per-layer milliseconds of everything keyed by the token count (memoized)."""
+        cached = self._token_cache.get(tokens)
+        if cached is not None:
+            return cached
+        rounded = np.array([math.ceil(tokens / 8) * 8.0])
         ms = self.mlp.ms(rounded)
         if self.attention is not None:
-            ms = ms + self.attention.kv_save_ms(tokens)
+            ms = ms + self.attention.kv_save_ms(np.array([float(tokens)]))
         if self.allreduce is not None:
             ms = ms + 2.0 * (self.allreduce.ms(rounded) + self.config.allreduce_overhead_s * 1e3)
-        return ms
+        value = float(ms[0])
+        if len(self._token_cache) < 1 << 16:
+            self._token_cache[tokens] = value
+        return value
 
     def _decode_ms(self, count: float, context: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Per-layer milliseconds of decode attention: ``count`` requests whose KV
@@ -192,9 +207,21 @@ class Profile:
         """
         if self.attention is not None:
             ms = self.attention.decode_ms(count, context / count)
-            return ms * (1.0 + self.overhead_share * (count > 1))
-        assert self.roofline is not None
-        return self._roofline_attention_ms(count, context + count, context + count)
+            out: npt.NDArray[np.float64] = ms * (1.0 + self.overhead_share * (count > 1))
+            return out
+        kv = context + count  # read the cached KV and write the new token's
+        flops = self._pair_flops * kv / self._layers  # L + 1 (query, key) pairs each
+        moved = self._kv_bytes * kv / self._layers
+        return np.maximum(flops / self._flop_rate, moved / self._byte_rate) * 1e3
+
+    def _decode_ms_one(self, count: float, context: float) -> float:
+        """:meth:`_decode_ms` of one context, in floats (same operations, same order)."""
+        if self.attention is not None:
+            return float(self._decode_ms(count, np.array([context]))[0])
+        kv = context + count
+        flops = self._pair_flops * kv / self._layers
+        moved = self._kv_bytes * kv / self._layers
+        return max(flops / self._flop_rate, moved / self._byte_rate) * 1e3
 
     def _prefill_ms(self, shape: IterationShape) -> float:
         if not shape.prefill_tokens:
@@ -209,40 +236,22 @@ class Profile:
             for t, c in zip(shape.prefill_tokens, shape.prefill_context, strict=True)
         )
         kv_tokens = sum(shape.prefill_context) + sum(shape.prefill_tokens)
-        one = np.array([float(pairs)])
-        return float(self._roofline_attention_ms(0.0, one, np.array([float(kv_tokens)]))[0])
-
-    def _roofline_attention_ms(
-        self, count: float, pairs: npt.NDArray[np.float64], kv_tokens: npt.NDArray[np.float64]
-    ) -> npt.NDArray[np.float64]:
-        """Per-layer milliseconds of attention by the roofline: the (query, key) pairs'
-        FLOPs and the KV bytes against the GPU's peaks (count is unused: the pairs hold it).
-        """
-        r = self.roofline
-        assert r is not None
-        layers = self.model.layers
-        flops = r.attention_flops_per_pair * pairs / layers
-        moved = r.kv_bytes * kv_tokens / layers
-        out: npt.NDArray[np.float64] = np.maximum(flops / r.flop_rate, moved / r.byte_rate) * 1e3
-        return out
-
-    def _seconds(self, per_layer_ms: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        out: npt.NDArray[np.float64] = (
-            per_layer_ms * self.model.layers * 1e-3 + self.config.overhead_s
-        )
-        return out
+        flops = self._pair_flops * float(pairs) / self._layers
+        moved = self._kv_bytes * float(kv_tokens) / self._layers
+        return max(flops / self._flop_rate, moved / self._byte_rate) * 1e3
 
     def iteration_s(self, shape: IterationShape) -> float:
         """Seconds one iteration of ``shape`` takes (0 for an empty one)."""
         tokens = shape.tokens
         if tokens == 0:
             return 0.0
-        ms = self._token_ms(np.array([float(tokens)]))
+        ms = self._token_ms(tokens)
         if shape.decode_count:
-            context = np.array([float(shape.decode_context_sum)])
-            ms = ms + self._decode_ms(float(shape.decode_count), context)
+            ms = ms + self._decode_ms_one(
+                float(shape.decode_count), float(shape.decode_context_sum)
+            )
         ms = ms + self._prefill_ms(shape)
-        return float(self._seconds(ms)[0])
+        return ms * self._layers * 1e-3 + self.config.overhead_s
 
     def decode_steps_s(self, count: int, context_sum: int, steps: int) -> npt.NDArray[np.float64]:
         """Seconds of ``steps`` consecutive decode-only iterations, with the same
@@ -251,10 +260,10 @@ class Profile:
         if count <= 0 or steps <= 0:
             return np.zeros(max(steps, 0), dtype=np.float64)
         context = (context_sum + np.arange(steps, dtype=np.int64) * count).astype(np.float64)
-        ms = np.repeat(self._token_ms(np.array([float(count)])), steps)
-        ms = ms + self._decode_ms(float(count), context)
+        ms = self._token_ms(count) + self._decode_ms(float(count), context)
         ms = ms + 0.0  # no prefill: iteration_s adds 0.0 here too
-        return self._seconds(ms)
+        out: npt.NDArray[np.float64] = ms * self._layers * 1e-3 + self.config.overhead_s
+        return out
 
     def kv_capacity_tokens(self, memory_utilization: float) -> int:
         """KV tokens the replica holds (weights from the model table, this model's

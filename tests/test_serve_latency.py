@@ -321,3 +321,13 @@ def test_served_tokens_count_finished_requests_only() -> None:
     )
     frame = pl.DataFrame(rows, schema=REQUEST_COLUMNS)
     assert served_tokens(frame) == 120
+
+
+def test_table_rows_for_listing() -> None:
+    gpus = {r["gpu"]: r for r in hardware.gpu_rows()}
+    assert gpus["h100-sxm"]["hbm_gb_s"] == 3350.0 and "h100" in gpus["h100-sxm"]["aliases"]
+    models = {r["model"]: r for r in hardware.model_rows()}
+    # Llama-2-7b: 2 (K, V) x 32 layers x 32 KV heads x 128 (4096 / 32) x 2 bytes
+    assert models["llama-2-7b"]["kv_bytes_per_token"] == 2 * 32 * 32 * 128 * 2
+    # Llama-3-70B: GQA with 8 KV heads: 2 x 80 x 8 x 128 x 2
+    assert models["llama-3-70b"]["kv_bytes_per_token"] == 327_680

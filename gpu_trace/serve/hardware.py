@@ -173,3 +173,47 @@ def price(gpu_kind: str, path: str | Path | None = None) -> float:
         msg = f"no price for GPU {canonical!r} in the price table: give one with --price FILE"
         raise UsageError(msg)
     return table[canonical]
+
+
+def gpu_rows() -> list[dict[str, Any]]:
+    """The GPU table as rows (for ``gpu-trace serve models``): name, aliases, the
+    figures with their units in the keys, and the sources.
+    """
+    keys = ("peak_tflops", "hbm_gb_s", "memory_gib", "tdp_w", "idle_w", "link_gb_s")
+    return [
+        {
+            "gpu": name,
+            "aliases": ", ".join(e.get("aliases", ())),
+            **{k: float(e[k]) for k in keys},
+            "source": e.get("source", ""),
+            "idle_source": e.get("idle_source", ""),
+        }
+        for name, e in sorted(_gpus().entries.items())
+    ]
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """The model table as rows (for ``gpu-trace serve models``), with the KV-cache bytes
+    per token and the weight bytes each model implies.
+    """
+    rows = []
+    for name in model_names():
+        spec = model(name)
+        e = _models().entries[name]
+        rows.append(
+            {
+                "model": name,
+                "layers": spec.layers,
+                "hidden": spec.hidden,
+                "heads": spec.heads,
+                "kv_heads": spec.kv_heads,
+                "ffn": spec.ffn,
+                "vocab": spec.vocab,
+                "params": int(spec.params),
+                "max_context_tokens": spec.max_context,
+                "kv_bytes_per_token": spec.kv_bytes_per_token,
+                "weight_bytes": int(spec.weight_bytes),
+                "source": e.get("source", ""),
+            }
+        )
+    return rows

@@ -366,3 +366,10 @@ def test_measured_tables_are_written_in_vidurs_format_and_read_back(tmp_path: Pa
     # counted) at 0.011 ms, plus decode attention 0.001 x 8 x 512 / 64 = 0.064 ms (no GQA).
     got = p.iteration_s(IterationShape(decode_count=8, decode_context_sum=8 * 512))
     assert got == pytest.approx(32 * (9 * 0.011 + 0.064) * 1e-3)
+
+
+def test_profile_options_are_checked() -> None:
+    with pytest.raises(UsageError, match="batching_overhead"):
+        build_latency("profile", "llama-2-7b", "a100", 1, {"batching_overhead": "-0.5"})
+    with pytest.raises(UsageError, match="unknown option"):
+        build_latency("profile", "llama-2-7b", "a100", 1, {"mfu": "0.5"})

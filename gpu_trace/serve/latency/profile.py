@@ -51,6 +51,7 @@ from gpu_trace.serve.latency.base import GpuSpec, IterationShape, ModelSpec
 from gpu_trace.serve.latency.memory import check_tp, kv_capacity_tokens
 from gpu_trace.serve.latency.profile_tables import AttentionTable, TokenTable
 from gpu_trace.serve.latency.roofline import Roofline, RooflineConfig
+from gpu_trace.values import check_number
 
 #: Token-wise operators of mlp.csv vidur adds per layer; the last three may be absent
 #: (vidur counts them as 0 then).
@@ -111,6 +112,9 @@ class Profile:
 
     def __init__(self, config: ProfileConfig, model: ModelSpec, gpu: GpuSpec, tp: int = 1) -> None:
         check_tp(model, tp)
+        for name in ("batching_overhead", "allreduce_overhead_s", "overhead_s", "reserve_gib"):
+            check_number(getattr(config, name), f"profile option {name}", ge=0)
+        check_number(config.block_size, "profile option block_size", gt=0)
         self.config = config
         self.model = model
         self.gpu = gpu

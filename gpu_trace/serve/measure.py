@@ -194,7 +194,9 @@ def write_attention_csv(
 
 
 def _torch() -> Any:
-    """PyTorch with a CUDA device, or the one-line refusal."""
+    """PyTorch with a CUDA device (the `profile` extra: pip install gpu-trace[profile]),
+    or the one-line refusal.
+    """
     try:
         torch = importlib.import_module("torch")
     except ImportError:

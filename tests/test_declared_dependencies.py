@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Import names whose distribution may not be installed where the tests run (an optional
 # extra), so packages_distributions() cannot map them.
-NOT_INSTALLED = {"pynvml": "nvidia-ml-py", "ray": "ray"}
+NOT_INSTALLED = {"pynvml": "nvidia-ml-py", "ray": "ray", "torch": "torch"}
 
 
 def _normalize(name: str) -> str:

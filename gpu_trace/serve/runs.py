@@ -1,0 +1,340 @@
+"""One serving replay run, end to end: read the window's requests from the store, build
+the latency model, run the engine (:func:`gpu_trace.serve.engine.simulate`), score it
+(:mod:`gpu_trace.serve.metrics`, :mod:`gpu_trace.serve.sanity`) and write it.
+
+Writes go through the store's one writer, as the job replay's do
+(:func:`gpu_trace.replay.simulate.stage_run`): the run's three tables are staged in a
+:class:`~gpu_trace.store.parquet.StoreTransaction` and published as ONE generation, so
+a reader sees all of a run (or of a comparison) or none of it, and an error half-way
+leaves the previous generation as it was. Keys: source = the replayed source, dataset
+= the run id.
+
+The engine, the latency models and the hardware tables are imported when a run needs
+them, so the command line (``--help``, usage errors) never loads the simulator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gpu_trace.errors import GpuTraceError, UsageError
+from gpu_trace.replay import policy
+from gpu_trace.serve import metrics, sanity
+from gpu_trace.serve.config import ServeConfig, parse_disaggregate, parse_pairs
+from gpu_trace.serve.result import ServeResult
+from gpu_trace.serve.workload import RequestSet, from_frames
+from gpu_trace.store.parquet import StoreTransaction
+from gpu_trace.store.scan import scan
+
+TABLES = ("serve_runs", "serve_requests", "serve_timeseries")
+
+
+@dataclass
+class ServeRun:
+    """A finished run: its config and id, the engine's result, the summary row and the
+    sanity notes.
+    """
+
+    config: ServeConfig
+    run_id: str
+    result: ServeResult
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, trace_dataset: str) -> pl.DataFrame:
+        """The ``serve_runs`` row (without the store keys)."""
+        c = self.config
+        prefill, decode = parse_disaggregate(c.disaggregate)
+        start = prefill + decode if prefill else _start_replicas(c)
+        return pl.DataFrame(
+            [
+                {
+                    "run_id": self.run_id,
+                    "trace_dataset": trace_dataset,
+                    "config_json": c.to_json(),
+                    "model": c.model,
+                    "gpu": c.gpu,
+                    "tp": c.tp,
+                    "replicas": start,
+                    "replicas_max": max(start, self.result.replicas.height),
+                    "batching": c.batching,
+                    "router": c.router,
+                    "latency_model": c.latency,
+                    "disaggregate": c.disaggregate,
+                    "gpus": start * c.tp,
+                    **self.summary,
+                    "notes": "\n".join(self.notes) or None,
+                    "created_at": datetime.now(UTC),
+                }
+            ],
+            infer_schema_length=None,
+        )
+
+
+def _start_replicas(config: ServeConfig) -> int:
+    """Replicas serving at time 0: the autoscaler's ``min`` when it has one, else
+    ``--replicas`` (/work/notes/serve_spec.md, Autoscaling).
+    """
+    if config.autoscale:
+        opts = parse_pairs(config.autoscale, "--autoscale")
+        if "min" in opts:
+            try:
+                return int(opts["min"])
+            except ValueError:
+                msg = f"--autoscale min={opts['min']!r} is not a whole number"
+                raise UsageError(msg) from None
+    return config.replicas
+
+
+# -- the workload ------------------------------------------------------------------------
+
+
+def request_sources(store: Path) -> dict[str, list[str]]:
+    """Source -> its datasets, for every source with rows in the store's ``requests``."""
+    found = scan(store, "requests").select("source", "dataset").unique().collect()
+    out: dict[str, list[str]] = {}
+    for source, dataset in found.sort("source", "dataset").iter_rows():
+        out.setdefault(source, []).append(dataset)
+    return out
+
+
+def _listing(have: dict[str, list[str]]) -> str:
+    return "; ".join(f"{s} ({', '.join(d)})" for s, d in have.items()) or "none"
+
+
+def check_source(store: Path, source: str, dataset: str | None) -> None:
+    """A usage error (exit 2) naming the sources (and datasets) the store's requests
+    hold when ``source`` / ``dataset`` is not among them.
+    """
+    have = request_sources(store)
+    if not source:
+        msg = f"give --source: the store's requests hold {_listing(have)}"
+        raise UsageError(msg)
+    if source not in have:
+        msg = (
+            f"the store {store} has no requests for source {source!r}; "
+            f"sources with requests: {_listing(have)}"
+        )
+        raise UsageError(msg)
+    if dataset is not None and dataset not in have[source]:
+        msg = (
+            f"source {source!r} has no dataset {dataset!r} in the store's requests; "
+            f"it has: {', '.join(have[source])}"
+        )
+        raise UsageError(msg)
+
+
+def load_requests(
+    store: Path, source: str, dataset: str | None, start_s: float, duration_s: float | None
+) -> RequestSet:
+    """The requests of the window ``[first arrival + start_s, + duration_s)`` of one
+    source (and dataset) of the store's current generation, arrival times from the
+    window's first request. The window is cut here, once: the engine replays the
+    :class:`RequestSet` it is given.
+    """
+    from gpu_trace.store.generations import snapshot_root
+
+    root = snapshot_root(store)  # both tables from one generation
+    req = scan(root, "requests", [source])
+    blk = scan(root, "request_blocks", [source])
+    if dataset is not None:
+        req = req.filter(pl.col("dataset") == dataset)
+        blk = blk.filter(pl.col("dataset") == dataset)
+    cols = ["request_id", "arrival_time", "input_tokens", "output_tokens", "session_id"]
+    req = req.select(cols)
+    if start_s > 0 or duration_s is not None:
+        first = pl.col("arrival_time").min()
+        lo = first + pl.duration(microseconds=round(start_s * 1e6))
+        keep = pl.col("arrival_time") >= lo
+        if duration_s is not None:
+            hi = lo + pl.duration(microseconds=round(duration_s * 1e6))
+            keep = keep & (pl.col("arrival_time") < hi)
+        req = req.filter(keep)
+    frame = req.filter(pl.col("input_tokens").is_not_null() & pl.col("output_tokens").is_not_null())
+    frame_df = frame.collect()
+    ids = frame_df.select("request_id").lazy()
+    blocks = (
+        blk.select("request_id", "position", "block_hash", "block_tokens")
+        .join(ids, on="request_id", how="semi")
+        .collect()
+    )
+    return from_frames(frame_df, blocks, source=source, dataset=dataset or "")
+
+
+# -- the parts owned by the engine and the latency models --------------------------------
+
+
+def part(name: str) -> Any:
+    """``gpu_trace.serve.<name>``, imported when a run needs it (the engine, the
+    hardware tables, the energy and price helpers): the command line loads none of them
+    for ``--help`` or a usage error.
+    """
+    return importlib.import_module(f"gpu_trace.serve.{name}")
+
+
+def check_names(config: ServeConfig) -> None:
+    """Usage errors (exit 2, "did you mean") for an unknown replica scheduler, router or
+    latency model, before anything runs.
+    """
+    policy.get("batching", config.batching)
+    policy.get("router", config.router)
+    policy.get("latency", config.latency)
+
+
+def build_latency(config: ServeConfig) -> Any:
+    """The config's latency model (plugin kind ``latency``) for its model, GPU kind and
+    tensor-parallel width; an unknown model or GPU is the hardware tables' usage error.
+
+    The class may build itself from the whole config (``from_config``); otherwise it
+    gets the keywords its constructor names among ``model``, ``gpu`` (the
+    :mod:`gpu_trace.serve.hardware` specs), ``tp``, ``profile`` and ``config``.
+    """
+    cls = policy.get("latency", config.latency)
+    maker = getattr(cls, "from_config", None)
+    if callable(maker):
+        return maker(config)
+    hardware = part("hardware")
+    offered: dict[str, Callable[[], Any]] = {
+        "model": lambda: hardware.model(config.model),
+        "gpu": lambda: hardware.gpu(config.gpu),
+        "tp": lambda: config.tp,
+        "profile": lambda: config.profile,
+        "config": lambda: config,
+    }
+    params = inspect.signature(cls).parameters
+    return cls(**{k: make() for k, make in offered.items() if k in params})
+
+
+def engine_simulate(requests: RequestSet, config: ServeConfig, latency: Any) -> ServeResult:
+    """:func:`gpu_trace.serve.engine.simulate` (imported at call time)."""
+    result: ServeResult = part("engine").simulate(requests, config, latency)
+    return result
+
+
+def price_per_gpu_h(config: ServeConfig) -> float | None:
+    """USD per GPU-hour of the config's GPU kind from the price table (``--price``, else
+    the shipped one: :mod:`gpu_trace.serve.energy`); None when the table has no price
+    for it (the cost is then null, and a note says so).
+    """
+    price: float | None = part("energy").price_per_gpu_h(config.gpu, config.price)
+    return price
+
+
+# -- running -----------------------------------------------------------------------------
+
+
+def execute(requests: RequestSet, config: ServeConfig) -> ServeRun:
+    """Replay ``requests`` under ``config`` and score it (nothing written)."""
+    run_id = config.resolved_run_id()
+    latency = build_latency(config)
+    # the window is cut by load_requests: the engine gets it whole
+    engine_config = dataclasses.replace(config, start_s=0.0, duration_s=None)
+    result = engine_simulate(requests, engine_config, latency)
+    gpu = getattr(latency, "gpu", None)
+    power = (float(gpu.tdp_w), float(gpu.idle_w)) if gpu is not None else None
+    price = price_per_gpu_h(config)
+    summary = metrics.summary(
+        result,
+        metrics.Slo.parse(config.slo),
+        cold_start_s=config.cold_start_s,
+        power_w=power,
+        usd_per_gpu_h=price,
+    )
+    notes = sanity.notes(summary, config.latency, list(result.notes))
+    if price is None:
+        notes.append(f"no price for GPU {config.gpu!r} in the price table: cost not computed")
+    return ServeRun(config, run_id, result, summary, notes)
+
+
+def tagged(run: ServeRun, source: str, trace_dataset: str) -> dict[str, pl.DataFrame]:
+    """A run's three tables keyed as the store keeps them (source = the replayed
+    source, dataset = the run id).
+    """
+    keys = {"source": source, "dataset": run.run_id, "cluster": source, "run_id": run.run_id}
+    requests = run.result.requests.with_columns(pl.lit(trace_dataset).alias("trace_dataset"))
+    frames = {
+        "serve_runs": run.row(trace_dataset),
+        "serve_requests": requests,
+        "serve_timeseries": run.result.timeseries,
+    }
+    return {
+        k: v.with_columns(*(pl.lit(x).alias(c) for c, x in keys.items())) for k, v in frames.items()
+    }
+
+
+def stage(tx: StoreTransaction, run: ServeRun, source: str, trace_dataset: str) -> None:
+    """Stage one run's tables in ``tx`` (published by its commit)."""
+    for table, frame in tagged(run, source, trace_dataset).items():
+        tx.write(table, frame, source=source, dataset=run.run_id, metadata={"run_id": run.run_id})
+
+
+def write_dir(run: ServeRun, out: Path, source: str, trace_dataset: str) -> None:
+    """The run directory: ``config.json`` (the config and run id) and the three tables
+    as Parquet, as they are in the store.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    config = {**dataclasses.asdict(run.config), "run_id": run.run_id}
+    (out / "config.json").write_text(
+        json.dumps(config, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+    )
+    for table, frame in tagged(run, source, trace_dataset).items():
+        frame.write_parquet(out / f"{table}.parquet", compression="zstd")
+
+
+def run_all(
+    store: Path,
+    configs: Iterable[ServeConfig],
+    *,
+    out: Path | None = None,
+    write_store: bool = True,
+    per_run_dirs: bool = False,
+    on_run: Callable[[ServeRun], None] | None = None,
+) -> list[ServeRun]:
+    """Run every config (one source and dataset, the window read once) and publish all
+    of them in ONE store generation at the end; ``out`` gets the run directory (or
+    ``out/<run id>`` per run with ``per_run_dirs``). An error in any run publishes none.
+    """
+    configs = list(configs)
+    if not configs:
+        return []
+    first = configs[0]
+    if any((c.source, c.dataset, c.start_s, c.duration_s) != _window(first) for c in configs):
+        msg = "the runs of one comparison must replay the same source, dataset and window"
+        raise GpuTraceError(msg)
+    ids = [c.resolved_run_id() for c in configs]
+    if len(set(ids)) != len(ids):
+        msg = "two runs of the comparison resolve to the same run id"
+        raise UsageError(msg)
+    check_source(store, first.source, first.dataset)
+    for c in configs:
+        check_names(c)
+    requests = load_requests(store, first.source, first.dataset, first.start_s, first.duration_s)
+    trace_dataset = first.dataset or ""
+    runs: list[ServeRun] = []
+    with StoreTransaction(store) as tx:
+        for config in configs:
+            run = execute(requests, config)
+            if write_store:
+                stage(tx, run, first.source, trace_dataset)
+            if out is not None:
+                write_dir(
+                    run, out / run.run_id if per_run_dirs else out, first.source, trace_dataset
+                )
+            runs.append(run)
+            if on_run is not None:
+                on_run(run)
+    return runs
+
+
+def _window(c: ServeConfig) -> tuple[str, str | None, float, float | None]:
+    return (c.source, c.dataset, c.start_s, c.duration_s)

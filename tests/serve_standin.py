@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import policy
 from gpu_trace.serve.config import ServeConfig, parse_disaggregate
 from gpu_trace.serve.latency.base import GpuSpec
@@ -53,10 +54,15 @@ class Engine:
 
     step_at: int | None = None
     calls: int = 0
+    fail_router: str | None = None
+    """A router whose runs fail (a run's own error, as a GpuTraceError)."""
 
     def simulate(self, requests: Any, config: ServeConfig, latency: Any) -> ServeResult:
         """A contract-conforming :class:`ServeResult` for ``requests`` (see the module)."""
         self.calls += 1
+        if config.router == self.fail_router:
+            msg = f"stand-in failure for router {config.router}"
+            raise GpuTraceError(msg)
         p, d = parse_disaggregate(config.disaggregate)
         n_rep = p + d if p else config.replicas
         n = len(requests)

@@ -140,15 +140,20 @@ def _notes(runs: list[Any]) -> None:
             alert.print(f"note: {run.run_id}: {text}", markup=False, highlight=False)
 
 
+def _table(rows: pl.DataFrame) -> pl.DataFrame:
+    """The summary table's columns of ``serve_runs`` rows (TPOT in ms)."""
+    ms = [
+        (pl.col(c.replace("_ms", "_s")) * 1000).alias(c)
+        for c in SUMMARY_COLUMNS
+        if c.endswith("_ms")
+    ]
+    return rows.with_columns(ms).select(SUMMARY_COLUMNS)
+
+
 def _emit_runs(runs: list[Any], fmt: Format) -> None:
     rows = pl.concat([r.row(r.config.dataset or "") for r in runs], how="diagonal_relaxed")
     if fmt is Format.table:
-        ms = [
-            (pl.col(c.replace("_ms", "_s")) * 1000).alias(c)
-            for c in SUMMARY_COLUMNS
-            if c.endswith("_ms")
-        ]
-        emit(rows.with_columns(ms).select(SUMMARY_COLUMNS), fmt)
+        emit(_table(rows), fmt)
     else:
         emit(rows.drop("config_json", "created_at"), fmt)
     _notes(runs)
@@ -316,6 +321,98 @@ def plan_cmd(
             f"fewest GPUs: {chosen.gpus} (tp {chosen.tp} x {chosen.replicas} replicas), "
             f"attainment {chosen.attainment:.3f}"
         )
+
+
+def _grid_doc(
+    source: str | None, grid: list[str] | None, fixed: list[str] | None
+) -> dict[str, Any] | None:
+    """The flags as a sweep-file document (the same parser and checks); None if none."""
+    doc: dict[str, dict[str, str]] = {"grid": {}, "fixed": {}}
+    for items, section, flag in ((grid, "grid", "--grid"), (fixed, "fixed", "--set")):
+        for item in items or []:
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                msg = f"{flag} {item!r} is not FIELD=VALUES"
+                raise UsageError(msg)
+            if key in doc["grid"] or key in doc["fixed"]:
+                msg = f"{flag} {key} is given twice"
+                raise UsageError(msg)
+            doc[section][key] = value
+    if source is None and not doc["grid"] and not doc["fixed"]:
+        return None
+    return {"source": source, **doc}
+
+
+@app.command("sweep")
+@domain_errors
+def sweep_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
+    sweep_file: Annotated[
+        Path | None,
+        typer.Argument(help="Sweep file (TOML: source, [fixed] and [grid] over serve fields)."),
+    ] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Source.")] = None,
+    grid: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--grid",
+            help="Sweep a serve field: FIELD=VALUES (router=round-robin,least-tokens; "
+            "replicas=4-8; repeatable).",
+        ),
+    ] = None,
+    fixed: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Hold a serve field: FIELD=VALUE (repeatable)."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
+    ] = False,
+    store: ReadStoreOpt = None,
+    fmt: FormatOpt = Format.table,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay every point of a grid over the serve fields (replay sweep's grid and
+    folder), in this process; each run goes to the store as it finishes, --resume skips
+    the finished ones.
+    """
+    from gpu_trace.serve import sweep as ssw
+
+    doc = _grid_doc(source, grid, fixed)
+    if sweep_file is not None and doc is not None:
+        msg = "give a sweep file or grid flags (--source, --grid, --set), not both"
+        raise UsageError(msg)
+    if sweep_file is not None:
+        spec = ssw.load(sweep_file)
+    elif doc is not None:
+        spec = ssw.parse(doc, "command line")
+    elif resume:
+        spec = ssw.spec_from_manifest(out)
+    else:
+        msg = "give a sweep file, grid flags (--source, --grid), or --resume"
+        raise UsageError(msg)
+    outcome = ssw.run_sweep(
+        resolve_store(store),
+        spec,
+        out,
+        resume=resume,
+        on_run=lambda run_id, status, done, total: info(f"{done}/{total} {run_id}: {status}"),
+    )
+    if outcome.rows:
+        rows = pl.concat(outcome.rows, how="diagonal_relaxed")
+        fmt = _fmt(fmt, as_json)
+        if fmt is Format.table:
+            emit(_table(rows), fmt)
+        else:
+            emit(rows.drop("config_json", "created_at"), fmt)
+    info(outcome.line())
+    if outcome.failed:
+        run_id, why = outcome.failed[0]
+        msg = (
+            f"{len(outcome.failed)} of {outcome.total} runs failed (first: {run_id}: {why}); "
+            "fix the cause and rerun with --resume"
+        )
+        raise GpuTraceError(msg)
 
 
 @app.command("models")

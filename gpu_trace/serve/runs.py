@@ -308,7 +308,7 @@ def run_all(
     if not configs:
         return []
     first = configs[0]
-    if any((c.source, c.dataset, c.start_s, c.duration_s) != _window(first) for c in configs):
+    if any((c.source, c.dataset, c.start_s, c.duration_s) != window_of(first) for c in configs):
         msg = "the runs of one comparison must replay the same source, dataset and window"
         raise GpuTraceError(msg)
     ids = [c.resolved_run_id() for c in configs]
@@ -336,5 +336,6 @@ def run_all(
     return runs
 
 
-def _window(c: ServeConfig) -> tuple[str, str | None, float, float | None]:
+def window_of(c: ServeConfig) -> tuple[str, str | None, float, float | None]:
+    """What selects a run's requests: runs replaying one set share it."""
     return (c.source, c.dataset, c.start_s, c.duration_s)

@@ -1,9 +1,10 @@
 """STAND-INS for the parts of the serving replay owned by other modules, for the tests of
 the serving command line, store tables and metrics (tests/test_serve_cli*.py) ONLY.
 
-They replace, for one test, ``gpu_trace.serve.engine.simulate`` (serve-engine), a
-latency model (serve-latency) and the price lookup of ``gpu_trace.serve.energy``
-(serve-latency), so that the command line can be tested end to end before (and
+They replace, for one test, ``gpu_trace.serve.engine.simulate`` (serve-engine) and
+``gpu_trace.serve.latency.select.build_latency`` (serve-latency), and, only while those
+modules are not merged, the price lookup and energy helpers of
+``gpu_trace.serve.hardware`` / ``gpu_trace.serve.energy`` (serve-latency), so that the command line can be tested end to end before (and
 independently of) the real engine: the tests check what the CLI, the metrics and the
 store do with a contract-conforming :class:`ServeResult`, not what the engine computes
 (its golden tests do that). Never imported by the package.
@@ -18,6 +19,7 @@ attainment that is a known step function of replicas (for ``serve plan``'s searc
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 from collections.abc import Iterator
@@ -162,11 +164,6 @@ class Latency:
         self.gpu = GPU
         self.tp = config.tp
 
-    @classmethod
-    def from_config(cls, config: ServeConfig) -> Latency:
-        """Built from the whole config, as a real latency model may be."""
-        return cls(config)
-
 
 class Named:
     """A stand-in router / replica scheduler class: only its name is looked up."""
@@ -181,19 +178,89 @@ STANDIN_PLUGINS = {
 }
 
 
+def build_latency(
+    name: str, model: str, gpu: str, tp: int = 1, options: Any = None, profile: Any = None
+) -> Latency:
+    """Stand-in for ``gpu_trace.serve.latency.select.build_latency`` (serve-latency)."""
+    return Latency(ServeConfig(latency=name, model=model, gpu=gpu, tp=tp))
+
+
+@dataclass(frozen=True)
+class EnergyCost:
+    """Stand-in for ``gpu_trace.serve.energy.EnergyCost`` (serve-latency)."""
+
+    gpu_seconds: float
+    energy_kwh: float
+    j_per_token: float | None
+    price_usd_per_gpu_hour: float
+    cost_usd: float
+    usd_per_million_tokens: float | None
+
+
+def served_tokens(requests: pl.DataFrame) -> int:
+    """Stand-in for ``gpu_trace.serve.energy.served_tokens``."""
+    done = requests.filter(pl.col("status") == "finished")
+    return int(done.select(pl.col("input_tokens").sum() + pl.col("output_tokens").sum()).item())
+
+
+def energy_cost(
+    replicas: pl.DataFrame,
+    gpu: GpuSpec,
+    *,
+    tokens: int,
+    price_usd_per_gpu_hour: float,
+    cold_start_s: float = 0.0,
+) -> EnergyCost:
+    """Stand-in for ``gpu_trace.serve.energy.energy_cost`` (replicas up from time 0)."""
+    gpus = replicas["gpus"].cast(pl.Float64)
+    alive = float((gpus * (replicas["down_s"] - replicas["up_s"])).sum())
+    busy = float((gpus * replicas["busy_s"]).sum())
+    joules = busy * gpu.tdp_w + (alive - busy) * gpu.idle_w
+    cost = alive / 3600 * price_usd_per_gpu_hour
+    return EnergyCost(
+        alive,
+        joules / 3.6e6,
+        joules / tokens if tokens else None,
+        price_usd_per_gpu_hour,
+        cost,
+        cost / tokens * 1e6 if tokens else None,
+    )
+
+
+def _module(name: str, **attrs: Any) -> types.ModuleType:
+    module = types.ModuleType(name)
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    return module
+
+
+def _missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:
+        return True
+
+
 @contextmanager
 def standins(monkeypatch: pytest.MonkeyPatch, step_at: int | None = None) -> Iterator[Engine]:
-    """Install the stand-in engine, latency model ``standin`` and price lookup for one
-    test; routers and schedulers the real plugins do not (yet) provide are registered
-    by name, and everything is taken back afterwards.
+    """Install the stand-in engine and latency model ``standin`` for one test (and the
+    hardware price and energy helpers while serve-latency's are not merged); routers and
+    schedulers the real plugins do not provide are registered by name. Everything is
+    taken back afterwards.
     """
     engine = Engine(step_at=step_at)
-    fake_engine = types.ModuleType("gpu_trace.serve.engine")
-    fake_engine.simulate = engine.simulate  # type: ignore[attr-defined]
-    fake_energy = types.ModuleType("gpu_trace.serve.energy")
-    fake_energy.price_per_gpu_h = lambda gpu, path=None: PRICE  # type: ignore[attr-defined]
-    for name, module in (("engine", fake_engine), ("energy", fake_energy)):
-        monkeypatch.setitem(sys.modules, f"gpu_trace.serve.{name}", module)
+    fakes = {
+        "gpu_trace.serve.engine": _module("engine", simulate=engine.simulate),
+        "gpu_trace.serve.latency.select": _module("select", build_latency=build_latency),
+    }
+    if _missing("gpu_trace.serve.energy"):
+        fakes["gpu_trace.serve.energy"] = _module(
+            "energy", energy_cost=energy_cost, served_tokens=served_tokens
+        )
+    if _missing("gpu_trace.serve.hardware"):
+        fakes["gpu_trace.serve.hardware"] = _module("hardware", price=lambda gpu, path=None: PRICE)
+    for name, module in fakes.items():
+        monkeypatch.setitem(sys.modules, name, module)
     added: list[tuple[Any, str]] = []
     for kind, names in STANDIN_PLUGINS.items():
         for name in names:

@@ -10,7 +10,6 @@ added there is a flag here with nothing else to change. A summary table goes to 
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -426,8 +425,8 @@ def models(fmt: FormatOpt = Format.table, as_json: JsonOpt = False) -> None:
     hardware = part("hardware")
 
     fmt = _fmt(fmt, as_json)
-    gpus = pl.DataFrame([dataclasses.asdict(g) for g in hardware.gpus()])
-    models_ = pl.DataFrame([dataclasses.asdict(m) for m in hardware.models()])
+    gpus = pl.DataFrame(hardware.gpu_rows(), infer_schema_length=None)
+    models_ = pl.DataFrame(hardware.model_rows(), infer_schema_length=None)
     if fmt is Format.json:
         emit(
             pl.concat(
@@ -464,8 +463,9 @@ def profile(
         raise GpuTraceError(msg)
     from gpu_trace.serve.runs import part
 
-    written = part("latency.measure").measure(model, tp, out)
-    info(f"profile written to {written}")
+    spec = part("hardware").model(model)
+    written = part("measure").measure_profile(spec, out, tp=tp)
+    info(f"profile written: {', '.join(str(p) for p in written)}")
 
 
 def _cuda() -> bool:

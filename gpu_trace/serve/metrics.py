@@ -13,9 +13,8 @@ What serving teams are judged on, as the papers define it:
 - throughput (tokens of the finished requests per second), preemptions, drops with
   their reasons, prefix-cache hit share;
 - GPU time, energy and cost: GPU-seconds count a replica from when it was started
-  (cold start included) to when it stopped; energy is the two-level power model of
-  /work/notes/serve_spec.md (busy seconds at TDP, the rest at idle power); cost is
-  GPU-hours x a price per GPU-hour.
+  (cold start included) to when it stopped; energy (the two-level power model) and
+  cost (GPU-hours x a price per GPU-hour) come from :mod:`gpu_trace.serve.energy`.
 
 All of it is expressions over the result's frames (no loop over requests).
 """
@@ -24,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -107,16 +106,40 @@ def replica_gpu_s(cold_start_s: float) -> pl.Expr:
     return pl.col("gpus").cast(pl.Float64) * (pl.col("down_s") - started).clip(lower_bound=0.0)
 
 
-def energy_j(replicas: pl.DataFrame, cold_start_s: float, tdp_w: float, idle_w: float) -> float:
-    """The two-level power model over the replicas: per GPU, busy seconds at ``tdp_w``
-    and the rest of its life (cold start included) at ``idle_w``.
+class EnergyCost(Protocol):
+    """GPU time, energy and cost of a run, as :func:`gpu_trace.serve.energy.energy_cost`
+    returns them (the two-level power model and the price table live there).
     """
-    if not replicas.height:
-        return 0.0
-    alive = replica_gpu_s(cold_start_s)
-    busy = pl.col("gpus").cast(pl.Float64) * pl.col("busy_s")
-    total = (busy * tdp_w + (alive - busy).clip(lower_bound=0.0) * idle_w).sum()
-    return float(replicas.select(total).item())
+
+    @property
+    def gpu_seconds(self) -> float:
+        """GPUs x (stop - start), summed over replicas."""
+        ...
+
+    @property
+    def energy_kwh(self) -> float:
+        """Energy of the GPUs."""
+        ...
+
+    @property
+    def j_per_token(self) -> float | None:
+        """Joules per served token."""
+        ...
+
+    @property
+    def price_usd_per_gpu_hour(self) -> float:
+        """The price used."""
+        ...
+
+    @property
+    def cost_usd(self) -> float:
+        """GPU-hours x price."""
+        ...
+
+    @property
+    def usd_per_million_tokens(self) -> float | None:
+        """Cost per million served tokens."""
+        ...
 
 
 def summary(
@@ -124,12 +147,11 @@ def summary(
     slo: Slo,
     *,
     cold_start_s: float = 0.0,
-    power_w: tuple[float, float] | None = None,
-    usd_per_gpu_h: float | None = None,
+    energy: EnergyCost | None = None,
 ) -> dict[str, Any]:
-    """The run's summary metrics (the ``serve_runs`` metric columns). ``power_w`` is
-    (TDP, idle) watts of one GPU (energy is null without it); ``usd_per_gpu_h`` the
-    price (cost null without it).
+    """The run's summary metrics (the ``serve_runs`` metric columns). ``energy`` is the
+    run's GPU time, energy and cost (:func:`gpu_trace.serve.energy.energy_cost`); without
+    it GPU-seconds are computed here and energy and cost are null.
     """
     req, reps = result.requests, result.replicas
     horizon = float(result.horizon_s)
@@ -151,11 +173,14 @@ def summary(
     )
     n = int(counts["requests"])
     tokens = float(counts["prompt"] + counts["output"])
-    gpu_s = float(reps.select(replica_gpu_s(cold_start_s).sum()).item()) if reps.height else 0.0
+    if energy is not None:
+        gpu_s = float(energy.gpu_seconds)
+    elif reps.height:
+        gpu_s = float(reps.select(replica_gpu_s(cold_start_s).sum()).item())
+    else:
+        gpu_s = 0.0
     alive = reps.select((pl.col("down_s") - pl.col("up_s")).clip(lower_bound=0.0).sum()).item()
     busy = reps.select(pl.col("busy_s").sum()).item() if reps.height else 0.0
-    energy = energy_j(reps, cold_start_s, *power_w) if power_w is not None else None
-    cost = gpu_s / 3600 * usd_per_gpu_h if usd_per_gpu_h is not None else None
     return {
         "slo_ttft_s": slo.ttft_s if slo.ttft_s != float("inf") else None,
         "slo_tpot_s": slo.tpot_s if slo.tpot_s != float("inf") else None,
@@ -176,9 +201,9 @@ def summary(
         "horizon_s": horizon,
         "gpu_seconds": gpu_s,
         "utilization_ratio": _ratio(float(busy or 0.0), float(alive or 0.0)),
-        "energy_kwh": energy / 3.6e6 if energy is not None else None,
-        "energy_per_token_j": _ratio(energy, tokens) if energy is not None else None,
-        "usd_per_gpu_h": usd_per_gpu_h,
-        "cost_usd": cost,
-        "cost_per_mtok_usd": _ratio(cost * 1e6, tokens) if cost is not None else None,
+        "energy_kwh": energy.energy_kwh if energy is not None else None,
+        "energy_per_token_j": energy.j_per_token if energy is not None else None,
+        "usd_per_gpu_h": energy.price_usd_per_gpu_hour if energy is not None else None,
+        "cost_usd": energy.cost_usd if energy is not None else None,
+        "cost_per_mtok_usd": energy.usd_per_million_tokens if energy is not None else None,
     }

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import inspect
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -176,8 +175,8 @@ def load_requests(
 
 def part(name: str) -> Any:
     """``gpu_trace.serve.<name>``, imported when a run needs it (the engine, the
-    hardware tables, the energy and price helpers): the command line loads none of them
-    for ``--help`` or a usage error.
+    latency models, the hardware tables, the energy helpers): the command line loads
+    none of them for ``--help`` or a usage error.
     """
     return importlib.import_module(f"gpu_trace.serve.{name}")
 
@@ -192,27 +191,14 @@ def check_names(config: ServeConfig) -> None:
 
 
 def build_latency(config: ServeConfig) -> Any:
-    """The config's latency model (plugin kind ``latency``) for its model, GPU kind and
-    tensor-parallel width; an unknown model or GPU is the hardware tables' usage error.
-
-    The class may build itself from the whole config (``from_config``); otherwise it
-    gets the keywords its constructor names among ``model``, ``gpu`` (the
-    :mod:`gpu_trace.serve.hardware` specs), ``tp``, ``profile`` and ``config``.
+    """The config's latency model for its model, GPU kind and tensor-parallel width
+    (:func:`gpu_trace.serve.latency.select.build_latency`); an unknown model or GPU is
+    the hardware tables' usage error, with "did you mean".
     """
-    cls = policy.get("latency", config.latency)
-    maker = getattr(cls, "from_config", None)
-    if callable(maker):
-        return maker(config)
-    hardware = part("hardware")
-    offered: dict[str, Callable[[], Any]] = {
-        "model": lambda: hardware.model(config.model),
-        "gpu": lambda: hardware.gpu(config.gpu),
-        "tp": lambda: config.tp,
-        "profile": lambda: config.profile,
-        "config": lambda: config,
-    }
-    params = inspect.signature(cls).parameters
-    return cls(**{k: make() for k, make in offered.items() if k in params})
+    select = part("latency.select")
+    return select.build_latency(
+        config.latency, config.model, config.gpu, config.tp, profile=config.profile
+    )
 
 
 def engine_simulate(requests: RequestSet, config: ServeConfig, latency: Any) -> ServeResult:
@@ -221,13 +207,19 @@ def engine_simulate(requests: RequestSet, config: ServeConfig, latency: Any) -> 
     return result
 
 
-def price_per_gpu_h(config: ServeConfig) -> float | None:
-    """USD per GPU-hour of the config's GPU kind from the price table (``--price``, else
-    the shipped one: :mod:`gpu_trace.serve.energy`); None when the table has no price
-    for it (the cost is then null, and a note says so).
+def energy_cost(result: ServeResult, config: ServeConfig, latency: Any) -> Any:
+    """GPU time, energy and cost of a run (:func:`gpu_trace.serve.energy.energy_cost`,
+    the price from :func:`gpu_trace.serve.hardware.price`: ``--price`` or the shipped
+    table).
     """
-    price: float | None = part("energy").price_per_gpu_h(config.gpu, config.price)
-    return price
+    energy = part("energy")
+    return energy.energy_cost(
+        result.replicas,
+        latency.gpu,
+        tokens=energy.served_tokens(result.requests),
+        price_usd_per_gpu_hour=part("hardware").price(config.gpu, config.price),
+        cold_start_s=config.cold_start_s,
+    )
 
 
 # -- running -----------------------------------------------------------------------------
@@ -240,19 +232,13 @@ def execute(requests: RequestSet, config: ServeConfig) -> ServeRun:
     # the window is cut by load_requests: the engine gets it whole
     engine_config = dataclasses.replace(config, start_s=0.0, duration_s=None)
     result = engine_simulate(requests, engine_config, latency)
-    gpu = getattr(latency, "gpu", None)
-    power = (float(gpu.tdp_w), float(gpu.idle_w)) if gpu is not None else None
-    price = price_per_gpu_h(config)
     summary = metrics.summary(
         result,
         metrics.Slo.parse(config.slo),
         cold_start_s=config.cold_start_s,
-        power_w=power,
-        usd_per_gpu_h=price,
+        energy=energy_cost(result, config, latency),
     )
     notes = sanity.notes(summary, config.latency, list(result.notes))
-    if price is None:
-        notes.append(f"no price for GPU {config.gpu!r} in the price table: cost not computed")
     return ServeRun(config, run_id, result, summary, notes)
 
 

@@ -19,6 +19,7 @@ attainment that is a known step function of replicas (for ``serve plan``'s searc
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 import types
@@ -227,11 +228,13 @@ def energy_cost(
     )
 
 
-def _module(name: str, **attrs: Any) -> types.ModuleType:
-    module = types.ModuleType(name)
+def _patch(monkeypatch: pytest.MonkeyPatch, name: str, **attrs: Any) -> None:
+    """Replace ``attrs`` of module ``name``, or stand the module in whole when absent."""
+    if _missing(name):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    module = importlib.import_module(name)
     for key, value in attrs.items():
-        setattr(module, key, value)
-    return module
+        monkeypatch.setattr(module, key, value, raising=False)
 
 
 def _missing(name: str) -> bool:
@@ -249,18 +252,19 @@ def standins(monkeypatch: pytest.MonkeyPatch, step_at: int | None = None) -> Ite
     taken back afterwards.
     """
     engine = Engine(step_at=step_at)
-    fakes = {
-        "gpu_trace.serve.engine": _module("engine", simulate=engine.simulate),
-        "gpu_trace.serve.latency.select": _module("select", build_latency=build_latency),
-    }
+    # the real modules keep their other names (the real plugins import them): only the
+    # function is replaced; a module not merged yet is stood in whole
+    _patch(monkeypatch, "gpu_trace.serve.engine", simulate=engine.simulate)
+    _patch(monkeypatch, "gpu_trace.serve.latency.select", build_latency=build_latency)
     if _missing("gpu_trace.serve.energy"):
-        fakes["gpu_trace.serve.energy"] = _module(
-            "energy", energy_cost=energy_cost, served_tokens=served_tokens
+        _patch(
+            monkeypatch,
+            "gpu_trace.serve.energy",
+            energy_cost=energy_cost,
+            served_tokens=served_tokens,
         )
     if _missing("gpu_trace.serve.hardware"):
-        fakes["gpu_trace.serve.hardware"] = _module("hardware", price=lambda gpu, path=None: PRICE)
-    for name, module in fakes.items():
-        monkeypatch.setitem(sys.modules, name, module)
+        _patch(monkeypatch, "gpu_trace.serve.hardware", price=lambda gpu, path=None: PRICE)
     added: list[tuple[Any, str]] = []
     for kind, names in STANDIN_PLUGINS.items():
         for name in names:

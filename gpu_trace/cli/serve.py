@@ -439,7 +439,9 @@ def models(fmt: FormatOpt = Format.table, as_json: JsonOpt = False) -> None:
             fmt,
         )
         return
-    emit(gpus, fmt)
+    # GB/s columns end in "_s": declared, so the table does not show them as durations
+    rates = {c: "GB/s" for c in gpus.columns if c.endswith("_gb_s")}
+    emit(gpus, fmt, units=rates)
     emit(models_, fmt)
 
 

@@ -158,8 +158,8 @@ def test_plan_bisects_to_the_step(store: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_plan_says_when_no_layout_meets_it(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with standins(monkeypatch, step_at=100):
         code, out, err = cli(
-            "serve", "plan", "--source", "azure-llm", "--duration", "1m", "--latency",
-            "standin", "--max-replicas", "3", "--store", store, "--json",
+            "serve", "plan", "--source", "azure-llm", "--dataset", "conv", "--duration", "1m",
+            "--latency", "standin", "--max-replicas", "3", "--store", store, "--json",
         )  # fmt: skip
     assert code == 0, err
     assert [p["replicas"] for p in json.loads(out)] == [1, 2, 3]
@@ -177,6 +177,7 @@ def one_error_line(err: str) -> str:
     [
         (["--source", "azur-llm"], ["no requests for source 'azur-llm'", "azure-llm (code, conv)"]),
         (["--source", "azure-llm", "--dataset", "chat"], ["no dataset 'chat'", "code, conv"]),
+        (["--source", "azure-llm"], ["several datasets (code, conv): give --dataset"]),
         (["--source", "mooncake", "--router", "least-token"], ["did you mean 'least-tokens'"]),
         (["--source", "mooncake", "--batching", "orca"], ["unknown batching policy 'orca'"]),
         (["--source", "mooncake", "--disaggregate", "2"], ["--disaggregate: '2' is not P:D"]),
@@ -207,6 +208,38 @@ def test_store_without_requests_names_what_it_has(
         code, _, err = cli("serve", "run", "--source", "openb", "--store", bare)
     assert code == 2
     assert "sources with requests: none" in one_error_line(err)
+
+
+def test_a_window_without_token_counts_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GenTD26 publishes image generations (its README: no token counts), so no request
+    of it can be replayed on an LLM: one error line saying so and how many rows.
+    """
+    synth = tmp_path / "gentd26"
+    code, _, err = cli("synth", "gentd26", "--jobs", "50", "--out", synth)
+    assert code == 0, err
+    bare = tmp_path / "store"
+    ingest_ok(bare, "gentd26", synth)
+    with standins(monkeypatch) as engine:
+        code, _, err = cli(
+            "serve", "run", "--source", "gentd26", "--latency", "standin", "--store", bare
+        )
+    assert code == 1
+    line = one_error_line(err)
+    assert "holds no request with token counts (50 without" in line
+    assert engine.calls == 0
+
+
+def test_an_empty_window_names_the_trace_span(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with standins(monkeypatch):
+        code, _, err = cli(*run_args(store, "--start", "2h"))
+    assert code == 1
+    # the conversation file spans 18:15:46.68 .. 19:14:08.40: 3502 s
+    assert (
+        "holds no request with token counts (0 without; the trace spans 3502 s)"
+        in one_error_line(err)
+    )
 
 
 def test_compare_and_plan_check_their_lists(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,14 +46,14 @@ def a_run(run_id: str, result: ServeResult | None = None) -> ServeRun:
     result = result or five()
     config = ServeConfig(source="azure-llm", dataset="conv", run_id=run_id)
     summary = metrics.summary(result, metrics.Slo.parse(config.slo))
-    return ServeRun(config, run_id, result, summary, ["only 5 requests"])
+    return ServeRun(config, run_id, result, summary, ["only 5 requests"], "conv")
 
 
 def test_round_trip(tmp_path: Path) -> None:
     store = tmp_path / "store"
     run = a_run("run-a")
     with StoreTransaction(store) as tx:
-        stage(tx, run, "azure-llm", "conv")
+        stage(tx, run, "azure-llm")
     back = scan(store, "serve_requests", ["azure-llm"]).collect()
     assert back.select(KEYS).unique().rows() == [("azure-llm", "run-a", "azure-llm", "run-a")]
     assert back["trace_dataset"].unique().to_list() == ["conv"]
@@ -69,7 +69,7 @@ def test_round_trip(tmp_path: Path) -> None:
 def test_failure_half_way_keeps_the_previous_generation(tmp_path: Path) -> None:
     store = tmp_path / "store"
     with StoreTransaction(store) as tx:
-        stage(tx, a_run("run-a"), "azure-llm", "conv")
+        stage(tx, a_run("run-a"), "azure-llm")
     before = snapshot_root(store).resolve()
     good = five()
     # a timeseries frame off the contract: the third table's write raises, after the
@@ -81,14 +81,14 @@ def test_failure_half_way_keeps_the_previous_generation(tmp_path: Path) -> None:
         good.horizon_s,
     )
     with pytest.raises(SchemaMismatch), StoreTransaction(store) as tx:
-        stage(tx, a_run("run-b", bad), "azure-llm", "conv")
+        stage(tx, a_run("run-b", bad), "azure-llm")
     assert snapshot_root(store).resolve() == before
     assert rows(store, "select run_id from serve_runs") == [("run-a",)]
     assert rows(store, "select distinct run_id from serve_requests") == [("run-a",)]
     assert not list(store.glob(".tx-*"))  # the staged files went with the transaction
     # a later commit: a reader holding the old snapshot still reads run-a alone
     with StoreTransaction(store) as tx:
-        stage(tx, a_run("run-b"), "azure-llm", "conv")
+        stage(tx, a_run("run-b"), "azure-llm")
     assert scan(before, "serve_runs").select("run_id").collect()["run_id"].to_list() == ["run-a"]
     now = scan(store, "serve_runs").select("run_id").collect().sort("run_id")
     assert now["run_id"].to_list() == ["run-a", "run-b"]
@@ -103,8 +103,8 @@ def test_a_failed_run_of_a_comparison_publishes_none(
     with standins(monkeypatch) as engine:
         engine.fail_router = "least-tokens"
         code, _, err = cli(
-            "serve", "compare", "--source", "azure-llm", "--duration", "1m", "--latency",
-            "standin", "--routers", "round-robin,least-tokens", "--store", store,
+            "serve", "compare", "--source", "azure-llm", "--dataset", "code", "--duration",
+            "1m", "--latency", "standin", "--routers", "round-robin,least-tokens", "--store", store,
         )  # fmt: skip
     assert code == 1
     assert err.strip().splitlines()[-1] == "error: stand-in failure for router least-tokens"

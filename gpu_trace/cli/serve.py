@@ -150,7 +150,7 @@ def _table(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _emit_runs(runs: list[Any], fmt: Format) -> None:
-    rows = pl.concat([r.row(r.config.dataset or "") for r in runs], how="diagonal_relaxed")
+    rows = pl.concat([r.row() for r in runs], how="diagonal_relaxed")
     if fmt is Format.table:
         emit(_table(rows), fmt)
     else:

@@ -21,8 +21,7 @@ _RUN = Column("run_id", pa.string(), "Serving run identifier (= dataset).", null
 _TRACE = Column(
     "trace_dataset",
     pa.string(),
-    "The replayed dataset of the source (requests.dataset, e.g. conv); empty when every "
-    "dataset of the source was replayed.",
+    "The replayed dataset of the source (requests.dataset, e.g. conv).",
 )
 
 

@@ -99,13 +99,13 @@ def search(
 
     runs.check_source(store, base.source, base.dataset)
     runs.check_names(base)
-    requests = runs.load_requests(store, base.source, base.dataset, base.start_s, base.duration_s)
+    window = runs.load_requests(store, base.source, base.dataset, base.start_s, base.duration_s)
     tried: list[Tried] = []
     for tp in tps:
 
         def attainment(replicas: int, tp: int = tp) -> float:
             config = dataclasses.replace(base, tp=tp, replicas=replicas, run_id=None)
-            run = runs.execute(requests, config)
+            run = runs.execute(window, config)
             value = run.summary["slo_attainment_ratio"]
             point = Tried(tp, replicas, float(value or 0.0), run.summary)
             tried.append(point)

@@ -49,8 +49,10 @@ class ServeRun:
     result: ServeResult
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    trace_dataset: str = ""
+    """The replayed dataset of the source."""
 
-    def row(self, trace_dataset: str) -> pl.DataFrame:
+    def row(self) -> pl.DataFrame:
         """The ``serve_runs`` row (without the store keys)."""
         c = self.config
         prefill, decode = parse_disaggregate(c.disaggregate)
@@ -59,7 +61,7 @@ class ServeRun:
             [
                 {
                     "run_id": self.run_id,
-                    "trace_dataset": trace_dataset,
+                    "trace_dataset": self.trace_dataset,
                     "config_json": c.to_json(),
                     "model": c.model,
                     "gpu": c.gpu,
@@ -133,24 +135,53 @@ def check_source(store: Path, source: str, dataset: str | None) -> None:
         raise UsageError(msg)
 
 
+@dataclass(frozen=True)
+class Window:
+    """The requests a run replays and the window's rows it cannot (no token count)."""
+
+    requests: RequestSet
+    skipped: int = 0
+
+    def notes(self) -> list[str]:
+        """The note every run of this window carries about the rows it left out."""
+        if not self.skipped:
+            return []
+        return [
+            f"{self.skipped} requests of the window have no token counts: not replayed "
+            f"(of {self.skipped + len(self.requests)})"
+        ]
+
+
 def load_requests(
     store: Path, source: str, dataset: str | None, start_s: float, duration_s: float | None
-) -> RequestSet:
+) -> Window:
     """The requests of the window ``[first arrival + start_s, + duration_s)`` of one
-    source (and dataset) of the store's current generation, arrival times from the
+    source and dataset of the store's current generation, arrival times from the
     window's first request. The window is cut here, once: the engine replays the
-    :class:`RequestSet` it is given.
+    :class:`RequestSet` it is given. Without ``dataset`` the source must hold one:
+    request ids and arrival clocks are per dataset, so two are not one workload.
+    Requests without token counts (a diffusion trace's) are counted, not replayed; a
+    window left empty is an error naming the trace's span.
     """
     from gpu_trace.store.generations import snapshot_root
 
     root = snapshot_root(store)  # both tables from one generation
     req = scan(root, "requests", [source])
     blk = scan(root, "request_blocks", [source])
+    if dataset is None:
+        have = request_sources(root).get(source, [])
+        if len(have) > 1:
+            msg = f"source {source!r} holds several datasets ({', '.join(have)}): give --dataset"
+            raise UsageError(msg)
+        dataset = have[0] if have else None
     if dataset is not None:
         req = req.filter(pl.col("dataset") == dataset)
         blk = blk.filter(pl.col("dataset") == dataset)
     cols = ["request_id", "arrival_time", "input_tokens", "output_tokens", "session_id"]
     req = req.select(cols)
+    span = req.select(
+        pl.col("arrival_time").min().alias("lo"), pl.col("arrival_time").max().alias("hi")
+    )
     if start_s > 0 or duration_s is not None:
         first = pl.col("arrival_time").min()
         lo = first + pl.duration(microseconds=round(start_s * 1e6))
@@ -159,15 +190,26 @@ def load_requests(
             hi = lo + pl.duration(microseconds=round(duration_s * 1e6))
             keep = keep & (pl.col("arrival_time") < hi)
         req = req.filter(keep)
-    frame = req.filter(pl.col("input_tokens").is_not_null() & pl.col("output_tokens").is_not_null())
-    frame_df = frame.collect()
-    ids = frame_df.select("request_id").lazy()
+    frame = req.collect()
+    usable = pl.col("input_tokens").is_not_null() & pl.col("output_tokens").is_not_null()
+    kept = frame.filter(usable)
+    if not kept.height:
+        lo_t, hi_t = span.collect().row(0)
+        trace = f"{(hi_t - lo_t).total_seconds():.0f} s" if lo_t is not None else "no requests"
+        msg = (
+            f"the window (--start {start_s:g} s, --duration "
+            f"{'all' if duration_s is None else f'{duration_s:g} s'}) of {source}"
+            f"{'/' + dataset if dataset else ''} holds no request with token counts "
+            f"({frame.height} without; the trace spans {trace})"
+        )
+        raise GpuTraceError(msg)
     blocks = (
         blk.select("request_id", "position", "block_hash", "block_tokens")
-        .join(ids, on="request_id", how="semi")
+        .join(kept.select("request_id").lazy(), on="request_id", how="semi")
         .collect()
     )
-    return from_frames(frame_df, blocks, source=source, dataset=dataset or "")
+    requests = from_frames(kept, blocks, source=source, dataset=dataset or "")
+    return Window(requests, frame.height - kept.height)
 
 
 # -- the parts owned by the engine and the latency models --------------------------------
@@ -225,31 +267,31 @@ def energy_cost(result: ServeResult, config: ServeConfig, latency: Any) -> Any:
 # -- running -----------------------------------------------------------------------------
 
 
-def execute(requests: RequestSet, config: ServeConfig) -> ServeRun:
-    """Replay ``requests`` under ``config`` and score it (nothing written)."""
+def execute(window: Window, config: ServeConfig) -> ServeRun:
+    """Replay the window's requests under ``config`` and score it (nothing written)."""
     run_id = config.resolved_run_id()
     latency = build_latency(config)
     # the window is cut by load_requests: the engine gets it whole
     engine_config = dataclasses.replace(config, start_s=0.0, duration_s=None)
-    result = engine_simulate(requests, engine_config, latency)
+    result = engine_simulate(window.requests, engine_config, latency)
     summary = metrics.summary(
         result,
         metrics.Slo.parse(config.slo),
         cold_start_s=config.cold_start_s,
         energy=energy_cost(result, config, latency),
     )
-    notes = sanity.notes(summary, config.latency, list(result.notes))
-    return ServeRun(config, run_id, result, summary, notes)
+    notes = sanity.notes(summary, config.latency, [*window.notes(), *result.notes])
+    return ServeRun(config, run_id, result, summary, notes, window.requests.dataset)
 
 
-def tagged(run: ServeRun, source: str, trace_dataset: str) -> dict[str, pl.DataFrame]:
+def tagged(run: ServeRun, source: str) -> dict[str, pl.DataFrame]:
     """A run's three tables keyed as the store keeps them (source = the replayed
     source, dataset = the run id).
     """
     keys = {"source": source, "dataset": run.run_id, "cluster": source, "run_id": run.run_id}
-    requests = run.result.requests.with_columns(pl.lit(trace_dataset).alias("trace_dataset"))
+    requests = run.result.requests.with_columns(pl.lit(run.trace_dataset).alias("trace_dataset"))
     frames = {
-        "serve_runs": run.row(trace_dataset),
+        "serve_runs": run.row(),
         "serve_requests": requests,
         "serve_timeseries": run.result.timeseries,
     }
@@ -258,13 +300,13 @@ def tagged(run: ServeRun, source: str, trace_dataset: str) -> dict[str, pl.DataF
     }
 
 
-def stage(tx: StoreTransaction, run: ServeRun, source: str, trace_dataset: str) -> None:
+def stage(tx: StoreTransaction, run: ServeRun, source: str) -> None:
     """Stage one run's tables in ``tx`` (published by its commit)."""
-    for table, frame in tagged(run, source, trace_dataset).items():
+    for table, frame in tagged(run, source).items():
         tx.write(table, frame, source=source, dataset=run.run_id, metadata={"run_id": run.run_id})
 
 
-def write_dir(run: ServeRun, out: Path, source: str, trace_dataset: str) -> None:
+def write_dir(run: ServeRun, out: Path, source: str) -> None:
     """The run directory: ``config.json`` (the config and run id) and the three tables
     as Parquet, as they are in the store.
     """
@@ -273,7 +315,7 @@ def write_dir(run: ServeRun, out: Path, source: str, trace_dataset: str) -> None
     (out / "config.json").write_text(
         json.dumps(config, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
     )
-    for table, frame in tagged(run, source, trace_dataset).items():
+    for table, frame in tagged(run, source).items():
         frame.write_parquet(out / f"{table}.parquet", compression="zstd")
 
 
@@ -304,18 +346,15 @@ def run_all(
     check_source(store, first.source, first.dataset)
     for c in configs:
         check_names(c)
-    requests = load_requests(store, first.source, first.dataset, first.start_s, first.duration_s)
-    trace_dataset = first.dataset or ""
+    window = load_requests(store, first.source, first.dataset, first.start_s, first.duration_s)
     runs: list[ServeRun] = []
     with StoreTransaction(store) as tx:
         for config in configs:
-            run = execute(requests, config)
+            run = execute(window, config)
             if write_store:
-                stage(tx, run, first.source, trace_dataset)
+                stage(tx, run, first.source)
             if out is not None:
-                write_dir(
-                    run, out / run.run_id if per_run_dirs else out, first.source, trace_dataset
-                )
+                write_dir(run, out / run.run_id if per_run_dirs else out, first.source)
             runs.append(run)
             if on_run is not None:
                 on_run(run)

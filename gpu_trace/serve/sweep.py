@@ -29,7 +29,6 @@ from gpu_trace.replay import sweep as sw
 from gpu_trace.replay import sweep_grid as sg
 from gpu_trace.serve import runs
 from gpu_trace.serve.config import ServeConfig
-from gpu_trace.serve.workload import RequestSet
 from gpu_trace.store.atomic import atomic_text
 from gpu_trace.store.parquet import StoreTransaction
 from gpu_trace.store.scan import scan
@@ -146,10 +145,8 @@ def run_sweep(
     runs.check_source(store, first.source, first.dataset)
     for _, _, c in todo:
         runs.check_names(c)
-    requests = runs.load_requests(
-        store, first.source, first.dataset, first.start_s, first.duration_s
-    )
-    ids = pl.DataFrame({"request_id": requests.request_id})
+    window = runs.load_requests(store, first.source, first.dataset, first.start_s, first.duration_s)
+    ids = pl.DataFrame({"request_id": window.requests.request_id})
     fingerprint = sw.workload_fingerprint(store, first.source, ids)
     with sw.claim_folder(out):
         done = _finished(store, out, first.source, fingerprint, resume)
@@ -170,7 +167,7 @@ def run_sweep(
         for run_id, _, config in todo:
             if run_id in done:
                 continue
-            status = _one(store, out, requests, config, run_id, outcome)
+            status = _one(store, out, window, config, run_id, outcome)
             if on_run is not None:
                 on_run(
                     run_id,
@@ -205,7 +202,7 @@ def _finished(store: Path, out: Path, source: str, fingerprint: str, resume: boo
 def _one(
     store: Path,
     out: Path,
-    requests: RequestSet,
+    window: runs.Window,
     config: ServeConfig,
     run_id: str,
     outcome: Outcome,
@@ -216,16 +213,16 @@ def _one(
     started = time.perf_counter()
     marker = out / sw.MARKERS / f"{run_id}.json"
     try:
-        run = runs.execute(requests, config)
+        run = runs.execute(window, config)
     except GpuTraceError as exc:
         outcome.failed.append((run_id, str(exc)))
         _write_json(marker, {"run_id": run_id, "status": "failed", "error": str(exc)})
         return "failed"
     with StoreTransaction(store) as tx:
-        runs.stage(tx, run, config.source, config.dataset or "")
+        runs.stage(tx, run, config.source)
     _write_json(
         marker, {"run_id": run_id, "status": "done", "wall_s": time.perf_counter() - started}
     )
     outcome.ran += 1
-    outcome.rows.append(run.row(config.dataset or ""))
+    outcome.rows.append(run.row())
     return "done"

@@ -294,6 +294,9 @@ def test_real_engine_run_and_models(store: Path) -> None:
     code, out, err = cli("serve", "models", "--json")
     assert code == 0, err
     assert {r["table"] for r in json.loads(out)} == {"gpu", "model"}
-    code, _, err = cli("serve", "run", "--source", "azure-llm", "--model", "nope", "--store", store)
+    code, _, err = cli(
+        "serve", "run", "--source", "azure-llm", "--dataset", "conv", "--model", "nope",
+        "--store", store,
+    )  # fmt: skip
     assert code == 2
     assert "nope" in one_error_line(err)

@@ -267,10 +267,13 @@ def energy_cost(result: ServeResult, config: ServeConfig, latency: Any) -> Any:
 # -- running -----------------------------------------------------------------------------
 
 
-def execute(window: Window, config: ServeConfig) -> ServeRun:
-    """Replay the window's requests under ``config`` and score it (nothing written)."""
+def execute(window: Window, config: ServeConfig, latency: Any = None) -> ServeRun:
+    """Replay the window's requests under ``config`` and score it (nothing written);
+    ``latency`` is the config's latency model when already built.
+    """
     run_id = config.resolved_run_id()
-    latency = build_latency(config)
+    if latency is None:
+        latency = build_latency(config)
     # the window is cut by load_requests: the engine gets it whole
     engine_config = dataclasses.replace(config, start_s=0.0, duration_s=None)
     result = engine_simulate(window.requests, engine_config, latency)
@@ -346,11 +349,13 @@ def run_all(
     check_source(store, first.source, first.dataset)
     for c in configs:
         check_names(c)
+    # model, GPU, width and profile checked before the trace is read
+    latencies = [build_latency(c) for c in configs]
     window = load_requests(store, first.source, first.dataset, first.start_s, first.duration_s)
     runs: list[ServeRun] = []
     with StoreTransaction(store) as tx:
-        for config in configs:
-            run = execute(window, config)
+        for config, latency in zip(configs, latencies, strict=True):
+            run = execute(window, config, latency)
             if write_store:
                 stage(tx, run, first.source)
             if out is not None:

@@ -28,6 +28,9 @@ demo: $(DEMO_NEEDS) ## Ingest every bundled sample into data/store and build the
 	$(BIN)/gpu-trace ingest philly data/samples/philly/cluster_machine_list --store $(STORE)
 	$(BIN)/gpu-trace ingest azure-llm data/samples/azure-llm --store $(STORE)
 	$(BIN)/gpu-trace ingest mooncake data/samples/mooncake --store $(STORE)
+	@echo "Serving replay (one hour of each trace; roofline latency, not measured):"
+	$(BIN)/gpu-trace serve run --source azure-llm --dataset conv --duration 1h --replicas 4 --router least-tokens --store $(STORE)
+	$(BIN)/gpu-trace serve run --source mooncake --dataset conversation --duration 1h --replicas 16 --router prefix-affinity --store $(STORE)
 	@echo "Synthetic job logs (gpu-trace synth, labelled in the report; see data/samples/README.md):"
 	$(BIN)/gpu-trace ingest philly data/samples/philly/synthetic --store $(STORE)
 	$(BIN)/gpu-trace ingest helios data/samples/helios/synthetic --store $(STORE)

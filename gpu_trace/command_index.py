@@ -14,6 +14,7 @@ ROOT_HELP: dict[str, str] = {
     "telemetry": "Live GPU telemetry: NVML sampling, dcgm-exporter scraping, per-job GPU usage.",
     "analyze": "Characterization analyses over the store.",
     "replay": "Re-schedule a trace under allocation policies and score them.",
+    "serve": "Replay a serving trace on an emulated LLM inference cluster: latency, SLO attainment, goodput, GPUs, energy and cost.",
 }
 
 INGEST_HELP: dict[str, str] = {

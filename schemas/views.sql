@@ -24,6 +24,9 @@ CREATE OR REPLACE VIEW job_tags AS SELECT * FROM read_parquet(rtrim(getvariable(
 CREATE OR REPLACE VIEW usage AS SELECT * FROM read_parquet(rtrim(getvariable('gpu_trace_store'), '/') || '/current/usage/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW requests AS SELECT * FROM read_parquet(rtrim(getvariable('gpu_trace_store'), '/') || '/current/requests/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW request_blocks AS SELECT * FROM read_parquet(rtrim(getvariable('gpu_trace_store'), '/') || '/current/request_blocks/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW serve_runs AS SELECT * FROM read_parquet(rtrim(getvariable('gpu_trace_store'), '/') || '/current/serve_runs/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW serve_requests AS SELECT * FROM read_parquet(rtrim(getvariable('gpu_trace_store'), '/') || '/current/serve_requests/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
+CREATE OR REPLACE VIEW serve_timeseries AS SELECT * FROM read_parquet(rtrim(getvariable('gpu_trace_store'), '/') || '/current/serve_timeseries/source=*/*.parquet', hive_partitioning = true, union_by_name = true);
 CREATE OR REPLACE VIEW gpu_samples_wide AS
 SELECT source, dataset, cluster, time, host, gpu_index, gpu_uuid, mig_instance,
     max(value) FILTER (WHERE metric = 'gpu_util_pct') AS gpu_util_pct,

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "telemetry": 4, "synth": 4,
     "analyses": 5,
     "replay": 6,  # scores runs with the analyses' own measures (failures, power, sharing)
+    "serve": 6,  # the serving replay: its plugins are replay policy kinds (replay.policy)
     "reports": 7, "api": 7, "plugin_docs": 7,  # consumers of everything below
     "cli": 8, "__main__": 8, "gpu_trace": 8,  # the package's __init__ is the public API
     "analysis_docs": 8,  # runs the CLI to write docs/analyses/

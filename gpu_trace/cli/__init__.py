@@ -59,6 +59,7 @@ ROOT_COMMANDS: dict[str, str] = {
     "telemetry": "gpu_trace.cli.telemetry:app",
     "analyze": "gpu_trace.cli.analyze:app",
     "replay": "gpu_trace.cli.replay:app",
+    "serve": "gpu_trace.cli.serve:app",
 }
 """The top-level commands in listing order (typer's: single commands, then groups):
 name -> ``module:attribute`` (a ``Typer`` group or a command function). Each module is imported only when its command runs or is

@@ -60,6 +60,10 @@ class SweepSpec:
     name: str = "sweep"
     origin: str = "command line"
     """Where the spec came from (a file name), for error messages."""
+    config_type: type[Any] = ReplayConfig
+    """The config dataclass the grid is over: ``ReplayConfig``, or another simulator's
+    (``ServeConfig``: the serving replay's sweeps). Not in the manifest: the command
+    that reads it back knows which."""
 
     def to_json(self) -> dict[str, Any]:
         """The spec as plain JSON for the sweep manifest (``--resume`` re-parses it)."""
@@ -77,7 +81,7 @@ class SweepSpec:
         keys = list(self.axes)
         return [dict(zip(keys, combo, strict=True)) for combo in _product(self)]
 
-    def configs(self) -> list[tuple[dict[str, Any], ReplayConfig]]:
+    def configs(self) -> list[tuple[dict[str, Any], Any]]:
         """(grid point, validated config) per run. When any policy trains the duration
         model, the training split applies to every run (one job selection, as in
         ``compare``), unless ``training_split`` is set explicitly.
@@ -90,7 +94,12 @@ class SweepSpec:
             msg = f"{self.origin}: {exc}"
             raise SweepSpecError(msg) from None
 
-    def _configs(self) -> list[tuple[dict[str, Any], ReplayConfig]]:
+    def _configs(self) -> list[tuple[dict[str, Any], Any]]:
+        if self.config_type is not ReplayConfig:  # another simulator's: built as given
+            return [
+                (p, self.config_type(**{"source": self.source, **self.fixed, **p}))
+                for p in self.points()
+            ]
         out: list[tuple[dict[str, Any], ReplayConfig]] = []
         for point in self.points():
             fields = {"source": self.source, **self.fixed, **point}
@@ -111,9 +120,9 @@ def _product(spec: SweepSpec) -> itertools.product[tuple[Any, ...]]:
     return itertools.product(*spec.axes.values())
 
 
-def _fields() -> dict[str, Any]:
-    hints = typing.get_type_hints(ReplayConfig)
-    return {f.name: hints[f.name] for f in dataclasses.fields(ReplayConfig)}
+def _fields(config: type[Any] = ReplayConfig) -> dict[str, Any]:
+    hints = typing.get_type_hints(config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(config)}
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
@@ -251,23 +260,24 @@ def _number(text: str, kinds: list[type], where: str) -> float | int:
     return int(d)
 
 
-def _check_name(key: str, where: str, known: dict[str, Any]) -> None:
+def _check_name(key: str, where: str, known: dict[str, Any], kind: str = "ReplayConfig") -> None:
     if key in DERIVED:
         msg = f"{where}: {key} cannot be set here ({DERIVED[key]})"
         raise SweepSpecError(msg)
     if key not in known:
         raise SweepSpecError(
-            f"{where}: unknown ReplayConfig field {key!r}"
+            f"{where}: unknown {kind} field {key!r}"
             + _did_you_mean(key, sorted(k for k in known if k not in DERIVED))
         )
 
 
-def parse(data: dict[str, Any], origin: str) -> SweepSpec:
-    """A :class:`SweepSpec` from a TOML document's (or the flags') dict; ``origin``
-    (the file name, or ``command line``) starts every error message.
+def parse(data: dict[str, Any], origin: str, config: type[Any] = ReplayConfig) -> SweepSpec:
+    """A :class:`SweepSpec` over ``config``'s fields from a TOML document's (or the
+    flags') dict; ``origin`` (the file name, or ``command line``) starts every error
+    message.
     """
     source, name = _top_level(data, origin)
-    known = _fields()
+    known = _fields(config)
     fixed: dict[str, Any] = {}
     axes: dict[str, tuple[Any, ...]] = {}
     for section in ("fixed", "grid"):
@@ -277,7 +287,7 @@ def parse(data: dict[str, Any], origin: str) -> SweepSpec:
             raise SweepSpecError(msg)
         for key, value in table.items():
             where = f"{origin}: {section}.{key}"
-            _check_name(key, where, known)
+            _check_name(key, where, known, config.__name__)
             hint = known[key]
             if section == "fixed":
                 fixed[key] = _fixed_value(value, hint, where)
@@ -286,7 +296,9 @@ def parse(data: dict[str, Any], origin: str) -> SweepSpec:
                 msg = f"{where}: {key} is both fixed and swept"
                 raise SweepSpecError(msg)
             axes[key] = _axis_values(value, hint, where)
-    return SweepSpec(source=source, fixed=fixed, axes=axes, name=name, origin=origin)
+    return SweepSpec(
+        source=source, fixed=fixed, axes=axes, name=name, origin=origin, config_type=config
+    )
 
 
 def _top_level(data: dict[str, Any], origin: str) -> tuple[str, str]:
@@ -338,8 +350,10 @@ def _axis_values(value: Any, hint: Any, where: str) -> tuple[Any, ...]:
     return values
 
 
-def load(path: Path) -> SweepSpec:
-    """Read a sweep file; a TOML syntax error names the file, line and column."""
+def load(path: Path, config: type[Any] = ReplayConfig) -> SweepSpec:
+    """Read a sweep file (over ``config``'s fields); a TOML syntax error names the
+    file, line and column.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -353,4 +367,4 @@ def load(path: Path) -> SweepSpec:
     except tomllib.TOMLDecodeError as exc:
         msg = f"{path}: {exc}"
         raise SweepSpecError(msg) from None
-    return parse(data, str(path))
+    return parse(data, str(path), config)

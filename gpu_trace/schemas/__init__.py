@@ -18,6 +18,7 @@ from gpu_trace.schemas.replay import (
     REPLAY_VALIDATION,
 )
 from gpu_trace.schemas.requests import LATENCY_KINDS, REQUEST_BLOCKS, REQUEST_STATUSES, REQUESTS
+from gpu_trace.schemas.serve import SERVE_REQUESTS, SERVE_RUNS, SERVE_TIMESERIES
 from gpu_trace.schemas.tasks import JOB_TAGS, TASKS
 from gpu_trace.schemas.telemetry import (
     EVENT_KINDS,
@@ -52,6 +53,9 @@ TABLES: dict[str, Table] = {
         USAGE,
         REQUESTS,
         REQUEST_BLOCKS,
+        SERVE_RUNS,
+        SERVE_REQUESTS,
+        SERVE_TIMESERIES,
     )
 }
 
@@ -79,6 +83,9 @@ __all__ = [
     "REQUESTS",
     "REQUEST_BLOCKS",
     "REQUEST_STATUSES",
+    "SERVE_REQUESTS",
+    "SERVE_RUNS",
+    "SERVE_TIMESERIES",
     "TABLES",
     "TASKS",
     "TIME_BASES",

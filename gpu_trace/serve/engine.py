@@ -412,6 +412,8 @@ class Engine(RequestColumns):
             rep.step += k
             rep.ctx += c * k
             rep.out_tokens -= c * k
+            if rep.cache is not None:  # free was lowest at the run's last step
+                rep.cache.trim(rep.kv.free)
             fin = rep.fin
             step = rep.step
             while fin and fin[0][0] <= step:

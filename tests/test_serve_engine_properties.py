@@ -12,7 +12,8 @@ import pytest
 from polars.testing import assert_frame_equal
 from serve_engine_common import LinearLatency, config, requests, synthetic
 
-from gpu_trace.serve.engine import build
+from gpu_trace.serve.engine import Engine, build
+from gpu_trace.serve.result import ServeResult
 from gpu_trace.serve.workload import RequestSet
 
 
@@ -44,7 +45,7 @@ CASES = [
 ]
 
 
-def run(reqs: RequestSet, *, jump: bool, capacity: int, **kw: object) -> object:
+def run(reqs: RequestSet, *, jump: bool, capacity: int, **kw: object) -> tuple[Engine, ServeResult]:
     lat = LinearLatency(a=0.01, b=1e-4, c=1e-6, capacity_tokens=capacity)
     eng = build(reqs, config(**kw), lat, jump=jump)
     return eng, eng.run()
@@ -53,15 +54,15 @@ def run(reqs: RequestSet, *, jump: bool, capacity: int, **kw: object) -> object:
 @pytest.mark.parametrize(("batching", "batch", "preemption", "router"), CASES)
 def test_jumping_equals_stepping(batching: str, batch: str, preemption: str, router: str) -> None:
     reqs = sessions(400)
-    kw = dict(
-        replicas=3,
-        batching=batching,
-        batch=batch,
-        kv_preemption=preemption,
-        router=router,
-        kv_block_tokens=16,
-        bin_s=5.0,
-    )
+    kw = {
+        "replicas": 3,
+        "batching": batching,
+        "batch": batch,
+        "kv_preemption": preemption,
+        "router": router,
+        "kv_block_tokens": 16,
+        "bin_s": 5.0,
+    }
     eng_j, jumped = run(reqs, jump=True, capacity=2400, **kw)
     eng_s, stepped = run(reqs, jump=False, capacity=2400, **kw)
     jumped.check()
@@ -129,9 +130,9 @@ def test_waiting_snapshots_and_littles_law() -> None:
     assert ts["waiting"].to_list() == expect
     # Little's law: time-average queue length = arrival rate x mean wait
     horizon = edges[-1]
-    mean_waiting = ts["waiting"].mean()
+    mean_waiting = float(ts["waiting"].to_numpy().mean())
     rate = len(reqs) / horizon
-    wait = req["queue_s"].mean()
+    wait = float(req["queue_s"].to_numpy().mean())
     assert wait > 0.05  # requests did queue
     assert mean_waiting == pytest.approx(rate * wait, rel=0.05)
 
@@ -151,7 +152,7 @@ def test_timeseries_adds_up() -> None:
     assert int(rep["requests"].sum()) == len(reqs)
     assert (ts["busy_s"] <= 10.0 + 1e-9).all()
     # the run's horizon is the last finish
-    assert result.horizon_s == pytest.approx(float(req["finish_s"].max()))
+    assert result.horizon_s == pytest.approx(float(req["finish_s"].to_numpy().max()))
 
 
 def test_prefix_affinity_raises_the_hit_rate() -> None:

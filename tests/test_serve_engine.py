@@ -300,3 +300,29 @@ def test_unknown_options_are_one_line_errors() -> None:
         build(reqs, config(order="lifo"), LinearLatency())
     with pytest.raises(GpuTraceError, match="not a valid value"):
         build(reqs, config(batch="chunk=x", batching="sarathi"), LinearLatency())
+
+
+def test_vllm_vidur_options_padded_budget_and_watermark() -> None:
+    # vidur (vllm_replica_scheduler.py) costs a prefill batch len(batch) x longest prompt
+    # and keeps watermark x blocks free at admission (notes/vidur_semantics.md, 4).
+    # max_tokens 10, padded: prompts 6 and 4 cost 2 x 6 = 12 > 10 -> two iterations.
+    lat = LinearLatency(a=1.0)
+    out = rows(
+        simulate(
+            requests([0.0, 0.0], [6, 4], [1, 1]),
+            config(batch="max_tokens=10,padded=true"),
+            lat,
+        )
+    )
+    assert [r["finish_s"] for r in out] == [1.0, 2.0]
+    # watermark 0.25 of 8 blocks (4-token blocks) = 2 kept free. A (prompt 11: 3
+    # blocks) is admitted into the empty replica; B (prompt 11) would leave 8 - 6 = 2 >= 2:
+    # both in one prefill. With C also (3 more blocks: 8 - 9 < 2) C waits for A and B.
+    out = rows(
+        simulate(
+            requests([0.0, 0.0, 0.0], [11, 11, 3], [1, 1, 1]),
+            config(batch="watermark=0.25", kv_block_tokens=4),
+            LinearLatency(a=1.0, capacity_tokens=32),
+        )
+    )
+    assert [r["finish_s"] for r in out] == [1.0, 1.0, 2.0]

@@ -35,7 +35,8 @@ from gpu_trace.errors import UsageError
 from gpu_trace.replay import policy as registry
 from gpu_trace.replay.kernel import job_table
 from gpu_trace.serve import kv as kvmod
-from gpu_trace.serve.config import ServeConfig, parse_pairs
+from gpu_trace.serve.autoscale import Autoscale, decide, parse_autoscale
+from gpu_trace.serve.config import ServeConfig, parse_disaggregate, parse_pairs
 from gpu_trace.serve.latency.base import IterationShape, LatencyModel
 from gpu_trace.serve.prefix_cache import PrefixCache
 from gpu_trace.serve.replica import Replica
@@ -46,6 +47,7 @@ from gpu_trace.serve.result import (
     TIMESERIES_COLUMNS,
     ServeResult,
 )
+from gpu_trace.serve.routing.least_tokens import least_loaded
 from gpu_trace.serve.workload import RequestSet
 from gpu_trace.values import unknown
 
@@ -56,8 +58,9 @@ TRANSFER = 1
 COLD_START = 2
 TICK = 3
 
-NEW, QUEUED, PREFILLING, DECODING, DONE, DROPPED, SWAPPED = range(7)
-"""Request states (:attr:`RequestColumns.state`)."""
+NEW, QUEUED, PREFILLING, DECODING, DONE, DROPPED, SWAPPED, KV_ARRIVED, TRANSFERRING = range(9)
+"""Request states (:attr:`RequestColumns.state`). KV_ARRIVED: its KV came from a prefill
+replica and it waits in a decode replica's queue; TRANSFERRING: on the link."""
 
 MAX_RUN = 1 << 16
 """Longest run of decode iterations planned at once (bounds one array)."""
@@ -136,22 +139,42 @@ class Engine(RequestColumns):
         self.seq = 0
         self.preempt_seq = 0
         self.replicas: list[Replica] = []
-        for r in range(config.replicas):
-            self.add_replica(r, "mixed")
+        self.snapped = 0
+        self.scale: Autoscale | None = parse_autoscale(config.autoscale, config.replicas)
+        prefill, decode = parse_disaggregate(config.disaggregate)
+        if prefill and self.scale is not None:
+            msg = "--autoscale with --disaggregate is not supported (scale one pool)"
+            raise UsageError(msg)
+        if prefill:
+            for _ in range(prefill):
+                self.add_replica("prefill")
+            for _ in range(decode):
+                self.add_replica("decode")
+        else:
+            for _ in range(self.scale.min if self.scale else config.replicas):
+                self.add_replica("mixed")
+        self.link_bytes_per_s = config.link_gbps * 1e9 / 8
+        self.transfers = 0
+        """KV transfers on the links now."""
+        self.busy_mark: list[float] = []
+        """Each replica's busy seconds at the last autoscaler tick."""
+        self._next_arrival = 0
         self.drop_reason: dict[int, str] = {}
         self.notes: list[str] = []
         self.horizon = 0.0
-        self.snapped = 0
         self.max_used = 0
+        if self.scale is not None:
+            self._push(self.scale.interval_s, TICK, 0, 0)
 
     # ---- set-up -------------------------------------------------------------------
 
-    def add_replica(self, index: int, role: str) -> Replica:
+    def add_replica(self, role: str) -> Replica:
         """A new (up) replica with an empty KV pool."""
         cache = (
             PrefixCache(self.req.block_tokens or self.block, self.block) if self.use_cache else None
         )
-        rep = Replica(index, role, self.capacity, self.block, cache)
+        rep = Replica(len(self.replicas), role, self.capacity, self.block, cache)
+        rep.first_bin = self.snapped
         self.replicas.append(rep)
         return rep
 
@@ -209,8 +232,9 @@ class Engine(RequestColumns):
         if rep.cache is not None:
             rep.cache.trim(rep.kv.free)
         self.given[i] = 0
+        arrived = self.state[i] == KV_ARRIVED
         self._join_decode(rep, i, self.prompt[i] + self.generated[i])
-        return kvmod.swap_seconds(blocks, self.block, self.kv_bytes)
+        return 0.0 if arrived else kvmod.swap_seconds(blocks, self.block, self.kv_bytes)
 
     def _track(self, rep: Replica) -> None:
         used = rep.kv.used
@@ -452,6 +476,14 @@ class Engine(RequestColumns):
             self.held[i] = 0
             self._done(rep, i, t)
             return
+        if rep.role == "prefill":  # its KV goes to a decode replica; blocks held till then
+            self.state[i] = TRANSFERRING
+            rep.out_tokens -= self.output[i] - self.generated[i]
+            seconds = self.prompt[i] * self.kv_bytes / self.link_bytes_per_s
+            self.kv_transfer[i] = seconds
+            self.transfers += 1
+            self._push(t + seconds, TRANSFER, rep.index, i)
+            return
         self._join_decode(rep, i, self.target[i] + 1)
 
     def _finish_decoding(self, rep: Replica, i: int, t: float) -> None:
@@ -462,6 +494,23 @@ class Engine(RequestColumns):
         rep.ctx -= kv_len
         self.generated[i] = self.output[i]
         self._done(rep, i, t)
+
+    def transfer_done(self, rep: Replica, i: int, t: float, dirty: list[int]) -> None:
+        """Request ``i``'s KV reached the decode pool: the prefill replica frees its blocks,
+        the least-loaded decode replica queues it (admitted when its KV fits there).
+        """
+        self.transfers -= 1
+        rep.kv.used -= self.held[i]
+        pool = [r for r in self.replicas if r.role == "decode" and r.up]
+        dest = least_loaded(pool, t)
+        self.state[i] = KV_ARRIVED
+        self.at[i] = dest.index
+        self.held[i] = kvmod.blocks_for(self.prompt[i] + self.generated[i], self.block)
+        dest.out_tokens += self.output[i] - self.generated[i]
+        heapq.heappush(dest.queue, (1, self.order.key(self.output[i], i), i))
+        self.cut(dest, t)
+        dirty.append(rep.index)
+        dirty.append(dest.index)
 
     def _done(self, rep: Replica, i: int, t: float) -> None:
         self.state[i] = DONE
@@ -478,6 +527,7 @@ class Engine(RequestColumns):
         b = self.bin_s
         t0 = rep.seg_t0
         tk = rep.seg_ends[k - 1]
+        rep.busy_total += tk - t0
         b0 = int(t0 // b)
         b1 = int(tk // b)
         grow = b1 + 1 - len(rep.bin_busy)
@@ -557,9 +607,67 @@ class Engine(RequestColumns):
         """Handle the heap's first event (at ``t``)."""
         _, kind, r, _, version = heapq.heappop(self.heap)
         rep = self.replicas[r]
-        if kind == ITER_END and version == rep.version and rep.busy:
-            self.end_iteration(rep, t)
+        if kind == ITER_END:
+            if version == rep.version and rep.busy:
+                self.end_iteration(rep, t)
+                if rep.draining:
+                    self._maybe_down(rep, t)
+                dirty.append(r)
+        elif kind == TRANSFER:
+            self.transfer_done(rep, version, t, dirty)
+        elif kind == COLD_START:
+            rep.up = True
             dirty.append(r)
+        else:
+            self.tick(t)
+
+    # ---- autoscaling -----------------------------------------------------------------
+
+    def _busy_now(self, rep: Replica, t: float) -> float:
+        """Busy seconds of ``rep`` up to ``t`` (the run in progress counted to ``t``)."""
+        return rep.busy_total + (t - rep.seg_t0 if rep.busy else 0.0)
+
+    def tick(self, t: float) -> None:
+        """The autoscaler's look at the cluster: start, drain or leave replicas."""
+        rule = self.scale
+        assert rule is not None
+        serving = [r for r in self.replicas if r.up and not r.draining]
+        starting = sum(1 for r in self.replicas if not r.up and math.isnan(r.down_s))
+        while len(self.busy_mark) < len(self.replicas):
+            self.busy_mark.append(0.0)
+        busy = [self._busy_now(r, t) for r in self.replicas]
+        if rule.metric == "queue":
+            signal = sum(r.waiting() for r in serving) / max(1, len(serving))
+        else:
+            spent = sum(busy[r.index] - self.busy_mark[r.index] for r in serving)
+            signal = spent / (max(1, len(serving)) * rule.interval_s)
+        self.busy_mark = busy
+        step = decide(rule, signal, len(serving), starting)
+        if step > 0:
+            rep = self.add_replica("mixed")
+            rep.up = False
+            rep.start_s = t
+            rep.up_s = t + self.config.cold_start_s
+            self.busy_mark.append(0.0)
+            self._push(rep.up_s, COLD_START, rep.index, 0)
+        elif step < 0:
+            rep = serving[-1]
+            rep.draining = True
+            self._maybe_down(rep, t)
+        if self._work_left():
+            self._push(t + rule.interval_s, TICK, 0, 0)
+
+    def _maybe_down(self, rep: Replica, t: float) -> None:
+        """A draining replica with nothing left goes down."""
+        if not rep.busy and not rep.has_work() and rep.up:
+            rep.up = False
+            rep.down_s = t
+
+    def _work_left(self) -> bool:
+        """Whether any request is still to arrive or in flight (ticks stop after)."""
+        if self._next_arrival < len(self.arrival) or self.transfers:
+            return True
+        return any(r.busy or r.has_work() for r in self.replicas)
 
     def run(self) -> ServeResult:
         """Replay every request; the result frames."""
@@ -576,6 +684,7 @@ class Engine(RequestColumns):
             if (self.snapped + 1) * self.bin_s <= t:
                 self._snapshot(t)
             a = self._instant(t, a)
+            self._next_arrival = a
         self._snapshot(self.horizon + self.bin_s)
         return self.result()
 
@@ -592,13 +701,13 @@ class Engine(RequestColumns):
             if got is not None:
                 dirty.append(got.index)
             a += 1
+            if t > self.horizon:
+                self.horizon = t
         # an arrival that cut a decode run at an iteration ending exactly now: that end
         # belongs before the arrivals; no request finishes or caches blocks at a cut, and
         # routing counted that iteration as ended, so ending it here is the same
         while heap and heap[0][0] == t:
             self._pop_end(t, dirty)
-        if t > self.horizon:
-            self.horizon = t
         if len(dirty) > 1:
             dirty = sorted(set(dirty))
         reps = self.replicas
@@ -672,11 +781,14 @@ class Engine(RequestColumns):
             iters = (rep.bin_iters + [0] * pad)[:bins]
             pre = (rep.bin_prefill + [0] * pad)[:bins]
             dec = (rep.bin_decode + [0] * pad)[:bins]
-            snap = rep.snap[:bins]
+            snap = ([(0, 0, 0)] * rep.first_bin + rep.snap)[:bins]
+            down = INF if math.isnan(rep.down_s) else rep.down_s
             cols["time_s"].extend(q * self.bin_s for q in range(bins))
             cols["replica"].extend([rep.index] * bins)
             cols["role"].extend([rep.role] * bins)
-            cols["up"].extend([True] * bins)
+            cols["up"].extend(
+                rep.up_s < (q + 1) * self.bin_s and down > q * self.bin_s for q in range(bins)
+            )
             cols["busy_s"].extend(busy)
             cols["iterations"].extend(iters)
             cols["prefill_tokens"].extend(pre)
@@ -696,7 +808,7 @@ class Engine(RequestColumns):
                 "gpus": [self.latency.tp] * len(reps),
                 "up_s": [r.up_s for r in reps],
                 "down_s": [self.horizon if math.isnan(r.down_s) else r.down_s for r in reps],
-                "busy_s": [float(sum(r.bin_busy)) for r in reps],
+                "busy_s": [r.busy_total for r in reps],
                 "iterations": [sum(r.bin_iters) for r in reps],
                 "requests": [r.requests_done for r in reps],
                 "kv_capacity_blocks": [r.kv.capacity for r in reps],

@@ -23,12 +23,14 @@ class Replica:
         "bin_iters",
         "bin_prefill",
         "busy",
+        "busy_total",
         "cache",
         "ctx",
         "demand",
         "down_s",
         "draining",
         "fin",
+        "first_bin",
         "index",
         "kv",
         "out_tokens",
@@ -46,6 +48,7 @@ class Replica:
         "seg_step0",
         "seg_t0",
         "snap",
+        "start_s",
         "step",
         "up",
         "up_s",
@@ -60,6 +63,11 @@ class Replica:
         self.up = True
         self.draining = False
         self.up_s = 0.0
+        self.start_s = 0.0
+        """When it was started (before its cold start; 0 for the initial replicas)."""
+        self.first_bin = 0
+        """The first timeseries bin it exists in."""
+        self.busy_total = 0.0
         self.down_s = float("nan")
         self.queue: list[tuple[int, int, int]] = []
         """Heap of (class, key, request): class 0 = preempted (front), 1 = arrived."""

@@ -29,6 +29,9 @@ class SarathiConfig:
 
     chunk: int = option(512, "Token budget per iteration, decodes included.")
     max_seqs: int = option(128, "Requests in the batch at most.")
+    watermark: float = option(
+        0.0, "Share of KV blocks a new prompt must leave free (vLLM / vidur: 0.01)."
+    )
 
 
 class Sarathi:
@@ -41,6 +44,7 @@ class Sarathi:
     def __init__(self, config: SarathiConfig) -> None:
         self.chunk = config.chunk
         self.max_seqs = config.max_seqs
+        self.watermark = config.watermark
 
     def start(self, eng: Engine, rep: Replica, t: float) -> bool:
         """Start ``rep``'s next iteration: decodes, then chunks within the budget."""
@@ -57,12 +61,13 @@ class Sarathi:
             chunks.append((i, tok))
             budget -= tok
         queue = rep.queue
+        keep = int(self.watermark * rep.kv.capacity)
         while budget > 0 and queue:
             i = queue[0][2]
             if eng.state[i] != 1:
                 break
             need, hit = eng.admission(rep, i)
-            if rep.batch() + 1 > self.max_seqs or need > rep.kv.free:
+            if rep.batch() + 1 > self.max_seqs or need > rep.kv.free - (keep if rep.batch() else 0):
                 break
             eng.admit(rep, i, t, need, hit)
             tok = min(eng.target[i] - hit, budget)

@@ -9,6 +9,10 @@ the first that does not fit stops the scan (no skipping ahead). If any was taken
 iteration is **prefill only** (those prompts, whole; the decoding requests wait);
 otherwise it is a decode iteration of the whole batch. A prompt longer than
 ``max_tokens`` is taken alone when nothing else was (else it would never run).
+
+Two options bring it to vidur's model of vLLM for side-by-side runs: ``padded`` (the batch
+costs ``len(batch) x longest prompt`` tokens, not their sum) and ``watermark`` (a new
+prompt must leave that share of the KV blocks free).
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ class VllmConfig:
 
     max_tokens: int = option(4096, "Prompt tokens one prefill iteration computes at most.")
     max_seqs: int = option(128, "Requests in the batch at most.")
+    padded: bool = option(
+        False,
+        "Count a prefill batch as len(batch) x its longest prompt against max_tokens "
+        "(vidur's vLLM model) instead of the prompts' sum.",
+    )
+    watermark: float = option(
+        0.0, "Share of KV blocks a new prompt must leave free (vLLM / vidur: 0.01)."
+    )
 
 
 class Vllm:
@@ -42,6 +54,8 @@ class Vllm:
     def __init__(self, config: VllmConfig) -> None:
         self.max_tokens = config.max_tokens
         self.max_seqs = config.max_seqs
+        self.padded = config.padded
+        self.watermark = config.watermark
 
     def start(self, eng: Engine, rep: Replica, t: float) -> bool:
         """Start ``rep``'s next iteration (prefill if any prompt fits, else decode)."""
@@ -49,21 +63,26 @@ class Vllm:
         if back:
             return eng.run_decode(rep, t, extra)
         taken: list[tuple[int, int]] = []
-        tokens = 0
+        tokens = longest = 0
         queue = rep.queue
+        keep = int(self.watermark * rep.kv.capacity)
         while queue:
             i = queue[0][2]
             if eng.state[i] != 1:  # a swapped request waits for its turn at the head
                 break
             need, hit = eng.admission(rep, i)
             tok = eng.target[i] - hit
-            if taken and tokens + tok > self.max_tokens:
+            if self.padded:
+                cost = (len(taken) + 1) * max(longest, tok)
+            else:
+                cost = tokens + tok
+            if taken and cost > self.max_tokens:
                 break
-            if rep.batch() + 1 > self.max_seqs or need > rep.kv.free:
+            if rep.batch() + 1 > self.max_seqs or need > rep.kv.free - (keep if rep.batch() else 0):
                 break
             eng.admit(rep, i, t, need, hit)
             taken.append((i, tok))
-            tokens += tok
+            tokens, longest = cost, max(longest, tok)
             if tokens >= self.max_tokens:
                 break
         if taken:

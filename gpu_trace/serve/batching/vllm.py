@@ -72,10 +72,7 @@ class Vllm:
                 break
             need, hit = eng.admission(rep, i)
             tok = eng.target[i] - hit
-            if self.padded:
-                cost = (len(taken) + 1) * max(longest, tok)
-            else:
-                cost = tokens + tok
+            cost = (len(taken) + 1) * max(longest, tok) if self.padded else tokens + tok
             if taken and cost > self.max_tokens:
                 break
             if rep.batch() + 1 > self.max_seqs or need > rep.kv.free - (keep if rep.batch() else 0):

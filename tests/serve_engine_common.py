@@ -62,8 +62,8 @@ class LinearLatency:
 
     def decode_steps_s(self, count: int, context_sum: int, steps: int) -> npt.NDArray[np.float64]:
         """``steps`` decode iterations, vectorized."""
-        ctx = context_sum + count * np.arange(steps, dtype=np.int64)
-        return self.a + self.b * count + self.c * ctx.astype(np.float64)
+        ctx = np.arange(context_sum, context_sum + count * steps, count, dtype=np.float64)
+        return (self.a + self.b * count) + self.c * ctx
 
     def kv_capacity_tokens(self, memory_utilization: float) -> int:
         """Fixed capacity (tests choose it)."""

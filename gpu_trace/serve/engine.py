@@ -159,6 +159,7 @@ class Engine(RequestColumns):
         self.busy_mark: list[float] = []
         """Each replica's busy seconds at the last autoscaler tick."""
         self._next_arrival = 0
+        self._routable: list[Replica] | None = None
         self.drop_reason: dict[int, str] = {}
         self.notes: list[str] = []
         self.horizon = 0.0
@@ -176,6 +177,7 @@ class Engine(RequestColumns):
         rep = Replica(len(self.replicas), role, self.capacity, self.block, cache)
         rep.first_bin = self.snapped
         self.replicas.append(rep)
+        self._routable = None
         return rep
 
     # ---- queue and KV helpers the replica schedulers call ----------------------------
@@ -340,7 +342,8 @@ class Engine(RequestColumns):
         """Start a run of decode-only iterations of the whole batch (one iteration when
         jumping is off or a swap copy is added); False when nothing is left to decode.
         """
-        extra += self.make_room(rep, t)
+        if rep.demand.at(rep.step) > rep.kv.free:
+            extra += self.make_room(rep, t)
         c = len(rep.running)
         if not c:
             return False
@@ -433,21 +436,18 @@ class Engine(RequestColumns):
         prefills = rep.seg_prefills
         self._account(rep, k, c, sum(tok for _, tok in prefills) if prefills else 0)
         if rep.seg_decode:
-            rep.step += k
+            step = rep.step = rep.step + k
             rep.ctx += c * k
             rep.out_tokens -= c * k
             if rep.cache is not None:  # free was lowest at the run's last step
                 rep.cache.trim(rep.kv.free)
             fin = rep.fin
-            step = rep.step
-            while fin and fin[0][0] <= step:
-                top, i = heapq.heappop(fin)
-                if (
-                    self.state[i] == DECODING
-                    and self.fin_step[i] == top
-                    and self.at[i] == rep.index
-                ):
-                    self._finish_decoding(rep, i, t)
+            if fin and fin[0][0] <= step:
+                state, fin_step, at, r = self.state, self.fin_step, self.at, rep.index
+                while fin and fin[0][0] <= step:
+                    top, i = heapq.heappop(fin)
+                    if state[i] == DECODING and fin_step[i] == top and at[i] == r:
+                        self._finish_decoding(rep, i, t)
         for i, tok in prefills:
             if self.state[i] != PREFILLING or self.at[i] != rep.index:
                 continue
@@ -556,8 +556,14 @@ class Engine(RequestColumns):
     # ---- arrivals and routing ------------------------------------------------------
 
     def routable(self) -> list[Replica]:
-        """Replicas that take new requests (up, not draining; prefill pool when split)."""
-        return [r for r in self.replicas if r.up and not r.draining and r.role != "decode"]
+        """Replicas that take new requests (up, not draining; prefill pool when split).
+        Kept until a replica starts, comes up, drains or goes down.
+        """
+        if self._routable is None:
+            self._routable = [
+                r for r in self.replicas if r.up and not r.draining and r.role != "decode"
+            ]
+        return self._routable
 
     def arrive(self, i: int, t: float) -> Replica | None:
         """Route request ``i`` (or drop it when it can never fit a replica's KV)."""
@@ -617,6 +623,7 @@ class Engine(RequestColumns):
             self.transfer_done(rep, version, t, dirty)
         elif kind == COLD_START:
             rep.up = True
+            self._routable = None
             dirty.append(r)
         else:
             self.tick(t)
@@ -653,6 +660,7 @@ class Engine(RequestColumns):
         elif step < 0:
             rep = serving[-1]
             rep.draining = True
+            self._routable = None
             self._maybe_down(rep, t)
         if self._work_left():
             self._push(t + rule.interval_s, TICK, 0, 0)
@@ -674,15 +682,43 @@ class Engine(RequestColumns):
         arrival = self.arrival
         n = len(arrival)
         heap = self.heap
+        reps = self.replicas
+        pop, push = heapq.heappop, heapq.heappush
+        end, start = self.end_iteration, self.batching.start
         a = 0
+        self._next_arrival = 0
+        next_edge = self.bin_s
         while True:
             t_heap = heap[0][0] if heap else INF
             t_arr = arrival[a] if a < n else INF
             t = t_heap if t_heap < t_arr else t_arr
             if t == INF:
                 break
-            if (self.snapped + 1) * self.bin_s <= t:
+            if t >= next_edge:
                 self._snapshot(t)
+                next_edge = (self.snapped + 1) * self.bin_s
+            if t_heap < t_arr:  # fast path: one iteration end alone at its instant
+                event = pop(heap)
+                if event[1] == ITER_END and not (heap and heap[0][0] == t):
+                    rep = reps[event[2]]
+                    if event[4] == rep.version and rep.busy:
+                        end(rep, t)
+                        if rep.draining:
+                            self._maybe_down(rep, t)
+                        if rep.queue or rep.running or rep.prefilling:
+                            start(self, rep, t)
+                    continue
+                push(heap, event)
+            elif t_arr < t_heap and (a + 1 == n or arrival[a + 1] != t):
+                # fast path: one arrival alone at its instant
+                if t > self.horizon:
+                    self.horizon = t
+                got = self.arrive(a, t)
+                a += 1
+                self._next_arrival = a
+                if got is not None and not got.busy:
+                    start(self, got, t)
+                continue
             a = self._instant(t, a)
             self._next_arrival = a
         self._snapshot(self.horizon + self.bin_s)

@@ -110,13 +110,13 @@ class Replica:
         """Iterations of the run in progress that ended at or before ``t``."""
         if not self.busy:
             return 0
-        return min(self.seg_k, bisect_right(self.seg_ends, t, 0, self.seg_k))
+        return bisect_right(self.seg_ends, t, 0, self.seg_k)
 
     def outstanding(self, t: float) -> int:
         """Outstanding tokens at ``t`` (least-tokens routing)."""
         if self.busy and self.seg_k > 1:
             k = self.seg_k
-            return self.out_tokens - self.seg_c * min(k, bisect_right(self.seg_ends, t, 0, k))
+            return self.out_tokens - self.seg_c * bisect_right(self.seg_ends, t, 0, k)
         return self.out_tokens
 
     def used_at(self, t: float) -> int:

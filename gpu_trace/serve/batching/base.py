@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpu_trace.serve.engine import KV_ARRIVED, SWAPPED
+from gpu_trace.serve.engine import KV_ARRIVED, QUEUED, SWAPPED
+
+__all__ = ["KV_ARRIVED", "QUEUED", "SWAPPED", "resume_swapped"]
 
 if TYPE_CHECKING:
     from gpu_trace.serve.engine import Engine

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpu_trace.plugins import PolicyPlugin, option
-from gpu_trace.serve.batching.base import resume_swapped
+from gpu_trace.serve.batching.base import QUEUED, resume_swapped
 
 if TYPE_CHECKING:
     from gpu_trace.serve.engine import Engine
@@ -64,7 +64,7 @@ class Sarathi:
         keep = int(self.watermark * rep.kv.capacity)
         while budget > 0 and queue:
             i = queue[0][2]
-            if eng.state[i] != 1:
+            if eng.state[i] != QUEUED:
                 break
             need, hit = eng.admission(rep, i)
             if rep.batch() + 1 > self.max_seqs or need > rep.kv.free - (keep if rep.batch() else 0):

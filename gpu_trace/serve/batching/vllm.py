@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpu_trace.plugins import PolicyPlugin, option
-from gpu_trace.serve.batching.base import resume_swapped
+from gpu_trace.serve.batching.base import QUEUED, resume_swapped
 
 if TYPE_CHECKING:
     from gpu_trace.serve.engine import Engine
@@ -59,16 +59,17 @@ class Vllm:
 
     def start(self, eng: Engine, rep: Replica, t: float) -> bool:
         """Start ``rep``'s next iteration (prefill if any prompt fits, else decode)."""
-        back, extra = resume_swapped(eng, rep, self.max_seqs)
-        if back:
-            return eng.run_decode(rep, t, extra)
+        queue = rep.queue
+        if queue and eng.state[queue[0][2]] != QUEUED:  # swapped out, or KV arrived
+            back, extra = resume_swapped(eng, rep, self.max_seqs)
+            if back:
+                return eng.run_decode(rep, t, extra)
         taken: list[tuple[int, int]] = []
         tokens = longest = 0
-        queue = rep.queue
         keep = int(self.watermark * rep.kv.capacity)
         while queue:
             i = queue[0][2]
-            if eng.state[i] != 1:  # a swapped request waits for its turn at the head
+            if eng.state[i] != QUEUED:  # a swapped request waits for its turn at the head
                 break
             need, hit = eng.admission(rep, i)
             tok = eng.target[i] - hit

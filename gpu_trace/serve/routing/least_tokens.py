@@ -34,7 +34,7 @@ def least_loaded(replicas: list[Replica], t: float) -> Replica:
     for rep in replicas:  # Replica.outstanding inlined: this runs per arrival x replica
         if rep.busy and rep.seg_k > 1:
             k = rep.seg_k
-            load = rep.out_tokens - rep.seg_c * min(k, bisect_right(rep.seg_ends, t, 0, k))
+            load = rep.out_tokens - rep.seg_c * bisect_right(rep.seg_ends, t, 0, k)
         else:
             load = rep.out_tokens
         if load < low:

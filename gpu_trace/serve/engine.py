@@ -682,9 +682,6 @@ class Engine(RequestColumns):
         arrival = self.arrival
         n = len(arrival)
         heap = self.heap
-        reps = self.replicas
-        pop, push = heapq.heappop, heapq.heappush
-        end, start = self.end_iteration, self.batching.start
         a = 0
         self._next_arrival = 0
         next_edge = self.bin_s
@@ -697,32 +694,44 @@ class Engine(RequestColumns):
             if t >= next_edge:
                 self._snapshot(t)
                 next_edge = (self.snapped + 1) * self.bin_s
-            if t_heap < t_arr:  # fast path: one iteration end alone at its instant
-                event = pop(heap)
-                if event[1] == ITER_END and not (heap and heap[0][0] == t):
-                    rep = reps[event[2]]
-                    if event[4] == rep.version and rep.busy:
-                        end(rep, t)
-                        if rep.draining:
-                            self._maybe_down(rep, t)
-                        if rep.queue or rep.running or rep.prefilling:
-                            start(self, rep, t)
+            if t_heap < t_arr:
+                if self._lone_end(t):
                     continue
-                push(heap, event)
             elif t_arr < t_heap and (a + 1 == n or arrival[a + 1] != t):
-                # fast path: one arrival alone at its instant
-                if t > self.horizon:
-                    self.horizon = t
-                got = self.arrive(a, t)
-                a += 1
-                self._next_arrival = a
-                if got is not None and not got.busy:
-                    start(self, got, t)
+                a = self._lone_arrival(t, a)
                 continue
             a = self._instant(t, a)
             self._next_arrival = a
         self._snapshot(self.horizon + self.bin_s)
         return self.result()
+
+    def _lone_end(self, t: float) -> bool:
+        """Fast path: the heap's first event is an iteration end alone at its instant
+        (the common case); False (nothing done) otherwise.
+        """
+        heap = self.heap
+        event = heapq.heappop(heap)
+        if event[1] != ITER_END or (heap and heap[0][0] == t):
+            heapq.heappush(heap, event)
+            return False
+        rep = self.replicas[event[2]]
+        if event[4] == rep.version and rep.busy:
+            self.end_iteration(rep, t)
+            if rep.draining:
+                self._maybe_down(rep, t)
+            if rep.queue or rep.running or rep.prefilling:
+                self.batching.start(self, rep, t)
+        return True
+
+    def _lone_arrival(self, t: float, a: int) -> int:
+        """Fast path: arrival ``a`` alone at its instant; the next arrival's index."""
+        if t > self.horizon:
+            self.horizon = t
+        got = self.arrive(a, t)
+        self._next_arrival = a + 1
+        if got is not None and not got.busy:
+            self.batching.start(self, got, t)
+        return a + 1
 
     def _instant(self, t: float, a: int) -> int:
         """Every event at ``t``, in the spec's order; the next arrival's index."""

@@ -77,6 +77,30 @@ def test_jumping_equals_stepping(batching: str, batch: str, preemption: str, rou
     assert eng_j.max_used <= eng_j.capacity and eng_j.max_used == eng_s.max_used
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"disaggregate": "1:2", "link_gbps": 10.0},
+        {"disaggregate": "2:1", "link_gbps": 1.0, "batching": "sarathi", "kv_preemption": "swap"},
+        {"autoscale": "queue,min=1,max=3,up=2,down=0.5,interval=2", "cold_start_s": 1.0},
+        {"autoscale": "utilization,min=2,max=4,up=0.6,down=0.2,interval=3", "cold_start_s": 2.0},
+    ],
+)
+def test_jumping_equals_stepping_on_split_and_scaled_clusters(extra: dict[str, object]) -> None:
+    reqs = sessions(400)
+    kw = {"router": "least-tokens", "kv_block_tokens": 16, "bin_s": 5.0, **extra}
+    _, jumped = run(reqs, jump=True, capacity=2400, **kw)
+    _, stepped = run(reqs, jump=False, capacity=2400, **kw)
+    jumped.check()
+    assert_frame_equal(jumped.requests, stepped.requests)
+    assert_frame_equal(jumped.replicas, stepped.replicas, check_exact=False, rel_tol=1e-9)
+    assert (jumped.requests["status"] == "finished").all()
+    if "disaggregate" in extra:
+        assert (jumped.requests["kv_transfer_s"] > 0).any()
+    else:
+        assert jumped.replicas.height > 1 + int("min=2" in str(extra["autoscale"]))
+
+
 @pytest.mark.parametrize(("batching", "batch", "preemption", "router"), CASES)
 def test_conservation_and_kv_capacity(
     batching: str, batch: str, preemption: str, router: str

@@ -590,13 +590,15 @@ class Engine(RequestColumns):
         heapq.heappush(rep.queue, (1, self.order.key(self.output[i], i), i))
         self.cut(rep, t)
 
-    def prefix_hit(self, rep: Replica, i: int, t: float) -> int:
-        """Leading blocks of request ``i`` that ``rep``'s cache holds at ``t``."""
+    def prefix_hit(self, rep: Replica, hashes: list[int], t: float) -> int:
+        """Leading blocks of ``hashes`` (a request's, ``req.blocks(i).tolist()``) that
+        ``rep``'s cache holds at ``t``.
+        """
         cache = rep.cache
-        if cache is None or not cache.entries:
+        if cache is None or not cache.entries or not hashes:
             return 0
         cache.trim(rep.kv.capacity - rep.used_at(t))
-        return cache.peek(self.req.blocks(i).tolist())
+        return cache.peek(hashes)
 
     # ---- the loop ------------------------------------------------------------------
 

@@ -47,8 +47,9 @@ class PrefixAffinity:
             pool = [r for r, load in zip(replicas, loads, strict=True) if load <= bound] or replicas
         best = 0
         tied: list[Replica] = []
+        hashes = eng.req.blocks(i).tolist()
         for rep in pool:
-            hit = eng.prefix_hit(rep, i, t)
+            hit = eng.prefix_hit(rep, hashes, t)
             if hit > best:
                 best, tied = hit, [rep]
             elif hit == best and best:

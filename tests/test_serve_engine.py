@@ -216,12 +216,13 @@ def test_least_tokens_picks_the_least_outstanding_work() -> None:
 
 
 def test_least_tokens_counts_tokens_produced_mid_run() -> None:
-    # 2 replicas, a = 1 s. A (prompt 1, 100 tokens) at 0 -> 0; B (prompt 1, 20 tokens)
-    # at 0 -> 1. At 50.5: replica 0 has produced 1 + 50 tokens (49 left), replica 1 is
-    # done (0 left): C -> 1. At 60.5 D (prompt 1, 60 tokens): replica 0 has 39 left,
-    # replica 1 C's 1 + 2 - ... C (prompt 1, 1 token) was done at 51.5 -> 0 left: D -> 1.
-    # At 61.5 E: replica 0 38 left, replica 1 D: prompt done at 61.5 (token 1) -> 59
-    # left: E -> 0.
+    # 2 replicas, a = 1 s. A (prompt 1, 100 tokens) at 0 -> 0 (tie); B (prompt 1, 20
+    # tokens) at 0 -> 1 (101 vs 0). A: token 1 at 1, then one per second (token k at k).
+    # At 50.5: replica 0 has produced 50 of A's tokens (50 left), replica 1 finished B at
+    # 20 (0 left): C (prompt 1, 1 token) -> 1, done at 51.5.
+    # At 60.5 D (prompt 1, 60 tokens): replica 0 has 40 left, replica 1 0: D -> 1.
+    # At 61.5 E: replica 0 has 39 left; replica 1's iteration ends at 61.5 first (D's
+    # token 1): 59 left -> E -> 0.
     out = rows(
         simulate(
             requests([0.0, 0.0, 50.5, 60.5, 61.5], [1] * 5, [100, 20, 1, 60, 1]),
@@ -317,7 +318,7 @@ def test_vllm_vidur_options_padded_budget_and_watermark() -> None:
     assert [r["finish_s"] for r in out] == [1.0, 2.0]
     # watermark 0.25 of 8 blocks (4-token blocks) = 2 kept free. A (prompt 11: 3
     # blocks) is admitted into the empty replica; B (prompt 11) would leave 8 - 6 = 2 >= 2:
-    # both in one prefill. With C also (3 more blocks: 8 - 9 < 2) C waits for A and B.
+    # both in one prefill. C (prompt 3: 1 block) would leave 1 < 2: it waits for A and B.
     out = rows(
         simulate(
             requests([0.0, 0.0, 0.0], [11, 11, 3], [1, 1, 1]),

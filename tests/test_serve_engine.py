@@ -327,3 +327,21 @@ def test_vllm_vidur_options_padded_budget_and_watermark() -> None:
         )
     )
     assert [r["finish_s"] for r in out] == [1.0, 1.0, 2.0]
+
+
+def test_a_prefix_hit_saves_compute_not_memory() -> None:
+    # 4-token blocks (trace and KV), 4 KV blocks. a = 1 s. A (0, prompt 8, blocks [1, 2],
+    # 1 token): prefill -> 1, done, blocks 1, 2 cached. At 5: B (prompt 8, blocks [1, 2],
+    # 6 tokens) hits 7 tokens (8 cached, at most 8 - 1) and computes 1, but holds
+    # ceil((8 + 1) / 4) = 3 blocks: the cached ones move from the free part of the pool
+    # to it. C (prompt 4, 1 token, 2 blocks) finds 1 free: it waits. B: token 1 at 6,
+    # tokens 2..6 at 7..11 (its 4th block before the step at KV 12). C: prefill 11 -> 12.
+    out = rows(
+        simulate(
+            requests([0.0, 5.0, 5.0], [8, 8, 4], [1, 6, 1], [[1, 2], [1, 2], []], block_tokens=4),
+            config(kv_block_tokens=4),
+            LinearLatency(a=1.0, capacity_tokens=16),
+        )
+    )
+    assert out[1]["prefix_hit_tokens"] == 7 and out[1]["finish_s"] == 11.0
+    assert out[2]["queue_s"] == 6.0 and out[2]["finish_s"] == 12.0

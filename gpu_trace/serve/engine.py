@@ -187,8 +187,11 @@ class Engine(RequestColumns):
         return rep.queue[0][2] if rep.queue else -1
 
     def admission(self, rep: Replica, i: int) -> tuple[int, int]:
-        """(KV blocks request ``i`` takes if admitted now, prompt tokens a prefix hit
-        covers), without changing anything.
+        """(KV blocks request ``i`` holds if admitted now, prompt tokens a prefix hit
+        covers), without changing anything. A hit saves computing those tokens, not
+        memory: the cached blocks it uses leave the free part of the pool (where the
+        cache lives) for the request, the rest are allocated, so the request holds
+        ``ceil((prompt + 1) / block)`` blocks either way.
         """
         hit = 0
         cache = rep.cache
@@ -198,7 +201,7 @@ class Engine(RequestColumns):
             if n:
                 hit = min(n * self.req.block_tokens, self.prompt[i] - 1)
                 hit = max(hit, 0)
-        need = kvmod.blocks_for(self.target[i] + 1, self.block) - hit // self.block
+        need = kvmod.blocks_for(self.target[i] + 1, self.block)
         return need, hit
 
     def admit(self, rep: Replica, i: int, t: float, need: int, hit: int) -> None:
@@ -210,7 +213,6 @@ class Engine(RequestColumns):
             rep.cache.lookup(self.req.blocks(i).tolist())
         self.state[i] = PREFILLING
         self.computed[i] = hit
-        self.given[i] = hit // self.block
         self.held[i] = need
         rep.prefilling.append(i)
         if self.first_sched[i] == INF:
@@ -233,7 +235,6 @@ class Engine(RequestColumns):
         self._track(rep)
         if rep.cache is not None:
             rep.cache.trim(rep.kv.free)
-        self.given[i] = 0
         arrived = self.state[i] == KV_ARRIVED
         self._join_decode(rep, i, self.prompt[i] + self.generated[i])
         return 0.0 if arrived else kvmod.swap_seconds(blocks, self.block, self.kv_bytes)
@@ -277,7 +278,7 @@ class Engine(RequestColumns):
         extra = 0.0
         if self.state[i] == DECODING:
             kv_len = self.lbase[i] + rep.step
-            rep.kv.used -= kvmod.blocks_for(kv_len, self.block) - self.given[i]
+            rep.kv.used -= kvmod.blocks_for(kv_len, self.block)
             rep.running.remove(i)
             rep.demand.add(self.lbase[i], -1)
             rep.ctx -= kv_len
@@ -296,7 +297,6 @@ class Engine(RequestColumns):
         if self.state[i] != SWAPPED:
             self.state[i] = QUEUED
             self.computed[i] = 0
-            self.given[i] = 0
             self.held[i] = 0
         heapq.heappush(rep.queue, (0, -self.preempt_seq, i))
         return extra
@@ -469,11 +469,13 @@ class Engine(RequestColumns):
         rep.out_tokens -= 1
         if self.first_token[i] == INF:
             self.first_token[i] = t
-        if rep.cache is not None and self.req.has_blocks:
-            rep.cache.insert(self.req.blocks(i).tolist(), rep.kv.free)
-        if self.generated[i] >= self.output[i]:
+        done = self.generated[i] >= self.output[i]
+        if done:  # its blocks are free before its prefix is cached
             rep.kv.used -= self.held[i]
             self.held[i] = 0
+        if rep.cache is not None:
+            rep.cache.insert(self.req.blocks(i).tolist(), rep.kv.free)
+        if done:
             self._done(rep, i, t)
             return
         if rep.role == "prefill":  # its KV goes to a decode replica; blocks held till then
@@ -488,7 +490,7 @@ class Engine(RequestColumns):
 
     def _finish_decoding(self, rep: Replica, i: int, t: float) -> None:
         kv_len = self.lbase[i] + rep.step
-        rep.kv.used -= kvmod.blocks_for(kv_len, self.block) - self.given[i]
+        rep.kv.used -= kvmod.blocks_for(kv_len, self.block)
         rep.running.remove(i)
         rep.demand.add(self.lbase[i], -1)
         rep.ctx -= kv_len

@@ -1,10 +1,11 @@
 """A replica's paged KV cache: capacity, allocation, and the decode-step block demand.
 
 Rules (docs/serving-replay.md, "KV cache"): a prompt of P tokens (a recomputed one
-includes the tokens kept) takes ``ceil((P + 1) / block)`` blocks at admission, less
-those a prefix hit gave; a running request holding L tokens takes one more block before
-an iteration in which it produces a token when ``L % block == 0``. So a decoding request
-holds ``ceil(L / block)`` blocks (less its prefix gift), and which requests need a block
+includes the tokens kept) holds ``ceil((P + 1) / block)`` blocks from its admission (a
+prefix hit's blocks included: they move from the cache, in the free part of the pool,
+to the request); a running request holding L tokens takes one more block before an
+iteration in which it produces a token when ``L % block == 0``. So a decoding request
+holds ``ceil(L / block)`` blocks, and which requests need a block
 before decode step ``D`` depends only on ``(L - D) mod block``: :class:`DecodeDemand`
 counts requests by that phase, so the blocks a batch takes over the next K decode steps
 are one periodic array (the macro-step's KV limit), with no per-request work.

@@ -72,7 +72,6 @@ class RequestColumns(Protocol):
         list[int], _out("Prompt tokens of the current admission (prompt + tokens kept).")
     ] = DECLARED
     computed: Annotated[list[int], _out("Of those, computed (or found cached) so far.")] = DECLARED
-    given: Annotated[list[int], _out("KV blocks a prefix hit gave (not allocated).")] = DECLARED
     held: Annotated[list[int], _out("KV blocks held while prefilling / swapped out.")] = DECLARED
     lbase: Annotated[
         list[int], _out("While decoding: KV length minus the replica's decode step.")

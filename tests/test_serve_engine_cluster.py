@@ -103,3 +103,15 @@ def test_autoscale_settings() -> None:
             config(disaggregate="1:1", autoscale="queue"),
             LinearLatency(),
         )
+
+
+def test_autoscale_flag_takes_the_metric_as_a_bare_word() -> None:
+    # the flag's own help: "queue or utilization, with min=,max=,..."
+    from gpu_trace.plugins import option_specs
+    from gpu_trace.serve.config import ServeConfig
+
+    spec = next(o for o in option_specs(ServeConfig) if o.name == "autoscale")
+    assert spec.parse is not None
+    assert spec.parse("queue,min=1,max=4") == "queue,min=1,max=4"
+    with pytest.raises(UsageError):
+        spec.parse("queue,min=1,max=4,speed=2")

@@ -606,7 +606,7 @@ class Engine(RequestColumns):
         while (self.snapped + 1) * b <= upto:
             edge = (self.snapped + 1) * b
             for rep in self.replicas:
-                rep.snap.append((rep.batch(), rep.waiting(), rep.used_at(edge)))
+                rep.snap.extend((rep.batch(), rep.waiting(), rep.used_at(edge)))
             self.snapped += 1
 
     def _pop_end(self, t: float, dirty: list[int]) -> None:

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from gpu_trace.replay.kernel import job_table
@@ -81,30 +82,43 @@ def timeseries(eng: Engine) -> pl.DataFrame:
     replica that did not exist yet (autoscaling) has zeros and ``up`` false.
     """
     bins = eng.snapped
-    cols: dict[str, list[Any]] = {name: [] for name in TIMESERIES_COLUMNS}
+    start = np.arange(bins, dtype=np.float64) * eng.bin_s
+    frames = []
     for rep in eng.replicas:
-        pad = bins - len(rep.bin_busy)
-        busy = (rep.bin_busy + [0.0] * pad)[:bins]
-        iters = (rep.bin_iters + [0] * pad)[:bins]
-        pre = (rep.bin_prefill + [0] * pad)[:bins]
-        dec = (rep.bin_decode + [0] * pad)[:bins]
-        snap = ([(0, 0, 0)] * rep.first_bin + rep.snap)[:bins]
+        snap = np.zeros((bins, 3), dtype=np.int64)
+        mine = np.frombuffer(rep.snap, dtype=np.int64).reshape(-1, 3)
+        snap[rep.first_bin : rep.first_bin + len(mine)] = mine[: bins - rep.first_bin]
         down = INF if math.isnan(rep.down_s) else rep.down_s
-        cols["time_s"].extend(q * eng.bin_s for q in range(bins))
-        cols["replica"].extend([rep.index] * bins)
-        cols["role"].extend([rep.role] * bins)
-        cols["up"].extend(
-            rep.up_s < (q + 1) * eng.bin_s and down > q * eng.bin_s for q in range(bins)
+        frames.append(
+            pl.DataFrame(
+                {
+                    "time_s": start,
+                    "replica": np.full(bins, rep.index),
+                    "role": [rep.role] * bins,
+                    "up": (rep.up_s < start + eng.bin_s) & (down > start),
+                    "busy_s": _bins(rep.bin_busy, bins, np.float64),
+                    "iterations": _bins(rep.bin_iters, bins, np.int64),
+                    "prefill_tokens": _bins(rep.bin_prefill, bins, np.int64),
+                    "decode_tokens": _bins(rep.bin_decode, bins, np.int64),
+                    "running": snap[:, 0],
+                    "waiting": snap[:, 1],
+                    "kv_used_blocks": snap[:, 2],
+                    "kv_capacity_blocks": np.full(bins, rep.kv.capacity),
+                },
+                schema=TIMESERIES_COLUMNS,
+            )
         )
-        cols["busy_s"].extend(busy)
-        cols["iterations"].extend(iters)
-        cols["prefill_tokens"].extend(pre)
-        cols["decode_tokens"].extend(dec)
-        cols["running"].extend(s[0] for s in snap)
-        cols["waiting"].extend(s[1] for s in snap)
-        cols["kv_used_blocks"].extend(s[2] for s in snap)
-        cols["kv_capacity_blocks"].extend([rep.kv.capacity] * bins)
-    return pl.DataFrame(cols, schema=TIMESERIES_COLUMNS).sort("time_s", "replica")
+    if not frames:
+        return pl.DataFrame(schema=TIMESERIES_COLUMNS)
+    return pl.concat(frames).sort("time_s", "replica")
+
+
+def _bins(values: list[Any], bins: int, dtype: Any) -> npt.NDArray[Any]:
+    """A per-bin list cut or zero-padded to ``bins`` values."""
+    out = np.zeros(bins, dtype=dtype)
+    n = min(bins, len(values))
+    out[:n] = values[:n]
+    return out
 
 
 def replica_frame(eng: Engine) -> pl.DataFrame:

@@ -8,6 +8,7 @@ Plain slots, no behaviour beyond small queries: the event loop
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 
 from gpu_trace.serve.kv import DecodeDemand, KvPool
@@ -103,8 +104,8 @@ class Replica:
         self.bin_iters: list[int] = []
         self.bin_prefill: list[int] = []
         self.bin_decode: list[int] = []
-        self.snap: list[tuple[int, int, int]] = []
-        """(running, waiting, KV blocks used) at each bin's end."""
+        self.snap = array("q")
+        """(running, waiting, KV blocks used) at each bin's end, flat (3 per bin)."""
 
     def done_steps(self, t: float) -> int:
         """Iterations of the run in progress that ended at or before ``t``."""

@@ -83,6 +83,16 @@ def _disaggregate(text: str) -> str:
     return text
 
 
+def _autoscale(text: str) -> str:
+    """Checked as the engine reads it (``queue,min=2,...``: the metric is a bare word,
+    which ``name=value`` pairs would refuse).
+    """
+    from gpu_trace.serve.autoscale import parse_autoscale
+
+    parse_autoscale(text, 1)
+    return text
+
+
 def _positive(flag: str) -> Any:
     def check(value: float) -> float:
         return check_number(value, flag, gt=0)
@@ -167,7 +177,7 @@ class ServeConfig:
     autoscale: str = option(
         "",
         "Autoscaler: queue or utilization, with min=,max=,up=,down=,interval= (name=value).",
-        parse=_pairs("--autoscale"),
+        parse=_autoscale,
     )
     cold_start_s: float = option(
         "60",

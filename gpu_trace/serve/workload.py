@@ -47,6 +47,11 @@ class RequestSet:
         """The number of requests."""
         return int(self.arrival_s.size)
 
+    @property
+    def n(self) -> int:
+        """The number of requests (the name the replay kernel's ``job_table.fill`` reads)."""
+        return int(self.arrival_s.size)
+
     def blocks(self, i: int) -> I64:
         """Request i's prefix block hashes, in prompt order."""
         return self.block_hashes[self.block_offsets[i] : self.block_offsets[i + 1]]

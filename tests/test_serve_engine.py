@@ -112,9 +112,10 @@ def test_sarathi_chunks_with_decodes_first() -> None:
 def _kv_full(preemption: str) -> list[dict[str, object]]:
     # KV: 4-token blocks, 3 blocks. a = 1 s, b = 0. A: prompt 3, 6 tokens; B: prompt 3,
     # 3 tokens; both at 0 (A first in input order).
-    # t=0 prefill A, B: ceil((3+1)/4) = 1 block each (2 used) -> 1: token 1 each, KV 4.
-    # t=1 decode: both hold 4 tokens = 4 % 4 == 0 -> 2 new blocks, 1 free: preempt the
-    #     last arrived (B, 1 block freed); A takes one (A holds 2).
+    # t=0 prefill A, B: ceil(3/4) = 1 block each (2 used) -> 1: token 1 each (4 tokens).
+    # t=1 decode writes slot 3 (in block 1): -> 2, token 2 each (5 tokens).
+    # t=2 decode writes slot 4: 2 new blocks, 1 free: preempt the last arrived (B, 1 block
+    #     freed); A takes one (A holds 2).
     return rows(
         simulate(
             requests([0.0, 0.0], [3, 3], [6, 3]),
@@ -125,26 +126,25 @@ def _kv_full(preemption: str) -> list[dict[str, object]]:
 
 
 def test_kv_full_preempts_the_last_arrival_and_recomputes() -> None:
-    # recompute: B to the queue's front with prompt 3 + 1 kept token = 4 (2 blocks).
-    # t=1 decode A -> 2 (A token 2, KV 5). t=2..5: B needs 2 blocks, 1 free: A decodes,
-    # taking its third block before the step at KV 8 (t=5): tokens 3..6 at 3, 4, 5, 6.
-    # t=6 A done (3 blocks freed): B prefill of 4 tokens -> 7 (B token 2). t=7 decode -> 8:
-    # B token 3, done. B's first token stays at 1.
+    # recompute: B to the queue's front with prompt 3 + 2 kept tokens = 5 (2 blocks).
+    # t=2..5: B needs 2 blocks, 1 free: A decodes (slots 4..7, its second block): tokens
+    # 3..6 at 3, 4, 5, 6. t=6 A done (2 blocks freed): B prefill of 5 tokens -> 7 (B token
+    # 3), done. B's first token stays at 1: TPOT (7 - 1) / 2 = 3.
     a, b = _kv_full("recompute")
     assert a["finish_s"] == 6.0 and a["preemptions"] == 0 and a["ttft_s"] == 1.0
-    assert b["ttft_s"] == 1.0 and b["finish_s"] == 8.0 and b["preemptions"] == 1
-    assert b["tpot_s"] == pytest.approx(3.5)
+    assert b["ttft_s"] == 1.0 and b["finish_s"] == 7.0 and b["preemptions"] == 1
+    assert b["tpot_s"] == pytest.approx(3.0)
 
 
 def test_kv_full_swaps_out_and_back() -> None:
     # swap: B's block (4 tokens x 512 B of KV per token of the toy model) goes to host
-    # memory at 25 GB/s: s = 2048 / 25e9 s, added to A's decode at t=1 (ends 2 + s).
-    # B comes back when its block and its next token's block fit: after A is done
-    # (6 + s), with another s of copying: decode -> 7 + 2s (token 2), 8 + 2s (token 3).
+    # memory at 25 GB/s: s = 2048 / 25e9 s, added to A's decode at t=2 (ends 3 + s).
+    # B comes back when its block and its next token's block (slot 4) fit: after A is
+    # done (6 + s), with another s of copying: decode -> 7 + 2s (token 3), done.
     s = 4 * 512 / 25e9
     a, b = _kv_full("swap")
     assert a["finish_s"] == pytest.approx(6.0 + s, abs=1e-12)
-    assert b["finish_s"] == pytest.approx(8.0 + 2 * s, abs=1e-12)
+    assert b["finish_s"] == pytest.approx(7.0 + 2 * s, abs=1e-12)
     assert b["preemptions"] == 1 and b["ttft_s"] == 1.0
 
 
@@ -330,18 +330,18 @@ def test_vllm_vidur_options_padded_budget_and_watermark() -> None:
 
 
 def test_a_prefix_hit_saves_compute_not_memory() -> None:
-    # 4-token blocks (trace and KV), 4 KV blocks. a = 1 s. A (0, prompt 8, blocks [1, 2],
+    # 4-token blocks (trace and KV), 3 KV blocks. a = 1 s. A (0, prompt 8, blocks [1, 2],
     # 1 token): prefill -> 1, done, blocks 1, 2 cached. At 5: B (prompt 8, blocks [1, 2],
-    # 6 tokens) hits 7 tokens (8 cached, at most 8 - 1) and computes 1, but holds
-    # ceil((8 + 1) / 4) = 3 blocks: the cached ones move from the free part of the pool
-    # to it. C (prompt 4, 1 token, 2 blocks) finds 1 free: it waits. B: token 1 at 6,
-    # tokens 2..6 at 7..11 (its 4th block before the step at KV 12). C: prefill 11 -> 12.
+    # 4 tokens) hits 7 tokens (8 cached, at most 8 - 1) and computes 1, but holds
+    # ceil(8 / 4) = 2 blocks: the cached ones move from the free part of the pool to it.
+    # C (prompt 8, 1 token, 2 blocks) finds 1 free: it waits. B: token 1 at 6, its third
+    # block before writing slot 8 (t=6), tokens 2..4 at 7, 8, 9. C: prefill 9 -> 10.
     out = rows(
         simulate(
-            requests([0.0, 5.0, 5.0], [8, 8, 4], [1, 6, 1], [[1, 2], [1, 2], []], block_tokens=4),
+            requests([0.0, 5.0, 5.0], [8, 8, 8], [1, 4, 1], [[1, 2], [1, 2], []], block_tokens=4),
             config(kv_block_tokens=4),
-            LinearLatency(a=1.0, capacity_tokens=16),
+            LinearLatency(a=1.0, capacity_tokens=12),
         )
     )
-    assert out[1]["prefix_hit_tokens"] == 7 and out[1]["finish_s"] == 11.0
-    assert out[2]["queue_s"] == 6.0 and out[2]["finish_s"] == 12.0
+    assert out[1]["prefix_hit_tokens"] == 7 and out[1]["finish_s"] == 9.0
+    assert out[2]["queue_s"] == 4.0 and out[2]["finish_s"] == 10.0

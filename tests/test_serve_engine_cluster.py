@@ -43,12 +43,12 @@ def test_disaggregated_transfer_and_decode_pool() -> None:
 
 def test_decode_replica_waits_for_memory_for_the_transferred_kv() -> None:
     # 4-token blocks, 3 blocks per replica; free link (transfer ~0). a = 1 s.
-    # A (0, prompt 3, 4 tokens) and B (0, prompt 3, 4 tokens) prefilled together on 0 -> 1.
-    # On decode replica 1, each needs ceil((3 + 1) / 4) = 1 block + 1 for its next token
-    # (KV 4 = a block boundary): A takes 2 of 3, B (2 more) must wait until A is done.
+    # A (0, prompt 4, 4 tokens) and B (0, prompt 4, 4 tokens) prefilled together on 0 -> 1.
+    # On decode replica 1, each holds ceil(4 / 4) = 1 block + needs 1 for its next token
+    # (slot 4 starts a block): A takes 2 of 3, B (2 more) must wait until A is done.
     # A: tokens 2, 3, 4 at 2, 3, 4 (+ transfer). B: joins at 4, tokens at 5, 6, 7.
     result = simulate(
-        requests([0.0, 0.0], [3, 3], [4, 4]),
+        requests([0.0, 0.0], [4, 4], [4, 4]),
         config(disaggregate="1:1", link_gbps=1e9, kv_block_tokens=4),
         LinearLatency(a=1.0, capacity_tokens=12),
     )

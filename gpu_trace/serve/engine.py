@@ -187,7 +187,7 @@ class Engine(RequestColumns):
         covers), without changing anything. A hit saves computing those tokens, not
         memory: the cached blocks it uses leave the free part of the pool (where the
         cache lives) for the request, the rest are allocated, so the request holds
-        ``ceil((prompt + 1) / block)`` blocks either way.
+        ``ceil(prompt / block)`` blocks either way (vLLM's allocation of a prompt).
         """
         hit = 0
         cache = rep.cache
@@ -197,7 +197,7 @@ class Engine(RequestColumns):
             if n:
                 hit = min(n * self.req.block_tokens, self.prompt[i] - 1)
                 hit = max(hit, 0)
-        need = kvmod.blocks_for(self.target[i] + 1, self.block)
+        need = kvmod.blocks_for(self.target[i], self.block)
         return need, hit
 
     def admit(self, rep: Replica, i: int, t: float, need: int, hit: int) -> None:
@@ -274,14 +274,14 @@ class Engine(RequestColumns):
         extra = 0.0
         if self.state[i] == DECODING:
             kv_len = self.lbase[i] + rep.step
-            rep.kv.used -= kvmod.blocks_for(kv_len, self.block)
+            rep.kv.used -= kvmod.held_blocks(kv_len, self.block)
             rep.running.remove(i)
             rep.demand.add(self.lbase[i], -1)
             rep.ctx -= kv_len
             self.generated[i] = kv_len - self.prompt[i]
             if self.swap:
                 self.state[i] = SWAPPED
-                self.held[i] = kvmod.blocks_for(kv_len, self.block)
+                self.held[i] = kvmod.held_blocks(kv_len, self.block)
                 extra = kvmod.swap_seconds(self.held[i], self.block, self.kv_bytes)
             else:
                 self.target[i] = self.prompt[i] + self.generated[i]
@@ -486,7 +486,7 @@ class Engine(RequestColumns):
 
     def _finish_decoding(self, rep: Replica, i: int, t: float) -> None:
         kv_len = self.lbase[i] + rep.step
-        rep.kv.used -= kvmod.blocks_for(kv_len, self.block)
+        rep.kv.used -= kvmod.held_blocks(kv_len, self.block)
         rep.running.remove(i)
         rep.demand.add(self.lbase[i], -1)
         rep.ctx -= kv_len
@@ -503,7 +503,7 @@ class Engine(RequestColumns):
         dest = least_loaded(pool, t)
         self.state[i] = KV_ARRIVED
         self.at[i] = dest.index
-        self.held[i] = kvmod.blocks_for(self.prompt[i] + self.generated[i], self.block)
+        self.held[i] = kvmod.held_blocks(self.prompt[i] + self.generated[i], self.block)
         dest.out_tokens += self.output[i] - self.generated[i]
         heapq.heappush(dest.queue, (1, self.order.key(self.output[i], i), i))
         self.cut(dest, t)
@@ -565,7 +565,7 @@ class Engine(RequestColumns):
 
     def arrive(self, i: int, t: float) -> Replica | None:
         """Route request ``i`` (or drop it when it can never fit a replica's KV)."""
-        need = kvmod.blocks_for(self.prompt[i] + self.output[i], self.block)
+        need = kvmod.held_blocks(self.prompt[i] + self.output[i], self.block)
         if need > self.capacity:
             self.state[i] = DROPPED
             self.drop_reason[i] = f"needs {need} KV blocks, the replica holds {self.capacity}"

@@ -1,11 +1,11 @@
 """A replica's paged KV cache: capacity, allocation, and the decode-step block demand.
 
 Rules (docs/serving-replay.md, "KV cache"): a prompt of P tokens (a recomputed one
-includes the tokens kept) holds ``ceil((P + 1) / block)`` blocks from its admission (a
+includes the tokens kept) holds ``ceil(P / block)`` blocks from its admission (a
 prefix hit's blocks included: they move from the cache, in the free part of the pool,
-to the request); a running request holding L tokens takes one more block before an
-iteration in which it produces a token when ``L % block == 0``. So a decoding request
-holds ``ceil(L / block)`` blocks, and which requests need a block
+to the request); a running request of L tokens (prompt + produced) writes KV slot
+L - 1 in its next iteration and takes one more block before it when
+``(L - 1) % block == 0``. So a decoding request holds ``ceil((L - 1) / block)`` blocks, and which requests need a block
 before decode step ``D`` depends only on ``(L - D) mod block``: :class:`DecodeDemand`
 counts requests by that phase, so the blocks a batch takes over the next K decode steps
 are one periodic array (the macro-step's KV limit), with no per-request work.
@@ -20,6 +20,15 @@ SWAP_BYTES_PER_S = 25e9
 def blocks_for(tokens: int, block: int) -> int:
     """Blocks holding ``tokens`` tokens."""
     return -(-tokens // block)
+
+
+def held_blocks(kv_len: int, block: int) -> int:
+    """Blocks a request of ``kv_len`` tokens (prompt + tokens produced) holds: the newest
+    token's KV is written by the iteration that feeds it, so ``kv_len - 1`` slots are
+    filled (vLLM allocates ``ceil(prompt / block)`` for a prompt and a slot per decode
+    step; vidur the same, ``vllm_replica_scheduler.py`` at 7d47513).
+    """
+    return blocks_for(kv_len - 1, block)
 
 
 def capacity_blocks(kv_capacity_tokens: int, block: int) -> int:
@@ -50,8 +59,9 @@ class KvPool:
 class DecodeDemand:
     """Decoding requests counted by KV phase, so block demand per step is a lookup.
 
-    A request with KV length ``L = lbase + D`` (D: the replica's decode-step counter)
-    needs a block before step D when ``(lbase + D) % block == 0``.
+    A request with ``L = lbase + D`` tokens (prompt + produced; D: the replica's
+    decode-step counter) writes KV slot ``L - 1`` at step D, so it needs a block before
+    step D when ``(lbase + D - 1) % block == 0``.
     """
 
     __slots__ = ("block", "count", "total")
@@ -63,7 +73,7 @@ class DecodeDemand:
 
     def add(self, lbase: int, k: int = 1) -> None:
         """A request joins (k=1) or leaves (k=-1) the decoding batch."""
-        self.count[lbase % self.block] += k
+        self.count[(lbase - 1) % self.block] += k
         self.total += k
 
     def at(self, step: int) -> int:

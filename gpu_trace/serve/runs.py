@@ -29,7 +29,8 @@ import polars as pl
 from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.replay import policy
 from gpu_trace.serve import metrics, sanity
-from gpu_trace.serve.config import ServeConfig, parse_disaggregate, parse_pairs
+from gpu_trace.serve.autoscale import parse_autoscale
+from gpu_trace.serve.config import ServeConfig, parse_disaggregate
 from gpu_trace.serve.result import ServeResult
 from gpu_trace.serve.workload import RequestSet, from_frames
 from gpu_trace.store.parquet import StoreTransaction
@@ -86,14 +87,9 @@ def _start_replicas(config: ServeConfig) -> int:
     """Replicas serving at time 0: the autoscaler's ``min`` when it has one, else
     ``--replicas`` (/work/notes/serve_spec.md, Autoscaling).
     """
-    if config.autoscale:
-        opts = parse_pairs(config.autoscale, "--autoscale")
-        if "min" in opts:
-            try:
-                return int(opts["min"])
-            except ValueError:
-                msg = f"--autoscale min={opts['min']!r} is not a whole number"
-                raise UsageError(msg) from None
+    scaling = parse_autoscale(config.autoscale, config.replicas)
+    if scaling is not None:
+        return scaling.min
     return config.replicas
 
 

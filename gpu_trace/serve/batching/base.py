@@ -31,7 +31,7 @@ def resume_swapped(eng: Engine, rep: Replica, max_seqs: int) -> tuple[bool, floa
         i = rep.queue[0][2]
         if eng.state[i] != SWAPPED and eng.state[i] != KV_ARRIVED:
             break
-        slot = 1 if (eng.prompt[i] + eng.generated[i]) % eng.block == 0 else 0
+        slot = 1 if (eng.prompt[i] + eng.generated[i] - 1) % eng.block == 0 else 0
         batch_needs = rep.demand.at(rep.step)  # the batch's own blocks for this step
         if rep.batch() + 1 > max_seqs or eng.held[i] + slot + batch_needs > rep.kv.free:
             break

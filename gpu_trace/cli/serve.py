@@ -53,6 +53,7 @@ SUMMARY_COLUMNS = [
     "slo_attainment_ratio",
     "goodput_rps",
     "tokens_per_second",
+    "prefix_hit_ratio",
     "preemptions",
     "gpu_seconds",
     "energy_kwh",

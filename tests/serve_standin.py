@@ -35,7 +35,7 @@ import pytest
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay import policy
 from gpu_trace.serve.config import ServeConfig, parse_disaggregate
-from gpu_trace.serve.latency.base import GpuSpec
+from gpu_trace.serve.latency.base import GpuSpec, ModelSpec
 from gpu_trace.serve.result import (
     REPLICA_COLUMNS,
     REQUEST_COLUMNS,
@@ -47,6 +47,8 @@ PREFILL_S = 0.0001
 DECODE_S = 0.01
 MAX_PROMPT = 100_000
 GPU = GpuSpec("standin-gpu", 80e9, 1e15, 3e12, tdp_w=700.0, idle_w=100.0, link_bytes_per_s=1e11)
+MODEL = ModelSpec("standin-model", 1, 64, 1, 1, 64, 100, 1e6, 2, max_context=1_000_000)
+"""A context no test request exceeds (no sanity note from the stand-in)."""
 PRICE = 2.0
 """USD per GPU-hour the stand-in price lookup answers."""
 
@@ -157,13 +159,16 @@ class Engine:
 
 
 class Latency:
-    """A stand-in latency model: only what the CLI reads of one (its GPU's power)."""
+    """A stand-in latency model: only what the CLI reads of one (its GPU's power, its
+    model's context for the sanity note).
+    """
 
     Config = policy.NoConfig
 
     def __init__(self, config: ServeConfig) -> None:
         self.gpu = GPU
         self.tp = config.tp
+        self.model = MODEL
 
 
 class Named:

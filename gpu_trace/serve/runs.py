@@ -279,7 +279,8 @@ def execute(window: Window, config: ServeConfig, latency: Any = None) -> ServeRu
         cold_start_s=config.cold_start_s,
         energy=energy_cost(result, config, latency),
     )
-    notes = sanity.notes(summary, config.latency, [*window.notes(), *result.notes])
+    context = sanity.beyond_context(window.requests, latency.model)
+    notes = sanity.notes(summary, config.latency, [*window.notes(), *context, *result.notes])
     return ServeRun(config, run_id, result, summary, notes, window.requests.dataset)
 
 

@@ -12,11 +12,19 @@ hidden (as :mod:`gpu_trace.replay.sanity` does for the job replay).
   interpolation next to it.
 - **Roofline latency**: iteration times come from datasheet peaks and efficiency
   factors, not from a measurement on the hardware.
+- **Requests beyond the model's context**: a prompt + output longer than the model's
+  ``max_context`` could not be served by that model; the replay times them anyway (the
+  trace's own model had a longer context: Mooncake's prompts average 12 k tokens, Llama-2
+  holds 4 k), so a reader must know how many.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpu_trace.serve.latency.base import ModelSpec
+    from gpu_trace.serve.workload import RequestSet
 
 IDLE_UTILIZATION = 0.05
 """Below this busy share of the replicas, the cluster is idle for the sanity notes."""
@@ -60,3 +68,21 @@ def notes(summary: dict[str, Any], latency_model: str, engine_notes: list[str]) 
             "factors, not measured on the hardware"
         )
     return out
+
+
+def beyond_context(requests: RequestSet, model: ModelSpec) -> list[str]:
+    """A note when requests need more tokens (prompt + output) than the model's context
+    holds: replayed anyway, counted here.
+    """
+    n = len(requests)
+    if not n:
+        return []
+    over = int(((requests.input_tokens + requests.output_tokens) > model.max_context).sum())
+    if not over:
+        return []
+    return [
+        f"{over} of {n} requests ({over / n:.1%}) need more than {model.name}'s "
+        f"{model.max_context:,}-token context (prompt + output): replayed as if the model "
+        "held them; choose a model with a longer context (gpu-trace serve models) to "
+        "replay them faithfully"
+    ]

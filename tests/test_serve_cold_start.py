@@ -18,6 +18,7 @@ where it is absent.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ from gpu_trace.serve import metrics
 from gpu_trace.serve.cold_start import ColdStarts, latencies_s, parse_cold_start
 from gpu_trace.serve.config import ServeConfig
 from gpu_trace.serve.engine import simulate
-from tests.serving_common import cli, ingest_ok
+from tests.serving_common import cli, ingest_ok, rows
 
 REAL = Path("/tmp/gentd/basemodel_update_latency_anon.csv")
 HEADER = "timestamp_anon,value,container_ip\n"
@@ -153,19 +154,26 @@ def test_bad_option_text(tmp_path: Path) -> None:
         parse_cold_start(f"gentd26:{tmp_path / 'missing.csv'}")
 
 
-def test_cli_bad_file_is_one_error_line(tmp_path: Path) -> None:
-    # parsed with the other options, before any store is opened: a bad file is the
-    # user's input (exit 1), named with its row
-    path = write(tmp_path, HEADER + "1.0,2000.0,NULL\n2.0,-1,NULL\n")
-    # two requests in the Azure LLM trace's format (TIMESTAMP,ContextTokens,GeneratedTokens)
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with two requests in the Azure LLM trace's format
+    (TIMESTAMP,ContextTokens,GeneratedTokens; PROVENANCE.md, from the upstream README).
+    """
+    tmp = tmp_path_factory.mktemp("coldstart")
     trace = write(
-        tmp_path,
+        tmp,
         "TIMESTAMP,ContextTokens,GeneratedTokens\n"
         "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,396,109\n",
         "AzureLLMInferenceTrace_conv.csv",
     )
-    store = tmp_path / "store"
-    ingest_ok(store, "azure-llm", trace)
+    ingest_ok(tmp / "store", "azure-llm", trace)
+    return tmp / "store"
+
+
+def test_cli_bad_file_is_one_error_line(tmp_path: Path, store: Path) -> None:
+    # parsed with the other options, before anything runs: a bad file is the user's
+    # input (exit 1), named with its row
+    path = write(tmp_path, HEADER + "1.0,2000.0,NULL\n2.0,-1,NULL\n")
     code, _, err = cli(
         "serve", "run", "--source", "azure-llm", "--store", store, "--autoscale", "queue",
         "--cold-start", f"gentd26:{path}",
@@ -173,6 +181,17 @@ def test_cli_bad_file_is_one_error_line(tmp_path: Path) -> None:
     lines = err.strip().splitlines()
     assert code == 1 and len(lines) == 1, err
     assert lines[0].startswith("error: ") and str(path) in lines[0] and "row 2" in lines[0]
+
+
+def test_serve_runs_records_the_cold_start_model(tmp_path: Path, store: Path) -> None:
+    path = write(tmp_path, FIXTURE)
+    code, _, err = cli(
+        "-q", "serve", "run", "--source", "azure-llm", "--store", store, "--autoscale",
+        "queue", "--cold-start", f"gentd26:{path}", "--run-id", "cold",
+    )  # fmt: skip
+    assert code == 0, err
+    (config_json,) = rows(store, "SELECT config_json FROM serve_runs WHERE run_id = 'cold'")[0]
+    assert json.loads(str(config_json))["cold_start_s"] == f"gentd26:{path}"
 
 
 def test_config_records_the_model(tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ def _read(path: str, size: int, mtime_ns: int) -> npt.NDArray[np.float64]:
         raise InputError(path, reason)
     try:
         frame = pl.read_csv(path, infer_schema=False, raise_if_empty=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+    except pl.exceptions.PolarsError as exc:
         _raise_shape(path, exc)
     if FIELD not in frame.columns:
         got = ",".join(frame.columns)

@@ -144,6 +144,7 @@ class Engine:
                 "replica": np.arange(n_rep, dtype=np.int32),
                 "role": ["mixed"] * n_rep,
                 "gpus": np.full(n_rep, config.tp, dtype=np.int32),
+                "start_s": np.zeros(n_rep),
                 "up_s": np.zeros(n_rep),
                 "down_s": np.full(n_rep, horizon),
                 "busy_s": busy,
@@ -215,7 +216,6 @@ def energy_cost(
     *,
     tokens: int,
     price_usd_per_gpu_hour: float,
-    cold_start_s: float = 0.0,
 ) -> EnergyCost:
     """Stand-in for ``gpu_trace.serve.energy.energy_cost`` (replicas up from time 0)."""
     gpus = replicas["gpus"].cast(pl.Float64)

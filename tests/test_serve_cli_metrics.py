@@ -62,12 +62,13 @@ def five() -> ServeResult:
         },
         schema=REQUEST_COLUMNS,
     )
-    # replica 2 was started by the autoscaler: serving from 6.0 s after a 5 s cold start
+    # replica 2 was started by the autoscaler at 1.0 s: serving from 6.0 s (a 5 s cold start)
     reps = pl.DataFrame(
         {
             "replica": [0, 1, 2],
             "role": ["mixed"] * 3,
             "gpus": [2, 2, 2],
+            "start_s": [0.0, 0.0, 1.0],
             "up_s": [0.0, 0.0, 6.0],
             "down_s": [10.0, 10.0, 10.0],
             "busy_s": [4.0, 3.0, 0.5],
@@ -83,9 +84,7 @@ def five() -> ServeResult:
 
 
 def summary(energy: metrics.EnergyCost | None = None) -> dict[str, object]:
-    return metrics.summary(
-        five(), metrics.Slo.parse("ttft=2s,tpot=100ms"), cold_start_s=5.0, energy=energy
-    )
+    return metrics.summary(five(), metrics.Slo.parse("ttft=2s,tpot=100ms"), energy=energy)
 
 
 @dataclass(frozen=True)
@@ -175,9 +174,7 @@ def test_energy_and_cost_of_the_five_by_hand() -> None:
     result = five()
     gpu = GpuSpec("x", 80e9, 1e15, 2e12, tdp_w=700.0, idle_w=100.0, link_bytes_per_s=1e11)
     tokens = energy.served_tokens(result.requests)
-    cost = energy.energy_cost(
-        result.replicas, gpu, tokens=tokens, price_usd_per_gpu_hour=2.0, cold_start_s=5.0
-    )
+    cost = energy.energy_cost(result.replicas, gpu, tokens=tokens, price_usd_per_gpu_hour=2.0)
     s = summary(cost)
     # busy GPU-seconds 8 + 6 + 1 = 15 at 700 W, the rest (20-8) + (20-6) + (18-1) = 43 at
     # 100 W: 10 500 + 4 300 = 14 800 J; tokens 750 + 38 = 788; 58 GPU-s x 2 USD / 3600

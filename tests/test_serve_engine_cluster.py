@@ -81,7 +81,7 @@ def test_autoscale_starts_a_replica_after_its_cold_start_and_drains_it() -> None
     assert req[6]["finish_s"] == 17.0 and req[5]["finish_s"] == 120.0
     reps = result.replicas.to_dicts()
     assert len(reps) == 2
-    assert reps[1]["up_s"] == 15.0 and reps[1]["down_s"] == 110.0
+    assert reps[1]["start_s"] == 10.0 and reps[1]["up_s"] == 15.0 and reps[1]["down_s"] == 110.0
     assert reps[0]["down_s"] == 120.0 == result.horizon_s
     up = result.timeseries.filter(replica=1)["up"].to_list()
     assert up[:3] == [False, True, True] and up[-1] is False

@@ -256,16 +256,17 @@ def test_build_latency_by_name_and_options() -> None:
 # -- energy and cost (serve_spec.md, Metrics) ------------------------------------------
 
 
-def _replicas(rows: list[tuple[int, float, float, float]]) -> pl.DataFrame:
-    """(gpus, up_s, down_s, busy_s) rows with the contract's other columns filled."""
+def _replicas(rows: list[tuple[int, float, float, float, float]]) -> pl.DataFrame:
+    """(gpus, start_s, up_s, down_s, busy_s) rows with the contract's other columns filled."""
     return pl.DataFrame(
         {
             "replica": list(range(len(rows))),
             "role": ["mixed"] * len(rows),
             "gpus": [r[0] for r in rows],
-            "up_s": [r[1] for r in rows],
-            "down_s": [r[2] for r in rows],
-            "busy_s": [r[3] for r in rows],
+            "start_s": [r[1] for r in rows],
+            "up_s": [r[2] for r in rows],
+            "down_s": [r[3] for r in rows],
+            "busy_s": [r[4] for r in rows],
             "iterations": [0] * len(rows),
             "requests": [0] * len(rows),
             "kv_capacity_blocks": [0] * len(rows),
@@ -285,11 +286,10 @@ def test_energy_and_cost_by_hand() -> None:
     at $4 per GPU-hour: 9.1111 USD, 9.1111 USD per million tokens.
     """
     result = energy_cost(
-        _replicas([(2, 0.0, 3600.0, 1800.0), (1, 1060.0, 2000.0, 500.0)]),
+        _replicas([(2, 0.0, 0.0, 3600.0, 1800.0), (1, 1000.0, 1060.0, 2000.0, 500.0)]),
         hardware.gpu("h100"),
         tokens=1_000_000,
         price_usd_per_gpu_hour=4.0,
-        cold_start_s=60.0,
     )
     assert result.gpu_seconds == 8200.0
     assert result.energy_j == 3_157_000.0

@@ -93,6 +93,15 @@ def _autoscale(text: str) -> str:
     return text
 
 
+def _cold_start(text: str) -> float | str:
+    """A duration -> seconds; ``gentd26:FILE[,stat=...]`` -> the text, the file read and
+    checked now (:mod:`gpu_trace.serve.cold_start`; imported here, not at load time).
+    """
+    from gpu_trace.serve.cold_start import parse_cold_start
+
+    return parse_cold_start(text)
+
+
 def _positive(flag: str) -> Any:
     def check(value: float) -> float:
         return check_number(value, flag, gt=0)
@@ -179,11 +188,13 @@ class ServeConfig:
         "Autoscaler: queue or utilization, with min=,max=,up=,down=,interval= (name=value).",
         parse=_autoscale,
     )
-    cold_start_s: float = option(
+    cold_start_s: float | str = option(
         "60",
-        "Seconds from scaling up to a replica serving (model load).",
+        "From scaling up to a replica serving (model load): a duration, or "
+        "gentd26:FILE to draw one per scale-up from GenTD26 model-load latencies "
+        "(seeded by --seed; ,stat=p50 or p90 for a fixed value from the file).",
         flag="--cold-start",
-        parse=_duration("--cold-start"),
+        parse=_cold_start,
     )
     slo: str = option(
         "ttft=2s,tpot=100ms", "Latency targets: ttft=2s,tpot=100ms[,e2e=30s].", parse=_slo
@@ -192,7 +203,9 @@ class ServeConfig:
         None, "Price table (TOML, USD per GPU-hour by GPU kind); the shipped one if omitted."
     )
     bin_s: float = option("10", "Timeseries bin.", flag="--bin", parse=_duration("--bin"))
-    seed: int = option(0, "Seed of anything random (none of the built-in plugins draws).")
+    seed: int = option(
+        0, "Seed of anything random (cold starts drawn from a file; no built-in plugin draws)."
+    )
     run_id: str | None = option(None, "Run id (default: derived from the config's hash).")
 
     def resolved_run_id(self) -> str:

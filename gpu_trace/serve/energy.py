@@ -3,8 +3,8 @@
 (:data:`gpu_trace.serve.result.REPLICA_COLUMNS`), the GPU's spec and a price table.
 
 - GPU-seconds = sum over replicas of ``gpus x (down_s - start_s)``, where a replica's
-  start is when it was asked for: ``up_s - cold_start_s`` for one the autoscaler started
-  (its model load costs GPU time), 0 for one serving from the start (``up_s`` 0).
+  ``start_s`` is when it was asked for: the autoscaler's tick for one it started (its
+  model load, ``up_s - start_s``, costs GPU time), 0 for one serving from the start.
 - Energy (J) = sum over replicas of ``gpus x (busy_s x tdp_w + (alive_s - busy_s) x
   idle_w)``: a two-level power model, full board power while an iteration runs and the
   idle draw otherwise (cold start included). Stated as such: real draw under decode is
@@ -93,15 +93,14 @@ def energy_cost(
     *,
     tokens: int,
     price_usd_per_gpu_hour: float,
-    cold_start_s: float = 0.0,
 ) -> EnergyCost:
     """GPU time, energy and cost of the replicas of one run (module docstring)."""
-    if cold_start_s < 0 or price_usd_per_gpu_hour < 0 or tokens < 0:
-        msg = "energy_cost: cold start, price and tokens must be >= 0"
+    if price_usd_per_gpu_hour < 0 or tokens < 0:
+        msg = "energy_cost: price and tokens must be >= 0"
         raise GpuTraceError(msg)
     if replicas.is_empty():
         return EnergyCost(0.0, 0.0, 0.0, tokens, price_usd_per_gpu_hour)
-    start = pl.max_horizontal(pl.col("up_s") - cold_start_s, pl.lit(0.0))
+    start = pl.max_horizontal(pl.col("start_s"), pl.lit(0.0))
     alive = pl.max_horizontal(pl.col("down_s") - start, pl.lit(0.0))
     busy = pl.min_horizontal(pl.col("busy_s"), alive)
     gpus = pl.col("gpus").cast(pl.Float64)

@@ -5,7 +5,8 @@ Events (one heap keyed ``(time, kind, replica, sequence)``, the replay kernel's
 discipline, so one instant is processed in a fixed order): (1) iteration ends, replica
 index order; (2) KV transfers that complete; (3) cold starts; (4) autoscaler ticks;
 (5) arrivals, input order (read from the sorted arrival array, never pushed); (6) every
-idle replica with work starts its next iteration, replica index order. No randomness.
+idle replica with work starts its next iteration, replica index order. No randomness but
+the cold starts drawn from a latency file (seeded: :mod:`gpu_trace.serve.cold_start`).
 
 The macro-step (why a month of requests replays in seconds): between events that change
 a replica's batch, a decode-only batch is constant: the same requests each produce one
@@ -35,6 +36,7 @@ from gpu_trace.replay import policy as registry
 from gpu_trace.replay.kernel import job_table
 from gpu_trace.serve import kv as kvmod
 from gpu_trace.serve.autoscale import Autoscale, decide, parse_autoscale
+from gpu_trace.serve.cold_start import ColdStarts
 from gpu_trace.serve.config import ServeConfig, parse_disaggregate, parse_pairs
 from gpu_trace.serve.latency.base import IterationShape, LatencyModel
 from gpu_trace.serve.prefix_cache import PrefixCache
@@ -160,7 +162,10 @@ class Engine(RequestColumns):
         self.notes: list[str] = []
         self.horizon = 0.0
         self.max_used = 0
+        self.cold_starts: ColdStarts | None = None
+        """Each scale-up's delay (drawn only when the autoscaler starts a replica)."""
         if self.scale is not None:
+            self.cold_starts = ColdStarts(config.cold_start_s, config.seed)
             self._push(self.scale.interval_s, TICK, 0, 0)
 
     # ---- set-up -------------------------------------------------------------------
@@ -654,7 +659,8 @@ class Engine(RequestColumns):
             rep = self.add_replica("mixed")
             rep.up = False
             rep.start_s = t
-            rep.up_s = t + self.config.cold_start_s
+            assert self.cold_starts is not None
+            rep.up_s = t + self.cold_starts.next()
             self.busy_mark.append(0.0)
             self._push(rep.up_s, COLD_START, rep.index, 0)
         elif step < 0:

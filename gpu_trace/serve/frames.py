@@ -129,6 +129,7 @@ def replica_frame(eng: Engine) -> pl.DataFrame:
             "replica": [r.index for r in reps],
             "role": [r.role for r in reps],
             "gpus": [eng.latency.tp] * len(reps),
+            "start_s": [r.start_s for r in reps],
             "up_s": [r.up_s for r in reps],
             "down_s": [eng.horizon if math.isnan(r.down_s) else r.down_s for r in reps],
             "busy_s": [r.busy_total for r in reps],

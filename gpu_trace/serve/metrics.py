@@ -92,18 +92,14 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
 
-def replica_gpu_s(cold_start_s: float) -> pl.Expr:
-    """GPU-seconds of each replica: GPUs x (down - start), where a replica that came up
-    after time 0 (an autoscaler start) was started ``cold_start_s`` before it could
-    serve (the model load is paid in GPU time too). An expression over
+def replica_gpu_s() -> pl.Expr:
+    """GPU-seconds of each replica: GPUs x (down - start), ``start_s`` being when it was
+    asked for, so an autoscaler start pays its model load (cold start, which may differ
+    per replica when drawn from a latency file) in GPU time too. An expression over
     ``REPLICA_COLUMNS`` rows.
     """
-    started = (
-        pl.when(pl.col("up_s") > 0)
-        .then((pl.col("up_s") - cold_start_s).clip(lower_bound=0.0))
-        .otherwise(0.0)
-    )
-    return pl.col("gpus").cast(pl.Float64) * (pl.col("down_s") - started).clip(lower_bound=0.0)
+    alive = (pl.col("down_s") - pl.col("start_s")).clip(lower_bound=0.0)
+    return pl.col("gpus").cast(pl.Float64) * alive
 
 
 class EnergyCost(Protocol):
@@ -146,7 +142,6 @@ def summary(
     result: ServeResult,
     slo: Slo,
     *,
-    cold_start_s: float = 0.0,
     energy: EnergyCost | None = None,
 ) -> dict[str, Any]:
     """The run's summary metrics (the ``serve_runs`` metric columns). ``energy`` is the
@@ -176,7 +171,7 @@ def summary(
     if energy is not None:
         gpu_s = float(energy.gpu_seconds)
     elif reps.height:
-        gpu_s = float(reps.select(replica_gpu_s(cold_start_s).sum()).item())
+        gpu_s = float(reps.select(replica_gpu_s().sum()).item())
     else:
         gpu_s = 0.0
     alive = reps.select((pl.col("down_s") - pl.col("up_s")).clip(lower_bound=0.0).sum()).item()

@@ -54,6 +54,7 @@ REPLICA_COLUMNS: dict[str, Any] = {
     "replica": pl.Int32,
     "role": pl.String,
     "gpus": pl.Int32,  # tensor-parallel width
+    "start_s": pl.Float64,  # asked for: 0, or the autoscaler's tick (GPU time counts from here)
     "up_s": pl.Float64,  # first time it could serve (after a cold start)
     "down_s": pl.Float64,  # when it stopped (the run's end if never scaled down)
     "busy_s": pl.Float64,

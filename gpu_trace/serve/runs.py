@@ -256,7 +256,6 @@ def energy_cost(result: ServeResult, config: ServeConfig, latency: Any) -> Any:
         latency.gpu,
         tokens=energy.served_tokens(result.requests),
         price_usd_per_gpu_hour=part("hardware").price(config.gpu, config.price),
-        cold_start_s=config.cold_start_s,
     )
 
 
@@ -276,7 +275,6 @@ def execute(window: Window, config: ServeConfig, latency: Any = None) -> ServeRu
     summary = metrics.summary(
         result,
         metrics.Slo.parse(config.slo),
-        cold_start_s=config.cold_start_s,
         energy=energy_cost(result, config, latency),
     )
     context = sanity.beyond_context(window.requests, latency.model)

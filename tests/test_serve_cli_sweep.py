@@ -1,6 +1,7 @@
 """``gpu-trace serve sweep``: a grid over ServeConfig fields through replay sweep's grid
-and folder (manifest, markers, --resume), in process; the engine is the stand-in of
-tests/serve_standin.py.
+and folder (manifest, markers, --resume), in process (``--workers 1``: the stand-in
+engine of tests/serve_standin.py is patched into this process only); the same sweeps on
+Ray are in tests/test_serve_sweep_ray.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 GRID = [
-    "--source", "azure-llm", "--set", "dataset=conv", "--set", "duration_s=60",
+    "--workers", "1", "--source", "azure-llm", "--set", "dataset=conv", "--set", "duration_s=60",
     "--set", "latency=standin", "--grid", "router=round-robin,least-tokens",
     "--grid", "replicas=1-2",
 ]  # fmt: skip
@@ -53,7 +54,9 @@ def test_sweep_runs_the_grid_and_resumes(
         # again into the same folder: refused without --resume; with it, nothing reruns
         code, _, err = cli("serve", "sweep", "--out", out, "--store", store, *GRID)
         assert code == 1 and "already holds a sweep" in err
-        code, _, err = cli("serve", "sweep", "--out", out, "--store", store, "--resume")
+        code, _, err = cli(
+            "serve", "sweep", "--out", out, "--store", store, "--resume", "--workers", "1"
+        )
         assert code == 0, err
         assert engine.calls == 4 and "4 already done" in err
 
@@ -71,7 +74,9 @@ def test_a_failed_run_is_marked_and_rerun_on_resume(
         markers = [json.loads(p.read_text()) for p in (out / "runs").glob("*.json")]
         assert sorted(m["status"] for m in markers) == ["done", "done", "failed", "failed"]
         engine.fail_router = None
-        code, _, err = cli("serve", "sweep", "--out", out, "--store", store, "--resume")
+        code, _, err = cli(
+            "serve", "sweep", "--out", out, "--store", store, "--resume", "--workers", "1"
+        )
         assert code == 0, err
         assert engine.calls == 6 and "2 already done" in err
 
@@ -96,3 +101,29 @@ def test_bad_grids_are_one_error_line(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], err
     assert not (tmp_path / "sw" / "sweep.json").exists()
+
+
+def test_an_unreachable_ray_address_is_one_line_and_leaves_the_folder_free(
+    store: Path, tmp_path: Path
+) -> None:
+    """replay sweep's Ray connection, so its checks: a closed port answers at once (Ray
+    alone retries for minutes); no Ray needed."""
+    import socket
+
+    grid = ["--source", "azure-llm", "--set", "dataset=conv", "--grid", "replicas=1-2"]
+    out = tmp_path / "sw"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connections are refused
+        code, _, err = cli(
+            "serve", "sweep", "--out", out, "--store", store, "--address", f"127.0.0.1:{port}",
+            *grid,
+        )  # fmt: skip
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"error: cannot reach the Ray cluster at 127.0.0.1:{port}: ")
+    assert not (out / "sweep.json").exists()  # a sweep that never started: the folder is free
+    code, _, err = cli("serve", "sweep", "--out", out, "--store", store, "--address", "nope", *grid)
+    assert code == 1
+    assert err.strip() == "error: --address 'nope' is not auto, HOST:PORT or ray://HOST:PORT"

@@ -10,6 +10,7 @@ added there is a flag here with nothing else to change. A summary table goes to 
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -365,6 +366,16 @@ def sweep_cmd(
         list[str] | None,
         typer.Option("--set", help="Hold a serve field: FIELD=VALUE (repeatable)."),
     ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster: auto or ray://HOST:10001 (default: local).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            callback=number(ge=1),
+            help="Parallel runs (default: every core; 1 = in process, no Ray).",
+        ),
+    ] = None,
     resume: Annotated[
         bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
     ] = False,
@@ -372,9 +383,9 @@ def sweep_cmd(
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replay every point of a grid over the serve fields (replay sweep's grid and
-    folder), in this process; each run goes to the store as it finishes, --resume skips
-    the finished ones.
+    """Replay every point of a grid over the serve fields with replay sweep's grid,
+    folder and backends: in parallel on Ray, or in process with --workers 1; each run
+    goes to the store as it finishes, --resume skips the finished ones.
     """
     from gpu_trace.serve import sweep as ssw
 
@@ -391,10 +402,18 @@ def sweep_cmd(
     else:
         msg = "give a sweep file, grid flags (--source, --grid), or --resume"
         raise UsageError(msg)
+    if workers is None and address is None and importlib.util.find_spec("ray") is None:
+        alert.print(
+            "Ray is not installed (pip install 'gpu-trace[ray]'): running in process",
+            markup=False,
+        )
+        workers = 1
     outcome = ssw.run_sweep(
         resolve_store(store),
         spec,
         out,
+        workers=workers,
+        address=address,
         resume=resume,
         on_run=lambda run_id, status, done, total: info(f"{done}/{total} {run_id}: {status}"),
     )

@@ -96,6 +96,19 @@ def execute(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunO
     )
 
 
+Workload = tuple[pl.DataFrame, dict[str, ClusterSpec]]
+"""What every run of a replay sweep shares: the source's jobs and the cluster specs by
+name (on Ray: put in the object store once)."""
+
+
+def execute_point(workload: Workload, config: ReplayConfig) -> RunOutput:
+    """One grid point of a replay sweep, the function both backends call (in process,
+    and as the Ray task's ``point``): :func:`execute` on the config's cluster.
+    """
+    jobs, specs = workload
+    return execute(jobs, specs[config.cluster], config)
+
+
 def write_outputs(store: Path, outputs: Sequence[RunOutput]) -> None:
     """Commit finished runs in ONE store transaction (one new generation), tagged as
     ``replay.simulate.write`` tags them (source = replayed source, dataset = run id).
@@ -423,7 +436,7 @@ def _in_process(
 ) -> Iterator[Batch]:
     for planned in todo:
         try:
-            yield [(planned, execute(jobs, specs[planned.config.cluster], planned.config))]
+            yield [(planned, execute_point((jobs, specs), planned.config))]
         except GpuTraceError as exc:
             yield [(planned, str(exc))]
 
@@ -449,6 +462,6 @@ def _on_ray(
     summary.backend = "ray" if address is None else f"ray at {address}"
     summary.workers = session.workers
     try:
-        yield from session.run(jobs, specs, todo)
+        yield from session.run(execute_point, (jobs, specs), [(p, p.config) for p in todo])
     finally:
         session.close()

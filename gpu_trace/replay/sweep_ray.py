@@ -4,6 +4,13 @@ once), results handed to the driver in batches: every run that finishes within
 :data:`COMMIT_INTERVAL_S` of the previous commit goes into the next one. Ray is an optional extra (``pip install 'gpu-trace[ray]'``) and is imported
 only here, only when a sweep asks for it.
 
+The backend knows nothing of what a run is: :meth:`RaySession.run` is given the
+function that runs one grid point, ``point(workload, config)`` (``replay sweep``'s
+:func:`gpu_trace.replay.sweep.execute_point`, ``serve sweep``'s
+:func:`gpu_trace.serve.sweep.execute_point`), the workload every run shares and the
+configs; the same function is what each sweep calls in process, so a run gives the
+same result either way.
+
 Ray is reached through ``importlib`` and typed ``Any`` on purpose: the type check must
 give the same answer whether or not the extra is installed.
 """
@@ -17,27 +24,34 @@ import math
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import polars as pl
+from typing import Any, TypeVar
 
 from gpu_trace.errors import GpuTraceError
-from gpu_trace.replay.cluster import ClusterSpec
-from gpu_trace.replay.config import ReplayConfig
-from gpu_trace.replay.sweep import MAX_RETRIES, Batch, PlannedRun, RunOutput, SweepError, execute
+from gpu_trace.replay.sweep import MAX_RETRIES, SweepError
+
+Key = TypeVar("Key")
+Workload = TypeVar("Workload")
+Config = TypeVar("Config")
+Output = TypeVar("Output")
 
 
-def sweep_run(jobs: pl.DataFrame, spec: ClusterSpec, config: ReplayConfig) -> RunOutput | str:
-    """The Ray task (its worker shows as ``ray::sweep_run``): :func:`execute`, with a
-    run's own error returned as text (deterministic, so never retried).
+def sweep_run(
+    point: Callable[[Workload, Config], Output], workload: Workload, config: Config
+) -> Output | str:
+    """The Ray task (its worker shows as ``ray::sweep_run``): ``point(workload,
+    config)``, with a run's own error returned as text (deterministic, so never
+    retried); an output with a ``node`` field gets the Ray node it ran on.
     """
     try:
-        out = execute(jobs, spec, config)
+        out = point(workload, config)
     except GpuTraceError as exc:
         return str(exc)
-    return dataclasses.replace(out, node=_ray().get_runtime_context().get_node_id())
+    if dataclasses.is_dataclass(out) and "node" in {f.name for f in dataclasses.fields(out)}:
+        node = _ray().get_runtime_context().get_node_id()
+        return dataclasses.replace(out, node=node)  # type: ignore[type-var]
+    return out
 
 
 def _ray() -> Any:
@@ -74,30 +88,34 @@ class RaySession:
     commit_interval_s: float = COMMIT_INTERVAL_S
 
     def run(
-        self, jobs: pl.DataFrame, specs: dict[str, ClusterSpec], todo: list[PlannedRun]
-    ) -> Iterator[Batch]:
-        """Run ``todo`` as Ray tasks, at most 2 x workers in flight, and yield the
-        finished runs in batches, one per commit interval (the driver commits each
-        batch before asking for the next).
+        self,
+        point: Callable[[Workload, Config], Output],
+        workload: Workload,
+        todo: Sequence[tuple[Key, Config]],
+    ) -> Iterator[list[tuple[Key, Output | str]]]:
+        """Run ``point(workload, config)`` for each ``(key, config)`` of ``todo`` as a
+        Ray task, at most 2 x workers in flight, and yield the finished runs as
+        ``(key, output or error text)`` in batches, one per commit interval (the
+        driver commits each batch before asking for the next). ``point`` must be a
+        module-level function (Ray ships it to the workers by reference).
         """
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(sweep_run)
-        jobs_ref = ray.put(jobs)
-        spec_refs = {name: ray.put(s) for name, s in specs.items()}
+        workload_ref = ray.put(workload)
         queue = iter(todo)
-        pending: dict[Any, PlannedRun] = {}
+        pending: dict[Any, Key] = {}
         window = max(2 * self.workers, 1)
 
         def submit() -> None:
             while len(pending) < window:
-                planned = next(queue, None)
-                if planned is None:
+                item = next(queue, None)
+                if item is None:
                     return
-                ref = task.remote(jobs_ref, spec_refs[planned.config.cluster], planned.config)
-                pending[ref] = planned
+                key, config = item
+                pending[task.remote(point, workload_ref, config)] = key
 
         submit()
-        batch: Batch = []
+        batch: list[tuple[Key, Output | str]] = []
         due = 0.0
         last_commit = -math.inf
         while pending:
@@ -121,15 +139,14 @@ class RaySession:
         if batch:
             yield batch
 
-    def _get(self, ref: Any) -> RunOutput | str:
-        """A task's result; a worker that died more than MAX_RETRIES times is the run's
-        failure, not the sweep's.
+    def _get(self, ref: Any) -> Any:
+        """A task's result (the run's output or its error text); a worker that died
+        more than MAX_RETRIES times is the run's failure, not the sweep's.
         """
         try:
-            out: RunOutput | str = self.ray.get(ref)
+            return self.ray.get(ref)
         except (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError):
             return f"its worker died {MAX_RETRIES + 1} times"
-        return out
 
     def close(self) -> None:
         """Shut Ray down if this sweep started it."""

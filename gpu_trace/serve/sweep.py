@@ -6,17 +6,22 @@ checks and "did you mean", over ``ServeConfig`` instead of ``ReplayConfig``); th
 folder is ``replay sweep``'s (``sweep.json`` manifest, one marker per finished run in
 ``runs/``, the folder claimed with :func:`gpu_trace.replay.sweep.claim_folder`,
 ``--resume`` skipping the runs marked done and present in the store, refused when the
-source's ingests changed). Runs go in this process, one after the other, each
-committed to the store as it finishes (one generation per run) and marked after its
-commit: a killed sweep loses only the run in flight. Not on Ray: ``replay sweep``'s Ray
-path runs the job replay's own run function.
+source's ingests changed), and so is its backend: in this process with ``workers=1``,
+else on Ray (:mod:`gpu_trace.replay.sweep_ray`: a local Ray with ``workers`` CPUs, or
+the cluster at ``address``), both calling the one run function :func:`execute_point`,
+so a point gives the same summary either way. Finished runs are committed to the store
+as they come (in process: one generation per run; on Ray: the runs that finished within
+a commit interval together) and marked after their commit: a killed sweep loses only
+the runs in flight.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,23 +40,41 @@ from gpu_trace.store.scan import scan
 
 
 @dataclass
-class Outcome:
-    """What a serving sweep did: runs planned, already done, ran, failed (run id,
-    error), and the finished runs' summary rows.
+class Outcome(sw.SweepSummary):
+    """What a serving sweep did (``replay sweep``'s summary: counts, backend, timings,
+    and its closing line) and the finished runs' summary rows.
     """
 
-    total: int
-    already_done: int
-    ran: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
     rows: list[pl.DataFrame] = field(default_factory=list)
 
-    def line(self) -> str:
-        """The closing line the CLI prints."""
-        return (
-            f"sweep: {self.total} runs ({self.already_done} already done), ran {self.ran}, "
-            f"failed {len(self.failed)}, in process"
-        )
+
+@dataclass(frozen=True)
+class PointOutput:
+    """What one run sends back to the driver: the scored run (nothing written) and the
+    measurements that are not results (they go to the run's marker, as replay's do).
+    """
+
+    run: runs.ServeRun
+    wall_s: float
+    pid: int
+    host: str
+    node: str | None = None
+    """The Ray node id the run ran on (None in process)."""
+
+
+def execute_point(window: runs.Window, config: ServeConfig) -> PointOutput:
+    """THE run function of a serving sweep (in process and as the Ray task's
+    ``point``): :func:`gpu_trace.serve.runs.execute` on the sweep's window.
+    """
+    started = time.perf_counter()
+    run = runs.execute(window, config)
+    return PointOutput(run, time.perf_counter() - started, os.getpid(), socket.gethostname())
+
+
+Key = tuple[str, ServeConfig]
+"""A run of the grid as the backends carry it: (run id, config)."""
+Batch = list[tuple[Key, "PointOutput | str"]]
+"""Runs that finished together: written in one store commit."""
 
 
 def parse(doc: dict[str, Any], origin: str) -> sg.SweepSpec:
@@ -132,12 +155,16 @@ def run_sweep(
     spec: sg.SweepSpec,
     out: Path,
     *,
+    workers: int | None = None,
+    address: str | None = None,
     resume: bool = False,
     on_run: Callable[[str, str, int, int], None] | None = None,
 ) -> Outcome:
-    """Run every unfinished point of ``spec`` in this process (see the module);
-    ``on_run(run id, done | failed, runs done, total)`` after each.
+    """Run every unfinished point of ``spec`` (see the module): in this process for
+    ``workers=1`` without ``address``, else on Ray; ``on_run(run id, done | failed,
+    runs done, total)`` after each.
     """
+    started = time.perf_counter()
     todo = planned(spec)
     if not todo:
         return Outcome(0, 0)
@@ -150,32 +177,100 @@ def run_sweep(
     fingerprint = sw.workload_fingerprint(store, first.source, ids)
     with sw.claim_folder(out):
         done = _finished(store, out, first.source, fingerprint, resume)
-        _write_json(
-            out / sw.MANIFEST,
-            {
-                "version": sw.MANIFEST_VERSION,
-                "kind": "serve",
-                "spec": spec.to_json(),
-                "origin": spec.origin,
-                "store": str(store.resolve()),
-                "workload": fingerprint,
-                "axes": list(spec.axes),
-                "runs": [{"run_id": i, "point": p} for i, p, _ in todo],
-            },
-        )
+        manifest = {
+            "version": sw.MANIFEST_VERSION,
+            "kind": "serve",
+            "spec": spec.to_json(),
+            "origin": spec.origin,
+            "store": str(store.resolve()),
+            "workload": fingerprint,
+            "axes": list(spec.axes),
+            "runs": [{"run_id": i, "point": p} for i, p, _ in todo],
+        }
         outcome = Outcome(total=len(todo), already_done=len(done))
-        for run_id, _, config in todo:
-            if run_id in done:
-                continue
-            status = _one(store, out, window, config, run_id, outcome)
-            if on_run is not None:
-                on_run(
-                    run_id,
-                    status,
-                    outcome.already_done + outcome.ran + len(outcome.failed),
-                    len(todo),
-                )
+        left = [((i, c), c) for i, _, c in todo if i not in done]
+        results = _backend(window, left, workers, address, outcome)
+        unpublished = True  # as replay's: a sweep that never started leaves the folder
+        try:
+            for batch in results:
+                if unpublished:
+                    _write_json(out / sw.MANIFEST, manifest)
+                    unpublished = False
+                _commit(store, out, first.source, batch, outcome, on_run)
+        finally:
+            results.close()
+        if unpublished:
+            _write_json(out / sw.MANIFEST, manifest)
+    order = {i: n for n, (i, _, _) in enumerate(todo)}  # Ray's come as they finish
+    outcome.rows.sort(key=lambda row: order[row["run_id"][0]])
+    outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+def _backend(
+    window: runs.Window,
+    left: list[tuple[Key, ServeConfig]],
+    workers: int | None,
+    address: str | None,
+    outcome: Outcome,
+) -> Generator[Batch, None, None]:
+    """The batches of finished runs: in this process for ``workers=1`` without
+    ``address`` (one run per batch), else from a Ray session (replay sweep's).
+    """
+    if not left:
+        return
+    if address is None and (workers or 0) == 1:
+        for key, config in left:
+            try:
+                yield [(key, execute_point(window, config))]
+            except GpuTraceError as exc:
+                yield [(key, str(exc))]
+        return
+    from gpu_trace.replay import sweep_ray
+
+    t0 = time.perf_counter()
+    session = sweep_ray.connect(workers, address)
+    outcome.startup_s = time.perf_counter() - t0
+    outcome.backend = "ray" if address is None else f"ray at {address}"
+    outcome.workers = session.workers
+    try:
+        yield from session.run(execute_point, window, left)
+    finally:
+        session.close()
+
+
+def _commit(
+    store: Path,
+    out: Path,
+    source: str,
+    batch: Batch,
+    outcome: Outcome,
+    on_run: Callable[[str, str, int, int], None] | None,
+) -> None:
+    """Commit a batch's finished runs (one generation), then mark each run: ``done``,
+    or ``failed`` with the run's own error (the sweep goes on).
+    """
+    finished = [o for _, o in batch if isinstance(o, PointOutput)]
+    if finished:
+        with StoreTransaction(store) as tx:
+            for point in finished:
+                runs.stage(tx, point.run, source)
+    for (run_id, _), o in batch:
+        marker = out / sw.MARKERS / f"{run_id}.json"
+        if isinstance(o, PointOutput):
+            where = {"pid": o.pid, "host": o.host} | ({"node": o.node} if o.node else {})
+            _write_json(marker, {"run_id": run_id, "status": "done", "wall_s": o.wall_s, **where})
+            outcome.ran += 1
+            outcome.run_wall_s.append(o.wall_s)
+            outcome.rows.append(o.run.row())
+            status = "done"
+        else:
+            outcome.failed.append((run_id, o))
+            _write_json(marker, {"run_id": run_id, "status": "failed", "error": o})
+            status = "failed"
+        if on_run is not None:
+            done = outcome.already_done + outcome.ran + len(outcome.failed)
+            on_run(run_id, status, done, outcome.total)
 
 
 def _finished(store: Path, out: Path, source: str, fingerprint: str, resume: bool) -> set[str]:
@@ -197,32 +292,3 @@ def _finished(store: Path, out: Path, source: str, fingerprint: str, resume: boo
     stored = _stored(store, source)
     markers = sw.read_markers(out)
     return {k for k, m in markers.items() if m.get("status") == "done" and k in stored}
-
-
-def _one(
-    store: Path,
-    out: Path,
-    window: runs.Window,
-    config: ServeConfig,
-    run_id: str,
-    outcome: Outcome,
-) -> str:
-    """Run one point, commit it (its own generation), then mark it: ``done``, or
-    ``failed`` with the run's own error (the sweep goes on).
-    """
-    started = time.perf_counter()
-    marker = out / sw.MARKERS / f"{run_id}.json"
-    try:
-        run = runs.execute(window, config)
-    except GpuTraceError as exc:
-        outcome.failed.append((run_id, str(exc)))
-        _write_json(marker, {"run_id": run_id, "status": "failed", "error": str(exc)})
-        return "failed"
-    with StoreTransaction(store) as tx:
-        runs.stage(tx, run, config.source)
-    _write_json(
-        marker, {"run_id": run_id, "status": "done", "wall_s": time.perf_counter() - started}
-    )
-    outcome.ran += 1
-    outcome.rows.append(run.row())
-    return "done"

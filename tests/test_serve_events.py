@@ -16,7 +16,10 @@ an async event, and the async ones are checked here against the same documents:
   failure, puts every event of one (cat, id) on one track and ends the innermost open
   slice at an ``e`` of the same name (slice_tracker ``End`` with the name), so a
   request's phases must close in the reverse order they opened;
-- counters (``C``) are process-local, named by ``name`` (Perfetto: "<name> <series>").
+- counters (``C``) are process-local, named by ``name`` (Perfetto: "<name> <series>");
+- events of one timestamp are read in file order (implicit in the format, as
+  speedscope's importer notes in jlfwong/speedscope@a10c834: otherwise nesting at a tie
+  is ambiguous), so a tree's events are sorted stably by ``ts`` before its check.
 
 The hand case is worked out in its comments from the replica scheduler's rules (vLLM:
 prefill-first iterations, the prompt's blocks allocated when it is scheduled, one slot
@@ -26,9 +29,11 @@ from a run.
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 from collections import defaultdict
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -354,3 +359,18 @@ def test_cli_refuses_a_run_too_long_for_a_trace(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "more than 10 iterations" in lines[0], err
     assert not path.exists()
+
+
+def test_cli_trace_names_the_window_origin(store: Path, tmp_path: Path) -> None:
+    # The Azure README's TIMESTAMP column (UTC, 7 fractional digits): the first row of
+    # the conversation sample is the window's zero; ts are microseconds from it.
+    conv = SAMPLES / "azure-llm" / "AzureLLMInferenceTrace_conv.csv"
+    with conv.open(newline="") as f:
+        first = min(datetime.fromisoformat(r["TIMESTAMP"][:26]) for r in csv.DictReader(f))
+    path = tmp_path / "t.json"
+    code, _, err = cli(*run_args(store, "--events", path))
+    assert code == 0, err
+    origin = datetime.fromisoformat(load(path)["otherData"]["time_origin_utc"])
+    assert origin.replace(tzinfo=None) == first and origin.utcoffset() == timedelta(0)
+    arrivals = [e["ts"] for e in by_phase(load(path), "b") if e["name"] == "request"]
+    assert min(arrivals) == 0

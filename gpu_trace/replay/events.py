@@ -44,7 +44,8 @@ Recording costs nothing unless asked for: :class:`EventRecorder` adds one watche
 when a segment ends); without one the engine only tests an empty list per stop.
 Arrivals and counters are read after the run from the workload and the timeline. The
 file is written one event per line through :func:`gpu_trace.store.atomic.atomic_text`
-(temporary file, then rename).
+(temporary file, then rename). The serving replay writes its trace through the same
+:func:`write_events`, as a :class:`TraceSource` (:mod:`gpu_trace.serve.events`).
 """
 
 from __future__ import annotations

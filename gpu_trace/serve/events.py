@@ -44,6 +44,7 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,7 +61,10 @@ if TYPE_CHECKING:
     from gpu_trace.serve.workload import RequestSet
 
 MAX_ITERATIONS = 1_000_000
-"""Iterations a traced run may have (about 60 MB recorded, a 150 MB file)."""
+"""Iterations a traced run may have: about 100 bytes recorded and 250 bytes of file per
+iteration, so at most about 100 MB in memory and a 250 MB file (what a browser still
+opens; an hour of Azure-conversation-like traffic on 16 lightly loaded replicas is
+about 3.3 M iterations: a quarter of an hour fits)."""
 
 QUEUE, PREFILL, DECODE, TRANSFER, END, REQUEUE = range(6)
 """Phase records: what a request starts at a time (END: its last token)."""
@@ -260,7 +264,7 @@ class ServeTrace:
         """The run's settings, the time origin and unit, the counts."""
         e = self.e
         c = e.config
-        origin = e.req.origin or None
+        origin = _iso(e.req.origin)
         return {
             "run_id": self.run_id,
             "source": e.req.source,
@@ -404,6 +408,16 @@ class ServeTrace:
         if not told:
             yield _async("n", "first token", i, first, tid)
         yield _async("e", "request", i, _us(e.finish[i]), tid)
+
+
+def _iso(origin: str) -> str | None:
+    """The window's first arrival (the RequestSet keeps it as text) in ISO 8601."""
+    if not origin:
+        return None
+    try:
+        return datetime.fromisoformat(origin).isoformat()
+    except ValueError:
+        return origin
 
 
 def _x(name: str, cat: str, ts: int, dur: int, rep: int, args: dict[str, Any]) -> dict[str, Any]:

@@ -181,6 +181,52 @@ def test_two_requests_on_one_replica_hand_case(tmp_path: Path) -> None:
     assert doc["otherData"]["run_id"] == "hand" and doc["otherData"]["iterations"] == 5
 
 
+def test_disaggregated_hand_case_shows_the_kv_transfer(tmp_path: Path) -> None:
+    # tests/test_serve_engine_cluster.py's case, worked from the spec: 1 prefill + 1
+    # decode replica; iteration = 1 s + 0.01 s x tokens (prompt tokens, or decoding
+    # requests); the toy model's KV is 512 B per token, so a 100-token prompt is
+    # 409,600 bits: 1 s over the 0.0004096 Gbit/s link. 16-token blocks.
+    # A (0, prompt 100, 3 tokens): prefill on replica 0, 0 -> 2 (7 blocks); token 1 at 2;
+    #   KV on the link 2 -> 3 (replica 0 holds its 7 blocks until then); queued on
+    #   replica 1 at 3 and taken at once (7 blocks; slots 100, 101 need none): decode
+    #   3 -> 4.01 -> 5.02 (1.01 s each), planned as one run of two.
+    # B (0.5, prompt 100, 1 token): waits on replica 0 until 2, prefill 2 -> 4 (7 more
+    #   blocks: 14 held while A's KV is on the link), done at its first token.
+    reqs = requests([0.0, 0.5], [100, 100], [3, 1])
+    cfg = config(disaggregate="1:1", link_gbps=0.0004096)
+    _, eng = simulate_traced(reqs, cfg, LinearLatency(a=1.0, b=0.01))
+    doc = trace(tmp_path, eng)
+    names = {e["tid"]: e["args"]["name"] for e in by_phase(doc, "M") if e["name"] == "thread_name"}
+    assert names == {1: "replica 0 prefill", 2: "replica 1 decode"}
+    assert [
+        (e["tid"], e["name"], e["ts"], e["dur"], e["args"]["kv_blocks_used"])
+        for e in by_phase(doc, "X")
+    ] == [
+        (1, "prefill", 0, 2 * S, 7),
+        (1, "prefill", 2 * S, 2 * S, 14),
+        (2, "decode", 3 * S, 1_010_000, 7),
+        (2, "decode", 4_010_000, 1_010_000, 7),
+    ]
+    a = [(e["ph"], e["name"], e["ts"], e["tid"]) for e in by_phase(doc, "b", "e", "n")]
+    assert a[: a.index(("e", "request", 5_020_000, 1)) + 1] == [
+        ("b", "request", 0, 1),
+        ("b", "prefill", 0, 1),
+        ("e", "prefill", 2 * S, 1),
+        ("n", "first token", 2 * S, 1),
+        ("b", "kv transfer", 2 * S, 1),
+        ("e", "kv transfer", 3 * S, 1),
+        ("b", "decode", 3 * S, 2),
+        ("e", "decode", 5_020_000, 2),
+        ("e", "request", 5_020_000, 1),
+    ]
+    kv0 = [
+        (e["ts"], e["args"]["blocks used"])
+        for e in by_phase(doc, "C")
+        if e["name"] == "replica 0 KV"
+    ]
+    assert kv0 == [(0, 7), (2 * S, 14), (3 * S, 7), (4 * S, 0)]
+
+
 CASES = [
     {"replicas": 2, "kv_preemption": "swap", "batch": "max_tokens=512,max_seqs=8"},
     {"replicas": 2, "batching": "sarathi", "batch": "chunk=256", "router": "least-tokens"},

@@ -371,6 +371,11 @@ def test_cli_run_writes_a_trace_and_refuses_a_bad_path(store: Path, tmp_path: Pa
 
 
 def test_cli_compare_writes_one_trace_per_run(store: Path, tmp_path: Path) -> None:
+    code, _, err = cli(
+        "serve", "compare", "--source", "azure-llm", "--dataset", "conv", "--store", store,
+        "--events", tmp_path,
+    )  # fmt: skip
+    assert code == 1 and "is a folder" in err and len(err.strip().splitlines()) == 1
     base = tmp_path / "cmp.json"
     code, out, err = cli(
         "serve", "compare", "--source", "azure-llm", "--dataset", "conv", "--duration", "1m",

@@ -258,10 +258,12 @@ def compare(
 
 def _per_run(base: Path) -> Callable[[str], Path]:
     """``--events`` of one run of a comparison: FILE's stem + run id (as ``replay
-    compare`` names them).
+    compare`` names them); FILE itself is checked first, as ``replay compare`` does (a
+    folder is refused, not turned into ``FOLDER.<run id>.json`` beside it).
     """
-    from gpu_trace.replay.events import target
+    from gpu_trace.replay.events import check_target, target
 
+    check_target(base)
     return lambda run_id: target(base, run_id)
 
 

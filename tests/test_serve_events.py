@@ -140,9 +140,13 @@ def test_two_requests_on_one_replica_hand_case(tmp_path: Path) -> None:
         x("decode", 0.32, 0.38, 0, 1, 7, 2),
         x("decode", 0.38, 0.44, 0, 1, 7, 2),
     ]
-    # the slices are the engine's own times: R1's first token and finish, R0's finish
-    us = {k: [round(v * S) for v in result.requests[k].to_list()] for k in ("finish_s",)}
-    assert us["finish_s"] == [440_000, 320_000]
+    # the slices end where the engine's own token times are: R0's first token (slice
+    # 0), R1's (slice 1), R1's finish (slice 2), R0's finish (slice 4)
+    ends = [e["ts"] + e["dur"] for e in by_phase(doc, "X")]
+    rows = result.requests.to_dicts()
+    first = [round((r["arrival_s"] + r["ttft_s"]) * S) for r in rows]
+    assert first == [ends[0], ends[1]]
+    assert [round(r["finish_s"] * S) for r in rows] == [ends[4], ends[2]]
     # Counters, one sample per change: 0: R0 in the batch (7 blocks); 0.1: R1 waits;
     # 0.15: both in the batch (11 blocks); 0.32: R1 gone (7); 0.44: empty.
     assert [(e["name"], e["ts"], e["args"]) for e in by_phase(doc, "C")] == [
@@ -176,8 +180,8 @@ def test_two_requests_on_one_replica_hand_case(tmp_path: Path) -> None:
         (1, "e", "decode", 320_000),
         (1, "e", "request", 320_000),
     ]
-    first = by_phase(doc, "b")[0]["args"]
-    assert first == {"request_id": 0, "prompt_tokens": 100, "output_tokens": 4, "preemptions": 0}
+    args0 = by_phase(doc, "b")[0]["args"]
+    assert args0 == {"request_id": 0, "prompt_tokens": 100, "output_tokens": 4, "preemptions": 0}
     assert doc["otherData"]["run_id"] == "hand" and doc["otherData"]["iterations"] == 5
 
 

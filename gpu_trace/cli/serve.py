@@ -85,6 +85,18 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print JSON (every summary column): --format json.")
 ]
 
+EventsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--events",
+        help="Write the run as a Chrome trace-event JSON file (open it in ui.perfetto.dev "
+        "or chrome://tracing): every iteration on each replica, each request's queue, "
+        "prefill, decode and KV transfer, the replicas' counters. Several runs (compare): "
+        "one file each, FILE's stem + run id.",
+        show_default=False,
+    ),
+]
+
 _FIELDS = [s.name for s in option_specs(ServeConfig)]
 
 
@@ -167,6 +179,7 @@ def run_cmd(
     out: OutOpt = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    events: EventsOpt = None,
 ) -> None:
     """Replay one source on one layout; the run goes to the store (serve_runs,
     serve_requests, serve_timeseries) and --out.
@@ -174,7 +187,12 @@ def run_cmd(
     from gpu_trace.serve import runs
 
     config = _config(fields)
-    done = runs.run_all(resolve_store(store), [config], out=out)
+    done = runs.run_all(
+        resolve_store(store),
+        [config],
+        out=out,
+        events=None if events is None else (lambda _run_id: events),
+    )
     _emit_runs(done, _fmt(fmt, as_json))
 
 
@@ -211,6 +229,7 @@ def compare(
     ] = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,
+    events: EventsOpt = None,
 ) -> None:
     """Replay one source under every router x replica scheduler x disaggregation, one
     run each (the same requests), all published in one store commit; one summary row
@@ -233,8 +252,20 @@ def compare(
         out=out,
         per_run_dirs=True,
         on_run=lambda r: info(f"{r.run_id}: done"),
+        events=None if events is None else _per_run(events),
     )
     _emit_runs(done, _fmt(fmt, as_json))
+
+
+def _per_run(base: Path) -> Callable[[str], Path]:
+    """``--events`` of one run of a comparison: FILE's stem + run id (as ``replay
+    compare`` names them); FILE itself is checked first, as ``replay compare`` does (a
+    folder is refused, not turned into ``FOLDER.<run id>.json`` beside it).
+    """
+    from gpu_trace.replay.events import check_target, target
+
+    check_target(base)
+    return lambda run_id: target(base, run_id)
 
 
 def _ms(seconds: Any) -> float | None:

@@ -44,7 +44,8 @@ Recording costs nothing unless asked for: :class:`EventRecorder` adds one watche
 when a segment ends); without one the engine only tests an empty list per stop.
 Arrivals and counters are read after the run from the workload and the timeline. The
 file is written one event per line through :func:`gpu_trace.store.atomic.atomic_text`
-(temporary file, then rename).
+(temporary file, then rename). The serving replay writes its trace through the same
+:func:`write_events`, as a :class:`TraceSource` (:mod:`gpu_trace.serve.events`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.replay.cluster import MILLI
@@ -84,7 +85,7 @@ NODE_STATES = {"failure": "failed", "off": "off", "boot": "booting"}
 """Node log entry that starts an out-of-service period -> the period's name."""
 
 
-def _us(t: float) -> int:
+def to_us(t: float) -> int:
     """Engine seconds -> integer microseconds (rounded: a segment that ends where the
     next one starts still touches it, never overlaps it).
     """
@@ -209,7 +210,8 @@ def _job_intervals(rec: EventRecorder, ids: list[str]) -> tuple[dict[int, list[_
     return per_node, end
 
 
-def _meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+def meta_event(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+    """A metadata event (``M``: process / thread name or sort index) of the process."""
     return {"name": name, "ph": "M", "pid": PID, "tid": tid, "args": args}
 
 
@@ -224,9 +226,9 @@ def trace_events(rec: EventRecorder, title: str = "replay") -> Iterator[dict[str
     for n, iv in _node_periods(rec, end):
         per_node.setdefault(n, []).append(iv)
     laned = {n: _lanes(per_node.get(n, [])) for n in range(spec.nodes)}
-    yield _meta("process_name", QUEUE_TID, {"name": title})
-    yield _meta("thread_name", QUEUE_TID, {"name": "queue"})
-    yield _meta("thread_sort_index", QUEUE_TID, {"sort_index": QUEUE_TID})
+    yield meta_event("process_name", QUEUE_TID, {"name": title})
+    yield meta_event("thread_name", QUEUE_TID, {"name": "queue"})
+    yield meta_event("thread_sort_index", QUEUE_TID, {"sort_index": QUEUE_TID})
     tid_of: dict[tuple[int, int], int] = {}
     tid = QUEUE_TID
     typed = len(spec.type_names) > 1
@@ -236,19 +238,19 @@ def trace_events(rec: EventRecorder, title: str = "replay") -> Iterator[dict[str
             tid += 1
             tid_of[(n, lane)] = tid
             name = label if lane == 0 else f"{label} ({lane + 1})"
-            yield _meta("thread_name", tid, {"name": name})
-            yield _meta("thread_sort_index", tid, {"sort_index": tid})
+            yield meta_event("thread_name", tid, {"name": name})
+            yield meta_event("thread_sort_index", tid, {"sort_index": tid})
     yield from _queue_events(e, ids)
     yield from _counters(e)
     for n in range(spec.nodes):
         for lane, iv in sorted(laned[n], key=lambda x: (x[0], x[1].start, x[1].end)):
-            ts = _us(iv.start)
+            ts = to_us(iv.start)
             yield {
                 "name": iv.name,
                 "cat": iv.cat,
                 "ph": "X",
                 "ts": ts,
-                "dur": _us(iv.end) - ts,
+                "dur": to_us(iv.end) - ts,
                 "pid": PID,
                 "tid": tid_of[(n, lane)],
                 "args": iv.args,
@@ -258,7 +260,7 @@ def trace_events(rec: EventRecorder, title: str = "replay") -> Iterator[dict[str
 def _queue_events(e: Engine, ids: list[str]) -> Iterator[dict[str, Any]]:
     """An instant per arrival (and per rejected job, at its arrival)."""
     for j, t in enumerate(e.arrival):
-        ts = _us(t)
+        ts = to_us(t)
         yield _instant(f"arrive {ids[j]}", ts, {"job": ids[j], "gpus": e.gpus[j]})
         reason = e.rejected.get(j)
         if reason is not None:
@@ -312,7 +314,7 @@ def _counters(e: Engine) -> Iterator[dict[str, Any]]:
                     "name": name,
                     "cat": "cluster",
                     "ph": "C",
-                    "ts": _us(t),
+                    "ts": to_us(t),
                     "pid": PID,
                     "tid": QUEUE_TID,
                     "args": args,
@@ -350,10 +352,27 @@ def target(base: Path, tag: str) -> Path:
     return base.with_name(f"{base.stem}.{tag}{base.suffix or '.json'}")
 
 
-def write_events(source: RunResult | EventRecorder, path: Path) -> int:
-    """Write the trace of a run (a :class:`RunResult` of ``replay(...,
-    record_events=True)``, or a recorder) to ``path`` atomically; the number of events.
+@runtime_checkable
+class TraceSource(Protocol):
+    """Any other simulator's trace (the serving replay's,
+    :class:`gpu_trace.serve.events.ServeTrace`): its ``otherData`` and its events, in
+    the order they go to the file. :func:`write_events` adds the generator and writes
+    them the one way every trace is written.
     """
+
+    def trace_other(self) -> dict[str, Any]:
+        """The ``otherData`` object (the run's settings, time origin and unit)."""
+        ...
+
+    def trace_events(self) -> Iterator[dict[str, Any]]:
+        """The trace's events, one at a time (streamed to the file)."""
+        ...
+
+
+def _replay_trace(
+    source: RunResult | EventRecorder,
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """The ``otherData`` and events of a job replay (a run's result or a recorder)."""
     if isinstance(source, EventRecorder):
         rec, other, title = source, {}, "replay"
     else:
@@ -374,13 +393,25 @@ def write_events(source: RunResult | EventRecorder, path: Path) -> int:
         }
     origin = rec.e.w.origin
     other = {
-        "generator": f"gpu-trace {__version__}",
         **other,
         "cluster": rec.e.spec.describe(),
         "time_origin_utc": origin.isoformat() if origin is not None else None,
         "time_unit": "ts and dur: microseconds since time_origin_utc (replay seconds x 1e6)",
         "jobs_replayed": rec.e.w.n,
     }
+    return other, trace_events(rec, title)
+
+
+def write_events(source: RunResult | EventRecorder | TraceSource, path: Path) -> int:
+    """Write the trace of a run (a :class:`RunResult` of ``replay(...,
+    record_events=True)``, a recorder, or another simulator's :class:`TraceSource`) to
+    ``path`` atomically, one event per line; the number of events.
+    """
+    if isinstance(source, TraceSource):
+        other, events = source.trace_other(), source.trace_events()
+    else:
+        other, events = _replay_trace(source)
+    other = {"generator": f"gpu-trace {__version__}", **other}
     check_target(path)
     count = 0
     try:
@@ -389,7 +420,7 @@ def write_events(source: RunResult | EventRecorder, path: Path) -> int:
             fh.write(json.dumps(other, sort_keys=True, default=str, allow_nan=False))
             fh.write(',"traceEvents":[\n')
             sep = ""
-            for ev in trace_events(rec, title):
+            for ev in events:
                 fh.write(sep + _ENCODE(ev))
                 sep = ",\n"
                 count += 1

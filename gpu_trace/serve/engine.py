@@ -783,14 +783,20 @@ def _plugin(kind: str, name: str, options: str, flag: str) -> Any:
 
 
 def build(
-    requests: RequestSet, config: ServeConfig, latency: LatencyModel, *, jump: bool = True
+    requests: RequestSet,
+    config: ServeConfig,
+    latency: LatencyModel,
+    *,
+    jump: bool = True,
+    engine: type[Engine] = Engine,
 ) -> Engine:
     """The engine for one run, its plugins built from the config (one builder for
-    tests and runs).
+    tests and runs); ``engine`` a subclass that records more (``--events``:
+    :class:`gpu_trace.serve.events.TracedEngine`), so the default run carries no hook.
     """
     batching = _plugin("batching", config.batching, config.batch, "--batch")
     router = _plugin("router", config.router, config.route, "--route")
-    return Engine(requests, config, latency, batching, router, jump=jump)
+    return engine(requests, config, latency, batching, router, jump=jump)
 
 
 def simulate(requests: RequestSet, config: ServeConfig, latency: LatencyModel) -> ServeResult:

@@ -52,6 +52,8 @@ class ServeRun:
     notes: list[str] = field(default_factory=list)
     trace_dataset: str = ""
     """The replayed dataset of the source."""
+    engine: Any = None
+    """The traced engine (``--events``) until its trace is written; None otherwise."""
 
     def row(self) -> pl.DataFrame:
         """The ``serve_runs`` row (without the store keys)."""
@@ -262,16 +264,23 @@ def energy_cost(result: ServeResult, config: ServeConfig, latency: Any) -> Any:
 # -- running -----------------------------------------------------------------------------
 
 
-def execute(window: Window, config: ServeConfig, latency: Any = None) -> ServeRun:
+def execute(
+    window: Window, config: ServeConfig, latency: Any = None, *, record_events: bool = False
+) -> ServeRun:
     """Replay the window's requests under ``config`` and score it (nothing written);
-    ``latency`` is the config's latency model when already built.
+    ``latency`` is the config's latency model when already built. ``record_events``:
+    the engine that recorded the event trace is kept in ``ServeRun.engine``.
     """
     run_id = config.resolved_run_id()
     if latency is None:
         latency = build_latency(config)
     # the window is cut by load_requests: the engine gets it whole
     engine_config = dataclasses.replace(config, start_s=0.0, duration_s=None)
-    result = engine_simulate(window.requests, engine_config, latency)
+    engine = None
+    if record_events:
+        result, engine = part("events").simulate_traced(window.requests, engine_config, latency)
+    else:
+        result = engine_simulate(window.requests, engine_config, latency)
     summary = metrics.summary(
         result,
         metrics.Slo.parse(config.slo),
@@ -279,7 +288,7 @@ def execute(window: Window, config: ServeConfig, latency: Any = None) -> ServeRu
     )
     context = sanity.beyond_context(window.requests, latency.model)
     notes = sanity.notes(summary, config.latency, [*window.notes(), *context, *result.notes])
-    return ServeRun(config, run_id, result, summary, notes, window.requests.dataset)
+    return ServeRun(config, run_id, result, summary, notes, window.requests.dataset, engine)
 
 
 def tagged(run: ServeRun, source: str) -> dict[str, pl.DataFrame]:
@@ -325,10 +334,13 @@ def run_all(
     write_store: bool = True,
     per_run_dirs: bool = False,
     on_run: Callable[[ServeRun], None] | None = None,
+    events: Callable[[str], Path] | None = None,
 ) -> list[ServeRun]:
     """Run every config (one source and dataset, the window read once) and publish all
     of them in ONE store generation at the end; ``out`` gets the run directory (or
     ``out/<run id>`` per run with ``per_run_dirs``). An error in any run publishes none.
+    ``events`` (run id -> file) writes each run's event trace as the run ends
+    (:mod:`gpu_trace.serve.events`), its paths checked before anything runs.
     """
     configs = list(configs)
     if not configs:
@@ -344,13 +356,15 @@ def run_all(
     check_source(store, first.source, first.dataset)
     for c in configs:
         check_names(c)
+    check_traces(events, ids)
     # model, GPU, width and profile checked before the trace is read
     latencies = [build_latency(c) for c in configs]
     window = load_requests(store, first.source, first.dataset, first.start_s, first.duration_s)
     runs: list[ServeRun] = []
     with StoreTransaction(store) as tx:
         for config, latency in zip(configs, latencies, strict=True):
-            run = execute(window, config, latency)
+            run = execute(window, config, latency, record_events=events is not None)
+            write_trace(run, events)
             if write_store:
                 stage(tx, run, first.source)
             if out is not None:
@@ -359,6 +373,32 @@ def run_all(
             if on_run is not None:
                 on_run(run)
     return runs
+
+
+def check_traces(events: Callable[[str], Path] | None, run_ids: list[str]) -> None:
+    """Refuse, before anything runs, an ``--events`` file of any run whose folder does
+    not exist or that is a folder.
+    """
+    from gpu_trace.replay import events as trace_file
+
+    if events is None:
+        return
+    for run_id in run_ids:
+        trace_file.check_target(events(run_id))
+
+
+def write_trace(run: ServeRun, events: Callable[[str], Path] | None) -> None:
+    """Write a traced run's event trace to ``events(run id)`` (one stderr line says
+    where) and let go of its engine; nothing without ``events``.
+    """
+    from gpu_trace.replay import events as trace_file
+
+    if events is None or run.engine is None:
+        return
+    path = events(run.run_id)
+    trace = part("events").ServeTrace(run.engine, run.run_id)
+    trace_file.report(path, trace_file.write_events(trace, path))
+    run.engine = None
 
 
 def window_of(c: ServeConfig) -> tuple[str, str | None, float, float | None]:

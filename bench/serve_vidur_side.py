@@ -4,7 +4,8 @@ their differences, and both runs' CPU seconds.
 
 vidur (microsoft/vidur, MIT; read at commit 7d47513) is run as is, never copied: its
 checkout is named by ``VIDUR_SRC`` and the interpreter by ``VIDUR_PYTHON`` (a command
-line, default ``python3``; vidur needs numpy, pandas, scikit-learn, wandb, kaleido,
+line, default ``python3``; ``VIDUR_ARGS``: more vidur flags, e.g. a smaller random-forest
+search; vidur needs numpy, pandas, scikit-learn, wandb, kaleido,
 ddsketch, plotly_express, matplotlib, seaborn, fasteners and pyyaml: BENCHMARKS.md,
 "Serving replay beside vidur", has the venv commands). Without ``VIDUR_SRC`` the bench
 case says so and is skipped.
@@ -209,7 +210,7 @@ def vidur_command(
     sc: Scenario, scheduler: str, replicas: int, trace: Path, out: Path, cache: Path
 ) -> list[str]:
     """The command line of vidur (flags: ``python -m vidur.main -h``)."""
-    prof = cache / "profile" / "compute"
+    prof = (cache / "profile").resolve() / "compute"  # vidur's cache key holds this path
     python = shlex.split(os.environ.get("VIDUR_PYTHON", "python3"))
     return [
         *python,
@@ -234,6 +235,7 @@ def vidur_command(
         "--metrics_config_cache_dir", str(cache / "models"),
         "--no-metrics_config_store_plots",
         "--no-metrics_config_enable_chrome_trace",
+        *shlex.split(os.environ.get("VIDUR_ARGS", "")),
     ]  # fmt: skip
 
 

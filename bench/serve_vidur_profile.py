@@ -148,9 +148,13 @@ def attention_rows(model: str, device: str, tp: int) -> list[dict[str, object]]:
     return rows
 
 
-def write_profile(vidur_src: Path, out: Path, device: str, model: str, tp: int) -> Path:
-    """``out/compute/{device}/{model}/`` with vidur's ``mlp.csv`` and a generated
-    ``attention.csv``; returns that folder.
+def write_profile(
+    vidur_src: Path, out: Path, device: str, model: str, tp: int, network: str | None = None
+) -> Path:
+    """``out/compute/{device}/{model}/`` with vidur's ``mlp.csv``, a generated
+    ``attention.csv`` and, given ``network``, vidur's ``network/{network}/all_reduce.csv``
+    (the one its run reads for tensor parallelism; our ``profile`` model takes an
+    ``all_reduce.csv`` beside ``mlp.csv`` first); returns that folder.
     """
     folder = out / "compute" / device / model
     folder.mkdir(parents=True, exist_ok=True)
@@ -162,6 +166,11 @@ def write_profile(vidur_src: Path, out: Path, device: str, model: str, tp: int) 
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(attention_rows(model, device, tp))
+    if network:
+        shutil.copyfile(
+            vidur_src / "data" / "profiling" / "network" / network / "all_reduce.csv",
+            folder / "all_reduce.csv",
+        )
     return folder
 
 

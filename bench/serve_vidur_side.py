@@ -353,25 +353,10 @@ def run_ours(spec: dict[str, Any]) -> None:
 
 
 def build_latency(config: Any) -> Any:
-    """The latency model ``config`` names: the engine's own builder when it has one, else
-    the plugin class called as (its Config, model spec, GPU spec, tp).
-    """
-    from gpu_trace.serve import engine  # type: ignore[attr-defined, unused-ignore]
+    """The config's latency model, built as ``serve run`` builds it."""
+    from gpu_trace.serve.runs import build_latency as build
 
-    if hasattr(engine, "build_latency"):
-        return engine.build_latency(config)
-    from gpu_trace.plugins import policies
-    from gpu_trace.serve import hardware  # type: ignore[attr-defined, unused-ignore]
-
-    plugin = next(p for p in policies("latency") if p.name == config.latency)
-    fields = plugin.policy.Config.__dataclass_fields__
-    opts = {k: config.profile for k in ("profile", "path", "directory") if k in fields}
-    return plugin.policy(
-        plugin.policy.Config(**opts),
-        hardware.model(config.model),
-        hardware.gpu(config.gpu),
-        config.tp,
-    )
+    return build(config)
 
 
 def side_by_side(
@@ -388,7 +373,8 @@ def side_by_side(
     sc = SCENARIOS[scenario]
     src = Path(os.environ["VIDUR_SRC"]).resolve()
     cache = cache_dir()
-    folder = write_profile(src, cache / "profile", sc.device, sc.vidur_model, sc.tp)
+    net = sc.network if sc.tp > 1 else None
+    folder = write_profile(src, cache / "profile", sc.device, sc.vidur_model, sc.tp, net)
     env = {k: v for k, v in os.environ.items() if k != "GPU_TRACE_FSYNC"}
     row: dict[str, Any] = {
         "scenario": scenario,

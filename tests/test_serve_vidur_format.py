@@ -197,6 +197,19 @@ def test_profile_dir_is_vidurs_layout(tmp_path: Path) -> None:
     assert folder == tmp_path / "prof/compute/a100/meta-llama/Llama-2-7b-hf"
     assert (folder / "mlp.csv").read_text() == "num_tokens\n1\n"
     assert (folder / "attention.csv").read_text().startswith("n_embd,n_q_head,n_kv_head,")
+    assert not (folder / "all_reduce.csv").exists()
+    # With tensor parallelism vidur reads network/{NETWORK_DEVICE}/all_reduce.csv
+    # (config.py:503-506); the same file goes beside mlp.csv for our profile model.
+    net = src / "data/profiling/network/h100_pairwise_nvlink/all_reduce.csv"
+    net.parent.mkdir(parents=True)
+    net.write_text("size,num_workers\n8192,4\n")
+    mlp70 = src / "data/profiling/compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv"
+    mlp70.parent.mkdir(parents=True)
+    mlp70.write_text("num_tokens\n1\n")
+    f70 = write_profile(
+        src, tmp_path / "prof", "h100", "meta-llama/Llama-2-70b-hf", 4, "h100_pairwise_nvlink"
+    )
+    assert (f70 / "all_reduce.csv").read_text() == "size,num_workers\n8192,4\n"
 
 
 @pytest.mark.skipif(

@@ -26,15 +26,20 @@ vidur's source, file:line):
   weights: ``scheduler/utils/memory_planner.py``); ours is given the memory utilization
   whose capacity is the same number of 16-token blocks.
 - Scheduler options: vllm ``max_tokens_in_batch`` 4096 / ``batch_size_cap`` 128; sarathi
-  ``chunk_size`` 512 / ``batch_size_cap`` 128 (vidur's defaults); round-robin router.
+  ``chunk_size`` 512 / ``batch_size_cap`` 128 (vidur's defaults); round-robin router;
+  ours with ``padded=true`` (vidur's vllm counts a prefill batch as its size x its longest
+  prompt: vllm_replica_scheduler.py:81-84) and ``watermark=0.01`` (a new prompt must leave
+  1 % of the blocks free: vllm_replica_scheduler.py:32-46, config.py:265-268; without it
+  our vllm fills the cache with prompts and preempts ~100x more often under load).
 - Metrics: TTFT = vidur's ``prefill_e2e_time``; e2e = ``request_e2e_time``; TPOT =
   (e2e - TTFT) / (output tokens - 1) on both sides (vidur's own
   ``decode_time_execution_plus_preemption_normalized`` divides by the output tokens,
   first included; it is printed too).
 
-Known differences left in (the notes explain each): vidur pads vllm's token budget
-(batch size x longest prompt), keeps a 1 % KV watermark, fits a random forest to the
-profile (we interpolate it), and allocates a decode block one token later.
+Known differences left in (the notes explain each): vidur fits a random forest to the
+profile (we interpolate it) and rounds KV lengths up to 64 tokens before looking attention
+up, allocates a prompt's blocks as ceil(P / 16) (ours ceil((P + 1) / 16)) and a decode
+block one token later.
 
 ``python -m bench.serve_vidur_side [--scenario a100-llama-2-7b] [--scheduler vllm]
 [--replicas 1] [--start 0] [--duration 3600]`` prints the table and one JSON line;
@@ -102,11 +107,11 @@ SCENARIOS = {
 SCHEDULERS = {
     # ours: (batching, --batch); vidur: its replica scheduler flags (its defaults, stated)
     "vllm": (
-        "max_tokens=4096,max_seqs=128",
+        "max_tokens=4096,max_seqs=128,padded=true,watermark=0.01",
         ["--vllm_scheduler_config_max_tokens_in_batch", "4096"],
     ),
     "sarathi": (
-        "chunk=512,max_seqs=128",
+        "chunk=512,max_seqs=128,watermark=0.01",
         ["--sarathi_scheduler_config_chunk_size", "512"],
     ),
 }

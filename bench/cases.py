@@ -398,6 +398,23 @@ def replay_paisim_side_20k() -> dict[str, object]:
     return side_by_side()
 
 
+def serve_vidur_side() -> dict[str, object]:
+    """The serving replay beside vidur (microsoft/vidur, MIT) on the same requests
+    (the whole hour of the Azure LLM 2023 conversation trace, 19,366 requests), Llama-2-7b
+    on A100s, vidur's vllm scheduler, 4 replicas, round-robin: p50 / p90 TTFT, TPOT and e2e
+    of both, their differences and CPU seconds (bench/serve_vidur_side.py; other runs:
+    ``python -m bench.serve_vidur_side --scheduler sarathi --replicas 1``). Target: >= 20x
+    less CPU. ``VIDUR_SRC`` = its checkout, ``VIDUR_PYTHON`` = its venv's python,
+    ``VIDUR_CACHE`` = where its fitted predictor stays between runs (the first run fits it:
+    about 20 CPU minutes); skipped, saying why, without ``VIDUR_SRC``.
+    """
+    from bench.serve_vidur_side import side_by_side
+
+    row = side_by_side("a100-llama-2-7b", "vllm", 4, 0.0, None)
+    row.pop("table", None)
+    return row
+
+
 def replay_preemptive_100k(policy: str, like: str = "pai") -> dict[str, object]:
     """``policy`` on 100,000 PAI-like (or Philly-like) jobs over 2,000 GPUs (8-GPU
     nodes) at load 1.2.
@@ -1360,6 +1377,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "replay_las_100k": replay_las_100k,
     "replay_tiresias_side_5k": replay_tiresias_side_5k,
     "replay_paisim_side_20k": replay_paisim_side_20k,
+    "serve_vidur_side": serve_vidur_side,
     "replay_srtf_100k_2000gpus": replay_srtf_100k_2000gpus,
     "replay_tiresias_100k_2000gpus": replay_tiresias_100k_2000gpus,
     "replay_srtf_100k_philly": replay_srtf_100k_philly,

@@ -318,9 +318,8 @@ def run_ours(spec: dict[str, Any]) -> None:
     """Our side, in its own process (timed by the parent): requests from the store,
     the profile latency model, the engine; per-request results to ``spec['out']``.
     """
-    from gpu_trace.serve.engine import simulate  # type: ignore[import-not-found, unused-ignore]
-
     from gpu_trace.serve.config import ServeConfig
+    from gpu_trace.serve.engine import simulate  # type: ignore[import-not-found, unused-ignore]
 
     sc = SCENARIOS[spec["scenario"]]
     rs = window(Path(spec["store"]), spec["start_s"], spec["duration_s"])

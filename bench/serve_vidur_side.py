@@ -10,7 +10,7 @@ ddsketch, plotly_express, matplotlib, seaborn, fasteners and pyyaml: BENCHMARKS.
 "Serving replay beside vidur", has the venv commands). Without ``VIDUR_SRC`` the bench
 case says so and is skipped.
 
-What is made the same on both sides (the reasons: /work/notes/vidur_semantics.md, from
+What is made the same on both sides (the reasons: docs/vidur-semantics.md, from
 vidur's source, file:line):
 
 - Requests: the window of the Azure LLM 2023 conversation trace from the store

@@ -1404,12 +1404,15 @@ def serve_synthetic(n: int, replicas: int, rate: float) -> dict[str, object]:
     """``bench.serve_speed synthetic``: ``n`` conv-like requests at ``rate``/s on
     ``replicas`` (roofline, vllm, round-robin) in a child; the ``simulate()`` call's
     wall and CPU seconds and the child's own peak RSS (``VmHWM``) measured there, and
-    the whole child's (building the requests and start-up included) from ``wait4``.
+    the whole child's (building the requests and start-up included) from ``wait4``;
+    then, timed apart, what ``serve run`` does after the engine (summary metrics, the
+    run's three tables written as Parquet).
     """
-    run = _timed_child(
-        [sys.executable, "-m", "bench.serve_speed", "synthetic", "-n", str(n),
-         "--replicas", str(replicas), "--rate", str(rate)]
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        run = _timed_child(
+            [sys.executable, "-m", "bench.serve_speed", "synthetic", "-n", str(n),
+             "--replicas", str(replicas), "--rate", str(rate), "--score", tmp]
+        )  # fmt: skip
     detail = json.loads(run.out.strip().splitlines()[-1])
     return {
         "replicas": replicas,

@@ -92,9 +92,16 @@ def synthetic(n: int, rate: float, seed: int = 0, path: Path = CONV) -> RequestS
     )
 
 
-def timed_simulate(requests: RequestSet, config: ServeConfig) -> dict[str, object]:
-    """Build the config's latency model, then time ``simulate`` alone; its figures."""
-    from gpu_trace.serve import runs
+def timed_simulate(
+    requests: RequestSet, config: ServeConfig, score: Path | None = None
+) -> dict[str, object]:
+    """Build the config's latency model, then time ``simulate`` alone; its figures.
+    With ``score`` (a folder), also time what ``serve run`` does after the engine: the
+    summary metrics (energy and cost included) and the run's three tables written as
+    Parquet there (:func:`gpu_trace.serve.runs.write_dir`; the store's writer is the
+    same Parquet plus a commit).
+    """
+    from gpu_trace.serve import metrics, runs, sanity
     from gpu_trace.serve.engine import simulate
 
     latency = runs.build_latency(config)
@@ -106,6 +113,24 @@ def timed_simulate(requests: RequestSet, config: ServeConfig) -> dict[str, objec
     busy = float(reps["busy_s"].sum())
     up = float((reps["down_s"] - reps["up_s"]).clip(lower_bound=0.0).sum())
     finished = int((result.requests["status"] == "finished").sum())
+    scored: dict[str, object] = {}
+    if score is not None:
+        wall_s, cpu_s = time.perf_counter(), time.process_time()
+        summary = metrics.summary(
+            result,
+            metrics.Slo.parse(config.slo),
+            cold_start_s=config.cold_start_s,
+            energy=runs.energy_cost(result, config, latency),
+        )
+        notes = sanity.notes(summary, config.latency, result.notes)
+        run = runs.ServeRun(config, config.resolved_run_id(), result, summary, notes)
+        runs.write_dir(run, score, config.source)
+        scored = {
+            "score_write_s": round(time.perf_counter() - wall_s, 3),
+            "score_write_cpu_s": round(time.process_time() - cpu_s, 3),
+            "ttft_p50_s": round(summary["ttft_p50_s"], 3),
+            "tpot_p50_ms": round(summary["tpot_p50_s"] * 1000, 2),
+        }
     return {
         "requests": len(requests),
         "finished": finished,
@@ -116,6 +141,7 @@ def timed_simulate(requests: RequestSet, config: ServeConfig) -> dict[str, objec
         "simulate_cpu_s": round(cpu, 3),
         "rss_before_mib": round(before),
         "rss_peak_mib": round(vm_hwm_mib()),
+        **scored,
     }
 
 
@@ -134,6 +160,7 @@ def main(argv: list[str]) -> None:
     sy.add_argument("--rate", type=float, required=True)
     sy.add_argument("--router", default="round-robin")
     sy.add_argument("--batching", default="vllm")
+    sy.add_argument("--score", type=Path, help="also time the metrics and table writes here")
     args = ap.parse_args(argv)
     config = ServeConfig(
         source="azure-llm" if args.what == "simulate" else "synthetic",
@@ -152,7 +179,8 @@ def main(argv: list[str]) -> None:
     else:
         requests = synthetic(args.n, args.rate)
     made_s = time.perf_counter() - start
-    out = {"requests_built_s": round(made_s, 3), **timed_simulate(requests, config)}
+    score = getattr(args, "score", None)
+    out = {"requests_built_s": round(made_s, 3), **timed_simulate(requests, config, score)}
     out["process_cpu_s"] = round(sum(os.times()[:2]), 3)
     sys.stdout.write(json.dumps(out) + "\n")
 

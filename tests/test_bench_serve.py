@@ -49,6 +49,7 @@ def test_synthetic_case_reports_the_child_and_the_call() -> None:
     assert out["requests"] == out["finished"] == 1_000
     assert out["rss_peak_mib"] >= out["rss_before_mib"] > 0  # the child's own VmHWM
     assert out["process_cpu_s"] >= out["simulate_cpu_s"] > 0
+    assert out["score_write_cpu_s"] > 0 and out["ttft_p50_s"] > 0
 
 
 def test_synthetic_requests_copy_the_conv_files_shape() -> None:

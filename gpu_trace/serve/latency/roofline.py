@@ -174,9 +174,8 @@ class Roofline:
         # pairs and KV tokens are the same number, context + count: whole numbers,
         # exact in float64 as iteration_s's float() makes them; a + b == b + a and
         # x + 0.0 == x exactly, so every element is iteration_s's value bit for bit.
-        x = np.arange(steps, dtype=np.float64)
-        x *= count
-        x += float(context_sum + count)
+        first = float(context_sum + count)
+        x = np.arange(first, first + steps * count, count, dtype=np.float64)
         tokens = float(count)
         flops = self.attention_flops_per_pair * x
         flops += self.linear_flops_per_token * tokens

@@ -1433,6 +1433,57 @@ def serve_1m() -> dict[str, object]:
     return serve_synthetic(n, int(SERVE_1M["replicas"]), SERVE_1M["rate_per_s"])
 
 
+def serve_1m_store() -> dict[str, object]:
+    """The store round trip around :func:`serve_1m`'s engine run, timed apart: the same
+    million requests written as an Azure trace file (``AzureLLMInferenceTrace_conv.csv``:
+    ``TIMESTAMP,ContextTokens,GeneratedTokens``), ``gpu-trace -q ingest azure-llm`` of it
+    in a child (wall, CPU, peak RSS), then the window read back as ``serve run`` reads
+    it (:func:`gpu_trace.serve.runs.load_requests`), in this process.
+    """
+    import polars as pl
+
+    from bench.serve_speed import synthetic
+    from gpu_trace.serve.runs import load_requests
+
+    n = int(os.environ.get("SERVE_REQUESTS", str(SERVE_1M["requests"])))
+    reqs = synthetic(n, SERVE_1M["rate_per_s"])
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        raw = tmp / "AzureLLMInferenceTrace_conv.csv"
+        pl.DataFrame(
+            {
+                "us": (reqs.arrival_s * 1e6).round().astype("int64"),
+                "ContextTokens": reqs.input_tokens,
+                "GeneratedTokens": reqs.output_tokens,
+            }
+        ).select(
+            (pl.datetime(2023, 11, 16) + pl.duration(microseconds=pl.col("us")))
+            .dt.strftime("%Y-%m-%d %H:%M:%S%.6f")
+            .alias("TIMESTAMP"),
+            "ContextTokens",
+            "GeneratedTokens",
+        ).write_csv(raw)
+        raw_mib = raw.stat().st_size / 2**20
+        loaded = _timed_child(
+            [sys.executable, "-m", "gpu_trace", "-q", "ingest", "azure-llm", str(raw),
+             "--store", str(tmp / "store")]
+        )  # fmt: skip
+        wall, cpu = time.perf_counter(), time.process_time()
+        window = load_requests(tmp / "store", "azure-llm", "conv", 0.0, None)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {
+        "requests": n,
+        "raw_mib": round(raw_mib, 1),
+        "ingest_s": round(loaded.wall_s, 2),
+        "ingest_cpu_s": round(loaded.cpu_s, 2),
+        "ingest_rss_mib": round(loaded.rss_mib),
+        "load_avg_1min": round(loaded.load, 1),
+        "read_back": len(window.requests),
+        "read_s": round(wall, 3),
+        "read_cpu_s": round(cpu, 3),
+    }
+
+
 CASES: dict[str, Callable[[], dict[str, object]]] = {
     "kubernetes_synth_ingest": kubernetes_synth_ingest,
     "serving_ingest_10m": serving_ingest_10m,
@@ -1440,6 +1491,7 @@ CASES: dict[str, Callable[[], dict[str, object]]] = {
     "serving_prefix_cache_mooncake": serving_prefix_cache_mooncake,
     "serve_azure_conv_hour_16": serve_azure_conv_hour_16,
     "serve_1m": serve_1m,
+    "serve_1m_store": serve_1m_store,
     "openb_ingest": openb_ingest,
     "openb_query": openb_query,
     "openb_synth_ingest": openb_synth_ingest,

@@ -69,3 +69,12 @@ def test_synthetic_requests_copy_the_conv_files_shape() -> None:
     again = synthetic(20_000, rate=10.0, seed=3)
     assert np.array_equal(again.arrival_s, reqs.arrival_s)
     assert np.array_equal(again.input_tokens, reqs.input_tokens)
+
+
+def test_store_case_ingests_the_azure_format_and_reads_every_request_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SERVE_REQUESTS", "500")
+    out = cases.serve_1m_store()
+    assert out["requests"] == out["read_back"] == 500
+    assert out["ingest_cpu_s"] > 0 and out["ingest_rss_mib"] > 0

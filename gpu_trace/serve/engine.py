@@ -375,7 +375,7 @@ class Engine(RequestColumns):
             acc = np.empty(k + 1)
             acc[0] = t
             acc[1:] = dts
-            ends = np.cumsum(acc)[1:].tolist()
+            ends = np.cumsum(acc, out=acc)[1:].tolist()
         rep.kv.used += reserve
         self._track(rep)
         if k == 1 and rep.cache is not None:

@@ -168,15 +168,27 @@ class Roofline:
         """
         if count <= 0 or steps <= 0:
             return np.zeros(max(steps, 0), dtype=np.float64)
-        context = context_sum + np.arange(steps, dtype=np.int64) * count
-        pairs = (context + count).astype(np.float64)
-        kv_tokens = (context + count).astype(np.float64)
+        # In place, on two arrays: the engine calls this once per run of decode steps
+        # (millions of times a month of traffic), a few hundred steps each, so numpy's
+        # per-call cost, not the arithmetic, is what it pays. A decode step's attention
+        # pairs and KV tokens are the same number, context + count: whole numbers,
+        # exact in float64 as iteration_s's float() makes them; a + b == b + a and
+        # x + 0.0 == x exactly, so every element is iteration_s's value bit for bit.
+        first = float(context_sum + count)
+        x = np.arange(first, first + steps * count, count, dtype=np.float64)
         tokens = float(count)
-        flops = self.linear_flops_per_token * tokens + self.attention_flops_per_pair * pairs
-        moved = self.weight_bytes + self.kv_bytes * kv_tokens
-        bound = np.maximum(flops / self.flop_rate, moved / self.byte_rate)
-        out: npt.NDArray[np.float64] = bound + self.allreduce_s_per_token * tokens + self.fixed_s
-        return out
+        flops = self.attention_flops_per_pair * x
+        flops += self.linear_flops_per_token * tokens
+        flops /= self.flop_rate
+        x *= self.kv_bytes
+        x += self.weight_bytes
+        x /= self.byte_rate
+        np.maximum(flops, x, out=x)
+        allreduce = self.allreduce_s_per_token * tokens
+        if allreduce:
+            x += allreduce
+        x += self.fixed_s
+        return x
 
     def kv_capacity_tokens(self, memory_utilization: float) -> int:
         """KV tokens the replica holds (:func:`~gpu_trace.serve.latency.memory.kv_capacity_tokens`,

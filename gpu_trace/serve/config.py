@@ -157,7 +157,7 @@ class ServeConfig:
     )
     batch: str = option(
         "",
-        "Replica scheduler options: max_tokens=8192,max_seqs=256,chunk=512.",
+        "Replica scheduler options, comma-separated name=value: max_tokens=8192 (vllm), chunk=512 (sarathi), max_seqs=256.",
         parse=_pairs("--batch"),
     )
     order: str = option(
@@ -185,7 +185,7 @@ class ServeConfig:
     )
     autoscale: str = option(
         "",
-        "Autoscaler: queue or utilization, with min=,max=,up=,down=,interval= (name=value).",
+        "Autoscaler: queue or utilization, then comma-separated min=, max=, up=, down=, interval= (e.g. queue,min=2,max=8).",
         parse=_autoscale,
     )
     cold_start_s: float | str = option(
@@ -197,7 +197,9 @@ class ServeConfig:
         parse=_cold_start,
     )
     slo: str = option(
-        "ttft=2s,tpot=100ms", "Latency targets: ttft=2s,tpot=100ms[,e2e=30s].", parse=_slo
+        "ttft=2s,tpot=100ms",
+        "Latency targets, comma-separated: ttft=2s, tpot=100ms, e2e=30s (optional).",
+        parse=_slo,
     )
     price: str | None = option(
         None, "Price table (TOML, USD per GPU-hour by GPU kind); the shipped one if omitted."

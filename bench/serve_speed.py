@@ -119,7 +119,6 @@ def timed_simulate(
         summary = metrics.summary(
             result,
             metrics.Slo.parse(config.slo),
-            cold_start_s=config.cold_start_s,
             energy=runs.energy_cost(result, config, latency),
         )
         notes = sanity.notes(summary, config.latency, result.notes)

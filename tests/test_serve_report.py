@@ -27,7 +27,7 @@ from gpu_trace.reports.page import render_page
 from gpu_trace.reports.serve_replay_section import serve_pages
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import StoreTransaction
-from tests.serve_report_common import RR_NOTE, RR_RUN, serve_store
+from tests.serve_report_common import DROP_REASON, RR_NOTE, RR_RUN, serve_store
 from tests.test_report import CHROMIUM, chromium_render, rendered_marks
 
 RUN_PAGES = ("serve-rr.html", "serve-lt.html")
@@ -38,27 +38,40 @@ RR_HEADER = {
     "requests": "5 (4 finished, 1 dropped)",
     "TTFT target": "2.000 s",
     "TPOT target": "100.0 ms",
+    "end-to-end target": "none",
     "SLO attainment": "40.0 %",  # 2 of 5
     "goodput": "0.114 requests/s",  # 2 / 17.5 s
     "TTFT p50": "1.250 s",
     "TTFT p90": "2.550 s",
+    "TTFT p99": "2.955 s",
     "TPOT p50": "50.0 ms",
+    "TPOT p90": "170.0 ms",
     "end-to-end p50": "2.050 s",
+    "end-to-end p90": "3.380 s",
+    "preemptions": "0",
     "GPU-seconds": "40.0 GPU-s",
+    "utilisation (whole run)": "47.5 %",
     "energy per token": "12.500 J",
     "cost per million tokens": "0.0123 USD",
 }
-LT_HEADER = {  # the run stored targets and GPU-seconds: the rest from its requests
+FROM = " (from the requests)"
+LT_HEADER = {  # the run stored its targets and GPU-seconds: the rest from its requests
     "requests": "3 (3 finished, 0 dropped)",
     "TTFT target": "2.000 s",
     "TPOT target": "100.0 ms",
-    "SLO attainment": "66.7 % (from the requests)",  # 2 of 3 (both equal to a target)
-    "goodput": "0.147 requests/s (from the requests)",  # 2 / 13.65 s
-    "TTFT p50": "2.000 s (from the requests)",
-    "TTFT p90": "2.400 s (from the requests)",  # 2.0 + 0.8 x (2.5 - 2.0)
-    "TPOT p50": "75.0 ms (from the requests)",  # (0.1 + 0.05) / 2
-    "end-to-end p50": "2.000 s (from the requests)",
+    "end-to-end target": "1.500 s",
+    "SLO attainment": "33.3 %" + FROM,  # 1 of 3: request 1 is over the e2e target
+    "goodput": "0.073 requests/s" + FROM,  # 1 / 13.65 s (the last finish)
+    "TTFT p50": "2.000 s" + FROM,
+    "TTFT p90": "2.400 s" + FROM,  # 2.0 + 0.8 x (2.5 - 2.0)
+    "TTFT p99": "2.490 s" + FROM,
+    "TPOT p50": "75.0 ms" + FROM,  # (0.1 + 0.05) / 2
+    "TPOT p90": "95.0 ms" + FROM,
+    "end-to-end p50": "2.000 s" + FROM,
+    "end-to-end p90": "2.520 s" + FROM,
+    "preemptions": "not recorded",
     "GPU-seconds": "30.0 GPU-s",
+    "utilisation (whole run)": "not recorded",
     "energy per token": "not recorded",
     "cost per million tokens": "not recorded",
 }
@@ -121,10 +134,11 @@ def test_sanity_notes_are_shown(serve_site: Path) -> None:
     rr = (serve_site / "serve-rr.html").read_text()
     assert RR_NOTE in rr  # the run's own note
     assert "1 of 5 requests were dropped: they count as missing the SLO targets" in rr
+    assert f"dropped: 1 x {DROP_REASON}" in rr
     lt = (serve_site / "serve-lt.html").read_text()
     assert (
         "not stored by the run, computed here from its requests: SLO attainment, goodput, "
-        "TTFT p50, TTFT p90, TPOT p50, end-to-end p50"
+        "TTFT p50, TTFT p90, TTFT p99, TPOT p50, TPOT p90, end-to-end p50, end-to-end p90"
     ) in lt
     for text in (rr, lt):
         assert "<details" not in text  # never folded away
@@ -163,14 +177,14 @@ def test_comparison_page(serve_site: Path) -> None:
     cells = {run: re.findall(r"<td>([^<]*)</td>", rest) for run, rest in rows}
     # attainment, p90 TTFT, GPU-seconds of each run (hand figures above)
     assert cells["rr"][-5:-2] == ["40.0 %", "2.550 s", "40.0 GPU-s"]
-    assert cells["lt"][-5:-2] == ["66.7 %", "2.400 s", "30.0 GPU-s"]
+    assert cells["lt"][-5:-2] == ["33.3 %", "2.400 s", "30.0 GPU-s"]
     bars = rows_of(titled(chart_specs(page), "Runs side by side"))
-    attained = {r["run_id"]: r["slo_attainment"] for r in bars if "slo_attainment" in r}
-    assert attained == pytest.approx({"rr": 0.4, "lt": 2 / 3})
+    attained = {r["run_id"]: r["slo_attainment_ratio"] for r in bars if "slo_attainment_ratio" in r}
+    assert attained == pytest.approx({"rr": 0.4, "lt": 1 / 3})
 
 
 def test_stored_attainment_that_disagrees_is_a_note(tmp_path: Path) -> None:
-    store = serve_store(tmp_path / "store", rr_run={**RR_RUN, "slo_attainment": 0.5})
+    store = serve_store(tmp_path / "store", rr_run={**RR_RUN, "slo_attainment_ratio": 0.5})
     _, pages = serve_pages(snapshot_root(store))
     rr = next(p for p in pages if p.name == "serve-rr")
     html = render_page("t", rr.sections, "", "now")

@@ -168,7 +168,7 @@ def queue_length(frame: pl.DataFrame, note: str = "") -> alt.Chart:
 
 
 COMPARE_METRICS = (
-    ("slo_attainment", "SLO attainment", "%"),
+    ("slo_attainment_ratio", "SLO attainment", "%"),
     ("ttft_p90_s", "p90 TTFT (s)", ".3~g"),
     ("gpu_seconds", "GPU-seconds", ",.0f"),
 )
@@ -181,7 +181,7 @@ def comparison(runs: pl.DataFrame) -> alt.VConcatChart:
     for field, title, fmt in COMPARE_METRICS:
         data = runs.select("run_id", pl.col(field).cast(pl.Float64)).drop_nulls(field)
         axis = alt.Axis(format=fmt)
-        scale = alt.Scale(domain=[0, 1]) if field == "slo_attainment" else alt.Scale()
+        scale = alt.Scale(domain=[0, 1]) if field == "slo_attainment_ratio" else alt.Scale()
         panels.append(
             alt.Chart(data)
             .mark_bar()

@@ -24,55 +24,75 @@ RUNS_TABLE = "serve_runs"
 REQUESTS_TABLE = "serve_requests"
 TIMESERIES_TABLE = "serve_timeseries"
 
+_F = pl.Float64()
+_I = pl.Int64()
+_S = pl.String()
+
 RUN_COLUMNS: dict[str, tuple[str, pl.DataType]] = {
-    "run_id": ("run_id", pl.String()),
-    "source": ("source", pl.String()),
-    "dataset": ("dataset", pl.String()),
-    "config_json": ("config_json", pl.String()),
-    "model": ("model", pl.String()),
-    "gpu": ("gpu", pl.String()),
-    "tp": ("tp", pl.Int64()),
-    "replicas": ("replicas", pl.Int64()),
-    "batching": ("batching", pl.String()),
-    "router": ("router", pl.String()),
-    "ttft_slo_s": ("ttft_slo_s", pl.Float64()),
-    "tpot_slo_s": ("tpot_slo_s", pl.Float64()),
-    "ttft_p50_s": ("ttft_p50_s", pl.Float64()),
-    "ttft_p90_s": ("ttft_p90_s", pl.Float64()),
-    "tpot_p50_s": ("tpot_p50_s", pl.Float64()),
-    "e2e_p50_s": ("e2e_p50_s", pl.Float64()),
-    "slo_attainment": ("slo_attainment", pl.Float64()),
-    "goodput_rps": ("goodput_rps", pl.Float64()),
-    "gpu_seconds": ("gpu_seconds", pl.Float64()),
-    "energy_j_per_token": ("energy_j_per_token", pl.Float64()),
-    "usd_per_mtok": ("usd_per_mtok", pl.Float64()),
-    "notes": ("notes", pl.String()),
+    "run_id": ("run_id", _S),
+    "source": ("source", _S),
+    "trace_dataset": ("trace_dataset", _S),  # the replayed dataset (conv); null: all
+    "config_json": ("config_json", _S),
+    "model": ("model", _S),
+    "gpu": ("gpu", _S),
+    "tp": ("tp", _I),
+    "replicas": ("replicas", _I),
+    "replicas_max": ("replicas_max", _I),
+    "batching": ("batching", _S),
+    "router": ("router", _S),
+    "latency_model": ("latency_model", _S),
+    "disaggregate": ("disaggregate", _S),
+    "slo_ttft_s": ("slo_ttft_s", _F),
+    "slo_tpot_s": ("slo_tpot_s", _F),
+    "slo_e2e_s": ("slo_e2e_s", _F),
+    "requests": ("requests", _I),
+    "requests_finished": ("requests_finished", _I),
+    "requests_dropped": ("requests_dropped", _I),
+    "drop_reasons": ("drop_reasons", _S),
+    "ttft_p50_s": ("ttft_p50_s", _F),
+    "ttft_p90_s": ("ttft_p90_s", _F),
+    "ttft_p99_s": ("ttft_p99_s", _F),
+    "tpot_p50_s": ("tpot_p50_s", _F),
+    "tpot_p90_s": ("tpot_p90_s", _F),
+    "e2e_p50_s": ("e2e_p50_s", _F),
+    "e2e_p90_s": ("e2e_p90_s", _F),
+    "slo_attainment_ratio": ("slo_attainment_ratio", _F),
+    "goodput_rps": ("goodput_rps", _F),
+    "preemptions": ("preemptions", _I),
+    "horizon_s": ("horizon_s", _F),
+    "gpu_seconds": ("gpu_seconds", _F),
+    "utilization_ratio": ("utilization_ratio", _F),
+    "energy_per_token_j": ("energy_per_token_j", _F),
+    "cost_per_mtok_usd": ("cost_per_mtok_usd", _F),
+    "notes": ("notes", _S),
 }
-"""``serve_runs``: report name -> (stored name, dtype read as)."""
+"""``serve_runs`` (gpu_trace/schemas/serve.py): report name -> (stored name, dtype
+read as). The store's ``dataset`` is the run id; the trace's dataset is
+``trace_dataset``."""
 
 REQUEST_COLUMNS: dict[str, tuple[str, pl.DataType]] = {
-    "run_id": ("run_id", pl.String()),
-    "arrival_s": ("arrival_s", pl.Float64()),
-    "ttft_s": ("ttft_s", pl.Float64()),
-    "tpot_s": ("tpot_s", pl.Float64()),
-    "e2e_s": ("e2e_s", pl.Float64()),
-    "finish_s": ("finish_s", pl.Float64()),
-    "status": ("status", pl.String()),
+    "run_id": ("run_id", _S),
+    "arrival_s": ("arrival_s", _F),
+    "ttft_s": ("ttft_s", _F),
+    "tpot_s": ("tpot_s", _F),
+    "e2e_s": ("e2e_s", _F),
+    "finish_s": ("finish_s", _F),
+    "status": ("status", _S),
 }
 """``serve_requests`` (gpu_trace.serve.result.REQUEST_COLUMNS + run_id): the columns
 the report reads."""
 
 TIMESERIES_COLUMNS: dict[str, tuple[str, pl.DataType]] = {
-    "run_id": ("run_id", pl.String()),
-    "time_s": ("time_s", pl.Float64()),
-    "replica": ("replica", pl.Int64()),
-    "role": ("role", pl.String()),
+    "run_id": ("run_id", _S),
+    "time_s": ("time_s", _F),
+    "replica": ("replica", _I),
+    "role": ("role", _S),
     "up": ("up", pl.Boolean()),
-    "busy_s": ("busy_s", pl.Float64()),
-    "running": ("running", pl.Int64()),
-    "waiting": ("waiting", pl.Int64()),
-    "kv_used_blocks": ("kv_used_blocks", pl.Float64()),
-    "kv_capacity_blocks": ("kv_capacity_blocks", pl.Float64()),
+    "busy_s": ("busy_s", _F),
+    "running": ("running", _I),
+    "waiting": ("waiting", _I),
+    "kv_used_blocks": ("kv_used_blocks", _F),
+    "kv_capacity_blocks": ("kv_capacity_blocks", _F),
 }
 """``serve_timeseries`` (gpu_trace.serve.result.TIMESERIES_COLUMNS + run_id): the
 columns the report reads."""
@@ -118,7 +138,8 @@ def _column(have: pl.Schema, stored: str, dtype: pl.DataType) -> pl.Expr:
 
 def runs(root: Path) -> pl.DataFrame:
     """Every stored serve run, one row each, sorted by source, dataset and run id."""
-    return _scan(root, RUNS_TABLE, RUN_COLUMNS).collect().sort("source", "dataset", "run_id")
+    runs = _scan(root, RUNS_TABLE, RUN_COLUMNS).collect()
+    return runs.sort("source", "trace_dataset", "run_id", nulls_last=True)
 
 
 def requests(root: Path, run_id: str) -> pl.LazyFrame:
@@ -142,6 +163,19 @@ def notes_of(value: str | None) -> list[str]:
     if isinstance(parsed, list):
         return [str(n) for n in parsed if str(n).strip()]
     return [line for line in value.splitlines() if line.strip()]
+
+
+def drop_reasons_of(value: str | None) -> dict[str, int]:
+    """A run's stored ``drop_reasons`` (JSON {reason: requests}); {} when none or
+    unreadable.
+    """
+    try:
+        parsed = json.loads(value) if value else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        return {}
+    return {str(k): int(v) for k, v in parsed.items() if isinstance(v, int | float)}
 
 
 def config_of(value: str | None) -> dict[str, object]:

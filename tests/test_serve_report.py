@@ -23,6 +23,7 @@ import polars as pl
 import pytest
 
 from gpu_trace.reports import build_site
+from gpu_trace.reports import serve_replay_figures as fig
 from gpu_trace.reports.page import render_page
 from gpu_trace.reports.serve_replay_section import serve_pages
 from gpu_trace.store.generations import snapshot_root
@@ -208,10 +209,12 @@ def _jobs_store(root: Path) -> Path:
 
 def test_store_without_serve_runs_has_no_serving_replay_pages(tmp_path: Path) -> None:
     store = _jobs_store(tmp_path / "store")
-    # a zero-row serve_runs placeholder (how the store keeps empty tables) is no run
+    # a zero-row serve_runs placeholder (how the store keeps empty tables) is no run;
+    # the store writes it itself once the serve tables are registered
     empty = snapshot_root(store) / "serve_runs" / "source=_empty" / "empty.parquet"
-    empty.parent.mkdir(parents=True)
-    pl.DataFrame(schema={"run_id": pl.String, "source": pl.String}).write_parquet(empty)
+    if not empty.exists():
+        empty.parent.mkdir(parents=True)
+        pl.DataFrame(schema={"run_id": pl.String, "source": pl.String}).write_parquet(empty)
     build_site(store, tmp_path / "site")
     assert not list((tmp_path / "site").glob("serve-*.html"))
     assert "Serving replay" not in (tmp_path / "site" / "index.html").read_text()
@@ -247,3 +250,29 @@ def test_layout_in_chromium(serve_site: Path, tmp_path: Path, name: str) -> None
     from tests.test_report_polish import assert_layout
 
     assert_layout(serve_site, tmp_path, name)
+
+
+def test_timeseries_that_breaks_the_contract_is_a_note() -> None:
+    """busy_s is "seconds of the bin spent in iterations" and bins run "from 0 to the
+    last finish" (gpu_trace/serve/result.py TIMESERIES_COLUMNS): a row busier than its
+    bin, KV use above capacity or bins stopping early are said, not drawn silently."""
+    ts = pl.DataFrame(
+        {
+            "time_s": [0.0, 0.0, 10.0],
+            "busy_s": [25.0, 4.0, 10.0],  # 25 s in a 10 s bin
+            "kv_used_blocks": [120.0, 5.0, 10.0],  # 120 of 100
+            "kv_capacity_blocks": [100.0, 100.0, 100.0],
+        }
+    )
+    notes = fig.timeseries_notes(ts, 10.0, last_finish_s=95.0)  # bins end at 20 s
+    assert notes == [
+        "busy_s exceeds the 10 s bin in 1 (bin, replica) rows (up to 25.0 s): utilisation "
+        "is drawn capped at 100 %",
+        "KV blocks used exceed the capacity in 1 (bin, replica) rows: occupancy is drawn "
+        "capped at 100 %",
+        "the timeseries ends at 20 s but the last request finished at 95 s: the charts of "
+        "replicas cover only that part",
+    ]
+    assert fig.timeseries_notes(ts.with_columns(pl.col("busy_s").clip(0, 10),
+                                                pl.col("kv_used_blocks").clip(0, 100)),
+                                10.0, last_finish_s=20.0) == []  # fmt: skip

@@ -123,7 +123,7 @@ def replica_heatmap(frame: pl.DataFrame, field: str, title: str, legend: str) ->
             color=alt.Color(
                 f"{field}:Q",
                 title=legend,
-                scale=alt.Scale(domain=[0, 1], scheme="blues"),
+                scale=alt.Scale(domain=[0, 1], scheme="blues", clamp=True),
                 legend=alt.Legend(format="%"),
             ),
             tooltip=[

@@ -157,6 +157,40 @@ def sanity_notes(
     return notes
 
 
+def timeseries_notes(ts: pl.DataFrame, bin_s: float, last_finish_s: float | None) -> list[str]:
+    """What the timeseries contradicts in the contract (gpu_trace.serve.result
+    TIMESERIES_COLUMNS): busy seconds longer than the bin, KV use above capacity, bins
+    stopping before the run's last finish. The charts cap shares at 100 %; the note
+    says so.
+    """
+    if not ts.height:
+        return []
+    row = ts.select(
+        (pl.col("busy_s") > bin_s * (1 + 1e-9)).sum().alias("over"),
+        pl.col("busy_s").max().alias("busiest"),
+        (pl.col("kv_used_blocks") > pl.col("kv_capacity_blocks")).sum().alias("kv_over"),
+        pl.col("time_s").max().alias("last_bin"),
+    ).row(0, named=True)
+    notes = []
+    if row["over"]:
+        notes.append(
+            f"busy_s exceeds the {bin_s:g} s bin in {row['over']:,} (bin, replica) rows (up to "
+            f"{row['busiest']:,.1f} s): utilisation is drawn capped at 100 %"
+        )
+    if row["kv_over"]:
+        notes.append(
+            f"KV blocks used exceed the capacity in {row['kv_over']:,} (bin, replica) rows: "
+            "occupancy is drawn capped at 100 %"
+        )
+    end = float(row["last_bin"]) + bin_s
+    if last_finish_s is not None and last_finish_s > end:
+        notes.append(
+            f"the timeseries ends at {end:,.0f} s but the last request finished at "
+            f"{last_finish_s:,.0f} s: the charts of replicas cover only that part"
+        )
+    return notes
+
+
 def bin_width(run: Run, ts: pl.DataFrame) -> float:
     """The run's bin: its configuration's ``bin_s``, else the timeseries' step, else
     10 s (serve run's default).

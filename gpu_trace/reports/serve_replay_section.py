@@ -328,6 +328,8 @@ def run_sections(root: Path, run: Run) -> list[Section]:
     ts = frames.timeseries(root, str(run["run_id"])).collect()
     shown, computed, derived = _figures(root, run)
     notes = fig.sanity_notes(run, computed, [LABELS[c] for c in derived], ts.height)
+    bin_s = fig.bin_width(run, ts)
+    notes += fig.timeseries_notes(ts, bin_s, computed["last_finish_s"])
     header = Section(
         f"Serve run {run['run_id']}",
         f'<p class="meta">{esc(_config_line(run))}</p>'
@@ -335,7 +337,6 @@ def run_sections(root: Path, run: Run) -> list[Section]:
         + _summary_table(shown, computed, derived)
         + _config_table(run),
     )
-    bin_s = fig.bin_width(run, ts)
     attain = Section("SLO attainment over time")
     if computed["requests"]:
         bins, note = fig.attainment_bins(reqs, run, bin_s)

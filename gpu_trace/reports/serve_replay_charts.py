@@ -76,7 +76,7 @@ def attainment_over_time(
     bins: pl.DataFrame, overall: float | None, note: str = ""
 ) -> alt.LayerChart:
     """Per bin of arrival time (a bar over the bin), the share of the requests arriving
-    in it that met both targets; dashed: the run's attainment.
+    in it that met every target; dashed: the run's attainment.
     """
     bars = (
         alt.Chart(bins)
@@ -86,7 +86,7 @@ def attainment_over_time(
             x2="time_end_s:Q",
             y=alt.Y(
                 "attainment:Q",
-                title="requests meeting both targets",
+                title="requests meeting every target",
                 axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1]),
             ),

@@ -23,13 +23,14 @@ import polars as pl
 import pytest
 
 from gpu_trace.reports import build_site
+from gpu_trace.reports import serve_replay_charts as charts
 from gpu_trace.reports import serve_replay_figures as fig
 from gpu_trace.reports.page import render_page
 from gpu_trace.reports.serve_replay_section import serve_pages
 from gpu_trace.store.generations import snapshot_root
 from gpu_trace.store.parquet import StoreTransaction
 from tests.serve_report_common import DROP_REASON, RR_NOTE, RR_RUN, serve_store
-from tests.test_report import CHROMIUM, chromium_render, rendered_marks
+from tests.test_report import BUNDLE_URLS, CHROMIUM, chromium_render, rendered_marks
 
 RUN_PAGES = ("serve-rr.html", "serve-lt.html")
 COMPARE_PAGE = "serve-compare-azure-llm.html"
@@ -84,7 +85,7 @@ def serve_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = serve_store(root / "store")
     os.environ["SOURCE_DATE_EPOCH"] = "1700000000"
     try:
-        build_site(store, root / "site", title="serve")
+        build_site(store, root / "site", title="serve", images=["svg"])
     finally:
         del os.environ["SOURCE_DATE_EPOCH"]
     return root / "site"
@@ -112,6 +113,15 @@ def titled(specs: dict[str, dict[str, Any]], words: str) -> dict[str, Any]:
 def rows_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Every inlined data row of a spec (altair puts them in ``datasets``)."""
     return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def test_pages_are_offline_and_export_their_charts(serve_site: Path) -> None:
+    for name in (*RUN_PAGES, COMPARE_PAGE):
+        text = (serve_site / name).read_text()
+        assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", text), name
+        assert set(re.findall(r"""https?://[^\s"'\\)<>]+""", text)) <= BUNDLE_URLS
+    svgs = {p.name.rsplit("-", 2)[0] for p in (serve_site / "charts").glob("serve-*.svg")}
+    assert svgs == {"serve-rr", "serve-lt", "serve-compare-azure-llm"}
 
 
 def test_pages_exist_and_are_linked(serve_site: Path) -> None:
@@ -191,6 +201,41 @@ def test_stored_attainment_that_disagrees_is_a_note(tmp_path: Path) -> None:
     html = render_page("t", rr.sections, "", "now")
     assert "the stored SLO attainment (50.0 %) differs from its requests&#x27; (40.0 %)" in html
     assert header_values(html)["SLO attainment"] == "50.0 %"  # the run's figure, not replaced
+
+
+def test_run_strings_are_escaped(tmp_path: Path) -> None:
+    evil = "<script>alert(1)</script>"
+    run = {
+        **RR_RUN,
+        "notes": evil,
+        "drop_reasons": json.dumps({"<img src=x onerror=alert(2)>": 1}),
+        "config_json": json.dumps({"profile": "</table><script>alert(3)</script>"}),
+        "model": evil,
+    }
+    store = serve_store(tmp_path / "store", rr_run=run)
+    index, pages = serve_pages(snapshot_root(store))
+    for page in pages:
+        html = render_page("t", [*index, *page.sections], "", "now")
+        _, _, tail = html.partition("</head>")  # the Vega bundle is in the head
+        assert "<script>alert" not in tail and "<img src=x" not in tail, page.name
+    rr = next(p for p in pages if p.name == "serve-rr")
+    text = render_page("t", rr.sections, "", "now")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;img src=x onerror=alert(2)&gt;" in text
+
+
+def test_split_pools_name_the_role_of_each_replica() -> None:
+    cells = pl.DataFrame(
+        {
+            "time_s": [0.0, 0.0, 0.0],
+            "time_end_s": [10.0] * 3,
+            "replica": [0, 1, 2],
+            "role": ["prefill", "decode", "decode"],
+            "utilisation": [0.5, 0.2, 0.1],
+        }
+    )
+    spec = charts.replica_heatmap(cells, "utilisation", "t", "busy").to_dict()
+    assert spec["encoding"]["y"]["sort"] == ["0 (prefill)", "1 (decode)", "2 (decode)"]
 
 
 def _jobs_store(root: Path) -> Path:

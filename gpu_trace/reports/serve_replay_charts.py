@@ -113,13 +113,21 @@ def replica_heatmap(frame: pl.DataFrame, field: str, title: str, legend: str) ->
     the replica was not serving in that bin.
     """
     replicas = frame["replica"].n_unique()
+    role = pl.col("role").fill_null("mixed")
+    data = frame.with_columns(  # split pools: the role beside the index
+        pl.when(role == "mixed")
+        .then(pl.col("replica").cast(pl.String))
+        .otherwise(pl.format("{} ({})", "replica", role))
+        .alias("row")
+    )
+    order = data.sort("replica")["row"].unique(maintain_order=True).to_list()
     return (
-        alt.Chart(frame)
+        alt.Chart(data)
         .mark_rect()
         .encode(
             x=alt.X("time_s:Q", title=TIME_TITLE, bin=alt.Bin(binned=True)),
             x2="time_end_s:Q",
-            y=alt.Y("replica:O", title="replica"),
+            y=alt.Y("row:O", title="replica", sort=order),
             color=alt.Color(
                 f"{field}:Q",
                 title=legend,

@@ -25,6 +25,7 @@ import pytest
 from gpu_trace.reports import build_site
 from gpu_trace.reports import serve_replay_charts as charts
 from gpu_trace.reports import serve_replay_figures as fig
+from gpu_trace.reports import serve_replay_frames as frames
 from gpu_trace.reports.page import render_page
 from gpu_trace.reports.serve_replay_section import serve_pages
 from gpu_trace.store.generations import snapshot_root
@@ -321,3 +322,17 @@ def test_timeseries_that_breaks_the_contract_is_a_note() -> None:
     assert fig.timeseries_notes(ts.with_columns(pl.col("busy_s").clip(0, 10),
                                                 pl.col("kv_used_blocks").clip(0, 100)),
                                 10.0, last_finish_s=20.0) == []  # fmt: skip
+
+
+def test_runs_of_older_and_newer_files_line_up(tmp_path: Path) -> None:
+    """A serve_runs file without a column (written before it existed) read first, one
+    with it after: each run keeps its own values, the missing one reads as null."""
+    store = serve_store(tmp_path / "store")
+    first = snapshot_root(store) / "serve_runs" / "source=azure-llm" / "lt.parquet"
+    pl.read_parquet(first).drop("cost_per_mtok_usd", "notes").write_parquet(first)
+    runs = frames.runs(snapshot_root(store))
+    assert dict(zip(runs["run_id"], runs["cost_per_mtok_usd"], strict=True)) == {
+        "lt": None,
+        "rr": 0.0123,
+    }
+    assert dict(zip(runs["run_id"], runs["notes"], strict=True)) == {"lt": None, "rr": RR_NOTE}

@@ -116,8 +116,10 @@ def _scan(root: Path, table: str, columns: dict[str, tuple[str, pl.DataType]]) -
     files = table_files(root, table)
     if not files:
         return wanted
-    lf = pl.scan_parquet(
-        files, hive_partitioning=False, missing_columns="insert", extra_columns="ignore"
+    # one scan per file, joined by name: files written under older schema versions
+    # (a column added since) or by other writers line up column by column
+    lf = pl.concat(
+        [pl.scan_parquet(f, hive_partitioning=False) for f in files], how="diagonal_relaxed"
     )
     have = lf.collect_schema()
     return lf.select(

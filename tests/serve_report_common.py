@@ -287,18 +287,28 @@ def write_tables(store: Path, tables: dict[str, list[tuple[str, pl.DataFrame]]])
     shutil.rmtree(staging)
 
 
-def serve_store(store: Path, rr_run: dict[str, object] | None = None) -> Path:
-    """The two runs above in ``store`` (``rr_run`` replaces run rr's row)."""
+def serve_store(
+    store: Path, rr_run: dict[str, object] | None = None, *, one_file: bool = False
+) -> Path:
+    """The two runs above in ``store`` (``rr_run`` replaces run rr's row); with
+    ``one_file`` both runs' requests and timeseries share one file per table (named
+    after neither run).
+    """
     runs = [rr_run or RR_RUN, LT_RUN]
+    requests = [
+        ("rr", requests_frame("rr", RR_REQUESTS)),
+        ("lt", requests_frame("lt", LT_REQUESTS)),
+    ]
+    series = [("rr", timeseries_frame("rr")), ("lt", timeseries_frame("lt"))]
+    if one_file:
+        requests = [("both", pl.concat([f for _, f in requests]))]
+        series = [("both", pl.concat([f for _, f in series]))]
     write_tables(
         store,
         {
             "serve_runs": [(str(r["run_id"]), pl.DataFrame([r], schema=RUN_SCHEMA)) for r in runs],
-            "serve_requests": [
-                ("rr", requests_frame("rr", RR_REQUESTS)),
-                ("lt", requests_frame("lt", LT_REQUESTS)),
-            ],
-            "serve_timeseries": [("rr", timeseries_frame("rr")), ("lt", timeseries_frame("lt"))],
+            "serve_requests": requests,
+            "serve_timeseries": series,
         },
     )
     return store

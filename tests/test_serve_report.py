@@ -204,6 +204,16 @@ def test_stored_attainment_that_disagrees_is_a_note(tmp_path: Path) -> None:
     assert header_values(html)["SLO attainment"] == "50.0 %"  # the run's figure, not replaced
 
 
+def test_runs_sharing_a_file_are_told_apart(tmp_path: Path) -> None:
+    """Rows of several runs in one file (not named after a run): each page reads its
+    own run's rows by run_id."""
+    store = serve_store(tmp_path / "store", one_file=True)
+    _, pages = serve_pages(snapshot_root(store))
+    by_name = {p.name: render_page("t", p.sections, "", "now") for p in pages}
+    assert header_values(by_name["serve-rr"]) == RR_HEADER
+    assert header_values(by_name["serve-lt"]) == LT_HEADER
+
+
 def test_run_strings_are_escaped(tmp_path: Path) -> None:
     evil = "<script>alert(1)</script>"
     run = {

@@ -110,10 +110,23 @@ def table_files(root: Path, table: str) -> list[Path]:
     )
 
 
-def _scan(root: Path, table: str, columns: dict[str, tuple[str, pl.DataType]]) -> pl.LazyFrame:
-    """The table under the report's names; absent columns (or no files) read as null."""
+def _scan(
+    root: Path,
+    table: str,
+    columns: dict[str, tuple[str, pl.DataType]],
+    run_id: str | None = None,
+) -> pl.LazyFrame:
+    """The table under the report's names (one run's rows with ``run_id``); absent
+    columns (or no files) read as null.
+
+    A run's rows are in the files named after it (``dataset`` = the run id, as the
+    replay tables are keyed): those are read when there are some, else every file, so
+    a report over a sweep of hundreds of runs opens each run's files only.
+    """
     wanted = pl.LazyFrame(schema={name: dtype for name, (_, dtype) in columns.items()})
     files = table_files(root, table)
+    if run_id is not None:
+        files = [f for f in files if f.stem == run_id] or files
     if not files:
         return wanted
     # one scan per file, joined by name: files written under older schema versions
@@ -146,12 +159,14 @@ def runs(root: Path) -> pl.DataFrame:
 
 def requests(root: Path, run_id: str) -> pl.LazyFrame:
     """The requests of one run."""
-    return _scan(root, REQUESTS_TABLE, REQUEST_COLUMNS).filter(pl.col("run_id") == run_id)
+    scan = _scan(root, REQUESTS_TABLE, REQUEST_COLUMNS, run_id)
+    return scan.filter(pl.col("run_id") == run_id)
 
 
 def timeseries(root: Path, run_id: str) -> pl.LazyFrame:
     """The (bin, replica) rows of one run."""
-    return _scan(root, TIMESERIES_TABLE, TIMESERIES_COLUMNS).filter(pl.col("run_id") == run_id)
+    scan = _scan(root, TIMESERIES_TABLE, TIMESERIES_COLUMNS, run_id)
+    return scan.filter(pl.col("run_id") == run_id)
 
 
 def notes_of(value: str | None) -> list[str]:

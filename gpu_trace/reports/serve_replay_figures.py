@@ -86,10 +86,11 @@ def request_summary(reqs: pl.LazyFrame, run: Run) -> dict[str, float | None]:
         .row(0, named=True)
     )
     out: dict[str, float | None] = {k: None if v is None else float(v) for k, v in row.items()}
-    total = out["requests"] or 0.0
+    good = float(row["met"])
+    total = float(row["requests"])
     horizon = run.get("horizon_s") or out["last_finish_s"]
-    out["slo_attainment_ratio"] = out["met"] / total if total else None  # type: ignore[operator]
-    out["goodput_rps"] = out["met"] / horizon if horizon else None  # type: ignore[operator]
+    out["slo_attainment_ratio"] = good / total if total else None
+    out["goodput_rps"] = good / horizon if horizon else None
     return out
 
 

@@ -444,14 +444,7 @@ def _build(
         _write(out / name, page)
     for sp in serve:
         progress(done, total, sp.title)
-        known = [sp.source] if sp.source in chosen else []  # credits only for ingested data
-        if (src_banner := _synthetic_section(con, store, known)) is not None:
-            sp.sections.insert(0, src_banner)
-        pages[sp.name] = sp.sections
-        body = render_page(
-            f"{title}: {sp.title}", sp.sections, _footer(con, store, known), built, nav=sp.nav
-        )
-        _write(out / f"{sp.name}.html", body)
+        pages[sp.name] = _serve_page(con, store, out, sp, title, built, chosen)
     progress(done, total, "images" if images else "done")
     _export_images(pages, out, images)
 
@@ -468,7 +461,7 @@ def _serve_page(
     """Write one serving-replay page (:mod:`gpu_trace.reports.serve_replay_section`),
     with the synthetic banner and credits of its source when the store holds its trace.
     """
-    known = [sp.source] if sp.source in chosen else []
+    known = [sp.source] if sp.source in chosen else []  # credits only for ingested data
     if (banner := _synthetic_section(con, store, known)) is not None:
         sp.sections.insert(0, banner)
     footer = _footer(con, store, known)

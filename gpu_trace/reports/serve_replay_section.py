@@ -354,10 +354,11 @@ def run_sections(root: Path, run: Run) -> list[Section]:
 
 
 def _window(run: Run) -> str:
+    """The replayed window from the run's configuration (``--start``, ``--duration``)."""
     cfg = frames.config_of(run.get("config_json"))
-    start = cfg.get("start_s") or 0
-    length = cfg.get("duration_s")
-    return f"from {start:g} s, " + (
+    start, length = cfg.get("start_s"), cfg.get("duration_s")
+    start_text = f"{start:g} s" if isinstance(start, int | float) else "the start"
+    return f"from {start_text}, " + (
         f"{length:g} s" if isinstance(length, int | float) else "to the end"
     )
 

@@ -205,10 +205,16 @@ def _trace(run: Run) -> str:
     return f"{run.get('source')}/{run.get('trace_dataset') or 'every dataset'}"
 
 
+def _pools(run: Run) -> str:
+    """The prefill:decode pools of a disaggregated run, else ``not split``."""
+    split = run.get("disaggregate")
+    return str(split) if split not in (None, "", "0") else "not split"
+
+
 def _config_line(run: Run) -> str:
     layout = f"TP {run.get('tp')} x {run.get('replicas')} replicas"
-    if run.get("disaggregate") not in (None, "", "0"):
-        layout += f" (prefill:decode {run['disaggregate']})"
+    if _pools(run) != "not split":
+        layout += f" (prefill:decode {_pools(run)})"
     parts = [
         _trace(run),
         f"model {run.get('model')}",
@@ -383,15 +389,15 @@ def compare_sections(root: Path, runs: pl.DataFrame, pages: dict[str, str]) -> l
     for trace in keyed["_trace"].unique(maintain_order=True).to_list():
         group = list(keyed.filter(pl.col("_trace") == trace).iter_rows(named=True))
         shown = [_figures(root, r)[0] for r in group]
-        head = ["run", "window", "model", "GPU", "TP", "replicas", "batching", "router",
-                "SLO targets", *(LABELS[c] for c in COMPARE_FIGURES)]  # fmt: skip
+        head = ["run", "window", "model", "GPU", "TP", "replicas", "prefill:decode", "batching",
+                "router", "SLO targets", *(LABELS[c] for c in COMPARE_FIGURES)]  # fmt: skip
         rows = []
         for r, s in zip(group, shown, strict=True):
             cells = [f'<a href="{esc(pages[r["run_id"]])}">{esc(r["run_id"])}</a>']
             cells += [esc(_window(r))]
-            cells += [
-                esc(r.get(c)) for c in ("model", "gpu", "tp", "replicas", "batching", "router")
-            ]
+            cells += [esc(r.get(c)) for c in ("model", "gpu", "tp", "replicas")]
+            cells += [esc(_pools(r))]
+            cells += [esc(r.get(c)) for c in ("batching", "router")]
             cells += [esc(_targets(r))]
             cells += [esc(value_text(c, s[c])) for c in COMPARE_FIGURES]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

@@ -214,6 +214,24 @@ def test_runs_sharing_a_file_are_told_apart(tmp_path: Path) -> None:
     assert header_values(by_name["serve-lt"]) == LT_HEADER
 
 
+def test_run_without_timeseries_or_requests_says_so(tmp_path: Path) -> None:
+    store = serve_store(tmp_path / "store")
+    root = snapshot_root(store)
+    (root / "serve_timeseries" / "source=azure-llm" / "lt.parquet").unlink()
+    (root / "serve_requests" / "source=azure-llm" / "rr.parquet").unlink()
+    _, pages = serve_pages(root)
+    by_name = {p.name: render_page("t", p.sections, "", "now") for p in pages}
+    lt = by_name["serve-lt"]
+    assert "no timeseries is stored for this run: no utilisation, KV or queue chart" in lt
+    assert "Nothing to draw: no timeseries of a serving replica stored for this run." in lt
+    assert len(chart_specs(lt)) == 2  # latency CDFs and attainment over time only
+    rr = by_name["serve-rr"]
+    assert "no requests are stored for this run: no latency or attainment chart" in rr
+    assert "the run counted 5 requests but serve_requests holds 0" in rr
+    assert header_values(rr)["SLO attainment"] == "40.0 %"  # the stored figure stays
+    assert len(chart_specs(rr)) == 3  # the replicas' charts only
+
+
 def test_run_strings_are_escaped(tmp_path: Path) -> None:
     evil = "<script>alert(1)</script>"
     run = {
@@ -320,7 +338,7 @@ def test_timeseries_that_breaks_the_contract_is_a_note() -> None:
             "kv_capacity_blocks": [100.0, 100.0, 100.0],
         }
     )
-    notes = fig.timeseries_notes(ts, 10.0, last_finish_s=95.0)  # bins end at 20 s
+    notes = fig.timeseries_notes(ts.lazy(), 10.0, last_finish_s=95.0)  # bins end at 20 s
     assert notes == [
         "busy_s exceeds the 10 s bin in 1 (bin, replica) rows (up to 25.0 s): utilisation "
         "is drawn capped at 100 %",
@@ -329,7 +347,7 @@ def test_timeseries_that_breaks_the_contract_is_a_note() -> None:
         "the timeseries ends at 20 s but the last request finished at 95 s: the charts of "
         "replicas cover only that part",
     ]
-    assert fig.timeseries_notes(ts.with_columns(pl.col("busy_s").clip(0, 10),
+    assert fig.timeseries_notes(ts.lazy().with_columns(pl.col("busy_s").clip(0, 10),
                                                 pl.col("kv_used_blocks").clip(0, 100)),
                                 10.0, last_finish_s=20.0) == []  # fmt: skip
 

@@ -158,20 +158,24 @@ def sanity_notes(
     return notes
 
 
-def timeseries_notes(ts: pl.DataFrame, bin_s: float, last_finish_s: float | None) -> list[str]:
+def timeseries_notes(ts: pl.LazyFrame, bin_s: float, last_finish_s: float | None) -> list[str]:
     """What the timeseries contradicts in the contract (gpu_trace.serve.result
     TIMESERIES_COLUMNS): busy seconds longer than the bin, KV use above capacity, bins
     stopping before the run's last finish. The charts cap shares at 100 %; the note
     says so.
     """
-    if not ts.height:
+    row = (
+        ts.select(
+            (pl.col("busy_s") > bin_s * (1 + 1e-9)).sum().alias("over"),
+            pl.col("busy_s").max().alias("busiest"),
+            (pl.col("kv_used_blocks") > pl.col("kv_capacity_blocks")).sum().alias("kv_over"),
+            pl.col("time_s").max().alias("last_bin"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    if row["last_bin"] is None:  # no timeseries: said by sanity_notes
         return []
-    row = ts.select(
-        (pl.col("busy_s") > bin_s * (1 + 1e-9)).sum().alias("over"),
-        pl.col("busy_s").max().alias("busiest"),
-        (pl.col("kv_used_blocks") > pl.col("kv_capacity_blocks")).sum().alias("kv_over"),
-        pl.col("time_s").max().alias("last_bin"),
-    ).row(0, named=True)
     notes = []
     if row["over"]:
         notes.append(
@@ -192,7 +196,7 @@ def timeseries_notes(ts: pl.DataFrame, bin_s: float, last_finish_s: float | None
     return notes
 
 
-def bin_width(run: Run, ts: pl.DataFrame) -> float:
+def bin_width(run: Run, ts: pl.LazyFrame) -> float:
     """The run's bin: its configuration's ``bin_s``, else the timeseries' step, else
     10 s (serve run's default).
     """
@@ -200,7 +204,7 @@ def bin_width(run: Run, ts: pl.DataFrame) -> float:
     if isinstance(value, int | float) and value > 0:
         return float(value)
     diff = pl.col("time_s").unique().sort().diff()
-    step = ts.select(diff.filter(diff > 0).min()).item() if ts.height else None
+    step = ts.select(diff.filter(diff > 0).min()).collect().item()
     return float(step) if step is not None else 10.0
 
 
@@ -263,15 +267,16 @@ def attainment_bins(reqs: pl.LazyFrame, run: Run, bin_s: float) -> tuple[pl.Data
     return out, _merged_note(k, bin_s)
 
 
-def replica_cells(ts: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, str]:
+def replica_cells(ts: pl.LazyFrame, bin_s: float) -> tuple[pl.DataFrame, str]:
     """Per (drawn bin, replica) while serving: utilisation (busy seconds / seconds of
     the bins) and KV occupancy (mean of used / capacity at the bins' ends).
     """
     up = ts.filter(pl.col("up").fill_null(value=True))
-    if not up.height:
-        return up, ""
-    replicas = max(up["replica"].n_unique(), 1)
-    n_bins = int(float(up.select(pl.col("time_s").max()).item()) // bin_s) + 1
+    span = up.select(pl.col("replica").n_unique(), pl.col("time_s").max()).collect()
+    if span["time_s"][0] is None:
+        return up.head(0).collect(), ""
+    replicas = max(int(span["replica"][0]), 1)
+    n_bins = int(float(span["time_s"][0]) // bin_s) + 1
     k = _coarse(n_bins, min(MAX_BINS, MAX_CELLS // replicas))
     width = bin_s * k
     kv = pl.when(pl.col("kv_capacity_blocks") > 0).then(
@@ -286,16 +291,19 @@ def replica_cells(ts: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, str]:
         )
         .with_columns((pl.col("time_s") + width).alias("time_end_s"))
         .sort("replica", "time_s")
+        .collect()
     )
     return cells, _merged_note(k, bin_s)
 
 
-def queue_bins(ts: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, str]:
+def queue_bins(ts: pl.LazyFrame, bin_s: float) -> tuple[pl.DataFrame, str]:
     """Per drawn bin: waiting and running requests summed over replicas (the mean over
     the merged bins when a long run is coarsened).
     """
-    per_bin = ts.group_by("time_s").agg(
-        pl.col("waiting").sum().cast(pl.Float64), pl.col("running").sum().cast(pl.Float64)
+    per_bin = (
+        ts.group_by("time_s")
+        .agg(pl.col("waiting").sum().cast(pl.Float64), pl.col("running").sum().cast(pl.Float64))
+        .collect()
     )
     n_bins = int(float(per_bin.select(pl.col("time_s").max()).item()) // bin_s) + 1
     k = _coarse(n_bins, MAX_BINS)

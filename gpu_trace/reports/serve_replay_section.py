@@ -305,9 +305,9 @@ def _latency_section(reqs: pl.LazyFrame, run: Run) -> Section:
     return sec
 
 
-def _replica_section(ts: pl.DataFrame, bin_s: float) -> Section:
+def _replica_section(ts: pl.LazyFrame, bin_s: float) -> Section:
     sec = Section("Replicas: utilisation, KV occupancy, queue")
-    cells, note = fig.replica_cells(ts, bin_s) if ts.height else (ts, "")
+    cells, note = fig.replica_cells(ts, bin_s)
     if not cells.height:
         sec.html = "<p>Nothing to draw: no timeseries of a serving replica stored for this run.</p>"
         return sec
@@ -331,9 +331,10 @@ def _replica_section(ts: pl.DataFrame, bin_s: float) -> Section:
 def run_sections(root: Path, run: Run) -> list[Section]:
     """The sections of one run's page."""
     reqs = frames.requests(root, str(run["run_id"]))
-    ts = frames.timeseries(root, str(run["run_id"])).collect()
+    ts = frames.timeseries(root, str(run["run_id"]))
+    ts_rows = int(ts.select(pl.len()).collect().item())
     shown, computed, derived = _figures(root, run)
-    notes = fig.sanity_notes(run, computed, [LABELS[c] for c in derived], ts.height)
+    notes = fig.sanity_notes(run, computed, [LABELS[c] for c in derived], ts_rows)
     bin_s = fig.bin_width(run, ts)
     notes += fig.timeseries_notes(ts, bin_s, computed["last_finish_s"])
     header = Section(

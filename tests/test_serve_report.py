@@ -84,11 +84,7 @@ LT_HEADER = {  # the run stored its targets and GPU-seconds: the rest from its r
 def serve_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("serve-report")
     store = serve_store(root / "store")
-    os.environ["SOURCE_DATE_EPOCH"] = "1700000000"
-    try:
-        build_site(store, root / "site", title="serve", images=["svg"])
-    finally:
-        del os.environ["SOURCE_DATE_EPOCH"]
+    build_site(store, root / "site", title="serve", images=["svg"])
     return root / "site"
 
 

@@ -42,6 +42,7 @@ from gpu_trace.reports.sections import (
     has_jobs,
     plugin_sections,
 )
+from gpu_trace.reports.serve_replay_section import ServePage, serve_pages
 from gpu_trace.reports.serving_section import (
     has_requests,
     serving_sections,
@@ -403,6 +404,8 @@ def _build(
         _write(out / "sweep.html", sweep_page)
     if has_requests(all_inputs):
         index_sections.append(serving_summary_section(all_inputs))
+    serve_index, serve = serve_pages(store, sources)  # serving-replay runs: none, no pages
+    index_sections += serve_index
     if chosen:
         index_sections.append(_provenance_for(con, chosen))
     pages["index"] = index_sections
@@ -439,8 +442,34 @@ def _build(
             nav=_nav(chosen, src, synthetic),
         )
         _write(out / name, page)
+    for sp in serve:
+        progress(done, total, sp.title)
+        pages[sp.name] = _serve_page(con, store, out, sp, title, built, chosen)
     progress(done, total, "images" if images else "done")
     _export_images(pages, out, images)
+
+
+def _serve_page(
+    con: duckdb.DuckDBPyConnection,
+    store: Path,
+    out: Path,
+    sp: ServePage,
+    title: str,
+    built: str,
+    chosen: Sequence[str],
+) -> list[Section]:
+    """Write one serving-replay page (:mod:`gpu_trace.reports.serve_replay_section`),
+    with the synthetic banner and credits of its source when the store holds its trace.
+    """
+    known = [sp.source] if sp.source in chosen else []  # credits only for ingested data
+    if (banner := _synthetic_section(con, store, known)) is not None:
+        sp.sections.insert(0, banner)
+    footer = _footer(con, store, known)
+    _write(
+        out / f"{sp.name}.html",
+        render_page(f"{title}: {sp.title}", sp.sections, footer, built, nav=sp.nav),
+    )
+    return sp.sections
 
 
 def _write(path: Path, text: str) -> None:

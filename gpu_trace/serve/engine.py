@@ -118,6 +118,8 @@ class Engine(RequestColumns):
         self.batching = batching
         self.router = router
         self.jump = jump
+        self.decode_ends: Any = getattr(latency, "decode_ends", None)
+        """The model's exact fast path for a run's end times (the roofline's), if any."""
         self.block = config.kv_block_tokens
         self.capacity = kvmod.capacity_blocks(
             latency.kv_capacity_tokens(config.memory_utilization), self.block
@@ -366,22 +368,29 @@ class Engine(RequestColumns):
             if reserve > rep.kv.free:
                 k = max(1, demand.steps_within(rep.step, k, rep.kv.free))
                 reserve = demand.taken(rep.step, k)
-        dts = self.latency.decode_steps_s(c, rep.ctx, k)
-        if k == 1:
-            ends = [t + (float(dts[0]) + extra)]
-        elif k <= SMALL_RUN:  # sequential sums, as one step at a time adds them
-            ends = list(accumulate(dts.tolist(), initial=t))[1:]
+        if self.decode_ends is not None and not extra:
+            ends = self.decode_ends(c, rep.ctx, k, t)
+        elif k == 1:
+            ends = [t + (float(self.latency.decode_steps_s(c, rep.ctx, 1)[0]) + extra)]
         else:
-            acc = np.empty(k + 1)
-            acc[0] = t
-            acc[1:] = dts
-            ends = np.cumsum(acc, out=acc)[1:].tolist()
+            ends = self._sum_steps(c, rep.ctx, k, t)
         rep.kv.used += reserve
         self._track(rep)
         if k == 1 and rep.cache is not None:
             rep.cache.trim(rep.kv.free)
         self._begin(rep, t, ends, k, c, reserve, True, [])
         return True
+
+    def _sum_steps(self, c: int, ctx: int, k: int, t: float) -> list[float]:
+        """End times of ``k`` decode steps from ``t``, summed sequentially (any model)."""
+        dts = self.latency.decode_steps_s(c, ctx, k)
+        if k <= SMALL_RUN:  # sequential sums, as one step at a time adds them
+            return list(accumulate(dts.tolist(), initial=t))[1:]
+        acc = np.empty(k + 1)
+        acc[0] = t
+        acc[1:] = dts
+        ends: list[float] = np.cumsum(acc, out=acc)[1:].tolist()
+        return ends
 
     def _begin(
         self,
@@ -435,7 +444,21 @@ class Engine(RequestColumns):
         k, c = rep.seg_k, rep.seg_c
         rep.busy = False
         prefills = rep.seg_prefills
-        self._account(rep, k, c, sum(tok for _, tok in prefills) if prefills else 0)
+        ptok = sum(tok for _, tok in prefills) if prefills else 0
+        # _account's common case inline (the run within one existing bin): a call less
+        # per event; the same operations in the same order
+        b = self.bin_s
+        t0 = rep.seg_t0
+        tk = rep.seg_ends[k - 1]
+        q = int(tk // b)
+        if q == int(t0 // b) and q < len(rep.bin_busy):
+            rep.busy_total += tk - t0
+            rep.bin_prefill[q] += ptok
+            rep.bin_busy[q] += tk - t0
+            rep.bin_iters[q] += k
+            rep.bin_decode[q] += c * k
+        else:
+            self._account(rep, k, c, ptok)
         if rep.seg_decode:
             step = rep.step = rep.step + k
             rep.ctx += c * k
@@ -449,6 +472,16 @@ class Engine(RequestColumns):
                     top, i = heapq.heappop(fin)
                     if state[i] == DECODING and fin_step[i] == top and at[i] == r:
                         self._finish_decoding(rep, i, t)
+        if prefills:
+            self._end_prefills(rep, prefills, t)
+        rep.seg_prefills = []
+        rep.seg_reserved = 0
+        rep.seg_k = 0
+        if rep.cache is not None:
+            rep.cache.trim(rep.kv.free)
+
+    def _end_prefills(self, rep: Replica, prefills: list[tuple[int, int]], t: float) -> None:
+        """The ended iteration's prompt chunks: computed tokens, prompts completed."""
         for i, tok in prefills:
             if self.state[i] != PREFILLING or self.at[i] != rep.index:
                 continue
@@ -458,11 +491,6 @@ class Engine(RequestColumns):
                 continue
             rep.prefilling.remove(i)
             self._prompt_done(rep, i, t)
-        rep.seg_prefills = []
-        rep.seg_reserved = 0
-        rep.seg_k = 0
-        if rep.cache is not None:
-            rep.cache.trim(rep.kv.free)
 
     def _prompt_done(self, rep: Replica, i: int, t: float) -> None:
         """Request ``i``'s prompt is computed: the iteration gave it one token."""

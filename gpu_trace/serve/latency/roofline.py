@@ -114,6 +114,12 @@ class RooflineConfig:
     )
 
 
+SHORT_RUN = 12
+"""Runs of decode steps up to this long are computed in Python (numpy's set-up costs more)."""
+MARGIN = 1.0 + 1e-9
+"""How far one bound must exceed the other at a run's ends to skip computing the other."""
+
+
 class Roofline:
     """Iteration time from FLOPs and bytes against the GPU's datasheet peaks, no measurement."""
 
@@ -189,6 +195,69 @@ class Roofline:
             x += allreduce
         x += self.fixed_s
         return x
+
+    def decode_ends(self, count: int, context_sum: int, steps: int, t0: float) -> list[float]:
+        """End times of ``steps`` (>= 1) consecutive decode-only iterations from ``t0``:
+        ``t0 + d1``, ``(t0 + d1) + d2``, ... with ``d`` :meth:`decode_steps_s`'s
+        values, bit for bit (the engine's fast path; other models go through
+        ``decode_steps_s`` and a ``cumsum``).
+
+        Why it is faster, and still exact: one buffer holds ``t0`` and the steps, so the
+        sum is one in-place ``cumsum``; and both bounds are linear in the context, so
+        when one bound exceeds the other by a wide margin (1e-9 relative, far above the
+        few ulps of rounding) at the run's first and last step, it does at every step,
+        and the other bound is not computed at all (``max`` would discard it). Short
+        runs are summed in Python: the same operations in the same order on float64.
+        """
+        tokens = float(count)
+        first = float(context_sum + count)
+        last = first + (steps - 1) * count
+        attn, lin = self.attention_flops_per_pair, self.linear_flops_per_token * tokens
+        kvb, wb = self.kv_bytes, self.weight_bytes
+        fr, br = self.flop_rate, self.byte_rate
+        allreduce = self.allreduce_s_per_token * tokens
+        fixed = self.fixed_s
+        if steps <= SHORT_RUN:
+            ends: list[float] = []
+            t = t0
+            x = first
+            for _ in range(steps):
+                f = (attn * x + lin) / fr
+                m = (x * kvb + wb) / br
+                d = m if m > f else f
+                if allreduce:
+                    d += allreduce
+                d += fixed
+                t += d
+                ends.append(t)
+                x += count
+            return ends
+        f0, f1 = (attn * first + lin) / fr, (attn * last + lin) / fr
+        m0, m1 = (first * kvb + wb) / br, (last * kvb + wb) / br
+        acc = np.arange(first - count, last + count / 2, count, dtype=np.float64)
+        if m0 > f0 * MARGIN and m1 > f1 * MARGIN:  # memory-bound throughout
+            acc *= kvb
+            acc += wb
+            acc /= br
+        elif f0 > m0 * MARGIN and f1 > m1 * MARGIN:  # compute-bound throughout
+            acc *= attn
+            acc += lin
+            acc /= fr
+        else:
+            flops = attn * acc
+            flops += lin
+            flops /= fr
+            acc *= kvb
+            acc += wb
+            acc /= br
+            np.maximum(flops, acc, out=acc)
+        if allreduce:
+            acc += allreduce
+        acc += fixed
+        acc[0] = t0
+        np.cumsum(acc, out=acc)
+        out: list[float] = acc[1:].tolist()
+        return out
 
     def kv_capacity_tokens(self, memory_utilization: float) -> int:
         """KV tokens the replica holds (:func:`~gpu_trace.serve.latency.memory.kv_capacity_tokens`,

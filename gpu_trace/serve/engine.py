@@ -345,44 +345,50 @@ class Engine(RequestColumns):
         """Start a run of decode-only iterations of the whole batch (one iteration when
         jumping is off or a swap copy is added); False when nothing is left to decode.
         """
-        if rep.demand.at(rep.step) > rep.kv.free:
+        demand, kv = rep.demand, rep.kv
+        if demand.count[(-rep.step) % demand.block] > kv.capacity - kv.used:
             extra += self.make_room(rep, t)
         c = len(rep.running)
         if not c:
             return False
         fin = rep.fin
-        state, fin_step = self.state, self.fin_step
+        state, fin_step, at, r = self.state, self.fin_step, self.at, rep.index
         while True:
             top, j = fin[0]
-            if state[j] == DECODING and fin_step[j] == top and self.at[j] == rep.index:
+            if state[j] == DECODING and fin_step[j] == top and at[j] == r:
                 break
             heapq.heappop(fin)
-        steps = top - rep.step
-        demand = rep.demand
+        step = rep.step
+        steps = top - step
         if not self.jump or extra or steps == 1:
             k = 1
-            reserve = demand.at(rep.step)
+            reserve = demand.count[(-step) % demand.block]
         else:
-            k = min(steps, MAX_RUN)
-            reserve = demand.taken(rep.step, k)
-            if reserve > rep.kv.free:
-                k = max(1, demand.steps_within(rep.step, k, rep.kv.free))
-                reserve = demand.taken(rep.step, k)
+            k = steps if steps < MAX_RUN else MAX_RUN
+            reserve = demand.taken(step, k)
+            free = kv.capacity - kv.used
+            if reserve > free:
+                k = max(1, demand.steps_within(step, k, free))
+                reserve = demand.taken(step, k)
         if self.decode_ends is not None and not extra:
             ends = self.decode_ends(c, rep.ctx, k, t)
-        elif k == 1:
-            ends = [t + (float(self.latency.decode_steps_s(c, rep.ctx, 1)[0]) + extra)]
         else:
-            ends = self._sum_steps(c, rep.ctx, k, t)
-        rep.kv.used += reserve
-        self._track(rep)
+            ends = self._sum_steps(c, rep.ctx, k, t, extra)
+        used = kv.used = kv.used + reserve
+        if used > self.max_used:  # _track, inline
+            self.max_used = used
+        assert used <= kv.capacity, "KV over capacity"
         if k == 1 and rep.cache is not None:
-            rep.cache.trim(rep.kv.free)
+            rep.cache.trim(kv.capacity - used)
         self._begin(rep, t, ends, k, c, reserve, True, [])
         return True
 
-    def _sum_steps(self, c: int, ctx: int, k: int, t: float) -> list[float]:
-        """End times of ``k`` decode steps from ``t``, summed sequentially (any model)."""
+    def _sum_steps(self, c: int, ctx: int, k: int, t: float, extra: float) -> list[float]:
+        """End times of ``k`` decode steps from ``t``, summed sequentially (any model;
+        ``extra``, a swap copy's seconds, only with ``k == 1``).
+        """
+        if k == 1:
+            return [t + (float(self.latency.decode_steps_s(c, ctx, 1)[0]) + extra)]
         dts = self.latency.decode_steps_s(c, ctx, k)
         if k <= SMALL_RUN:  # sequential sums, as one step at a time adds them
             return list(accumulate(dts.tolist(), initial=t))[1:]
@@ -413,7 +419,8 @@ class Engine(RequestColumns):
         rep.seg_step0 = rep.step
         rep.seg_decode = decode
         rep.seg_prefills = prefills
-        self._push(ends[k - 1], ITER_END, rep.index, rep.version)
+        self.seq += 1  # _push, inline
+        heapq.heappush(self.heap, (ends[k - 1], ITER_END, rep.index, self.seq, rep.version))
 
     def _push(self, t: float, kind: int, r: int, version: int) -> None:
         self.seq += 1

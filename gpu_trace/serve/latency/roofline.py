@@ -114,7 +114,7 @@ class RooflineConfig:
     )
 
 
-SHORT_RUN = 12
+SHORT_RUN = 28
 """Runs of decode steps up to this long are computed in Python (numpy's set-up costs more)."""
 MARGIN = 1.0 + 1e-9
 """How far one bound must exceed the other at a run's ends to skip computing the other."""
@@ -255,7 +255,7 @@ class Roofline:
             acc += allreduce
         acc += fixed
         acc[0] = t0
-        np.cumsum(acc, out=acc)
+        np.add.accumulate(acc, out=acc)  # cumsum's ufunc, without its wrapper
         out: list[float] = acc[1:].tolist()
         return out
 

@@ -120,6 +120,8 @@ class Engine(RequestColumns):
         self.jump = jump
         self.decode_ends: Any = getattr(latency, "decode_ends", None)
         """The model's exact fast path for a run's end times (the roofline's), if any."""
+        self.iteration_of: Any = getattr(latency, "iteration_of", None)
+        """Its exact fast path for one iteration (no IterationShape), if any."""
         self.block = config.kv_block_tokens
         self.capacity = kvmod.capacity_blocks(
             latency.kv_capacity_tokens(config.memory_utilization), self.block
@@ -330,13 +332,17 @@ class Engine(RequestColumns):
         decode = bool(rep.running) and getattr(self.batching, "mixes", False)
         c = len(rep.running) if decode else 0
         need = reserved
-        shape = IterationShape(
-            prefill_tokens=tuple(tok for _, tok in prefills),
-            prefill_context=tuple(self.computed[i] for i, _ in prefills),
-            decode_count=c,
-            decode_context_sum=rep.ctx if decode else 0,
-        )
-        dt = self.latency.iteration_s(shape) + extra
+        if self.iteration_of is not None:
+            dt = self.iteration_of(prefills, self.computed, c, rep.ctx if decode else 0)
+        else:
+            shape = IterationShape(
+                prefill_tokens=tuple(tok for _, tok in prefills),
+                prefill_context=tuple(self.computed[i] for i, _ in prefills),
+                decode_count=c,
+                decode_context_sum=rep.ctx if decode else 0,
+            )
+            dt = self.latency.iteration_s(shape)
+        dt += extra
         if need and rep.cache is not None:
             rep.cache.trim(rep.kv.free)
         self._begin(rep, t, [t + dt], 1, c, need, decode, prefills)

@@ -168,6 +168,32 @@ class Roofline:
         kv_tokens = sum(shape.prefill_context) + shape.decode_context_sum + tokens
         return self._seconds(float(tokens), float(pairs), float(kv_tokens))
 
+    def iteration_of(
+        self,
+        prefills: list[tuple[int, int]],
+        computed: list[int],
+        decode_count: int,
+        decode_context_sum: int,
+    ) -> float:
+        """:meth:`iteration_s` of the engine's iteration without building its shape:
+        prompt chunks ``prefills`` (request, tokens) after ``computed[request]`` cached
+        tokens, plus ``decode_count`` decodes. The engine's fast path (one iteration per
+        arriving request); every count is a whole number, summed exactly before the
+        same float arithmetic, so the value is iteration_s's bit for bit.
+        """
+        tokens = decode_count
+        context = 0
+        pairs = decode_context_sum + decode_count
+        for i, t in prefills:
+            c = computed[i]
+            tokens += t
+            context += c
+            pairs += t * c + t * (t + 1) // 2
+        if tokens == 0:
+            return 0.0
+        kv_tokens = context + decode_context_sum + tokens
+        return self._seconds(float(tokens), float(pairs), float(kv_tokens))
+
     def decode_steps_s(self, count: int, context_sum: int, steps: int) -> npt.NDArray[np.float64]:
         """Seconds of ``steps`` consecutive decode-only iterations (the same arithmetic
         as :meth:`iteration_s`, element-wise, so the two agree exactly).

@@ -218,6 +218,64 @@ def test_decode_steps_equal_iteration_s_stepwise(
     assert np.array_equal(vector, np.array(one_by_one))
 
 
+@settings(max_examples=120, deadline=None)
+@given(
+    model=st.sampled_from(["llama-2-7b", "llama-2-70b", "phi-2"]),
+    gpu=st.sampled_from(["a100-80gb", "h100-sxm"]),
+    tp=st.sampled_from([1, 4]),
+    chunks=st.lists(st.tuples(st.integers(1, 8192), st.integers(0, 16_000)), max_size=6),
+    count=st.integers(0, 256),
+    context=st.integers(0, 64),
+)
+def test_iteration_of_equals_iteration_s(
+    model: str,
+    gpu: str,
+    tp: int,
+    chunks: list[tuple[int, int]],
+    count: int,
+    context: int,
+) -> None:
+    # the engine's fast path for one iteration (issue 30, serving replay speed): the
+    # same seconds as iteration_s on the IterationShape it stands for, bit for bit
+    r = _roofline(model, gpu, tp)
+    computed = [c for _, c in chunks]
+    shape = IterationShape(
+        prefill_tokens=tuple(t for t, _ in chunks),
+        prefill_context=tuple(computed),
+        decode_count=count,
+        decode_context_sum=count * context,
+    )
+    prefills = [(i, t) for i, (t, _) in enumerate(chunks)]
+    assert r.iteration_of(prefills, computed, count, count * context) == r.iteration_s(shape)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    model=st.sampled_from(["llama-2-7b", "llama-2-70b", "llama-3-8b", "phi-2", "qwen-72b"]),
+    gpu=st.sampled_from(["a100-80gb", "h100-sxm", "l4"]),
+    tp=st.sampled_from([1, 2, 8]),
+    count=st.integers(1, 2048),
+    context=st.integers(1, 32_000),
+    steps=st.integers(1, 300),
+    t0=st.floats(0.0, 1e7),
+)
+def test_decode_ends_equal_stepping_bit_for_bit(
+    model: str, gpu: str, tp: int, count: int, context: int, steps: int, t0: float
+) -> None:
+    # the engine's fast path (issue 30, serving replay speed): a run's end times must be
+    # what stepping one iteration at a time gives, t0 + d1, (t0 + d1) + d2, ..., with
+    # each d iteration_s's; counts up to 2048 cross the roofline's ridge, so runs that
+    # are memory-bound, compute-bound and both (the crossing inside the run) all occur
+    r = _roofline(model, gpu, tp)
+    start = count * context
+    t = t0
+    stepped = []
+    for k in range(steps):
+        t += r.iteration_s(IterationShape(decode_count=count, decode_context_sum=start + k * count))
+        stepped.append(t)
+    assert r.decode_ends(count, start, steps, t0) == stepped
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     model=st.sampled_from(["llama-2-7b", "llama-2-70b", "llama-3-70b", "codellama-34b", "phi-2"]),

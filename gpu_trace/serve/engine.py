@@ -118,6 +118,10 @@ class Engine(RequestColumns):
         self.batching = batching
         self.router = router
         self.jump = jump
+        self.decode_ends: Any = getattr(latency, "decode_ends", None)
+        """The model's exact fast path for a run's end times (the roofline's), if any."""
+        self.iteration_of: Any = getattr(latency, "iteration_of", None)
+        """Its exact fast path for one iteration (no IterationShape), if any."""
         self.block = config.kv_block_tokens
         self.capacity = kvmod.capacity_blocks(
             latency.kv_capacity_tokens(config.memory_utilization), self.block
@@ -328,13 +332,17 @@ class Engine(RequestColumns):
         decode = bool(rep.running) and getattr(self.batching, "mixes", False)
         c = len(rep.running) if decode else 0
         need = reserved
-        shape = IterationShape(
-            prefill_tokens=tuple(tok for _, tok in prefills),
-            prefill_context=tuple(self.computed[i] for i, _ in prefills),
-            decode_count=c,
-            decode_context_sum=rep.ctx if decode else 0,
-        )
-        dt = self.latency.iteration_s(shape) + extra
+        if self.iteration_of is not None:
+            dt = self.iteration_of(prefills, self.computed, c, rep.ctx if decode else 0)
+        else:
+            shape = IterationShape(
+                prefill_tokens=tuple(tok for _, tok in prefills),
+                prefill_context=tuple(self.computed[i] for i, _ in prefills),
+                decode_count=c,
+                decode_context_sum=rep.ctx if decode else 0,
+            )
+            dt = self.latency.iteration_s(shape)
+        dt += extra
         if need and rep.cache is not None:
             rep.cache.trim(rep.kv.free)
         self._begin(rep, t, [t + dt], 1, c, need, decode, prefills)
@@ -343,45 +351,58 @@ class Engine(RequestColumns):
         """Start a run of decode-only iterations of the whole batch (one iteration when
         jumping is off or a swap copy is added); False when nothing is left to decode.
         """
-        if rep.demand.at(rep.step) > rep.kv.free:
+        demand, kv = rep.demand, rep.kv
+        if demand.count[(-rep.step) % demand.block] > kv.capacity - kv.used:
             extra += self.make_room(rep, t)
         c = len(rep.running)
         if not c:
             return False
         fin = rep.fin
-        state, fin_step = self.state, self.fin_step
+        state, fin_step, at, r = self.state, self.fin_step, self.at, rep.index
         while True:
             top, j = fin[0]
-            if state[j] == DECODING and fin_step[j] == top and self.at[j] == rep.index:
+            if state[j] == DECODING and fin_step[j] == top and at[j] == r:
                 break
             heapq.heappop(fin)
-        steps = top - rep.step
-        demand = rep.demand
+        step = rep.step
+        steps = top - step
         if not self.jump or extra or steps == 1:
             k = 1
-            reserve = demand.at(rep.step)
+            reserve = demand.count[(-step) % demand.block]
         else:
-            k = min(steps, MAX_RUN)
-            reserve = demand.taken(rep.step, k)
-            if reserve > rep.kv.free:
-                k = max(1, demand.steps_within(rep.step, k, rep.kv.free))
-                reserve = demand.taken(rep.step, k)
-        dts = self.latency.decode_steps_s(c, rep.ctx, k)
-        if k == 1:
-            ends = [t + (float(dts[0]) + extra)]
-        elif k <= SMALL_RUN:  # sequential sums, as one step at a time adds them
-            ends = list(accumulate(dts.tolist(), initial=t))[1:]
+            k = steps if steps < MAX_RUN else MAX_RUN
+            reserve = demand.taken(step, k)
+            free = kv.capacity - kv.used
+            if reserve > free:
+                k = max(1, demand.steps_within(step, k, free))
+                reserve = demand.taken(step, k)
+        if self.decode_ends is not None and not extra:
+            ends = self.decode_ends(c, rep.ctx, k, t)
         else:
-            acc = np.empty(k + 1)
-            acc[0] = t
-            acc[1:] = dts
-            ends = np.cumsum(acc, out=acc)[1:].tolist()
-        rep.kv.used += reserve
-        self._track(rep)
+            ends = self._sum_steps(c, rep.ctx, k, t, extra)
+        used = kv.used = kv.used + reserve
+        if used > self.max_used:  # _track, inline
+            self.max_used = used
+        assert used <= kv.capacity, "KV over capacity"
         if k == 1 and rep.cache is not None:
-            rep.cache.trim(rep.kv.free)
+            rep.cache.trim(kv.capacity - used)
         self._begin(rep, t, ends, k, c, reserve, True, [])
         return True
+
+    def _sum_steps(self, c: int, ctx: int, k: int, t: float, extra: float) -> list[float]:
+        """End times of ``k`` decode steps from ``t``, summed sequentially (any model;
+        ``extra``, a swap copy's seconds, only with ``k == 1``).
+        """
+        if k == 1:
+            return [t + (float(self.latency.decode_steps_s(c, ctx, 1)[0]) + extra)]
+        dts = self.latency.decode_steps_s(c, ctx, k)
+        if k <= SMALL_RUN:  # sequential sums, as one step at a time adds them
+            return list(accumulate(dts.tolist(), initial=t))[1:]
+        acc = np.empty(k + 1)
+        acc[0] = t
+        acc[1:] = dts
+        ends: list[float] = np.cumsum(acc, out=acc)[1:].tolist()
+        return ends
 
     def _begin(
         self,
@@ -404,7 +425,8 @@ class Engine(RequestColumns):
         rep.seg_step0 = rep.step
         rep.seg_decode = decode
         rep.seg_prefills = prefills
-        self._push(ends[k - 1], ITER_END, rep.index, rep.version)
+        self.seq += 1  # _push, inline
+        heapq.heappush(self.heap, (ends[k - 1], ITER_END, rep.index, self.seq, rep.version))
 
     def _push(self, t: float, kind: int, r: int, version: int) -> None:
         self.seq += 1
@@ -435,7 +457,21 @@ class Engine(RequestColumns):
         k, c = rep.seg_k, rep.seg_c
         rep.busy = False
         prefills = rep.seg_prefills
-        self._account(rep, k, c, sum(tok for _, tok in prefills) if prefills else 0)
+        ptok = sum(tok for _, tok in prefills) if prefills else 0
+        # _account's common case inline (the run within one existing bin): a call less
+        # per event; the same operations in the same order
+        b = self.bin_s
+        t0 = rep.seg_t0
+        tk = rep.seg_ends[k - 1]
+        q = int(tk // b)
+        if q == int(t0 // b) and q < len(rep.bin_busy):
+            rep.busy_total += tk - t0
+            rep.bin_prefill[q] += ptok
+            rep.bin_busy[q] += tk - t0
+            rep.bin_iters[q] += k
+            rep.bin_decode[q] += c * k
+        else:
+            self._account(rep, k, c, ptok)
         if rep.seg_decode:
             step = rep.step = rep.step + k
             rep.ctx += c * k
@@ -449,6 +485,16 @@ class Engine(RequestColumns):
                     top, i = heapq.heappop(fin)
                     if state[i] == DECODING and fin_step[i] == top and at[i] == r:
                         self._finish_decoding(rep, i, t)
+        if prefills:
+            self._end_prefills(rep, prefills, t)
+        rep.seg_prefills = []
+        rep.seg_reserved = 0
+        rep.seg_k = 0
+        if rep.cache is not None:
+            rep.cache.trim(rep.kv.free)
+
+    def _end_prefills(self, rep: Replica, prefills: list[tuple[int, int]], t: float) -> None:
+        """The ended iteration's prompt chunks: computed tokens, prompts completed."""
         for i, tok in prefills:
             if self.state[i] != PREFILLING or self.at[i] != rep.index:
                 continue
@@ -458,11 +504,6 @@ class Engine(RequestColumns):
                 continue
             rep.prefilling.remove(i)
             self._prompt_done(rep, i, t)
-        rep.seg_prefills = []
-        rep.seg_reserved = 0
-        rep.seg_k = 0
-        if rep.cache is not None:
-            rep.cache.trim(rep.kv.free)
 
     def _prompt_done(self, rep: Replica, i: int, t: float) -> None:
         """Request ``i``'s prompt is computed: the iteration gave it one token."""

@@ -60,7 +60,9 @@ class Vllm:
     def start(self, eng: Engine, rep: Replica, t: float) -> bool:
         """Start ``rep``'s next iteration (prefill if any prompt fits, else decode)."""
         queue = rep.queue
-        if queue and eng.state[queue[0][2]] != QUEUED:  # swapped out, or KV arrived
+        if not queue:  # nothing to admit: the batch decodes (the common case)
+            return eng.run_decode(rep, t)
+        if eng.state[queue[0][2]] != QUEUED:  # swapped out, or KV arrived
             back, extra = resume_swapped(eng, rep, self.max_seqs)
             if back:
                 return eng.run_decode(rep, t, extra)

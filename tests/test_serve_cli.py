@@ -71,11 +71,13 @@ def test_run_writes_the_window_to_the_store_and_the_run_dir(
         code, out, err = cli(*run_args(store, "--replicas", "4", "--out", tmp_path / "run"))
     assert code == 0, err
     assert "ttft_p90_s" in out and "slo_attainment_ratio" in out
-    (run_id, n, fin, drop, tp, reps, gpus, source, ds, trace_ds) = rows(
+    # the module's store holds other tests' runs too: this run's row, by its id
+    run_id = json.loads((tmp_path / "run" / "config.json").read_text())["run_id"]
+    ((n, fin, drop, tp, reps, gpus, source, ds, trace_ds),) = rows(
         store,
-        "select run_id, requests, requests_finished, requests_dropped, tp, replicas, gpus, "
-        "source, dataset, trace_dataset from serve_runs",
-    )[0]
+        "select requests, requests_finished, requests_dropped, tp, replicas, gpus, "
+        f"source, dataset, trace_dataset from serve_runs where run_id = '{run_id}'",
+    )
     assert (n, fin + drop, tp, reps, gpus) == (want, want, 1, 4, 4)
     assert (source, ds, trace_ds) == ("azure-llm", run_id, "conv")
     assert rows(store, f"select count(*) from serve_requests where run_id = '{run_id}'") == [

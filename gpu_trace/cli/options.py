@@ -82,6 +82,26 @@ def number(
     return check
 
 
+SweepOutOpt = Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")]
+"""``--out`` of ``replay sweep`` and ``serve sweep``: the folder their grid runs into."""
+RayAddressOpt = Annotated[
+    str | None, typer.Option(help="Ray cluster: auto or ray://HOST:10001 (default: local).")
+]
+"""``--address`` of a sweep: the Ray cluster it joins (local Ray when omitted)."""
+SweepWorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        callback=number(ge=1),
+        help="Parallel runs (default: every core; 1 = in process, no Ray).",
+    ),
+]
+"""``--workers`` of a sweep: 1 runs in process, more on Ray."""
+SweepResumeOpt = Annotated[
+    bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
+]
+"""``--resume`` of a sweep: the finished runs' markers are kept and skipped."""
+
+
 def seconds(text: str, what: str = "duration") -> float:
     """A duration option (``500ms``, ``90s``, ``15m``, ``2h``, ``1d``, bare seconds) in
     seconds, > 0 (:func:`gpu_trace.values.parse_duration`).

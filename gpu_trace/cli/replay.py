@@ -17,7 +17,16 @@ import typer
 
 from gpu_trace.cli._boundary import domain_errors, err, fail, interrupted
 from gpu_trace.cli.generated import option_parameters, option_values
-from gpu_trace.cli.options import ReadStoreOpt, check_sources, deprecated, number
+from gpu_trace.cli.options import (
+    RayAddressOpt,
+    ReadStoreOpt,
+    SweepOutOpt,
+    SweepResumeOpt,
+    SweepWorkersOpt,
+    check_sources,
+    deprecated,
+    number,
+)
 from gpu_trace.cli.output import Format, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
@@ -1014,7 +1023,7 @@ def _sweep_flags(
 def sweep_cmd(
     fields: dict[str, Any],
     flags: Flags,
-    out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
+    out: SweepOutOpt,
     sweep_file: Annotated[
         Path | None, typer.Argument(help="Sweep file (TOML: source, fixed and grid tables).")
     ] = None,
@@ -1036,19 +1045,9 @@ def sweep_cmd(
         list[str] | None,
         typer.Option("--set", help="Hold any ReplayConfig field: FIELD=VALUE (repeatable)."),
     ] = None,
-    address: Annotated[
-        str | None, typer.Option(help="Ray cluster: auto or ray://HOST:10001 (default: local).")
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            callback=number(ge=1),
-            help="Parallel runs (default: every core; 1 = in process, no Ray).",
-        ),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
-    ] = False,
+    address: RayAddressOpt = None,
+    workers: SweepWorkersOpt = None,
+    resume: SweepResumeOpt = False,
 ) -> None:
     """Replay every point of a grid (policies x placements x loads x seeds x clusters,
     or any ReplayConfig field) in parallel on Ray, or in process with --workers 1; each

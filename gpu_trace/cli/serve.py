@@ -21,7 +21,14 @@ import typer
 
 from gpu_trace.cli._boundary import alert, domain_errors, info
 from gpu_trace.cli.generated import option_parameters, option_values
-from gpu_trace.cli.options import ReadStoreOpt, number
+from gpu_trace.cli.options import (
+    RayAddressOpt,
+    ReadStoreOpt,
+    SweepOutOpt,
+    SweepResumeOpt,
+    SweepWorkersOpt,
+    number,
+)
 from gpu_trace.cli.output import Format, emit
 from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.plugins import option_specs
@@ -379,7 +386,7 @@ def _grid_doc(
 @app.command("sweep")
 @domain_errors
 def sweep_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Sweep folder: manifest + run markers.")],
+    out: SweepOutOpt,
     sweep_file: Annotated[
         Path | None,
         typer.Argument(help="Sweep file (TOML: source, [fixed] and [grid] over serve fields)."),
@@ -397,19 +404,9 @@ def sweep_cmd(
         list[str] | None,
         typer.Option("--set", help="Hold a serve field: FIELD=VALUE (repeatable)."),
     ] = None,
-    address: Annotated[
-        str | None, typer.Option(help="Ray cluster: auto or ray://HOST:10001 (default: local).")
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            callback=number(ge=1),
-            help="Parallel runs (default: every core; 1 = in process, no Ray).",
-        ),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option(help="Continue the sweep in --out, skipping finished runs.")
-    ] = False,
+    address: RayAddressOpt = None,
+    workers: SweepWorkersOpt = None,
+    resume: SweepResumeOpt = False,
     store: ReadStoreOpt = None,
     fmt: FormatOpt = Format.table,
     as_json: JsonOpt = False,

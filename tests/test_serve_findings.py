@@ -62,3 +62,21 @@ def test_prefix_affinity_raises_the_hit_rate_on_mooncake_conversation(store: Pat
     rr, aff = runs["0/round-robin"], runs["0/prefix-affinity"]
     assert float(aff["prefix_hit_ratio"]) > 2 * float(rr["prefix_hit_ratio"]) > 0
     assert float(aff["ttft_p50_s"]) < float(rr["ttft_p50_s"])
+
+
+def test_plan_on_the_bundled_mooncake_sample_finds_the_fewest_gpus(store: Path) -> None:
+    """``serve plan`` with the real engine: the answer meets the target, the layout with
+    one replica fewer (tried by the bisection) does not, and every point tried is listed.
+    """
+    code, out, err = cli(
+        "serve", "plan", "--source", "mooncake", "--dataset", "conversation",
+        "--model", "mistral-7b", "--gpu", "h200", "--duration", "10m",
+        "--attainment", "0.9", "--tp", "1", "--store", store, "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    tried = {int(r["replicas"]): r for r in json.loads(out)}
+    meets = sorted(n for n, r in tried.items() if r["meets"])
+    best = meets[0]
+    assert float(tried[best]["slo_attainment_ratio"]) >= 0.9
+    assert best - 1 in tried and not tried[best - 1]["meets"]
+    assert f"fewest GPUs: {best} " in err or f"fewest GPUs: {best} " in out

@@ -145,27 +145,14 @@ def clip_tokens(inp: np.ndarray, out: np.ndarray, max_tokens: int = MAX_TOKENS) 
 
 
 def window(store: Path, start_s: float, duration_s: float | None) -> Any:
-    """The conversation trace's requests in [start, start + duration), arrival re-zeroed
-    at ``start``, vidur's clip applied.
+    """The conversation trace's requests in [start, start + duration), read as ``serve
+    run`` reads them (:func:`gpu_trace.serve.runs.load_requests`), vidur's clip applied.
     """
-    from gpu_trace.serve.workload import from_store
+    from gpu_trace.serve.runs import load_requests
 
-    rs = from_store(store, "azure-llm", "conv")
-    end = math.inf if duration_s is None else start_s + duration_s
-    keep = (rs.arrival_s >= start_s) & (rs.arrival_s < end)
-    idx = np.flatnonzero(keep)
-    out = np.maximum(rs.output_tokens[idx], 1)
-    return replace(
-        rs,
-        request_id=rs.request_id[idx],
-        arrival_s=rs.arrival_s[idx] - start_s,
-        input_tokens=clip_tokens(rs.input_tokens[idx], out),
-        output_tokens=out,
-        session=rs.session[idx],
-        block_offsets=np.zeros(idx.size + 1, dtype=np.int64),
-        block_hashes=np.zeros(0, dtype=np.int64),
-        block_tokens=0,
-    )
+    rs = load_requests(store, "azure-llm", "conv", start_s, duration_s).requests
+    out = np.maximum(rs.output_tokens, 1)
+    return replace(rs, input_tokens=clip_tokens(rs.input_tokens, out), output_tokens=out)
 
 
 def write_vidur_trace(rs: Any, path: Path) -> None:
@@ -343,7 +330,8 @@ def run_ours(spec: dict[str, Any]) -> None:
     m = latency.model
     blocks = vidur_kv_blocks(sc, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn)
     config = replace(base, memory_utilization=matching_utilization(latency, blocks))
-    result = simulate(rs, config, build_latency(config))
+    # the KV capacity is asked of the model with the config's utilisation: one model
+    result = simulate(rs, config, latency)
     result.requests.write_parquet(spec["out"])
     print(
         json.dumps(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gpu_trace.errors import UsageError
 
@@ -116,6 +116,28 @@ def check_number(
 
 
 _SIZE_UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+def number_check(
+    flag: str, *, gt: float | None = None, ge: float | None = None, le: float | None = None
+) -> Callable[[float], float]:
+    """The ``check`` of a number option (``plugins.option``): :func:`check_number` with
+    these bounds, named by ``flag`` (``--load 0`` is a usage error, NaN too).
+    """
+
+    def check(value: float) -> float:
+        return check_number(value, flag, gt=gt, ge=ge, le=le)
+
+    return check
+
+
+def duration_parse(flag: str) -> Callable[[str], float]:
+    """The ``parse`` of a duration option (``30m``, ``2h``, bare seconds), named by ``flag``."""
+
+    def parse(text: str) -> float:
+        return parse_duration(text, flag)
+
+    return parse
 
 
 def size_bytes(text: str) -> int:

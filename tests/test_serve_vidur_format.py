@@ -225,13 +225,15 @@ def test_our_conv_window_is_vidurs_splitwise_conv(tmp_path: Path) -> None:
     import polars as pl
 
     from bench.serve_vidur_side import SAMPLE
-    from gpu_trace.serve.workload import from_store
+    from gpu_trace.serve.runs import load_requests
     from tests.serving_common import ingest_ok
 
     store = tmp_path / "store"
     store.mkdir()
     ingest_ok(store, "azure-llm", SAMPLE)
-    write_vidur_trace(from_store(store, "azure-llm", "conv"), tmp_path / "t.csv")
+    write_vidur_trace(
+        load_requests(store, "azure-llm", "conv", 0.0, None).requests, tmp_path / "t.csv"
+    )
     ours = pl.read_csv(tmp_path / "t.csv")
     theirs = pl.read_csv(Path(os.environ["VIDUR_SRC"]) / "data/processed_traces/splitwise_conv.csv")
     assert ours.columns == theirs.columns

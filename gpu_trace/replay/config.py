@@ -17,36 +17,7 @@ from typing import Any
 from gpu_trace.plugins import option
 from gpu_trace.replay import experiment as xp
 from gpu_trace.replay import policy as base
-from gpu_trace.values import check_number, choose, parse_duration
-
-
-def _positive(flag: str) -> Any:
-    """The check of a number option that must be > 0 (``--load 0`` is a usage error,
-    NaN too: it compares false to every bound).
-    """
-
-    def check(value: float) -> float:
-        return check_number(value, flag, gt=0)
-
-    return check
-
-
-def _not_negative(flag: str) -> Any:
-    """The check of a number option that must be >= 0."""
-
-    def check(value: float) -> float:
-        return check_number(value, flag, ge=0)
-
-    return check
-
-
-def _duration(flag: str) -> Any:
-    """A parse for a duration option (``30m``, ``2h``, bare seconds)."""
-
-    def parse(text: str) -> float:
-        return parse_duration(text, flag)
-
-    return parse
+from gpu_trace.values import check_number, choose, duration_parse, number_check
 
 
 def _text(text: str) -> str:
@@ -134,7 +105,7 @@ class FaultOptions:
         "0",
         "Checkpoint interval of every job (30m; 0 = none).",
         flag="--checkpoint",
-        parse=_duration("--checkpoint"),
+        parse=duration_parse("--checkpoint"),
     )
     """Checkpoint interval of every job (0 = none: a failure restarts the job's work)."""
     retries: int = option(3, "Restarts after node failures before a job ends failed.")
@@ -204,7 +175,7 @@ class ReplayConfig(InflationOptions, FaultOptions, PowerOptions):
         "fewest machines) or `machines:DATASET` (that inventory, e.g. machines:all_node).",
         parse=_text,
     )
-    load: float = option(1.0, "Arrival-rate multiplier (> 0).", check=_positive("--load"))
+    load: float = option(1.0, "Arrival-rate multiplier (> 0).", check=number_check("--load", gt=0))
     window_start: str | None = None
     window_end: str | None = None
     estimator: str = option(
@@ -218,7 +189,7 @@ class ReplayConfig(InflationOptions, FaultOptions, PowerOptions):
     train_fraction: float = 0.25
     seed: int = option(0, "Random seed.")
     restore_s: float = option(
-        0.0, "Restore cost after preemption (s).", check=_not_negative("--restore-s")
+        0.0, "Restore cost after preemption (s).", check=number_check("--restore-s", ge=0)
     )
     multinode_slowdown: float = option(1.0, "Runtime factor for jobs placed on several nodes.")
     throughput: str | None = option(

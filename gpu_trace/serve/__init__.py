@@ -14,7 +14,8 @@ is written through the store's one atomic writer, sweeps use ``replay sweep``'s 
 Layout, by role:
 
 - :mod:`~gpu_trace.serve.workload`: the requests a run replays (:class:`RequestSet`),
-  read from the store or from frames;
+  built from the store's frames (the run driver, :func:`gpu_trace.serve.runs.load_requests`,
+  cuts the window);
 - :mod:`~gpu_trace.serve.latency`: how long one iteration of a replica takes
   (:class:`~gpu_trace.serve.latency.base.LatencyModel`): a roofline from GPU and model
   tables, or measured profile tables (vidur's CSV format);

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpu_trace.errors import UsageError
 from gpu_trace.plugins import option
-from gpu_trace.values import check_number, parse_duration
+from gpu_trace.values import duration_parse, number_check, parse_duration
 
 
 def parse_pairs(text: str, what: str = "options") -> dict[str, str]:
@@ -102,27 +102,6 @@ def _cold_start(text: str) -> float | str:
     return parse_cold_start(text)
 
 
-def _positive(flag: str) -> Any:
-    def check(value: float) -> float:
-        return check_number(value, flag, gt=0)
-
-    return check
-
-
-def _share(flag: str) -> Any:
-    def check(value: float) -> float:
-        return check_number(value, flag, gt=0, le=1)
-
-    return check
-
-
-def _duration(flag: str) -> Any:
-    def parse(text: str) -> float:
-        return parse_duration(text, flag)
-
-    return parse
-
-
 @dataclass(frozen=True, kw_only=True)
 class ServeConfig:
     """One serving replay: the trace, the model and hardware, the cluster layout, the
@@ -136,18 +115,22 @@ class ServeConfig:
         "0",
         "Replay from this offset into the trace (15m, 2h).",
         flag="--start",
-        parse=_duration("--start"),
+        parse=duration_parse("--start"),
     )
     duration_s: float | None = option(
         None,
         "Replay only this long a window of the trace (1h).",
         flag="--duration",
-        parse=_duration("--duration"),
+        parse=duration_parse("--duration"),
     )
     model: str = option("llama-2-7b", "Model (the model table: gpu-trace serve models).")
     gpu: str = option("a100-80gb", "GPU kind (the GPU table: gpu-trace serve models).")
-    tp: int = option(1, "Tensor-parallel width: GPUs per replica.", check=_positive("--tp"))
-    replicas: int = option(1, "Replicas (without --disaggregate).", check=_positive("--replicas"))
+    tp: int = option(
+        1, "Tensor-parallel width: GPUs per replica.", check=number_check("--tp", gt=0)
+    )
+    replicas: int = option(
+        1, "Replicas (without --disaggregate).", check=number_check("--replicas", gt=0)
+    )
     latency: str = option("roofline", "Latency model: roofline or profile.")
     profile: str | None = option(
         None, "Profile directory for --latency profile (vidur's mlp.csv / attention.csv)."
@@ -166,12 +149,12 @@ class ServeConfig:
     router: str = option("round-robin", "Router: round-robin, least-tokens, prefix-affinity.")
     route: str = option("", "Router options (name=value,...).", parse=_pairs("--route"))
     kv_block_tokens: int = option(
-        16, "Tokens per paged KV-cache block.", check=_positive("--kv-block-tokens")
+        16, "Tokens per paged KV-cache block.", check=number_check("--kv-block-tokens", gt=0)
     )
     memory_utilization: float = option(
         0.9,
         "Share of GPU memory the replica may use (weights + KV).",
-        check=_share("--memory-utilization"),
+        check=number_check("--memory-utilization", gt=0, le=1),
     )
     prefix_cache: bool = option(True, "Reuse cached prefix blocks (the trace's block hashes).")
     kv_preemption: str = option("recompute", "When KV memory fills: recompute or swap.")
@@ -181,7 +164,7 @@ class ServeConfig:
     link_gbps: float = option(
         400.0,
         "KV transfer bandwidth between pools, Gbit/s per replica.",
-        check=_positive("--link-gbps"),
+        check=number_check("--link-gbps", gt=0),
     )
     autoscale: str = option(
         "",
@@ -204,7 +187,7 @@ class ServeConfig:
     price: str | None = option(
         None, "Price table (TOML, USD per GPU-hour by GPU kind); the shipped one if omitted."
     )
-    bin_s: float = option("10", "Timeseries bin.", flag="--bin", parse=_duration("--bin"))
+    bin_s: float = option("10", "Timeseries bin.", flag="--bin", parse=duration_parse("--bin"))
     seed: int = option(
         0, "Seed of anything random (cold starts drawn from a file; no built-in plugin draws)."
     )

@@ -9,7 +9,6 @@ blocks are one slice, with no Python object per block.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -131,18 +130,3 @@ def from_frames(
         dataset=dataset,
         origin=origin,
     )
-
-
-def from_store(store: Path, source: str, dataset: str | None = None) -> RequestSet:
-    """The requests of one source (and dataset) of the store's current generation."""
-    from gpu_trace.store.scan import scan
-
-    req = scan(store, "requests", [source])
-    blk = scan(store, "request_blocks", [source])
-    if dataset is not None:
-        req = req.filter(pl.col("dataset") == dataset)
-        blk = blk.filter(pl.col("dataset") == dataset)
-    cols = ["request_id", "arrival_time", "input_tokens", "output_tokens", "session_id"]
-    frame = req.select(cols).collect()
-    blocks = blk.select("request_id", "position", "block_hash", "block_tokens").collect()
-    return from_frames(frame, blocks, source=source, dataset=dataset or "")

@@ -32,7 +32,7 @@ from gpu_trace.cli.options import (
     number,
     scope_from,
 )
-from gpu_trace.cli.output import Format, emit
+from gpu_trace.cli.output import Format, FormatOpt, emit
 from gpu_trace.column_units import analysis_units
 from gpu_trace.errors import GpuTraceError
 from gpu_trace.settings import resolve_store
@@ -43,7 +43,6 @@ app = typer.Typer(help="Characterization analyses over the store.", no_args_is_h
 SourceOpt = Annotated[
     list[str] | None, typer.Option("--source", "-s", help="Only these sources (a,b or repeated).")
 ]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")]
 MaxRowsOpt = Annotated[
     int, typer.Option("--max-rows", callback=number(ge=0), help="Rows shown as a table (0 = all).")

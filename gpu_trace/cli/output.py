@@ -6,8 +6,10 @@ import sys
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import polars as pl
+import typer
 from polars.datatypes import DataTypeClass
 
 from gpu_trace.cli._boundary import err
@@ -23,6 +25,10 @@ class Format(StrEnum):
     csv = "csv"
     json = "json"
     parquet = "parquet"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+"""``--format`` of every command that prints a result (declared once)."""
 
 
 def flat(frame: pl.DataFrame) -> pl.DataFrame:

@@ -27,7 +27,7 @@ from gpu_trace.cli.options import (
     deprecated,
     number,
 )
-from gpu_trace.cli.output import Format, check_output, emit
+from gpu_trace.cli.output import Format, FormatOpt, check_output, emit
 from gpu_trace.display import duration_text
 from gpu_trace.progress import task
 from gpu_trace.replay import experiment as xp
@@ -105,7 +105,6 @@ OptionOpt = Annotated[
 OldOptionOpt = Annotated[list[str] | None, typer.Option("-o", hidden=True)]
 """``-o KEY=VALUE``: deprecated, -o is --output everywhere else."""
 ByOpt = Annotated[str | None, typer.Option(help="Also print a per-`user` or per-`vc` breakdown.")]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 
 
 def _options(option: list[str] | None, old: list[str] | None) -> list[str]:

@@ -29,7 +29,7 @@ from gpu_trace.cli.options import (
     SweepWorkersOpt,
     number,
 )
-from gpu_trace.cli.output import Format, emit
+from gpu_trace.cli.output import Format, FormatOpt, emit
 from gpu_trace.errors import GpuTraceError, UsageError
 from gpu_trace.plugins import option_specs
 from gpu_trace.serve.config import ServeConfig, parse_disaggregate
@@ -87,7 +87,6 @@ OutOpt = Annotated[
     Path | None,
     typer.Option("--out", help="Run directory: config.json and the three tables as Parquet."),
 ]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print JSON (every summary column): --format json.")
 ]

@@ -268,3 +268,34 @@ def test_completion_lists_commands_without_building_them() -> None:
     assert '"--tz":' in options and '"--store":' in options
     others = set().union(*(m for name, m in _loader_modules().items() if name != "helios"))
     assert sorted(others & modules) == []
+
+
+BLAS_PROBE = """
+import os, sys
+from gpu_trace.cli import main
+sys.argv = ["gpu-trace", "--version"]
+try:
+    main()
+except SystemExit:
+    pass
+import numpy  # after the command line: it reads the setting as it loads OpenBLAS
+from threadpoolctl import threadpool_info
+print(os.environ.get("OPENBLAS_NUM_THREADS"),
+      sorted({p["num_threads"] for p in threadpool_info() if p["internal_api"] == "openblas"}))
+"""
+
+
+def _blas(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_one_blas_thread_unless_the_user_asks_for_more() -> None:
+    # numpy's import self-check wakes one OpenBLAS thread per core, which then spin: the
+    # command line asks for one (no command does BLAS-heavy work); a user's setting wins
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert _blas(env) == "1 [1]"
+    assert _blas({**env, "OPENBLAS_NUM_THREADS": "2"}).startswith("2 ")

@@ -72,6 +72,22 @@ def test_srtf_stops_only_the_victims_it_needs() -> None:
     assert preemptions(r) == {"j0": 1, "j1": 0, "j2": 0}
 
 
+def test_srtf_a_cpu_only_job_frees_no_gpu() -> None:
+    # One node of 2 GPUs and 8 CPUs (CPU-only jobs are replayed on the CPU dimension).
+    # j0 (1 GPU, 100 s) on GPU 0 and j1 (no GPU, 1 CPU, 1000 s) start at 0. At 1, j2
+    # (2 GPUs, 10 s) beats both (99 and 999 s left). GPU 1 is free; stopping j1 frees no
+    # GPU, stopping j0 frees the second: only j0 stops. j2 1..11, j0 resumes with 99 s
+    # left: 11..110; j1 0..1000 untouched. (Counting j1's GPU-less part as a freed GPU,
+    # the what-if chose j1 alone, the start then failed, and j2 waited until 100.)
+    jobs = jobs_frame([(0, 100, 1), (0, 1000, 0), (1, 10, 2)]).with_columns(
+        pl.lit(1.0).alias("cpus")
+    )
+    config = ReplayConfig(source="t", scheduler="srtf", estimator="oracle")
+    r = replay(jobs, parse_spec("2x2,cpu=8"), config)
+    assert times(r) == {"j0": (0, 110), "j1": (0, 1000), "j2": (1, 11)}
+    assert preemptions(r) == {"j0": 1, "j1": 0, "j2": 0}
+
+
 def test_srtf_a_blocked_best_job_does_not_stop_the_next_one() -> None:
     # The issue's second hand case. 4x4. j0 (2 GPUs, 100 s) and j1 (2 GPUs, 1000 s) run
     # from 0. At 10 j2 (4 GPUs, 150 s) and j3 (2 GPUs, 200 s) arrive. j2 is best but

@@ -123,8 +123,8 @@ class FitProbe:
         rel, gain = self.rel, self.gain
         ok = False
         for n, g, m in self.alloc[r]:
-            if mask != ANY_TYPE and not (mask >> ntype[n]) & 1:
-                continue
+            if m <= 0 or (mask != ANY_TYPE and not (mask >> ntype[n]) & 1):
+                continue  # a CPU-only job's part (GPU -1) frees no GPU
             if m == MILLI:  # a whole GPU of r: wholly free once r ends
                 f = MILLI
             else:

@@ -106,6 +106,10 @@ class Las(Preemptive):
         goes to the tail, behind the jobs that arrived in the same second (Tiresias'
         loop appends arrivals, then walks the runnable jobs in arrival order to move
         them)."""
+        self.level: dict[int, int] = {}
+        """A running job's queue, read by :meth:`run_key` (set by :meth:`heap_key`, which
+        runs at every start and demotion: between those a running job's queue cannot
+        change, its timer fires at the crossing, before the instant's pass)."""
 
     def _queue_of(self, attained: float) -> int:
         q = 0
@@ -140,12 +144,16 @@ class Las(Preemptive):
         """
         entered = self._entered(j)
         tier = 1 if entered[0] >= self.e.now else 0
-        return (self._queue_of(self._attained_now(j)), tier, entered)
+        level = self.level.get(j)
+        if level is None or j not in self.e.running:
+            level = self._queue_of(self._attained_now(j))
+        return (level, tier, entered)
 
     def heap_key(self, j: int) -> tuple[Any, ...]:
         """Worst first: highest queue, then latest into it (fixed between demotions)."""
         t, moved, k = self._entered(j)
-        return (-self._queue_of(self._attained_now(j)), -t, -moved, -k)
+        level = self.level[j] = self._queue_of(self._attained_now(j))
+        return (-level, -t, -moved, -k)
 
     def _entered(self, j: int) -> tuple[float, int, int]:
         got = self.entered.get(j)

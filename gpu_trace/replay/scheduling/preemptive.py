@@ -63,7 +63,7 @@ import heapq
 import math
 from typing import TYPE_CHECKING, Any
 
-from gpu_trace.replay.cluster import MILLI
+from gpu_trace.replay.cluster import ANY_TYPE, MILLI
 from gpu_trace.replay.policy import EngineView, HasView, PolicyBase
 from gpu_trace.replay.scheduling.queue import ClassedQueue
 
@@ -120,6 +120,17 @@ class Preemptive(PolicyBase):
         self.deficit = 0
         """GPUs the last :meth:`_victims_for` that found no room lacked on the one node
         of a one-node cluster (after counting every job it outranks as stopped)."""
+        e = self.e
+        self.pooled = (
+            len(e.state.node_gpus) == 1
+            and not e.state.multi_resource
+            and all(m == MILLI for m in e.milli)
+            and all(0 < g <= e.state.gmax for g in e.ngpu)
+            and all(m == ANY_TYPE or (m >> e.state.node_type[0]) & 1 for m in e.mask)
+        )
+        """One node, every job whole GPUs (at least one, at most the node): room for a
+        job is a count, free GPUs plus those of the jobs stopped (:meth:`_victims_pooled`,
+        the same answer as the per-GPU probe without building one)."""
 
     def wait_key(self, j: int) -> tuple[Any, ...]:
         """The waiting job's rank, lowest first: its place in the wait queue (read when
@@ -164,7 +175,11 @@ class Preemptive(PolicyBase):
 
     def _placed(self, j: int) -> None:
         """Record where started job ``j`` runs (for :meth:`_still_no_room`)."""
-        nodes = list(dict.fromkeys(p[0] for p in self.e.running[j]))
+        parts = self.e.running[j]
+        if self.pooled or len(parts) == 1:
+            nodes = [parts[0][0]]
+        else:
+            nodes = list(dict.fromkeys(p[0] for p in parts))
         self.where[j] = nodes
         if not self.dirty_nodes_check:
             return
@@ -387,6 +402,8 @@ class Preemptive(PolicyBase):
             # it outranks no running job (and did not fit as things are)
             self.deficit = e.ngpu[b] - e.state.whole_free(e.mask[b])
             return None
+        if self.pooled:
+            return self._victims_pooled(b, bkey)
         probe = e.fit_probe(b)
         victims: list[tuple[Any, int, int]] = []
         heap, running, stamp = self.run_heap, e.running, self.stamp
@@ -420,6 +437,40 @@ class Preemptive(PolicyBase):
         for entry in spared:
             heapq.heappush(self.run_heap, entry)
         return keep
+
+    def _victims_pooled(self, b: int, bkey: tuple[Any, ...]) -> list[tuple[Any, int, int]] | None:
+        """:meth:`_victims_for` on one node where every job takes whole GPUs: the job
+        fits when the free GPUs plus those of the jobs stopped cover it, so the probe is
+        a sum (every victim holds part of the one node: all are needed; the sparing
+        loop is the same, on counts).
+        """
+        e = self.e
+        ngpu = e.ngpu
+        need = ngpu[b]
+        have = e.state.whole_free(e.mask[b])
+        victims: list[tuple[Any, int, int]] = []
+        heap, running, stamp = self.run_heap, e.running, self.stamp
+        heappop, run_key, outranks = heapq.heappop, self.run_key, self.outranks
+        while have < need:
+            while heap:
+                _, w, st = heap[0]
+                if w in running and stamp.get(w) == st:
+                    break
+                heappop(heap)
+            if not heap or not outranks(bkey, run_key(w)):
+                break
+            victims.append(heappop(heap))
+            have += ngpu[w]
+        if have < need:
+            for entry in victims:
+                heapq.heappush(heap, entry)
+            self.deficit = need - have
+            return None
+        for i in range(len(victims) - 1, -1, -1):
+            if len(victims) > 1 and have - ngpu[victims[i][1]] >= need:
+                have -= ngpu[victims[i][1]]
+                heapq.heappush(heap, victims.pop(i))
+        return victims
 
     def _needed(
         self, probe: FitProbe, victims: list[tuple[Any, int, int]]

@@ -204,6 +204,55 @@ def test_las_starvation_counter_adds_every_wait_since_the_last_promotion() -> No
     assert preemptions(r) == {"j0": 4, "j1": 0, "j2": 0, "j3": 1}
 
 
+def test_las_jobs_stopped_in_a_pass_keep_their_rank_until_it_ends() -> None:
+    # One node of 8 GPUs, LAS with one threshold at 12 GPU-s (queues 0 and 1). Jobs:
+    # B j0 (4 GPUs, 100 s), W j1 (3, 100 s), X j2 (4, 1 s) at 5, S3 j3 (2, 30 s), S1 j4
+    # (1, 30 s), S2 j5 (1, 30 s) at 6, A1 j6 (4, 5 s) and A2 j7 (1, 5 s) at 20.
+    # 0: B, W start (1 free). B reaches 12 GPU-s at 3 (queue 1, entered 3), W at 4.
+    # 5: X (queue 0) needs 3 more; the worst running job is W (latest into queue 1):
+    #    W stops (95 s left), X 5..6.
+    # 6: S3, S1, S2 start (queue 0 outranks W); S3 enters queue 1 at 12, S1 and S2 at
+    #    18 (then S2 after S1: job order). At 12 and 18 W (3 GPUs) outranks the jobs
+    #    demoted at that instant, but they hold 2 GPUs: no room.
+    # 20: A1 then A2 (queue 0). A1 stops the fewest worst jobs that make 4 GPUs: S2,
+    #    S1, S3. A2 stops the next worst, B (4 GPUs, 80 s left): 3 GPUs are free. The
+    #    jobs stopped in this pass keep their running rank until it ends, ahead of W
+    #    (waiting in queue 1 since 5): B needs 4, no; S3 gets 2, S1 1 (both restarted
+    #    in the same instant: reassigned, not preempted); S2 and W wait. This is the
+    #    Tiresias simulator's pass (every job of a queue in order, running ones first,
+    #    given its GPUs if they fit): B does not fit, S3 and S1 do, S2 and W do not.
+    #    (Ranked as waiting jobs, W took the 3 GPUs and S3, S1, S2 all stayed stopped:
+    #    W, a waiting job of queue 1, preempted the running jobs of its own queue.)
+    # 23: A1 reaches 12 GPU-s: demoted at this instant, it is behind B (waiting since
+    #    3): B (80 s left) preempts it (2 s left). B 23..103.
+    # 25: A2 ends; S2 (16 s left) 25..41. 36: S3 and S1 end (6 + 30); W (95 s left)
+    #    36..131. 103: B ends; A1 103..105.
+    rows = [(0, 100, 4), (0, 100, 3), (5, 1, 4), (6, 30, 2), (6, 30, 1), (6, 30, 1)]
+    rows += [(20, 5, 4), (20, 5, 1)]
+    r = run(rows, "8x8", "las", scheduler_options={"thresholds_gpu_s": "12"})
+    assert times(r) == {
+        "j0": (0, 103),
+        "j1": (0, 131),
+        "j2": (5, 6),
+        "j3": (6, 36),
+        "j4": (6, 36),
+        "j5": (6, 41),
+        "j6": (20, 105),
+        "j7": (20, 25),
+    }
+    assert preemptions(r) == {
+        "j0": 1,
+        "j1": 1,
+        "j2": 0,
+        "j3": 0,
+        "j4": 0,
+        "j5": 1,
+        "j6": 1,
+        "j7": 0,
+    }
+    assert zero_length_runs(r) == []
+
+
 # -- presets ---------------------------------------------------------------------------
 
 

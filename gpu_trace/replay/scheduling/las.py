@@ -106,6 +106,10 @@ class Las(Preemptive):
         goes to the tail, behind the jobs that arrived in the same second (Tiresias'
         loop appends arrivals, then walks the runnable jobs in arrival order to move
         them)."""
+        self.kept: dict[int, tuple[Any, ...]] = {}
+        """Jobs stopped at :attr:`kept_at` -> the running rank they wait with for the rest
+        of that instant (:meth:`stopped_key`); re-ranked as waiting jobs at the next."""
+        self.kept_at = -1.0
         self.level: dict[int, int] = {}
         """A running job's queue, read by :meth:`run_key` (set by :meth:`heap_key`, which
         runs at every start and demotion: between those a running job's queue cannot
@@ -149,6 +153,35 @@ class Las(Preemptive):
             level = self._queue_of(self._attained_now(j))
         return (level, tier, entered)
 
+    def stopped_key(self, j: int) -> tuple[Any, ...]:
+        """A job stopped in this pass keeps its running rank until the instant ends, as in
+        the simulator's pass, where every job holds its place in the queue while GPUs
+        are handed out: it gets GPUs back before its queue's waiting jobs, and only a job
+        it outranks may take them. Ranked as waiting, a job stopped for a first
+        preemptor and not needed once a second one stopped a larger job would lose its
+        GPUs to an older waiting job of its queue: a running job preempted by its own
+        queue.
+        """
+        if self.kept_at != self.e.now:
+            self.kept.clear()
+            self.kept_at = self.e.now
+        key = self.run_key(j)
+        self.kept[j] = key
+        return key
+
+    def schedule(self) -> None:
+        """Re-rank the jobs stopped at an earlier instant and still waiting, then the
+        base's pass.
+        """
+        if self.kept and self.kept_at != self.e.now:
+            self._rekey()
+        super().schedule()
+
+    def _rekey(self) -> None:
+        wait_key = self.wait_key  # each still waiting (a start drops it)
+        self.queue.rekey([(key, wait_key(j), j) for j, key in self.kept.items()])
+        self.kept.clear()
+
     def heap_key(self, j: int) -> tuple[Any, ...]:
         """Worst first: highest queue, then latest into it (fixed between demotions)."""
         t, moved, k = self._entered(j)
@@ -163,6 +196,7 @@ class Las(Preemptive):
         """Add the wait that just ended to its starvation count and set the timer for
         its next demotion.
         """
+        self.kept.pop(j, None)  # waiting no more: nothing to re-rank
         since = self.wait_since.pop(j, None)
         if since is not None:
             self.waited[j] = self.waited.get(j, 0.0) + self.e.now - since
@@ -190,6 +224,8 @@ class Las(Preemptive):
         e.set_timer(at, j, STARVE)
 
     def _promote(self, j: int) -> None:
+        if self.kept and self.kept_at != self.e.now:
+            self._rekey()
         old = self.wait_key(j)
         self.offset[j] = self.e.attained_gpu_s[j]
         self.entered[j] = (self.e.now, 1, j)

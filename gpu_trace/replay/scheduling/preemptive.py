@@ -28,6 +28,8 @@ and may override:
   must not change in between. Default: ``run_key`` negated element-wise (numbers only).
 - :meth:`Preemptive.outranks`: whether a waiting rank may preempt a running one
   (default ``wait_key < run_key``; a margin or a hysteresis goes here).
+- :meth:`Preemptive.stopped_key`: the rank a job stopped in this pass waits with until
+  the instant ends (default ``wait_key``).
 - :meth:`Preemptive.started` / :meth:`Preemptive.requeued`: hooks after a start and
   after a preempted job is back in the queue (timers, counters).
 - ``dirty_nodes_check`` (class attribute): set False when ``run_key`` costs more than
@@ -149,6 +151,14 @@ class Preemptive(PolicyBase):
         :meth:`rank_dropped`), fixed in between. Default: ``run_key`` negated.
         """
         return tuple(-x for x in self.run_key(j))
+
+    def stopped_key(self, j: int) -> tuple[Any, ...]:
+        """The rank a job stopped in this pass waits with (default :meth:`wait_key`). A
+        policy whose running jobs outrank waiting ones of the same rank (LAS: a running
+        job keeps its GPUs against its queue's waiting jobs) returns its running rank
+        here, for the rest of the instant, and re-ranks it at the next one.
+        """
+        return self.wait_key(j)
 
     def started(self, j: int) -> None:
         """Hook after a start (timers)."""
@@ -507,7 +517,7 @@ class Preemptive(PolicyBase):
             for _, victim, _ in victims:
                 e.preempt(victim)
                 self._left(victim)
-                self.queue.push(self.wait_key(victim), victim)
+                self.queue.push(self.stopped_key(victim), victim)
                 self.requeued(victim)
             started = e.try_start(b)
         if started:

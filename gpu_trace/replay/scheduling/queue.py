@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from gpu_trace.replay.policy import PolicyBase
@@ -80,6 +80,19 @@ class ClassedQueue:
         h.remove((old, j))
         heapq.heapify(h)
         heapq.heappush(h, (new, j))
+
+    def rekey(self, changes: Iterable[tuple[Any, Any, int]]) -> None:
+        """Give each waiting job ``j`` of ``changes`` (old priority, new priority, j) its
+        new priority: each entry is replaced in place and each group touched is
+        re-heapified once (a pass that stopped many jobs re-ranks them together).
+        """
+        touched: dict[int, list[tuple[Any, int]]] = {}
+        for old, new, j in changes:
+            h = self.groups[self.key_of(j)]
+            h[h.index((old, j))] = (new, j)
+            touched[id(h)] = h
+        for h in touched.values():
+            heapq.heapify(h)
 
     def remove_best_of(self, j: int) -> None:
         """Drop the best job of ``j``'s group (``j`` must be it), e.g. after starting it."""

@@ -459,15 +459,11 @@ class Preemptive(PolicyBase):
         need = ngpu[b]
         have = e.state.whole_free(e.mask[b])
         victims: list[tuple[Any, int, int]] = []
-        heap, running, stamp = self.run_heap, e.running, self.stamp
+        heap, worst = self.run_heap, self._worst_running
         heappop, run_key, outranks = heapq.heappop, self.run_key, self.outranks
         while have < need:
-            while heap:
-                _, w, st = heap[0]
-                if w in running and stamp.get(w) == st:
-                    break
-                heappop(heap)
-            if not heap or not outranks(bkey, run_key(w)):
+            w = worst()  # the worst running job, stale heap entries dropped
+            if w is None or not outranks(bkey, run_key(w)):
                 break
             victims.append(heappop(heap))
             have += ngpu[w]

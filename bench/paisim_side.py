@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import polars as pl
+
+from bench.child import timed
 
 RUNS = (("fifo-skip", "fifo"), ("sjf", "sjf"))
 """(our policy, the simulator's): its FIFO scans without blocking (= our fifo-skip)."""
@@ -65,26 +65,6 @@ def compare(ours_dir: Path, sim_jobs: Path) -> dict[str, object]:
         "ours_jct_mean_s": round(float(ours["jct"].mean()), 2),  # type: ignore[arg-type]
         "sim_jct_mean_s": round(float(sim["sim_jct"].mean()), 2),  # type: ignore[arg-type]
         "first_diffs": diff.head(3).to_dicts(),
-    }
-
-
-def timed(args: list[str], env: dict[str, str] | None = None) -> dict[str, object]:
-    """Run one process; its wall and CPU seconds, peak RSS and last stdout line."""
-    with tempfile.TemporaryFile("w+") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        out.seek(0)
-        text = out.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        msg = f"{' '.join(args)} exited {os.waitstatus_to_exitcode(status)}: {text[-2000:]}"
-        raise SystemExit(msg)
-    return {
-        "wall_s": round(wall, 3),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
-        "last_line": text.strip().splitlines()[-1] if text.strip() else "",
     }
 
 

@@ -37,6 +37,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpu_trace.serve.measure import ATTENTION_KEYS
+
 PREFILL_EFFICIENCY = 0.5
 DECODE_EFFICIENCY = 0.7
 OVERHEAD_MS = 0.01
@@ -69,16 +71,7 @@ GPUS = {
 }
 
 COLUMNS = (
-    "n_embd",
-    "n_q_head",
-    "n_kv_head",
-    "block_size",
-    "num_tensor_parallel_workers",
-    "max_model_len",
-    "batch_size",
-    "prefill_chunk_size",
-    "kv_cache_size",
-    "is_prefill",
+    *ATTENTION_KEYS,
     "attention_backend",
     "time_stats.attn_prefill.median",
     "time_stats.attn_decode.median",

@@ -53,10 +53,8 @@ import json
 import math
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +62,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from bench.child import timed
 from bench.serve_vidur_profile import write_profile
 
 VIDUR_COMMIT = "7d47513"
@@ -231,29 +230,6 @@ def vidur_command(
     ]  # fmt: skip
 
 
-def timed(args: list[str], env: dict[str, str], cwd: Path | None = None) -> dict[str, Any]:
-    """Run one process; wall and CPU seconds (user + sys of it and its children, from
-    ``wait4``), peak RSS, and its output's tail.
-    """
-    with tempfile.TemporaryFile("w+") as log:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        log.seek(0)
-        text = log.read()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        msg = f"{args[0]} ... exited {code}: {text[-3000:]}"
-        raise SystemExit(msg)
-    return {
-        "wall_s": round(wall, 2),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
-        "tail": text.strip().splitlines()[-1:] if text.strip() else [],
-    }
-
-
 def vidur_requests(out: Path) -> pl.DataFrame:
     """The per-request results of vidur (``<out>/<timestamp>/request_metrics.csv``, columns
     named in vidur/metrics/constants.py:33-68, ``Request Id`` the trace row) as ours.
@@ -390,33 +366,26 @@ def side_by_side(
             cwd=src,
         )
         vidur = percentiles(vidur_requests(t / "vidur"))
-        row |= {f"vidur_{k}": v for k, v in vid.items() if k != "tail"}
-        ours: dict[str, Any] | None = None
-        try:
-            import gpu_trace.serve.engine  # noqa: F401  # type: ignore[import-not-found, unused-ignore]
-        except ImportError:
-            row["ours"] = "gpu_trace.serve.engine is not on this branch"
-        else:
-            spec = {
-                "scenario": scenario,
-                "scheduler": scheduler,
-                "replicas": replicas,
-                "start_s": start_s,
-                "duration_s": duration_s,
-                "store": str(store),
-                "profile": str(folder),
-                "out": str(t / "ours.parquet"),
-            }
-            (t / "spec.json").write_text(json.dumps(spec))
-            me = timed([sys.executable, "-m", "bench.serve_vidur_side", "ours", str(t / "spec.json")], env)  # fmt: skip
-            row |= {f"ours_{k}": v for k, v in me.items() if k != "tail"}
-            got = pl.read_parquet(t / "ours.parquet").filter(pl.col("status") == "finished")
-            ours = percentiles(got)
-            row["speedup_cpu"] = round(vid["cpu_s"] / max(me["cpu_s"], 1e-9), 1)
+        row |= {f"vidur_{k}": v for k, v in vid.items() if k != "last_line"}
+        spec = {
+            "scenario": scenario,
+            "scheduler": scheduler,
+            "replicas": replicas,
+            "start_s": start_s,
+            "duration_s": duration_s,
+            "store": str(store),
+            "profile": str(folder),
+            "out": str(t / "ours.parquet"),
+        }
+        (t / "spec.json").write_text(json.dumps(spec))
+        me = timed([sys.executable, "-m", "bench.serve_vidur_side", "ours", str(t / "spec.json")], env)  # fmt: skip
+        row |= {f"ours_{k}": v for k, v in me.items() if k != "last_line"}
+        got = pl.read_parquet(t / "ours.parquet").filter(pl.col("status") == "finished")
+        ours = percentiles(got)
+        row["speedup_cpu"] = round(vid["cpu_s"] / max(me["cpu_s"], 1e-9), 1)
         row["table"] = table(ours, vidur)
         row |= {f"vidur_{k}": v for k, v in vidur.items()}
-        if ours:
-            row |= {f"ours_{k}": v for k, v in ours.items()}
+        row |= {f"ours_{k}": v for k, v in ours.items()}
     row["load_after"] = round(os.getloadavg()[0], 2)
     return row
 

@@ -456,12 +456,7 @@ def _on_ray(
     """
     from gpu_trace.replay import sweep_ray
 
-    t0 = time.perf_counter()
-    session = sweep_ray.connect(workers, address)
-    summary.startup_s = time.perf_counter() - t0
-    summary.backend = "ray" if address is None else f"ray at {address}"
-    summary.workers = session.workers
-    try:
-        yield from session.run(execute_point, (jobs, specs), [(p, p.config) for p in todo])
-    finally:
-        session.close()
+    todo_configs = [(p, p.config) for p in todo]
+    yield from sweep_ray.run_on_ray(
+        execute_point, (jobs, specs), todo_configs, workers, address, summary
+    )

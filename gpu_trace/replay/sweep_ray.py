@@ -203,3 +203,27 @@ def connect(workers: int | None, address: str | None) -> RaySession:
         owned = True
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return RaySession(ray, min(workers, cpus) if workers else cpus, owned, COMMIT_INTERVAL_S)
+
+
+def run_on_ray(
+    point: Callable[[Workload, Config], Output],
+    workload: Workload,
+    todo: Sequence[tuple[Key, Config]],
+    workers: int | None,
+    address: str | None,
+    summary: Any,
+) -> Iterator[list[tuple[Key, Output | str]]]:
+    """:func:`connect`, :meth:`RaySession.run` and close, for a sweep driver (replay's
+    and the serving replay's): the session's start-up seconds, backend and worker count
+    are written on ``summary`` (its ``startup_s``, ``backend`` and ``workers``) before
+    the first batch.
+    """
+    t0 = time.perf_counter()
+    session = connect(workers, address)
+    summary.startup_s = time.perf_counter() - t0
+    summary.backend = "ray" if address is None else f"ray at {address}"
+    summary.workers = session.workers
+    try:
+        yield from session.run(point, workload, todo)
+    finally:
+        session.close()

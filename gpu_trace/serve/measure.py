@@ -56,6 +56,23 @@ predictor nor ours adds it to an iteration)."""
 
 STATS = ("min", "max", "mean", "median", "std")
 
+ATTENTION_KEYS = (
+    "n_embd",
+    "n_q_head",
+    "n_kv_head",
+    "block_size",
+    "num_tensor_parallel_workers",
+    "max_model_len",
+    "batch_size",
+    "prefill_chunk_size",
+    "kv_cache_size",
+    "is_prefill",
+)
+"""The key columns of vidur's ``attention.csv`` (its profiler's row,
+``vidur/profiling/attention/attention_wrapper.py:143-154`` at 7d47513, less the
+``attention_backend`` label), written by :func:`write_attention_csv` and by the vidur
+side by side's generated table."""
+
 DEFAULT_TOKENS: tuple[int, ...] = (
     1,
     2,
@@ -157,18 +174,7 @@ def write_attention_csv(
     key columns.
     """
     header = [f"time_stats.{op}.{s}" for op in ("attn_prefill", "attn_decode") for s in STATS]
-    header += [
-        "n_embd",
-        "n_q_head",
-        "n_kv_head",
-        "block_size",
-        "num_tensor_parallel_workers",
-        "max_model_len",
-        "batch_size",
-        "prefill_chunk_size",
-        "kv_cache_size",
-        "is_prefill",
-    ]
+    header += ATTENTION_KEYS
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f, lineterminator="\n")

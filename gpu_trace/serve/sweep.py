@@ -228,15 +228,7 @@ def _backend(
         return
     from gpu_trace.replay import sweep_ray
 
-    t0 = time.perf_counter()
-    session = sweep_ray.connect(workers, address)
-    outcome.startup_s = time.perf_counter() - t0
-    outcome.backend = "ray" if address is None else f"ray at {address}"
-    outcome.workers = session.workers
-    try:
-        yield from session.run(execute_point, window, left)
-    finally:
-        session.close()
+    yield from sweep_ray.run_on_ray(execute_point, window, left, workers, address, outcome)
 
 
 def _commit(

@@ -162,9 +162,7 @@ class Las(Preemptive):
         GPUs to an older waiting job of its queue: a running job preempted by its own
         queue.
         """
-        if self.kept_at != self.e.now:
-            self.kept.clear()
-            self.kept_at = self.e.now
+        self.kept_at = self.e.now  # the pass re-ranked the earlier instant's jobs first
         key = self.run_key(j)
         self.kept[j] = key
         return key

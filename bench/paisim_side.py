@@ -9,6 +9,11 @@ when ``PAI_SIM`` names the simulator's folder, the simulator the same way
 (``bench/paisim_driver.py`` under ``PAI_SIM_PYTHON``, a command line, default
 ``python3``), then compares every job.
 
+It also times what no work of ours can go below (``startup_floor``): a process that only
+imports the libraries every command loads (polars, pyarrow, numpy, typer, rich), best of
+three. Twice that (two commands) against the simulator's CPU seconds is the highest
+speed-up any amount of engine work could show (``ceiling_speedup_cpu``).
+
 ``python -m bench.paisim_side OUR_RUN_DIR SIM_JOBS_CSV`` joins our run's
 ``replay_jobs.parquet`` (``replay run --out``) with the simulator's per-job results
 (``bench/paisim_driver.py``: ``job_id, submit_time, duration, jct``, the fields of its
@@ -35,6 +40,21 @@ RUNS = (("fifo-skip", "fifo"), ("sjf", "sjf"))
 """(our policy, the simulator's): its FIFO scans without blocking (= our fifo-skip)."""
 CLUSTER = "6500x6500,cpu=150930"
 """Its README run: one node of 6,500 GPUs and round(23.22 x 6,500) cores."""
+STACK = "import polars, pyarrow.parquet, numpy, typer, rich.console"
+"""The libraries both commands import before they do anything of their own."""
+
+
+def startup_floor(env: dict[str, str]) -> dict[str, float]:
+    """CPU and wall seconds of a process that only imports :data:`STACK`, best of three
+    (the same ``wait4`` accounting as our commands; the command line's one-BLAS-thread
+    default set as it sets it).
+    """
+    env = {"OPENBLAS_NUM_THREADS": "1", **env}
+    runs = [timed([sys.executable, "-c", STACK], env) for _ in range(3)]
+    return {
+        "cpu_s": min(float(r["cpu_s"]) for r in runs),
+        "wall_s": min(float(r["wall_s"]) for r in runs),
+    }
 
 
 def compare(ours_dir: Path, sim_jobs: Path) -> dict[str, object]:
@@ -83,6 +103,8 @@ def side_by_side(jobs: int = 20_000) -> dict[str, object]:
     gt = [sys.executable, "-m", "gpu_trace"]
     env = {k: v for k, v in os.environ.items() if k != "GPU_TRACE_FSYNC"}  # a user's commit
     out: dict[str, object] = {"load_before": os.getloadavg()[0], "jobs": jobs}
+    floor = startup_floor(env)
+    out["startup_floor"] = floor
     reason = skip_reason()
     if reason:
         out["simulator"] = reason
@@ -138,6 +160,7 @@ def side_by_side(jobs: int = 20_000) -> dict[str, object]:
                     "sim_own_runtime_s": own["runtime_s"],
                     "speedup_wall": round(float(sim["wall_s"]) / float(row["ours_wall_s"]), 1),  # type: ignore[arg-type]
                     "speedup_cpu": round(float(sim["cpu_s"]) / float(row["ours_cpu_s"]), 1),  # type: ignore[arg-type]
+                    "ceiling_speedup_cpu": round(float(sim["cpu_s"]) / (2 * floor["cpu_s"]), 1),
                 }
                 row |= compare(t / ours, t / f"sim-{theirs}" / "jobs.csv")
             else:
